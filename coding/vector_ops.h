@@ -1,0 +1,18 @@
+#pragma once
+// Small reductions over flat parameter/update vectors on the host. Every update that enters a
+// node passes AllFinite before it touches the model (a NaN from one peer must not spread).
+
+#include <cstddef>
+#include <optional>
+#include <span>
+
+namespace murmur::coding {
+
+// Index of the first NaN or infinity, or nullopt when every value is finite.
+std::optional<size_t> FirstNonFinite(std::span<const float> values);
+inline bool AllFinite(std::span<const float> values) { return !FirstNonFinite(values).has_value(); }
+
+// Sum of squares, accumulated in double.
+double SquaredL2Norm(std::span<const float> values);
+
+}  // namespace murmur::coding

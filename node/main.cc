@@ -1,0 +1,25 @@
+// murmur: the composition root. Subcommands are registered here and nowhere else.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "base/config.h"
+#include "node/train_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("murmur: decentralized, straggler-tolerant data-parallel training", "murmur");
+  app.set_version_flag("--version", std::string("murmur ") + MURMUR_VERSION +
+                                        (MURMUR_WITH_CUDA ? " (cuda)" : " (cpu only)"));
+  app.require_subcommand(1);
+  murmur::node::TrainCommand train(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // Help and version exit 0; every usage error exits 2, as the README promises.
+    return code == 0 ? 0 : 2;
+  }
+  if (train.subcommand()->parsed()) return train.Run();
+  return 2;
+}

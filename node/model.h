@@ -1,0 +1,97 @@
+#pragma once
+// Models over one flat parameter vector. Updates, compression and gossip all work on that
+// vector, so a model is only a shape (the layout of its parameters) plus forward/backward.
+//
+// A model is a stack of dense layers, ReLU between them, and a loss:
+//   MLP (default 784-256-128-10, softmax cross-entropy), linear regression (d-1, squared error),
+//   logistic regression (d-1, logistic loss).
+// Layout of the flat vector, layer by layer: W (out x in, row-major, PyTorch's nn.Linear), then b.
+//
+// T is float for training; double exists for finite-difference gradient checks.
+// Thread safety: a Model owns scratch buffers; use one Model per thread.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/device.h"
+#include "kernels/tensor.h"
+
+namespace murmur::node {
+
+enum class LossKind { kSoftmaxCrossEntropy, kSigmoidCrossEntropy, kMeanSquaredError };
+
+struct ModelSpec {
+  std::vector<int64_t> layer_sizes;  // input, hidden..., output; at least two entries
+  LossKind loss = LossKind::kSoftmaxCrossEntropy;
+
+  static ModelSpec Mlp(int64_t inputs, std::span<const int64_t> hidden, int64_t classes);
+  static ModelSpec LinearRegression(int64_t features);
+  static ModelSpec LogisticRegression(int64_t features);
+  // "784-256-128-10 softmax-ce"
+  std::string ToString() const;
+};
+
+// One mini-batch. Exactly one of labels / targets is used, as the loss requires.
+template <typename T>
+struct Batch {
+  kernels::ConstMatrixView<T> x;
+  std::span<const int32_t> labels;  // kSoftmaxCrossEntropy
+  std::span<const T> targets;       // kSigmoidCrossEntropy, kMeanSquaredError
+};
+
+template <typename T>
+class Model {
+ public:
+  // kInvalidArgument for fewer than two layer sizes, a size < 1, or a loss whose output width
+  // does not fit (sigmoid and squared error need one output).
+  static StatusOr<Model> Create(const ModelSpec& spec,
+                                kernels::Device device = kernels::Device::Cpu());
+
+  const ModelSpec& spec() const { return spec_; }
+  int64_t NumParams() const { return num_params_; }
+  int64_t NumInputs() const { return spec_.layer_sizes.front(); }
+  int64_t NumOutputs() const { return spec_.layer_sizes.back(); }
+
+  // Fills `params` as PyTorch's nn.Linear does: W and b uniform in +-1/sqrt(fan_in), seeded.
+  // REQUIRES params.size() == NumParams().
+  void Initialize(std::span<T> params, uint64_t seed) const;
+
+  // Mean loss over the batch. When `grad` is non-empty it receives d loss / d params (it is
+  // overwritten, not accumulated). kInvalidArgument when shapes or labels do not fit.
+  StatusOr<T> LossAndGradient(std::span<const T> params, const Batch<T>& batch,
+                              std::span<T> grad);
+
+  // Outputs of the last layer (logits, or predictions for regression) for `x`. The view points
+  // into scratch memory valid until the next call on this model.
+  StatusOr<kernels::ConstMatrixView<T>> Forward(std::span<const T> params,
+                                                kernels::ConstMatrixView<T> x);
+
+  // Outputs of the last layer from the latest Forward or LossAndGradient call (the loss never
+  // overwrites them), valid until the next call.
+  kernels::ConstMatrixView<T> LastOutputs() const {
+    return kernels::ConstMatrixView<T>(activations_.back().data(), last_rows_, NumOutputs());
+  }
+
+  // Offsets of layer l's weights and bias in the flat vector.
+  int64_t WeightOffset(size_t layer) const { return offsets_[layer]; }
+  int64_t BiasOffset(size_t layer) const;
+
+ private:
+  Model(ModelSpec spec, kernels::Device device);
+  size_t NumLayers() const { return spec_.layer_sizes.size() - 1; }
+  void EnsureScratch(int64_t batch);
+
+  ModelSpec spec_;
+  kernels::Device device_;
+  int64_t num_params_ = 0;
+  std::vector<int64_t> offsets_;               // per layer: start of W
+  int64_t scratch_rows_ = 0;
+  int64_t last_rows_ = 0;
+  std::vector<std::vector<T>> activations_;    // per layer: batch x out (post-ReLU if hidden)
+  std::vector<std::vector<T>> deltas_;         // per layer: batch x out, gradient wrt its output
+};
+
+}  // namespace murmur::node

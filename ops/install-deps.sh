@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package murmur needs to build, test, train and be operated.
+# Idempotent: when all packages are present it only runs dpkg-query (well under a second).
+# Quiet: apt's chatter goes to a log file that is printed only if something fails.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config
+  # transport and wire
+  libzmq3-dev cppzmq-dev libsodium-dev capnproto libcapnp-dev
+  # numerics
+  libeigen3-dev
+  # metrics, config, logging, CLI, HTTP
+  prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
+  nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+log=$(mktemp /tmp/murmur-install-deps.XXXXXX.log)
+echo "murmur: installing ${#missing[@]} Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! { $SUDO apt-get update -qq && \
+       $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  echo "murmur: apt-get failed; its output follows" >&2
+  cat "$log" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "murmur: dependencies installed"
