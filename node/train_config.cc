@@ -19,7 +19,7 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
                      "hidden layer widths of the MLP (empty: softmax regression)")
         .Integer("epochs", &C::epochs, 3, 1, 100000, "passes over this node's training rows")
         .Integer<int64_t>("batch_size", &C::batch_size, 64, 1, 1 << 20, "mini-batch size")
-        .Real("lr", &C::lr, "0.05", 0, 100, "SGD learning rate")
+        .Real("lr", &C::lr, "0.01", 0, 100, "SGD learning rate")
         .Real("momentum", &C::momentum, "0.9", 0, 0.9999, "SGD momentum (0: none)")
         .Bool("nesterov", &C::nesterov, false, "Nesterov momentum")
         .Real("weight_decay", &C::weight_decay, "0", 0, 1, "L2 weight decay")

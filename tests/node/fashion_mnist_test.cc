@@ -1,1 +1,124 @@
+#include "node/fashion_mnist.h"
+
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+
+namespace murmur::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / ("murmur-idx-" + std::to_string(::getpid()))) {
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<uint8_t> IdxBytes(std::vector<uint32_t> dims, size_t drop_tail = 0) {
+  std::vector<uint8_t> out = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
+  size_t n = 1;
+  for (uint32_t d : dims) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(d >> s));
+    n *= d;
+  }
+  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(i % 10));
+  out.resize(out.size() - drop_tail);
+  return out;
+}
+
+void WriteGzip(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+            static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+TEST(FashionMnistTest, LoadsTheRealDebianFiles) {
+  auto data = LoadFashionMnist();
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->train.rows, 60000);
+  EXPECT_EQ(data->test.rows, 10000);
+  EXPECT_EQ(data->train.cols, 784);
+  std::array<int, 10> counts{};
+  for (int32_t l : data->train.labels) counts[static_cast<size_t>(l)]++;
+  for (int c : counts) EXPECT_EQ(c, 6000);  // Fashion-MNIST is balanced
+  double mean = 0;
+  for (float v : data->train.features) mean += v;
+  mean /= static_cast<double>(data->train.features.size());
+  EXPECT_NEAR(mean, 0.0, 0.01);  // standardized with the training set's statistics
+}
+
+TEST(FashionMnistTest, MissingFilesNameTheDebianPackage) {
+  auto data = LoadFashionMnist("/nonexistent/fashion");
+  EXPECT_EQ(data.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(data.status().message().find("dataset-fashion-mnist"), std::string_view::npos);
+}
+
+TEST(IdxTest, ParsesValidHeadersOfAnyRank) {
+  for (auto dims : std::vector<std::vector<uint32_t>>{{0}, {1}, {7}, {3, 2, 5}, {2, 1, 1, 3}}) {
+    auto parsed = ParseIdx(IdxBytes(dims));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->dims, dims);
+  }
+}
+
+TEST(IdxTest, RejectsCorruptHeaders) {
+  auto bad_magic = IdxBytes({4});
+  bad_magic[0] = 1;
+  EXPECT_EQ(ParseIdx(bad_magic).status().code(), StatusCode::kDataLoss);
+  auto bad_type = IdxBytes({4});
+  bad_type[2] = 0x0D;  // float
+  EXPECT_EQ(ParseIdx(bad_type).status().code(), StatusCode::kDataLoss);
+  auto zero_dims = IdxBytes({4});
+  zero_dims[3] = 0;
+  EXPECT_EQ(ParseIdx(zero_dims).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParseIdx({0, 0}).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParseIdx(IdxBytes({3, 4}, 1)).status().code(), StatusCode::kDataLoss);  // truncated
+  auto extra = IdxBytes({3, 4});
+  extra.push_back(0);
+  EXPECT_EQ(ParseIdx(extra).status().code(), StatusCode::kDataLoss);
+  // A header that claims 2^32 * 2^32 elements must be refused before allocating.
+  std::vector<uint8_t> huge = {0, 0, 8, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  EXPECT_EQ(ParseIdx(huge).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(IdxTest, ReadsGzipAndRejectsTruncatedGzip) {
+  TempDir dir;
+  const auto bytes = IdxBytes({100, 28, 28});
+  WriteGzip(dir.File("ok.gz"), bytes);
+  auto ok = ReadIdxFile(dir.File("ok.gz"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->data.size(), 100u * 28 * 28);
+
+  std::ifstream in(dir.File("ok.gz"), std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir.File("cut.gz"), std::ios::binary) << gz.substr(0, gz.size() / 2);
+  auto cut = ReadIdxFile(dir.File("cut.gz"));
+  EXPECT_EQ(cut.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(cut.status().message().find("cut.gz"), std::string_view::npos) << cut.status();
+}
+
+TEST(IdxTest, MismatchedImageAndLabelCountsAreRejected) {
+  TempDir dir;
+  for (const std::string split : {"train", "t10k"}) {
+    WriteGzip(dir.File(split + "-images-idx3-ubyte.gz"), IdxBytes({5, 28, 28}));
+    WriteGzip(dir.File(split + "-labels-idx1-ubyte.gz"), IdxBytes({4}));
+  }
+  auto data = LoadFashionMnist(dir.File(""));
+  EXPECT_EQ(data.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(data.status().message().find("4 labels"), std::string_view::npos) << data.status();
+}
+
+}  // namespace
+}  // namespace murmur::node
