@@ -1,1 +1,130 @@
+#include "node/train_config.h"
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace murmur::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Parses `args` as `murmur train ...` with a fake environment.
+class ConfigHarness {
+ public:
+  StatusOr<TrainConfig> Parse(std::vector<std::string> args,
+                              std::map<std::string, std::string> env = {}) {
+    CLI::App app("test");
+    ConfigParser<TrainConfig> parser(TrainSchema());
+    parser.AddOptions(app);
+    std::vector<const char*> argv = {"murmur-train"};
+    for (auto& a : args) argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    env_ = std::move(env);
+    return parser.Resolve([this](const char* name) -> const char* {
+      auto it = env_.find(name);
+      return it == env_.end() ? nullptr : it->second.c_str();
+    });
+  }
+
+ private:
+  std::map<std::string, std::string> env_;
+};
+
+std::string WriteToml(const std::string& text) {
+  const fs::path path = fs::temp_directory_path() / ("murmur-config-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(ConfigTest, DefaultsAreTheEmbeddedJob) {
+  ConfigHarness h;
+  auto c = h.Parse({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->task, "fashion-mnist");
+  EXPECT_EQ(c->hidden, (std::vector<int64_t>{256, 128}));
+  EXPECT_EQ(c->epochs, 3);
+  EXPECT_EQ(c->batch_size, 64);
+  EXPECT_FALSE(c->nesterov);
+}
+
+TEST(ConfigTest, PrecedenceIsFlagThenEnvThenFileThenDefault) {
+  const std::string file = WriteToml("epochs = 7\nbatch_size = 16\nlr = 0.125\nhidden = [32, 16]\n");
+  ConfigHarness h;
+  auto c = h.Parse({"--config", file, "--epochs", "9"},
+                   {{"MURMUR_EPOCHS", "8"}, {"MURMUR_BATCH_SIZE", "24"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->epochs, 9);          // flag beats env and file
+  EXPECT_EQ(c->batch_size, 24);     // env beats file
+  EXPECT_DOUBLE_EQ(c->lr, 0.125);   // file beats default
+  EXPECT_EQ(c->hidden, (std::vector<int64_t>{32, 16}));
+  EXPECT_DOUBLE_EQ(c->momentum, 0.9);  // default
+  // The file can also come from MURMUR_CONFIG.
+  auto via_env = h.Parse({}, {{"MURMUR_CONFIG", file}});
+  ASSERT_TRUE(via_env.ok());
+  EXPECT_EQ(via_env->epochs, 7);
+  fs::remove(file);
+}
+
+TEST(ConfigTest, BooleanFlagsAcceptBareAndExplicitForms) {
+  ConfigHarness h;
+  EXPECT_TRUE(h.Parse({"--nesterov"})->nesterov);
+  EXPECT_FALSE(h.Parse({"--nesterov=false"}, {{"MURMUR_NESTEROV", "true"}})->nesterov);
+  EXPECT_TRUE(h.Parse({}, {{"MURMUR_NESTEROV", "yes"}})->nesterov);
+}
+
+TEST(ConfigTest, BadValuesNameKeyValueSourceAndWhatIsAllowed) {
+  ConfigHarness h;
+  auto flag = h.Parse({"--epochs", "abc"});
+  EXPECT_EQ(flag.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(flag.status().message(),
+            "invalid value 'abc' for epochs (from flag --epochs): expected an integer in [1, 100000]");
+  auto env = h.Parse({}, {{"MURMUR_LR", "-1"}});
+  EXPECT_NE(env.status().message().find("environment variable MURMUR_LR"), std::string_view::npos);
+  auto choice = h.Parse({"--task", "cifar"});
+  EXPECT_NE(choice.status().message().find("one of fashion-mnist, linear, logistic"),
+            std::string_view::npos) << choice.status();
+  auto list = h.Parse({"--hidden", "256,x"});
+  EXPECT_EQ(list.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, FileErrorsAreClear) {
+  ConfigHarness h;
+  const std::string unknown = WriteToml("epochz = 3\n");
+  auto u = h.Parse({"--config", unknown});
+  EXPECT_NE(u.status().message().find("unknown key 'epochz'"), std::string_view::npos) << u.status();
+  const std::string broken = WriteToml("epochs = = 3\n");
+  auto b = h.Parse({"--config", broken});
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find(":1:"), std::string_view::npos) << b.status();
+  const std::string typed = WriteToml("epochs = 0\n");
+  auto t = h.Parse({"--config", typed});
+  EXPECT_NE(t.status().message().find("'epochs' in"), std::string_view::npos) << t.status();
+  EXPECT_EQ(h.Parse({"--config", "/nonexistent.toml"}).status().code(), StatusCode::kNotFound);
+  fs::remove(typed);
+}
+
+TEST(ConfigTest, CrossKeyValidation) {
+  ConfigHarness h;
+  EXPECT_EQ(ValidateTrainConfig(*h.Parse({"--shard-index", "2", "--shard-count", "2"})).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateTrainConfig(*h.Parse({"--nesterov", "--momentum", "0"})).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateTrainConfig(*h.Parse({"--shard-index", "1", "--shard-count", "2"})).ok());
+}
+
+TEST(ConfigTest, EveryKeyHasAValidDefaultAndHelp) {
+  for (const auto& key : TrainSchema().keys()) {
+    TrainConfig c;
+    EXPECT_TRUE(key.set(key.default_text, c).ok()) << key.name;
+    EXPECT_FALSE(key.help.empty()) << key.name;
+    EXPECT_EQ(EnvName(key.name).rfind("MURMUR_", 0), 0u);
+  }
+  EXPECT_EQ(FlagName("batch_size"), "--batch-size");
+  EXPECT_EQ(EnvName("batch_size"), "MURMUR_BATCH_SIZE");
+}
+
+}  // namespace
+}  // namespace murmur::node

@@ -1,1 +1,138 @@
+#include "node/trainer.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "node/fashion_mnist.h"
+#include "node/sharding.h"
+#include "node/synthetic.h"
+
+namespace murmur::node {
+namespace {
+
+std::vector<int64_t> AllRows(const Dataset& d) {
+  return *ShardRows(d.rows, 0, 1, ShardStrategy::kContiguous);
+}
+
+TEST(TrainerTest, DefaultMlpReaches85PercentOnFashionMnistIn3Epochs) {
+  auto data = LoadFashionMnist();
+  ASSERT_TRUE(data.ok()) << data.status();
+  const int64_t hidden[] = {256, 128};
+  auto model = Model<float>::Create(ModelSpec::Mlp(784, hidden, 10));
+  ASSERT_TRUE(model.ok());
+  TrainOptions options;  // batch 64, 3 epochs
+  options.sgd = {0.01, 0.9, 0.0, false};
+  options.seed = 1;
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  int epochs_seen = 0;
+  int64_t last_step = 0;
+  auto summary = trainer.Run([&](const TrainProgress& p) {
+    EXPECT_EQ(p.step, last_step + 1);
+    last_step = p.step;
+    if (p.epoch_done) {
+      ++epochs_seen;
+      EXPECT_TRUE(p.test.has_value());
+    }
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(epochs_seen, 3);
+  EXPECT_EQ(summary->steps, 3 * 938);
+  EXPECT_EQ(summary->samples, 3 * 60000);
+  std::printf("seed %llu: test accuracy %.4f\n", 1ull, summary->test.accuracy);
+  EXPECT_GE(summary->test.accuracy, 0.85);
+}
+
+TEST(TrainerTest, LogisticRegressionSeparatesTheMixture) {
+  SyntheticOptions o;
+  o.train_samples = 4000;
+  o.test_samples = 1000;
+  o.features = 20;
+  o.separation = 4.0;  // Bayes accuracy Phi(2) ~ 97.7 %
+  o.seed = 3;
+  auto data = MakeGaussianMixture(o);
+  ASSERT_TRUE(data.ok());
+  auto model = Model<float>::Create(ModelSpec::LogisticRegression(20));
+  TrainOptions options;
+  options.epochs = 5;
+  options.batch_size = 32;
+  options.sgd = {0.1, 0.0, 0.0, false};
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  auto summary = trainer.Run(nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_GT(summary->test.accuracy, 0.95);
+  EXPECT_LT(summary->test_per_epoch.back().loss, summary->test_per_epoch.front().loss + 1e-3);
+}
+
+TEST(TrainerTest, LinearRegressionFitsDownToTheNoise) {
+  SyntheticOptions o;
+  o.train_samples = 5000;
+  o.features = 10;
+  o.noise = 0.1;  // best achievable loss 0.5 * 0.1^2 = 0.005
+  auto data = MakeLinearRegression(o);
+  auto model = Model<float>::Create(ModelSpec::LinearRegression(10));
+  TrainOptions options;
+  options.epochs = 10;
+  options.batch_size = 50;
+  options.sgd = {0.05, 0.5, 0.0, false};
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  auto summary = trainer.Run(nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_LT(summary->test.loss, 0.0075);
+  EXPECT_TRUE(std::isnan(summary->test.accuracy));  // regression has no accuracy
+}
+
+TEST(TrainerTest, ShardTrainsOnlyItsRowsAndSameSeedIsDeterministic) {
+  SyntheticOptions o;
+  o.train_samples = 1000;
+  o.features = 5;
+  auto data = MakeGaussianMixture(o);
+  auto run = [&](int shard) {
+    auto model = Model<float>::Create(ModelSpec::LogisticRegression(5));
+    TrainOptions options;
+    options.epochs = 2;
+    options.batch_size = 64;
+    ManualClock clock;
+    Trainer trainer(*model, data->train, *ShardRows(1000, shard, 4, ShardStrategy::kStrided),
+                    nullptr, options, clock);
+    trainer.InitializeParams();
+    auto summary = trainer.Run(nullptr);
+    EXPECT_EQ(summary->samples, 2 * 250);
+    EXPECT_EQ(summary->steps, 2 * 4);  // ceil(250 / 64)
+    return std::vector<float>(trainer.params().begin(), trainer.params().end());
+  };
+  EXPECT_EQ(run(1), run(1));
+  EXPECT_NE(run(1), run(2));
+}
+
+TEST(TrainerTest, DivergenceIsReportedAndTheBadStepIsNotApplied) {
+  SyntheticOptions o;
+  o.train_samples = 256;
+  o.features = 4;
+  auto data = MakeLinearRegression(o);
+  for (float& x : data->train.features) x *= 1e18f;  // guarantees overflow
+  auto model = Model<float>::Create(ModelSpec::LinearRegression(4));
+  TrainOptions options;
+  options.sgd = {10.0, 0.0, 0.0, false};
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), nullptr, options, clock);
+  trainer.InitializeParams();
+  Status failure;
+  std::vector<float> before;
+  for (int i = 0; i < 20 && failure.ok(); ++i) {
+    before.assign(trainer.params().begin(), trainer.params().end());
+    failure = trainer.Step().status();
+  }
+  ASSERT_EQ(failure.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(failure.message().find("learning rate"), std::string_view::npos) << failure;
+  EXPECT_EQ(before, std::vector<float>(trainer.params().begin(), trainer.params().end()));
+}
+
+}  // namespace
+}  // namespace murmur::node

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Shows check_layering.sh can fail: plants each kind of violation in a copy of the tree.
+set -u
+root="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+expect_violation() {  # name, file, line
+  rm -rf "$tmp/tree" && mkdir -p "$tmp/tree"
+  cp -r "$root"/{base,kernels,coding,gossip,proto,node} "$tmp/tree/"
+  mkdir -p "$(dirname "$tmp/tree/$2")" && echo "$3" >> "$tmp/tree/$2"
+  if bash "$root/tests/check_layering.sh" "$tmp/tree" >/dev/null; then
+    echo "FAIL: $1 was not detected"; fail=1
+  else
+    echo "ok   $1 detected"
+  fi
+}
+expect_violation "zmq in node" node/planted.cc '#include <zmq.hpp>'
+expect_violation "capnp in gossip" gossip/planted.h '#include <capnp/message.h>'
+expect_violation "cuda in kernels/cpu" kernels/cpu/planted.cc '#include <cuda_runtime.h>'
+expect_violation "base includes node" base/planted.h '#include "node/model.h"'
+expect_violation "coding includes gossip" coding/planted.cc '#include "gossip/envelope.h"'
+if bash "$root/tests/check_layering.sh" "$root" >/dev/null; then echo "ok   real tree is clean"; else echo "FAIL: real tree"; fail=1; fi
+exit $fail

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# End-to-end checks of the murmur binary: exit codes, messages and output formats.
+# Usage: cli_test.sh path/to/murmur
+set -u
+murmur="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() {  # name, expected exit code, command...
+  local name="$1" want="$2"; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL $name: exit $got, want $want"; sed 's/^/  stderr: /' "$tmp/err" | head -5; fail=1
+  else
+    echo "ok   $name"
+  fi
+}
+contains() {  # name, file, text
+  if grep -qF -- "$3" "$2"; then echo "ok   $1"; else echo "FAIL $1: '$3' not in $2:"; head -5 "$2"; fail=1; fi
+}
+
+check "help exits 0" 0 "$murmur" train --help
+contains "help lists keys with env names" "$tmp/out" "MURMUR_BATCH_SIZE"
+check "no subcommand is a usage error" 2 "$murmur"
+check "unknown flag is a usage error" 2 "$murmur" train --no-such-flag
+check "bad value exits 2" 2 "$murmur" train --epochs abc
+contains "bad value names key, value and range" "$tmp/err" "invalid value 'abc' for epochs (from flag --epochs): expected an integer in [1, 100000]"
+check "bad env exits 2" 2 env MURMUR_BATCH_SIZE=0 "$murmur" train
+contains "bad env is attributed" "$tmp/err" "environment variable MURMUR_BATCH_SIZE"
+printf 'epochs = 1\nmax_train_samples = 3000\nlr = 0.05\n' > "$tmp/run.toml"
+check "config file run with --json" 0 "$murmur" train --config "$tmp/run.toml" --json --progress plain
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["epochs"] == 1 and d["train_rows"] == 3000 and d["samples"] == 3000, d
+assert 0.5 < d["test_accuracy"] <= 1.0, d
+assert d["samples_per_second"] > 0, d
+print("ok   json summary parses:", {k: d[k] for k in ("test_accuracy", "samples_per_second")})
+PY
+contains "plain progress logs epoch end" "$tmp/err" "epoch 1/1 done"
+check "missing data exits 1" 1 "$murmur" train --data-dir "$tmp/none"
+contains "missing data names the package" "$tmp/err" "dataset-fashion-mnist"
+check "synthetic logistic run" 0 "$murmur" train --task logistic --samples 2000 --features 10 --epochs 2 --progress none
+contains "text summary has accuracy" "$tmp/out" "test accuracy"
+check "version" 0 "$murmur" --version
+exit $fail
