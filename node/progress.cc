@@ -18,8 +18,10 @@ std::string Duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
+// Training samples per second of training time (evaluation excluded).
 double Rate(const TrainProgress& p) {
-  return p.elapsed_seconds > 0 ? static_cast<double>(p.samples) / p.elapsed_seconds : 0;
+  const double train_seconds = p.elapsed_seconds - p.eval_seconds;
+  return train_seconds > 0 ? static_cast<double>(p.samples) / train_seconds : 0;
 }
 
 double Eta(const TrainProgress& p) {
@@ -107,7 +109,8 @@ std::string SummaryText(const RunInfo& info, const TrainSummary& s) {
   out += fmt::format("  train loss     {:.4f} (last epoch)\n", s.final_train_loss);
   out += fmt::format("  epochs         {} ({} steps, {} samples of {} train rows)\n", s.epochs,
                      s.steps, s.samples, info.train_rows);
-  out += fmt::format("  wall time      {:.2f} s\n", s.wall_seconds);
+  out += fmt::format("  wall time      {:.2f} s ({:.2f} s evaluating)\n", s.wall_seconds,
+                     s.eval_seconds);
   out += fmt::format("  throughput     {:.0f} samples/s\n", s.samples_per_second);
   return out;
 }
@@ -128,6 +131,7 @@ std::string SummaryJson(const RunInfo& info, const TrainSummary& s) {
       {"steps", s.steps},
       {"samples", s.samples},
       {"wall_seconds", s.wall_seconds},
+      {"eval_seconds", s.eval_seconds},
       {"samples_per_second", s.samples_per_second},
       {"train_loss", number(s.final_train_loss)},
       {"test_loss", number(s.test.loss)},

@@ -149,11 +149,14 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const TrainProgress
       progress.epoch_done = s + 1 == per_epoch;
       progress.test.reset();
       if (progress.epoch_done && test_ != nullptr) {
+        const TimePoint eval_start = clock_.Now();
         MURMUR_ASSIGN_OR_RETURN(Evaluation eval,
                                 Evaluate<float>(model_, params_, *test_, options_.eval_batch_size));
         summary.test_per_epoch.push_back(eval);
         progress.test = eval;
-        progress.elapsed_seconds = ToSeconds(clock_.Now() - start);
+        const TimePoint eval_end = clock_.Now();
+        progress.eval_seconds += ToSeconds(eval_end - eval_start);
+        progress.elapsed_seconds = ToSeconds(eval_end - start);
       }
       if (on_progress) on_progress(progress);
     }
@@ -162,8 +165,10 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const TrainProgress
   summary.steps = progress.step;
   summary.samples = progress.samples;
   summary.wall_seconds = ToSeconds(clock_.Now() - start);
+  summary.eval_seconds = progress.eval_seconds;
+  const double train_seconds = summary.wall_seconds - summary.eval_seconds;
   summary.samples_per_second =
-      summary.wall_seconds > 0 ? static_cast<double>(summary.samples) / summary.wall_seconds : 0;
+      train_seconds > 0 ? static_cast<double>(summary.samples) / train_seconds : 0;
   if (!summary.test_per_epoch.empty()) summary.test = summary.test_per_epoch.back();
   return summary;
 }

@@ -42,7 +42,8 @@ struct TrainProgress {
   int64_t total_steps = 0;
   int64_t samples = 0;
   double recent_loss = 0;  // running mean over the current epoch
-  double elapsed_seconds = 0;
+  double elapsed_seconds = 0;  // wall time since Run started, evaluation included
+  double eval_seconds = 0;     // of which spent evaluating the test set
   bool epoch_done = false;
   std::optional<Evaluation> test;  // set when an epoch ends and a test set exists
 };
@@ -52,7 +53,8 @@ struct TrainSummary {
   int64_t steps = 0;
   int64_t samples = 0;
   double wall_seconds = 0;
-  double samples_per_second = 0;
+  double eval_seconds = 0;
+  double samples_per_second = 0;  // training samples over training time (evaluation excluded)
   double final_train_loss = 0;  // mean over the last epoch
   Evaluation test;
   std::vector<Evaluation> test_per_epoch;

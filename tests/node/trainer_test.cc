@@ -136,3 +136,40 @@ TEST(TrainerTest, DivergenceIsReportedAndTheBadStepIsNotApplied) {
 
 }  // namespace
 }  // namespace murmur::node
+
+namespace murmur::node {
+namespace {
+
+// A clock that advances 1 ms on every read, so timings are exact and deterministic.
+class TickingClock final : public Clock {
+ public:
+  TimePoint Now() const override {
+    now_ += std::chrono::milliseconds(1);
+    return now_;
+  }
+  void SleepFor(Duration d) override { now_ += d; }
+
+ private:
+  mutable TimePoint now_{};
+};
+
+TEST(TrainerTest, ThroughputExcludesEvaluationTime) {
+  SyntheticOptions o;
+  o.train_samples = 640;
+  o.features = 3;
+  auto data = MakeGaussianMixture(o);
+  auto model = Model<float>::Create(ModelSpec::LogisticRegression(3));
+  TrainOptions options;
+  options.epochs = 2;
+  TickingClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  auto s = trainer.Run(nullptr);
+  ASSERT_TRUE(s.ok());
+  // Each evaluation is bracketed by two consecutive clock reads (1 ms apart), once per epoch.
+  EXPECT_NEAR(s->eval_seconds, 0.002, 1e-9);
+  EXPECT_NEAR(s->samples_per_second, 1280 / (s->wall_seconds - 0.002), 1e-6);
+}
+
+}  // namespace
+}  // namespace murmur::node
