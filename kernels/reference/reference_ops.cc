@@ -132,26 +132,7 @@ void SgdStep(const SgdOptions& o, std::span<const T> grad, std::span<T> velocity
   }
 }
 
-#define MURMUR_INSTANTIATE_REFERENCE_OPS(T)                                                     \
-  template void Gemm<T>(Transpose, Transpose, T, ConstMatrixView<T>, ConstMatrixView<T>, T,     \
-                        MatrixView<T>);                                                         \
-  template void BiasAdd<T>(std::span<const T>, MatrixView<T>);                                  \
-  template void BiasGrad<T>(ConstMatrixView<T>, std::span<T>);                                  \
-  template void ReluForward<T>(ConstMatrixView<T>, MatrixView<T>);                              \
-  template void ReluBackward<T>(ConstMatrixView<T>, ConstMatrixView<T>, MatrixView<T>);         \
-  template void SoftmaxCrossEntropyForward<T>(ConstMatrixView<T>, std::span<const int32_t>,     \
-                                              MatrixView<T>, T*);                               \
-  template void SoftmaxCrossEntropyBackward<T>(ConstMatrixView<T>, std::span<const int32_t>,    \
-                                               MatrixView<T>);                                  \
-  template void SigmoidCrossEntropyForward<T>(ConstMatrixView<T>, std::span<const T>, T*);      \
-  template void SigmoidCrossEntropyBackward<T>(ConstMatrixView<T>, std::span<const T>,          \
-                                               MatrixView<T>);                                  \
-  template void MeanSquaredErrorForward<T>(ConstMatrixView<T>, std::span<const T>, T*);         \
-  template void MeanSquaredErrorBackward<T>(ConstMatrixView<T>, std::span<const T>,             \
-                                            MatrixView<T>);                                     \
-  template void SgdStep<T>(const SgdOptions&, std::span<const T>, std::span<T>, std::span<T>);
-
-MURMUR_INSTANTIATE_REFERENCE_OPS(float)
-MURMUR_INSTANTIATE_REFERENCE_OPS(double)
+MURMUR_INSTANTIATE_BACKEND_OPS(float)
+MURMUR_INSTANTIATE_BACKEND_OPS(double)
 
 }  // namespace murmur::kernels::reference
