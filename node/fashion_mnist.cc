@@ -1,5 +1,6 @@
 #include "node/fashion_mnist.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -64,8 +65,8 @@ StatusOr<IdxArray> ParseIdx(const std::vector<uint8_t>& bytes, uint64_t max_elem
   }
   if (bytes[0] != 0 || bytes[1] != 0) return DataLossError("IDX magic does not start with 0x0000");
   if (bytes[2] != 0x08) {
-    return DataLossError("IDX element type 0x" + std::to_string(bytes[2]) +
-                         " is not unsigned byte (0x08)");
+    return DataLossError(fmt::format("IDX element type {:#04x} is not unsigned byte (0x08)",
+                                     bytes[2]));
   }
   const int ndims = bytes[3];
   if (ndims < 1 || ndims > 4) {

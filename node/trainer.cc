@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace murmur::node {
 
@@ -23,10 +24,14 @@ StatusOr<Evaluation> Evaluate(Model<T>& model, std::span<const T> params, const 
   int64_t correct = 0;
   for (int64_t begin = 0; begin < data.rows; begin += batch_size) {
     const int64_t n = std::min(batch_size, data.rows - begin);
-    x.assign(data.features.begin() + begin * data.cols,
-             data.features.begin() + (begin + n) * data.cols);
     Batch<T> batch;
-    batch.x = kernels::ConstMatrixView<T>(x.data(), n, data.cols);
+    if constexpr (std::is_same_v<T, float>) {
+      batch.x = data.Features().RowBlock(begin, n);
+    } else {  // gradient checks evaluate in double: convert this block
+      x.assign(data.features.begin() + begin * data.cols,
+               data.features.begin() + (begin + n) * data.cols);
+      batch.x = kernels::ConstMatrixView<T>(x.data(), n, data.cols);
+    }
     if (data.task == TaskKind::kMulticlass) {
       batch.labels = std::span<const int32_t>(data.labels.data() + begin, static_cast<size_t>(n));
     } else {
@@ -121,6 +126,7 @@ StatusOr<float> Trainer::Step() {
   }
   MURMUR_RETURN_IF_ERROR(kernels::SgdStep<float>(device_, options_.sgd, grad_, velocity_, params_));
   cursor_ += n;
+  last_batch_rows_ = n;
   if (cursor_ >= static_cast<int64_t>(rows_.size())) cursor_ = 0;
   ++steps_;
   return loss;
@@ -138,12 +144,10 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const TrainProgress
     progress.epoch = epoch;
     double loss_sum = 0;
     for (int64_t s = 0; s < per_epoch; ++s) {
-      const int64_t before = cursor_;
       MURMUR_ASSIGN_OR_RETURN(float loss, Step());
-      const int64_t taken = (cursor_ == 0 ? static_cast<int64_t>(rows_.size()) : cursor_) - before;
       loss_sum += loss;
       progress.step += 1;
-      progress.samples += taken;
+      progress.samples += last_batch_rows_;
       progress.recent_loss = loss_sum / static_cast<double>(s + 1);
       progress.elapsed_seconds = ToSeconds(clock_.Now() - start);
       progress.epoch_done = s + 1 == per_epoch;

@@ -77,7 +77,7 @@ class Trainer {
   std::span<float> params() { return params_; }
 
   // One optimizer step on the next mini-batch of the current epoch, reshuffling at epoch
-  // boundaries. Returns the batch loss. kFailedPrecondition when the loss is not finite
+  // boundaries. Returns the batch loss; last_batch_rows() says how many rows it used. kFailedPrecondition when the loss is not finite
   // (the step is not applied, so the parameters stay as they were).
   StatusOr<float> Step();
 
@@ -85,6 +85,7 @@ class Trainer {
   StatusOr<TrainSummary> Run(const std::function<void(const TrainProgress&)>& on_progress);
 
   int64_t StepsPerEpoch() const;
+  int64_t last_batch_rows() const { return last_batch_rows_; }
 
  private:
   void Shuffle();
@@ -107,6 +108,7 @@ class Trainer {
   std::vector<float> batch_targets_;
   int64_t cursor_ = 0;  // next position in rows_ within the current epoch
   int64_t steps_ = 0;
+  int64_t last_batch_rows_ = 0;
 };
 
 }  // namespace murmur::node

@@ -173,3 +173,33 @@ TEST(TrainerTest, ThroughputExcludesEvaluationTime) {
 
 }  // namespace
 }  // namespace murmur::node
+
+namespace murmur::node {
+namespace {
+
+TEST(EvaluateTest, FloatAndDoubleAgreeAcrossUnevenBatches) {
+  SyntheticOptions o;
+  o.train_samples = 10;
+  o.test_samples = 1003;  // not a multiple of the evaluation batch
+  o.features = 6;
+  auto data = MakeGaussianMixture(o);
+  const int64_t hidden[] = {5};
+  ModelSpec spec = ModelSpec::Mlp(6, hidden, 1);
+  spec.loss = LossKind::kSigmoidCrossEntropy;
+  auto f = Model<float>::Create(spec);
+  auto d = Model<double>::Create(spec);
+  std::vector<double> pd(static_cast<size_t>(d->NumParams()));
+  d->Initialize(pd, 9);
+  std::vector<float> pf(pd.begin(), pd.end());
+  auto ef = Evaluate<float>(*f, pf, data->test, 100);
+  auto ed = Evaluate<double>(*d, pd, data->test, 100);
+  ASSERT_TRUE(ef.ok() && ed.ok());
+  EXPECT_EQ(ef->samples, 1003);
+  EXPECT_NEAR(ef->loss, ed->loss, 1e-5);
+  EXPECT_NEAR(ef->accuracy, ed->accuracy, 1.0 / 1003);
+  EXPECT_GT(ef->accuracy, 0.0);
+  EXPECT_EQ(Evaluate<float>(*f, pf, data->test, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace murmur::node
