@@ -13,7 +13,7 @@ packages=(
   libeigen3-dev
   # metrics, config, logging, CLI, HTTP
   prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-  nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
+  nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/

@@ -1,0 +1,380 @@
+#include "coding/compressor.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "base/check.h"
+#include "coding/update_codec.h"
+#include "coding/vector_ops.h"
+#include "fmt/format.h"
+
+namespace murmur::coding {
+namespace {
+
+bool HasThreshold(Operator op) {
+  return op == Operator::kTopK || op == Operator::kSampledTopK || op == Operator::kThreshold ||
+         op == Operator::kOneBit;
+}
+bool HasRatio(Operator op) { return op == Operator::kTopK || op == Operator::kSampledTopK; }
+bool HasTau(Operator op) { return op == Operator::kThreshold || op == Operator::kOneBit; }
+bool HasValueChoice(Operator op) { return HasRatio(op) || op == Operator::kThreshold; }
+
+template <typename T>
+StatusOr<T> ParseNumber(std::string_view text, std::string_view what) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return InvalidArgumentError(fmt::format("{} '{}' is not a number", what, text));
+  }
+  return value;
+}
+
+StatusOr<bool> ParseOnOff(std::string_view text, std::string_view what) {
+  if (text == "on" || text == "true" || text == "1") return true;
+  if (text == "off" || text == "false" || text == "0") return false;
+  return InvalidArgumentError(fmt::format("{} '{}' must be on or off", what, text));
+}
+
+constexpr std::string_view kOperatorList = "none, fp16, topk, dgc, threshold, onebit, qsgd, int8";
+
+double Uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+void AdaptiveThreshold::Observe(double density) {
+  if (density < options_.min_density) {
+    tau_ = static_cast<float>(tau_ * options_.decay);
+  } else if (density > options_.max_density) {
+    tau_ = static_cast<float>(tau_ / options_.decay);
+  }
+  // Keep tau a positive normal float whatever the stream of densities.
+  tau_ = std::clamp(tau_, std::numeric_limits<float>::min(), std::numeric_limits<float>::max());
+}
+
+StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
+  CompressorOptions o;
+  auto error = [spec](std::string_view why) {
+    return InvalidArgumentError(fmt::format("compression spec '{}': {}", spec, why));
+  };
+  std::vector<std::string_view> parts;
+  for (size_t begin = 0;;) {
+    const size_t comma = spec.find(',', begin);
+    parts.push_back(spec.substr(begin, comma == std::string_view::npos ? comma : comma - begin));
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  std::string_view head = parts[0];
+  std::string_view name = head.substr(0, head.find(':'));
+  std::optional<std::string_view> parameter;
+  if (head.find(':') != std::string_view::npos) parameter = head.substr(head.find(':') + 1);
+
+  static constexpr std::pair<std::string_view, Operator> kNames[] = {
+      {"none", Operator::kNone},           {"fp16", Operator::kFp16},
+      {"topk", Operator::kTopK},           {"dgc", Operator::kSampledTopK},
+      {"threshold", Operator::kThreshold}, {"onebit", Operator::kOneBit},
+      {"qsgd", Operator::kQsgd},           {"int8", Operator::kInt8}};
+  const auto* found = std::find_if(std::begin(kNames), std::end(kNames),
+                                   [&](const auto& entry) { return entry.first == name; });
+  if (found == std::end(kNames)) {
+    return error(fmt::format("unknown operator '{}' (one of {})", name, kOperatorList));
+  }
+  o.op = found->second;
+  if (parameter.has_value()) {
+    if (HasRatio(o.op)) {
+      MURMUR_ASSIGN_OR_RETURN(o.ratio, ParseNumber<double>(*parameter, "ratio"));
+    } else if (HasTau(o.op)) {
+      MURMUR_ASSIGN_OR_RETURN(o.tau, ParseNumber<float>(*parameter, "threshold"));
+    } else if (o.op == Operator::kQsgd) {
+      MURMUR_ASSIGN_OR_RETURN(o.levels, ParseNumber<uint32_t>(*parameter, "levels"));
+    } else {
+      return error(fmt::format("{} takes no parameter", name));
+    }
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string_view::npos) return error(fmt::format("'{}' is not key=value", parts[i]));
+    const std::string_view key = parts[i].substr(0, eq);
+    const std::string_view value = parts[i].substr(eq + 1);
+    if (key == "values" && HasValueChoice(o.op)) {
+      if (value == "fp32") {
+        o.mantissa_bits = 23;
+      } else if (value == "fp16") {
+        o.mantissa_bits = 10;
+      } else {
+        return error(fmt::format("values={} (fp32 or fp16)", value));
+      }
+    } else if (key == "adaptive" && HasTau(o.op)) {
+      MURMUR_ASSIGN_OR_RETURN(o.adaptive, ParseOnOff(value, "adaptive"));
+    } else if (key == "band" && HasTau(o.op)) {
+      const size_t dots = value.find("..");
+      if (dots == std::string_view::npos) return error("band must be MIN..MAX");
+      MURMUR_ASSIGN_OR_RETURN(o.adaptive_options.min_density,
+                              ParseNumber<double>(value.substr(0, dots), "band minimum"));
+      MURMUR_ASSIGN_OR_RETURN(o.adaptive_options.max_density,
+                              ParseNumber<double>(value.substr(dots + 2), "band maximum"));
+    } else if (key == "decay" && HasTau(o.op)) {
+      MURMUR_ASSIGN_OR_RETURN(o.adaptive_options.decay, ParseNumber<double>(value, "decay"));
+    } else if (key == "sample" && o.op == Operator::kSampledTopK) {
+      MURMUR_ASSIGN_OR_RETURN(o.sampled.sample_fraction, ParseNumber<double>(value, "sample"));
+    } else if (key == "lower" && o.op == Operator::kSampledTopK) {
+      MURMUR_ASSIGN_OR_RETURN(o.sampled.lower, ParseNumber<double>(value, "lower"));
+    } else if (key == "adapt" && o.op == Operator::kSampledTopK) {
+      MURMUR_ASSIGN_OR_RETURN(o.sampled.max_adaptations, ParseNumber<int>(value, "adapt"));
+    } else if (key == "ef") {
+      MURMUR_ASSIGN_OR_RETURN(o.error_feedback, ParseOnOff(value, "ef"));
+    } else if (key == "clip") {
+      MURMUR_ASSIGN_OR_RETURN(o.clip_multiple, ParseNumber<double>(value, "clip"));
+    } else if (key == "clip_every") {
+      MURMUR_ASSIGN_OR_RETURN(o.clip_every, ParseNumber<int>(value, "clip_every"));
+    } else if (key == "seed") {
+      MURMUR_ASSIGN_OR_RETURN(o.seed, ParseNumber<uint64_t>(value, "seed"));
+    } else {
+      return error(fmt::format(
+          "key '{}' does not apply to {} (keys: values for topk/dgc/threshold; adaptive, band, "
+          "decay for threshold/onebit; sample, lower, adapt for dgc; ef, clip, clip_every, seed)",
+          key, name));
+    }
+  }
+  return o;
+}
+
+std::string CompressorSpec(const CompressorOptions& o) {
+  std::string spec(OperatorName(o.op));
+  if (HasRatio(o.op)) spec += fmt::format(":{}", o.ratio);
+  if (HasTau(o.op)) spec += fmt::format(":{}", o.tau);
+  if (o.op == Operator::kQsgd) spec += fmt::format(":{}", o.levels);
+  if (HasValueChoice(o.op)) spec += o.mantissa_bits == 10 ? ",values=fp16" : ",values=fp32";
+  if (HasTau(o.op) && o.adaptive) {
+    spec += fmt::format(",adaptive=on,band={}..{},decay={}", o.adaptive_options.min_density,
+                        o.adaptive_options.max_density, o.adaptive_options.decay);
+  }
+  if (o.op == Operator::kSampledTopK) {
+    spec += fmt::format(",sample={},lower={},adapt={}", o.sampled.sample_fraction,
+                        o.sampled.lower, o.sampled.max_adaptations);
+  }
+  spec += o.error_feedback ? ",ef=on" : ",ef=off";
+  if (o.clip_multiple > 0) spec += fmt::format(",clip={},clip_every={}", o.clip_multiple, o.clip_every);
+  spec += fmt::format(",seed={}", o.seed);
+  return spec;
+}
+
+StatusOr<Compressor> Compressor::Create(const CompressorOptions& o, size_t dimension) {
+  const std::string_view name = OperatorName(o.op);
+  auto error = [name](std::string_view why) {
+    return InvalidArgumentError(fmt::format("compressor {}: {}", name, why));
+  };
+  if (static_cast<int>(o.op) >= kOperatorCount) return error("unknown operator");
+  if (dimension > UINT32_MAX) {
+    return error(fmt::format("dimension {} exceeds 2^32 - 1", dimension));
+  }
+  if (HasRatio(o.op) && !(o.ratio > 0 && o.ratio <= 1)) {
+    return error(fmt::format("ratio {} must be in (0, 1]", o.ratio));
+  }
+  if (HasTau(o.op) && !(o.tau > 0 && std::isfinite(o.tau))) {
+    return error(fmt::format("threshold {} must be positive and finite", o.tau));
+  }
+  if (o.op == Operator::kQsgd && (o.levels < 1 || o.levels > (1u << 30))) {
+    return error(fmt::format("levels {} must be in 1..2^30", o.levels));
+  }
+  if (o.mantissa_bits != 23 && o.mantissa_bits != 10) {
+    return error(fmt::format("mantissa bits {} (23 for fp32 or 10 for fp16)", o.mantissa_bits));
+  }
+  if (o.adaptive) {
+    if (!HasTau(o.op)) return error("adaptive threshold applies to threshold and onebit");
+    const auto& a = o.adaptive_options;
+    if (!(a.min_density > 0 && a.min_density < a.max_density && a.max_density <= 1)) {
+      return error(fmt::format("band {}..{} must satisfy 0 < min < max <= 1", a.min_density,
+                               a.max_density));
+    }
+    if (!(a.decay >= 0.5 && a.decay < 1)) {
+      return error(fmt::format("decay {} must be in [0.5, 1)", a.decay));
+    }
+  }
+  if (o.op == Operator::kSampledTopK) {
+    const auto& s = o.sampled;
+    if (!(s.sample_fraction > 0 && s.sample_fraction <= 1)) {
+      return error(fmt::format("sample fraction {} must be in (0, 1]", s.sample_fraction));
+    }
+    if (!(s.lower > 0 && s.lower <= 1)) {
+      return error(fmt::format("lower bound {} must be in (0, 1]", s.lower));
+    }
+    if (s.max_adaptations < 0) return error("adapt must be >= 0");
+  }
+  if (o.clip_multiple < 0 || !std::isfinite(o.clip_multiple)) {
+    return error(fmt::format("clip {} must be >= 0", o.clip_multiple));
+  }
+  if (o.clip_multiple > 0) {
+    if (!HasThreshold(o.op)) {
+      return error("residual clipping is relative to a threshold: topk, dgc, threshold, onebit");
+    }
+    if (!o.error_feedback) return error("residual clipping needs error feedback (ef=on)");
+    if (o.clip_every < 1) return error(fmt::format("clip_every {} must be >= 1", o.clip_every));
+  }
+  return Compressor(o, dimension);
+}
+
+Compressor::Compressor(const CompressorOptions& options, size_t dimension)
+    : options_(options),
+      residual_size_(dimension),
+      residual_(options.error_feedback ? dimension : 0, 0.0f),
+      adaptive_(options.tau, options.adaptive_options),
+      threshold_(HasTau(options.op) ? options.tau : 0.0f),
+      rng_(options.seed) {}
+
+void Compressor::SetRatio(double ratio) {
+  MURMUR_CHECK(ratio > 0 && ratio <= 1) << "ratio " << ratio;
+  options_.ratio = ratio;
+}
+
+void Compressor::ResetResidual() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
+
+size_t Compressor::KeptCount() const {
+  const double k = std::ceil(options_.ratio * static_cast<double>(residual_size_));
+  return std::min(residual_size_, static_cast<size_t>(std::max(k, 1.0)));
+}
+
+Status Compressor::Compress(std::span<const float> input, Update& out) {
+  if (input.size() != residual_size_) {
+    return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
+                                            OperatorName(options_.op), input.size(),
+                                            residual_size_));
+  }
+  if (const auto bad = FirstNonFinite(input)) {
+    return InvalidArgumentError(
+        fmt::format("compressor {}: input[{}] is {}; nothing was compressed",
+                    OperatorName(options_.op), *bad, input[*bad]));
+  }
+  std::span<const float> source = input;
+  if (options_.error_feedback) {
+    uint32_t overflow = 0;
+    float* r = residual_.data();
+    for (size_t i = 0; i < residual_size_; ++i) {
+      const float sum = r[i] + input[i];
+      r[i] = sum;
+      overflow |= static_cast<uint32_t>((std::bit_cast<uint32_t>(sum) & 0x7F800000u) ==
+                                        0x7F800000u);
+    }
+    if (overflow != 0) {
+      // Only reachable with values near FLT_MAX; the restore is exact for every entry that did
+      // not overflow, and the overflowed ones are cleared.
+      for (size_t i = 0; i < residual_size_; ++i) {
+        r[i] = std::isfinite(r[i]) ? r[i] - input[i] : 0.0f;
+      }
+      return InvalidArgumentError(fmt::format(
+          "compressor {}: residual + input overflows float; input rejected",
+          OperatorName(options_.op)));
+    }
+    source = residual_;
+  }
+
+  out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+  switch (options_.op) {
+    case Operator::kNone:
+      out.dense = true;
+      out.values.assign(source.begin(), source.end());
+      out.format = ValueFormat::RawFloat32();
+      break;
+    case Operator::kFp16:
+      out.dense = true;
+      out.values.assign(source.begin(), source.end());
+      out.format = QuantizeFloats(out.values, 10);
+      break;
+    case Operator::kQsgd:
+    case Operator::kInt8:
+      Quantize(source, out);
+      DensifyIfSmaller(out);
+      break;
+    default:
+      Select(source, out);
+      DensifyIfSmaller(out);
+      break;
+  }
+
+  if (options_.error_feedback) {
+    AddTo(out, -1.0f, residual_);
+    if (options_.clip_multiple > 0 && (steps_ + 1) % options_.clip_every == 0 && threshold_ > 0) {
+      const auto bound = static_cast<float>(options_.clip_multiple * threshold_);
+      for (float& r : residual_) r = std::clamp(r, -bound, bound);
+    }
+  }
+  if (options_.adaptive) {
+    adaptive_.Observe(residual_size_ == 0 ? 0.0
+                                          : static_cast<double>(out.count()) /
+                                                static_cast<double>(residual_size_));
+  }
+  ++steps_;
+  return OkStatus();
+}
+
+void Compressor::Select(std::span<const float> source, Update& out) {
+  switch (options_.op) {
+    case Operator::kTopK:
+      TopKIndices(source, KeptCount(), out.indices);
+      break;
+    case Operator::kSampledTopK:
+      sampled_stats_ =
+          SampledTopKIndices(source, KeptCount(), options_.sampled, rng_, out.indices);
+      break;
+    case Operator::kThreshold:
+    case Operator::kOneBit:
+      threshold_ = options_.adaptive ? adaptive_.tau() : options_.tau;
+      ThresholdIndices(source, threshold_, out.indices);
+      break;
+    default:
+      MURMUR_CHECK(false) << "not a selection operator: " << OperatorName(options_.op);
+  }
+  out.values.resize(out.indices.size());
+  if (options_.op == Operator::kOneBit) {
+    for (size_t i = 0; i < out.indices.size(); ++i) {
+      out.values[i] = std::copysign(threshold_, source[out.indices[i]]);
+    }
+    out.format.coding = ValueCoding::kSign;
+    out.format.scale = threshold_;
+    return;
+  }
+  float smallest = std::numeric_limits<float>::max();
+  for (size_t i = 0; i < out.indices.size(); ++i) {
+    const float v = source[out.indices[i]];
+    out.values[i] = v;
+    smallest = std::min(smallest, std::fabs(v));
+  }
+  if (options_.op != Operator::kThreshold) threshold_ = out.values.empty() ? 0.0f : smallest;
+  out.format = QuantizeFloats(out.values, options_.mantissa_bits);
+}
+
+void Compressor::Quantize(std::span<const float> source, Update& out) {
+  // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
+  // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
+  const bool qsgd = options_.op == Operator::kQsgd;
+  const uint32_t levels = qsgd ? options_.levels : 127;
+  double scale = 0;
+  if (qsgd) {
+    scale = std::sqrt(SquaredL2Norm(source));
+  } else {
+    for (float v : source) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  }
+  const auto scale_f = static_cast<float>(std::min(scale, double{std::numeric_limits<float>::max()}));
+  out.format.coding = ValueCoding::kLevels;
+  out.format.levels = levels;
+  out.format.scale = scale_f;
+  if (scale_f == 0) return;
+  const double per_level = levels / static_cast<double>(scale_f);
+  for (size_t i = 0; i < source.size(); ++i) {
+    const double a = std::fabs(static_cast<double>(source[i])) * per_level;
+    double level = std::floor(a);
+    if (Uniform01(rng_) < a - level) level += 1;
+    const auto l = static_cast<uint32_t>(std::min(level, static_cast<double>(levels)));
+    if (l == 0) continue;
+    out.indices.push_back(static_cast<uint32_t>(i));
+    out.values.push_back(std::copysign(LevelValue(scale_f, levels, l), source[i]));
+  }
+}
+
+}  // namespace murmur::coding

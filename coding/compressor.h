@@ -1,0 +1,123 @@
+#pragma once
+// Compression operators C with error feedback: dense float vector in, Update out (update.h),
+// to be encoded by update_codec.h. One Compressor per stream of updates (per node and
+// neighbour set in CHOCO, per tensor in DGC); it owns that stream's residual.
+//
+// Operators (spec syntax `name[:parameter][,key=value...]`, see ParseCompressorSpec):
+//   none            dense fp32, the reference
+//   fp16            dense, fp16 precision (10-bit mantissa, 5-bit exponent window)
+//   topk:R          exact top ceil(R d) by magnitude, ties by lower index
+//   dgc:R           DGC sampled-threshold top-k (selection.h; algorithms.md §4.3)
+//   threshold:T     every |v| >= T, values sent
+//   onebit:T        Strom 2015: every |v| >= T sent as sign only, magnitude T (algorithms.md §5.1)
+//   qsgd:S          QSGD (Alistarh et al. 2017): unbiased stochastic rounding of |v|/||v||_2 to
+//                   S levels, sign per value
+//   int8            the same with 127 levels of max|v|: 8 bits per value, unbiased
+// Keys: values=fp32|fp16 (topk, dgc, threshold); adaptive=on with band=MIN..MAX and
+// decay=RHO (threshold, onebit: DL4J's controller, algorithms.md §5.3); sample=F, lower=L,
+// adapt=N (dgc); ef=on|off (error feedback, default on); clip=M and clip_every=N (clip the
+// residual to M times the current threshold every N steps, as DL4J does; topk, dgc,
+// threshold, onebit); seed=N (dgc sampling, qsgd/int8 rounding).
+//
+// Error feedback (Strom 2015; Stich et al. 2018): residual r starts at 0; each step compresses
+// r + input and keeps r + input - update, so nothing is lost, only delayed: the sum of all
+// updates plus r equals the sum of all inputs (to float rounding).
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "coding/selection.h"
+#include "coding/update.h"
+
+namespace murmur::coding {
+
+struct AdaptiveThresholdOptions {
+  double min_density = 1e-4;  // fraction of entries sent; below: lower tau
+  double max_density = 1e-2;  // above: raise tau
+  double decay = 0.96593632892485933;  // 0.5^(1/20): a factor 2 every 20 steps
+};
+
+// DL4J's AdaptiveThresholdAlgorithm: keeps the sent fraction inside a band by multiplying tau
+// by decay (too sparse) or 1/decay (too dense) after each step.
+class AdaptiveThreshold {
+ public:
+  AdaptiveThreshold(float initial_tau, AdaptiveThresholdOptions options)
+      : tau_(initial_tau), options_(options) {}
+  float tau() const { return tau_; }
+  // Feeds the density of the update just sent.
+  void Observe(double density);
+
+ private:
+  float tau_;
+  AdaptiveThresholdOptions options_;
+};
+
+struct CompressorOptions {
+  Operator op = Operator::kTopK;
+  double ratio = 0.01;   // topk, dgc: fraction of entries sent
+  float tau = 1e-3f;     // threshold, onebit: the threshold (initial, when adaptive)
+  uint32_t levels = 16;  // qsgd
+  int mantissa_bits = 23;  // 23 (fp32) or 10 (fp16) values for topk, dgc, threshold
+  bool adaptive = false;
+  AdaptiveThresholdOptions adaptive_options;
+  SampledTopKOptions sampled;
+  bool error_feedback = true;
+  double clip_multiple = 0;  // 0: no residual clipping
+  int clip_every = 5;
+  uint64_t seed = 1;
+};
+
+// Parses a spec such as "topk:0.01,values=fp16" or "onebit:1e-3,adaptive=on". Errors name the
+// offending part and what is allowed.
+StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec);
+// The canonical spec of `options` (parses back to the same options).
+std::string CompressorSpec(const CompressorOptions& options);
+
+class Compressor {
+ public:
+  // kInvalidArgument for options that do not fit (a ratio outside (0, 1], a clip on an operator
+  // without a threshold, a dimension above 2^32 - 1).
+  static StatusOr<Compressor> Create(const CompressorOptions& options, size_t dimension);
+
+  // out = C(residual + input) with error feedback, C(input) without. A wrong size or a
+  // non-finite input is kInvalidArgument and changes nothing (residual, threshold, rng).
+  Status Compress(std::span<const float> input, Update& out);
+
+  // Changes the kept fraction of topk/dgc (DGC's warm-up, dgc.h). REQUIRES 0 < ratio <= 1.
+  void SetRatio(double ratio);
+
+  // Drops everything not yet sent.
+  void ResetResidual();
+  std::span<const float> residual() const { return residual_; }
+
+  // The current threshold: tau for threshold/onebit, the smallest magnitude sent by the last
+  // topk/dgc step, 0 for the others. Residual clipping is relative to it.
+  float threshold() const { return threshold_; }
+  uint64_t steps() const { return steps_; }
+  size_t dimension() const { return residual_size_; }
+  const CompressorOptions& options() const { return options_; }
+  // Selection details of the last dgc step.
+  const SampledTopKStats& last_sampled_stats() const { return sampled_stats_; }
+
+ private:
+  Compressor(const CompressorOptions& options, size_t dimension);
+  void Select(std::span<const float> source, Update& out);
+  void Quantize(std::span<const float> source, Update& out);
+  size_t KeptCount() const;
+
+  CompressorOptions options_;
+  size_t residual_size_;
+  std::vector<float> residual_;  // empty without error feedback
+  AdaptiveThreshold adaptive_;
+  float threshold_ = 0;
+  uint64_t steps_ = 0;
+  std::mt19937_64 rng_;
+  SampledTopKStats sampled_stats_;
+};
+
+}  // namespace murmur::coding
