@@ -42,6 +42,13 @@ StatusOr<bool> ParseOnOff(std::string_view text, std::string_view what) {
 
 constexpr std::string_view kOperatorList = "none, fp16, topk, dgc, threshold, onebit, qsgd, int8";
 
+// QSGD Lemma 3.1: E||Q(v) - v||^2 <= min(d/s^2, sqrt(d)/s) ||v||^2.
+double QsgdVarianceFactor(size_t dimension, uint32_t levels) {
+  const double d = static_cast<double>(dimension);
+  const double s = levels;
+  return std::min(d / (s * s), std::sqrt(d) / s);
+}
+
 double Uniform01(std::mt19937_64& rng) {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
@@ -86,6 +93,7 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
     return error(fmt::format("unknown operator '{}' (one of {})", name, kOperatorList));
   }
   o.op = found->second;
+  o.error_feedback = o.op != Operator::kQsgd;
   if (parameter.has_value()) {
     if (HasRatio(o.op)) {
       MURMUR_ASSIGN_OR_RETURN(o.ratio, ParseNumber<double>(*parameter, "ratio"));
@@ -123,10 +131,14 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
       MURMUR_ASSIGN_OR_RETURN(o.adaptive_options.decay, ParseNumber<double>(value, "decay"));
     } else if (key == "sample" && o.op == Operator::kSampledTopK) {
       MURMUR_ASSIGN_OR_RETURN(o.sampled.sample_fraction, ParseNumber<double>(value, "sample"));
+    } else if (key == "aim" && o.op == Operator::kSampledTopK) {
+      MURMUR_ASSIGN_OR_RETURN(o.sampled.aim, ParseNumber<double>(value, "aim"));
     } else if (key == "lower" && o.op == Operator::kSampledTopK) {
       MURMUR_ASSIGN_OR_RETURN(o.sampled.lower, ParseNumber<double>(value, "lower"));
     } else if (key == "adapt" && o.op == Operator::kSampledTopK) {
       MURMUR_ASSIGN_OR_RETURN(o.sampled.max_adaptations, ParseNumber<int>(value, "adapt"));
+    } else if (key == "rescale" && o.op == Operator::kQsgd) {
+      MURMUR_ASSIGN_OR_RETURN(o.rescale, ParseOnOff(value, "rescale"));
     } else if (key == "ef") {
       MURMUR_ASSIGN_OR_RETURN(o.error_feedback, ParseOnOff(value, "ef"));
     } else if (key == "clip") {
@@ -138,7 +150,7 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
     } else {
       return error(fmt::format(
           "key '{}' does not apply to {} (keys: values for topk/dgc/threshold; adaptive, band, "
-          "decay for threshold/onebit; sample, lower, adapt for dgc; ef, clip, clip_every, seed)",
+          "decay for threshold/onebit; sample, aim, lower, adapt for dgc; rescale for qsgd; ef, clip, clip_every, seed)",
           key, name));
     }
   }
@@ -149,15 +161,18 @@ std::string CompressorSpec(const CompressorOptions& o) {
   std::string spec(OperatorName(o.op));
   if (HasRatio(o.op)) spec += fmt::format(":{}", o.ratio);
   if (HasTau(o.op)) spec += fmt::format(":{}", o.tau);
-  if (o.op == Operator::kQsgd) spec += fmt::format(":{}", o.levels);
+  if (o.op == Operator::kQsgd) {
+    spec += fmt::format(":{}", o.levels);
+    if (o.rescale) spec += ",rescale=on";
+  }
   if (HasValueChoice(o.op)) spec += o.mantissa_bits == 10 ? ",values=fp16" : ",values=fp32";
   if (HasTau(o.op) && o.adaptive) {
     spec += fmt::format(",adaptive=on,band={}..{},decay={}", o.adaptive_options.min_density,
                         o.adaptive_options.max_density, o.adaptive_options.decay);
   }
   if (o.op == Operator::kSampledTopK) {
-    spec += fmt::format(",sample={},lower={},adapt={}", o.sampled.sample_fraction,
-                        o.sampled.lower, o.sampled.max_adaptations);
+    spec += fmt::format(",sample={},aim={},lower={},adapt={}", o.sampled.sample_fraction,
+                        o.sampled.aim, o.sampled.lower, o.sampled.max_adaptations);
   }
   spec += o.error_feedback ? ",ef=on" : ",ef=off";
   if (o.clip_multiple > 0) spec += fmt::format(",clip={},clip_every={}", o.clip_multiple, o.clip_every);
@@ -183,6 +198,15 @@ StatusOr<Compressor> Compressor::Create(const CompressorOptions& o, size_t dimen
   if (o.op == Operator::kQsgd && (o.levels < 1 || o.levels > (1u << 30))) {
     return error(fmt::format("levels {} must be in 1..2^30", o.levels));
   }
+  if (o.op == Operator::kQsgd && o.error_feedback && !o.rescale) {
+    const double variance = QsgdVarianceFactor(dimension, o.levels);
+    if (variance >= 1) {
+      return error(fmt::format(
+          "error feedback with unbiased qsgd diverges here (variance factor min(d/s^2, "
+          "sqrt(d)/s) = {:.3g} >= 1); use rescale=on or ef=off",
+          variance));
+    }
+  }
   if (o.mantissa_bits != 23 && o.mantissa_bits != 10) {
     return error(fmt::format("mantissa bits {} (23 for fp32 or 10 for fp16)", o.mantissa_bits));
   }
@@ -206,6 +230,7 @@ StatusOr<Compressor> Compressor::Create(const CompressorOptions& o, size_t dimen
       return error(fmt::format("lower bound {} must be in (0, 1]", s.lower));
     }
     if (s.max_adaptations < 0) return error("adapt must be >= 0");
+    if (!(s.aim >= 1 && s.aim <= 4)) return error(fmt::format("aim {} must be in [1, 4]", s.aim));
   }
   if (o.clip_multiple < 0 || !std::isfinite(o.clip_multiple)) {
     return error(fmt::format("clip {} must be >= 0", o.clip_multiple));
@@ -360,12 +385,15 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
   } else {
     for (float v : source) scale = std::max(scale, static_cast<double>(std::fabs(v)));
   }
-  const auto scale_f = static_cast<float>(std::min(scale, double{std::numeric_limits<float>::max()}));
+  scale = std::min(scale, double{std::numeric_limits<float>::max()});
+  const double per_level = levels / scale;
+  // Rescaled QSGD sends the same levels with a smaller unit: scale / (1 + variance factor).
+  const auto scale_f = static_cast<float>(
+      qsgd && options_.rescale ? scale / (1 + QsgdVarianceFactor(source.size(), levels)) : scale);
   out.format.coding = ValueCoding::kLevels;
   out.format.levels = levels;
   out.format.scale = scale_f;
   if (scale_f == 0) return;
-  const double per_level = levels / static_cast<double>(scale_f);
   for (size_t i = 0; i < source.size(); ++i) {
     const double a = std::fabs(static_cast<double>(source[i])) * per_level;
     double level = std::floor(a);

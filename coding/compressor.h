@@ -11,11 +11,13 @@
 //   threshold:T     every |v| >= T, values sent
 //   onebit:T        Strom 2015: every |v| >= T sent as sign only, magnitude T (algorithms.md §5.1)
 //   qsgd:S          QSGD (Alistarh et al. 2017): unbiased stochastic rounding of |v|/||v||_2 to
-//                   S levels, sign per value
+//                   S levels, sign per value; rescale=on scales it by 1/(1 + min(d/S^2,
+//                   sqrt(d)/S)), the biased but contractive form CHOCO-SGD uses (algorithms.md
+//                   §3.1)
 //   int8            the same with 127 levels of max|v|: 8 bits per value, unbiased
 // Keys: values=fp32|fp16 (topk, dgc, threshold); adaptive=on with band=MIN..MAX and
-// decay=RHO (threshold, onebit: DL4J's controller, algorithms.md §5.3); sample=F, lower=L,
-// adapt=N (dgc); ef=on|off (error feedback, default on); clip=M and clip_every=N (clip the
+// decay=RHO (threshold, onebit: DL4J's controller, algorithms.md §5.3); sample=F, aim=A,
+// lower=L, adapt=N (dgc); ef=on|off (error feedback, default on); clip=M and clip_every=N (clip the
 // residual to M times the current threshold every N steps, as DL4J does; topk, dgc,
 // threshold, onebit); seed=N (dgc sampling, qsgd/int8 rounding).
 //
@@ -62,6 +64,7 @@ struct CompressorOptions {
   double ratio = 0.01;   // topk, dgc: fraction of entries sent
   float tau = 1e-3f;     // threshold, onebit: the threshold (initial, when adaptive)
   uint32_t levels = 16;  // qsgd
+  bool rescale = false;  // qsgd: the contractive, biased form
   int mantissa_bits = 23;  // 23 (fp32) or 10 (fp16) values for topk, dgc, threshold
   bool adaptive = false;
   AdaptiveThresholdOptions adaptive_options;

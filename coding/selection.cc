@@ -112,7 +112,8 @@ SampledTopKStats SampledTopKIndices(std::span<const float> v, size_t k,
   sample.reserve(n / stride + 1);
   for (size_t i = start; i < n; i += stride) sample.push_back(MagnitudeKey(v[i]));
   const auto kth = static_cast<size_t>(std::ceil(static_cast<double>(sample.size()) *
-                                                 static_cast<double>(k) / static_cast<double>(n)));
+                                                 options.aim * static_cast<double>(k) /
+                                                 static_cast<double>(n)));
   const size_t rank = std::clamp<size_t>(kth, 1, sample.size()) - 1;
   std::nth_element(sample.begin(), sample.begin() + static_cast<ptrdiff_t>(rank), sample.end(),
                    std::greater<>());

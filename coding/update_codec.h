@@ -22,7 +22,8 @@
 //
 // Index coding is chosen by size: varint deltas (the first index as is, then the difference
 // to the previous one, which is >= 1) or a bitmap of ceil(d/8) bytes, whichever is smaller;
-// the bitmap wins above roughly 1/16 density (deltas below 128 cost one byte each).
+// the bitmap wins above roughly 1/8 density, where every delta costs one byte (DL4J's 1/16
+// rule is for 4-byte indices).
 //
 // Decoding treats its input as untrusted: every check below runs before the output is
 // trusted, and a failure is a Status plus a DecodeFailure to count, never a crash.

@@ -1,0 +1,337 @@
+#include "coding/compressor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "coding/update_codec.h"
+#include "tests/coding/test_vectors.h"
+
+namespace murmur::coding {
+namespace {
+
+using testing::Distribution;
+using testing::MakeVector;
+
+Compressor Make(std::string_view spec, size_t n) {
+  auto options = ParseCompressorSpec(spec);
+  EXPECT_TRUE(options.ok()) << options.status();
+  auto compressor = Compressor::Create(*options, n);
+  EXPECT_TRUE(compressor.ok()) << compressor.status();
+  return std::move(*compressor);
+}
+
+TEST(CompressorSpecTest, ParsesAndPrintsCanonicalSpecs) {
+  for (const char* spec :
+       {"none", "fp16", "topk:0.01", "topk:0.001,values=fp16,ef=off", "dgc:0.01,sample=0.02",
+        "threshold:0.001,adaptive=on,band=0.0001..0.01", "onebit:0.5,clip=5,clip_every=3",
+        "qsgd:4", "qsgd:4,rescale=on,ef=on", "int8,seed=9"}) {
+    auto options = ParseCompressorSpec(spec);
+    ASSERT_TRUE(options.ok()) << spec << ": " << options.status();
+    const std::string canonical = CompressorSpec(*options);
+    auto again = ParseCompressorSpec(canonical);
+    ASSERT_TRUE(again.ok()) << canonical << ": " << again.status();
+    EXPECT_EQ(CompressorSpec(*again), canonical) << spec;
+    std::printf("%-48s -> %s\n", spec, canonical.c_str());
+  }
+  auto o = *ParseCompressorSpec("topk:0.02,values=fp16,ef=off");
+  EXPECT_EQ(o.op, Operator::kTopK);
+  EXPECT_DOUBLE_EQ(o.ratio, 0.02);
+  EXPECT_EQ(o.mantissa_bits, 10);
+  EXPECT_FALSE(o.error_feedback);
+}
+
+TEST(CompressorSpecTest, RejectsBadSpecsSayingWhy) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"zip:3", "unknown operator 'zip'"},
+      {"topk:abc", "ratio 'abc' is not a number"},
+      {"none:3", "takes no parameter"},
+      {"topk:0.1,values=fp8", "values=fp8"},
+      {"qsgd:4,values=fp16", "does not apply to qsgd"},
+      {"topk:0.1,ef=maybe", "must be on or off"},
+      {"threshold:1,band=3", "MIN..MAX"},
+      {"topk:0.1,clip", "not key=value"},
+  };
+  for (const auto& [spec, why] : cases) {
+    auto options = ParseCompressorSpec(spec);
+    ASSERT_FALSE(options.ok()) << spec;
+    EXPECT_EQ(options.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(options.status().message().find(why), std::string_view::npos)
+        << spec << ": " << options.status();
+  }
+}
+
+TEST(CompressorTest, CreateRejectsOptionsThatDoNotFit) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"topk:0", "ratio 0 must be in (0, 1]"},
+      {"dgc:1.5", "ratio 1.5"},
+      {"threshold:0", "threshold 0 must be positive"},
+      {"qsgd:0", "levels 0"},
+      {"qsgd:4,clip=5", "relative to a threshold"},
+      {"topk:0.1,clip=5,ef=off", "needs error feedback"},
+      {"onebit:1,adaptive=on,band=0.1..0.01", "0 < min < max"},
+      {"onebit:1,adaptive=on,decay=1", "decay 1"},
+      {"qsgd:4,ef=on", "error feedback with unbiased qsgd diverges"},
+  };
+  for (const auto& [spec, why] : cases) {
+    auto options = ParseCompressorSpec(spec);
+    ASSERT_TRUE(options.ok()) << spec;
+    auto compressor = Compressor::Create(*options, 100);
+    ASSERT_FALSE(compressor.ok()) << spec;
+    EXPECT_NE(compressor.status().message().find(why), std::string_view::npos)
+        << spec << ": " << compressor.status();
+  }
+}
+
+TEST(CompressorTest, BadInputIsRejectedAndChangesNothing) {
+  Compressor c = Make("topk:0.1", 100);
+  Update update;
+  std::vector<float> v = MakeVector(Distribution::kNormal, 100, 1);
+  ASSERT_TRUE(c.Compress(v, update).ok());
+  const std::vector<float> residual(c.residual().begin(), c.residual().end());
+  const float threshold = c.threshold();
+  v[37] = NAN;
+  Status s = c.Compress(v, update);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("input[37] is nan"), std::string_view::npos) << s;
+  EXPECT_EQ(std::vector<float>(c.residual().begin(), c.residual().end()), residual);
+  EXPECT_EQ(c.threshold(), threshold);
+  EXPECT_EQ(c.steps(), 1u);
+  std::vector<float> short_input(99, 1.0f);
+  s = c.Compress(short_input, update);
+  EXPECT_NE(s.message().find("input of 99 values, dimension is 100"), std::string_view::npos) << s;
+}
+
+TEST(CompressorTest, ErrorFeedbackConservesMassForEveryOperator) {
+  // sum_t update_t + residual_T == sum_t input_t, per coordinate, to float rounding.
+  const uint64_t seed = 5;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  const size_t n = 2001;
+  const int steps = 200;
+  for (const char* spec :
+       {"none", "fp16", "topk:0.01", "topk:0.05,values=fp16", "dgc:0.01", "threshold:2.0",
+        "threshold:0.5,values=fp16,adaptive=on", "onebit:1.0", "onebit:0.3,clip=5,clip_every=1",
+        "qsgd:4,rescale=on,ef=on", "int8"}) {
+    Compressor c = Make(spec, n);
+    std::vector<double> inputs(n, 0.0);
+    std::vector<double> sent(n, 0.0);
+    Update update;
+    double scale = 0;
+    for (int t = 0; t < steps; ++t) {
+      const std::vector<float> g = MakeVector(Distribution::kNormal, n, seed * 1000 + t);
+      for (size_t i = 0; i < n; ++i) inputs[i] += g[i];
+      ASSERT_TRUE(c.Compress(g, update).ok());
+      AddTo(update, 1.0, std::span<double>(sent));
+      scale += 1;
+    }
+    const bool clipped = std::string_view(spec).find("clip") != std::string_view::npos;
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+      worst = std::max(worst, std::fabs(sent[i] + c.residual()[i] - inputs[i]));
+    }
+    std::printf("%-40s max |sent + residual - inputs| = %.3g\n", spec, worst);
+    if (clipped) {
+      // Clipping drops mass on purpose: the residual stays within 5 tau instead.
+      for (float r : c.residual()) EXPECT_LE(std::fabs(r), 5 * 0.3f + 1e-6f);
+    } else {
+      EXPECT_LE(worst, 1e-5 * scale) << spec;  // rounding of ~200 float additions of O(1)
+    }
+  }
+}
+
+TEST(CompressorTest, TopKWithErrorFeedbackSendsTheTopOfResidualPlusInput) {
+  const size_t n = 5000;
+  Compressor c = Make("topk:0.02", n);
+  Update update;
+  std::vector<float> expected_source(n, 0.0f);
+  for (int t = 0; t < 5; ++t) {
+    const std::vector<float> g = MakeVector(Distribution::kHeavyTailed, n, 40 + t);
+    for (size_t i = 0; i < n; ++i) expected_source[i] = c.residual()[i] + g[i];
+    ASSERT_TRUE(c.Compress(g, update).ok());
+    std::vector<uint32_t> want;
+    TopKIndices(expected_source, 100, want);
+    EXPECT_EQ(update.indices, want);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(update.values[i], expected_source[want[i]]);
+      EXPECT_EQ(c.residual()[want[i]], 0.0f) << "fp32 values are sent exactly";
+    }
+  }
+}
+
+TEST(CompressorTest, OneBitKeepsTheResidualBelowTauForSmallInputs) {
+  // Strom's scheme: |r + g| < 2 tau when |g| < tau, and one tau leaves per emitted entry.
+  const size_t n = 3000;
+  const float tau = 0.1f;
+  Compressor c = Make("onebit:0.1", n);
+  Update update;
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<float> small(-0.099f, 0.099f);
+  for (int t = 0; t < 50; ++t) {
+    std::vector<float> g(n);
+    for (float& x : g) x = small(rng);
+    ASSERT_TRUE(c.Compress(g, update).ok());
+    for (float v : update.values) EXPECT_EQ(std::fabs(v), tau);
+    for (float r : c.residual()) ASSERT_LT(std::fabs(r), tau);
+    EXPECT_EQ(update.format.coding, ValueCoding::kSign);
+  }
+}
+
+TEST(CompressorTest, ResidualClipBoundsTheResidual) {
+  const size_t n = 1000;
+  Compressor c = Make("threshold:0.5,clip=2,clip_every=4", n);
+  Update update;
+  for (int t = 1; t <= 8; ++t) {
+    std::vector<float> g(n, 0.3f);  // never reaches tau alone; accumulates
+    g[0] = 100.0f;                  // a huge value that would explode the residual
+    ASSERT_TRUE(c.Compress(g, update).ok());
+    if (t % 4 == 0) {
+      for (float r : c.residual()) ASSERT_LE(std::fabs(r), 2 * 0.5f);
+    }
+  }
+  c.ResetResidual();
+  for (float r : c.residual()) EXPECT_EQ(r, 0.0f);
+}
+
+TEST(AdaptiveThresholdTest, MovesTauByDecayOutsideTheBand) {
+  const AdaptiveThresholdOptions o;  // band 1e-4..1e-2, decay 0.5^(1/20)
+  AdaptiveThreshold a(1.0f, o);
+  a.Observe(1e-5);  // too sparse: lower tau
+  EXPECT_NEAR(a.tau(), o.decay, 1e-7);
+  a.Observe(1e-3);  // inside: keep
+  EXPECT_NEAR(a.tau(), o.decay, 1e-7);
+  a.Observe(0.5);  // too dense: raise
+  EXPECT_NEAR(a.tau(), 1.0, 1e-6);
+  AdaptiveThreshold doubling(1.0f, o);
+  for (int i = 0; i < 20; ++i) doubling.Observe(0.1);
+  EXPECT_NEAR(doubling.tau(), 2.0, 2e-6);
+}
+
+TEST(AdaptiveThresholdTest, CompressorSettlesIntoTheTargetBand) {
+  // Stationary N(0, 1) inputs without error feedback: starting from tau = 1e-3 (everything
+  // passes), the controller raises tau until the sent fraction is inside 1e-3..1e-2.
+  const size_t n = 20000;
+  Compressor c = Make("threshold:0.001,adaptive=on,band=0.001..0.01,ef=off", n);
+  Update update;
+  int inside = 0;
+  for (int t = 0; t < 400; ++t) {
+    const std::vector<float> g = MakeVector(Distribution::kNormal, n, 700 + t);
+    ASSERT_TRUE(c.Compress(g, update).ok());
+    const double density = static_cast<double>(update.count()) / n;
+    if (t >= 300) {
+      inside += density >= 1e-3 && density <= 1e-2;
+      EXPECT_GE(density, 0.5e-3);
+      EXPECT_LE(density, 2e-2);
+    }
+  }
+  std::printf("tau %.4f, %d of the last 100 steps inside the band\n", c.threshold(), inside);
+  EXPECT_GE(inside, 80);
+}
+
+TEST(CompressorTest, QsgdAndInt8AreUnbiased) {
+  // Each coordinate's decoded value has variance at most (scale / s)^2 / 4; the mean of N
+  // draws must sit within 5 standard errors of the input.
+  const size_t n = 64;
+  const int draws = 20000;
+  const std::vector<float> v = MakeVector(Distribution::kHeavyTailed, n, 77);
+  for (const char* spec : {"qsgd:4,ef=off,seed=3", "qsgd:1,ef=off,seed=4", "int8,ef=off,seed=5"}) {
+    Compressor c = Make(spec, n);
+    std::vector<double> sum(n, 0.0);
+    Update update;
+    double scale = 0;
+    uint32_t levels = 0;
+    for (int t = 0; t < draws; ++t) {
+      ASSERT_TRUE(c.Compress(v, update).ok());
+      AddTo(update, 1.0, std::span<double>(sum));
+      scale = update.format.scale;
+      levels = update.format.levels;
+    }
+    const double sigma = scale / levels / 2;
+    const double tolerance = 5 * sigma / std::sqrt(static_cast<double>(draws));
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double error = std::fabs(sum[i] / draws - v[i]);
+      worst = std::max(worst, error / tolerance);
+      EXPECT_LE(error, tolerance + 1e-6 * std::fabs(v[i])) << spec << " coordinate " << i;
+    }
+    std::printf("%-24s worst |mean - v| = %.2f of its 5-sigma tolerance\n", spec, worst);
+  }
+}
+
+TEST(CompressorTest, QsgdVarianceStaysWithinItsBound) {
+  // QSGD Lemma 3.1: E||Q(v) - v||^2 <= min(d / s^2, sqrt(d) / s) ||v||^2.
+  const size_t n = 1000;
+  const std::vector<float> v = MakeVector(Distribution::kNormal, n, 12);
+  double norm2 = 0;
+  for (float x : v) norm2 += double{x} * x;
+  for (uint32_t s : {1u, 4u, 16u}) {
+    Compressor c = Make("qsgd:" + std::to_string(s) + ",ef=off", n);
+    Update update;
+    std::vector<float> dense(n);
+    double total = 0;
+    const int draws = 200;
+    for (int t = 0; t < draws; ++t) {
+      ASSERT_TRUE(c.Compress(v, update).ok());
+      Densify(update, dense);
+      for (size_t i = 0; i < n; ++i) total += std::pow(double{dense[i]} - v[i], 2);
+    }
+    const double bound =
+        std::min(n / double(s * s), std::sqrt(double(n)) / s) * norm2;
+    EXPECT_LE(total / draws, bound) << "s=" << s;
+  }
+}
+
+TEST(CompressorTest, Fp16AndNoneKeepTheirPrecision) {
+  const std::vector<float> v = MakeVector(Distribution::kHeavyTailed, 10001, 2);
+  Update update;
+  Compressor none = Make("none,ef=off", v.size());
+  ASSERT_TRUE(none.Compress(v, update).ok());
+  EXPECT_EQ(update.values, v);
+  Compressor half = Make("fp16,ef=off", v.size());
+  ASSERT_TRUE(half.Compress(v, update).ok());
+  float largest = 0;
+  for (float x : v) largest = std::max(largest, std::fabs(x));
+  for (size_t i = 0; i < v.size(); ++i) {
+    // 11 significant bits, or flushed when 2^31 below the largest magnitude.
+    EXPECT_LE(std::fabs(update.values[i] - v[i]),
+              std::max(std::fabs(v[i]) * std::ldexp(1.0f, -11), largest * std::ldexp(1.0f, -30)))
+        << i;
+  }
+  EXPECT_EQ(update.format.BitsPerValue(), 16);
+}
+
+TEST(CompressorTest, DenseEncodingIsChosenWhenSmaller) {
+  const std::vector<float> v = MakeVector(Distribution::kNormal, 4096, 6);
+  Update update;
+  Compressor qsgd = Make("qsgd:255,ef=off", v.size());  // almost no zero levels
+  ASSERT_TRUE(qsgd.Compress(v, update).ok());
+  EXPECT_TRUE(update.dense);
+  Compressor coarse = Make("qsgd:1,ef=off", v.size());  // mostly zero levels
+  ASSERT_TRUE(coarse.Compress(v, update).ok());
+  EXPECT_FALSE(update.dense);
+  Compressor most = Make("topk:0.99,ef=off", v.size());
+  ASSERT_TRUE(most.Compress(v, update).ok());
+  EXPECT_TRUE(update.dense);
+}
+
+TEST(CompressorTest, EmptyAndSingleElementVectors) {
+  for (const char* spec : {"none", "fp16", "topk:0.01", "dgc:0.01", "threshold:1", "onebit:1",
+                           "qsgd:4", "int8"}) {
+    for (size_t n : {size_t{0}, size_t{1}}) {
+      Compressor c = Make(spec, n);
+      Update update;
+      std::vector<float> v(n, 2.5f);
+      ASSERT_TRUE(c.Compress(v, update).ok()) << spec;
+      EXPECT_EQ(update.dimension, n);
+      if (n == 1 && std::string_view(spec) != "onebit:1") {
+        // One value of 2.5: everything that sends it sends it with its own precision.
+        std::vector<float> dense(1);
+        Densify(update, dense);
+        EXPECT_NEAR(dense[0], 2.5f, 1e-6) << spec;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace murmur::coding

@@ -1,0 +1,161 @@
+#include "coding/selection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "tests/coding/test_vectors.h"
+
+namespace murmur::coding {
+namespace {
+
+using testing::Distribution;
+using testing::DistributionName;
+using testing::kAllDistributions;
+using testing::MakeVector;
+
+// The definition: sort by (|v| descending, index ascending), keep k non-zeros, sort by index.
+std::vector<uint32_t> ReferenceTopK(const std::vector<float>& v, size_t k) {
+  std::vector<uint32_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::fabs(v[a]) > std::fabs(v[b]);
+  });
+  std::vector<uint32_t> out;
+  for (uint32_t i : order) {
+    if (out.size() == k || v[i] == 0) break;
+    out.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
+  const uint64_t seed = 11;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::vector<uint32_t> got;
+  for (Distribution d : kAllDistributions) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{100003}}) {
+      const std::vector<float> v = MakeVector(d, n, seed + n);
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 3, n, n + 5}) {
+        TopKIndices(v, k, got);
+        ASSERT_EQ(got, ReferenceTopK(v, k))
+            << DistributionName(d) << " n=" << n << " k=" << k;
+      }
+    }
+  }
+}
+
+TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
+  std::vector<float> v = {-0.0f, 0.0f, 1e-45f, -1e-40f, 3e38f, -3e38f, 1.0f, -0.0f};
+  std::vector<uint32_t> got;
+  TopKIndices(v, 3, got);
+  EXPECT_EQ(got, (std::vector<uint32_t>{4, 5, 6}));
+  TopKIndices(v, 8, got);  // zeros never selected
+  EXPECT_EQ(got, (std::vector<uint32_t>{2, 3, 4, 5, 6}));
+}
+
+TEST(SelectionTest, ThresholdSelectsEveryMagnitudeAtOrAboveTau) {
+  for (Distribution d : kAllDistributions) {
+    const std::vector<float> v = MakeVector(d, 5001, 5);
+    for (float tau : {1e-6f, 0.125f, 0.25f, 1.0f, 3.0f}) {
+      std::vector<uint32_t> got;
+      ThresholdIndices(v, tau, got);
+      std::vector<uint32_t> want;
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        if (std::fabs(v[i]) >= tau) want.push_back(i);
+      }
+      ASSERT_EQ(got, want) << DistributionName(d) << " tau " << tau;
+    }
+  }
+}
+
+TEST(SelectionTest, SampledTopKLandsInItsBandOnEveryDistribution) {
+  // Band: between min(ceil(0.8 k), nz) and min(k, nz) entries, and every selected magnitude is
+  // at least every unselected one's (it is a threshold selection).
+  std::mt19937_64 rng(21);
+  std::printf("seed 21\n");
+  SampledTopKOptions options;
+  std::vector<uint32_t> got;
+  for (Distribution d : kAllDistributions) {
+    for (size_t n : {size_t{100000}, size_t{1000003}}) {
+      const std::vector<float> v = MakeVector(d, n, n);
+      const size_t nz = static_cast<size_t>(
+          std::count_if(v.begin(), v.end(), [](float x) { return x != 0; }));
+      for (double ratio : {0.01, 0.001}) {
+        const auto k = static_cast<size_t>(std::ceil(ratio * static_cast<double>(n)));
+        const SampledTopKStats stats = SampledTopKIndices(v, k, options, rng, got);
+        const size_t low = std::min<size_t>(static_cast<size_t>(std::ceil(0.8 * k)), nz);
+        const size_t high = std::min(k, nz);
+        EXPECT_GE(got.size(), low) << DistributionName(d) << " n=" << n << " ratio " << ratio;
+        EXPECT_LE(got.size(), high) << DistributionName(d) << " n=" << n << " ratio " << ratio;
+        ASSERT_TRUE(std::is_sorted(got.begin(), got.end()));
+        std::vector<bool> chosen(n, false);
+        float smallest_chosen = INFINITY;
+        for (uint32_t i : got) {
+          chosen[i] = true;
+          smallest_chosen = std::min(smallest_chosen, std::fabs(v[i]));
+        }
+        float largest_left = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (!chosen[i]) largest_left = std::max(largest_left, std::fabs(v[i]));
+        }
+        if (!got.empty()) {
+          EXPECT_GE(smallest_chosen, largest_left) << DistributionName(d);
+        }
+        std::printf("%-12s n=%-8zu ratio=%-6g k=%-6zu sent=%-6zu first=%-7zu adapt=%d trim=%d "
+                    "fallback=%d\n",
+                    std::string(DistributionName(d)).c_str(), n, ratio, k, got.size(),
+                    stats.first_count, stats.adaptations, stats.exact_candidates,
+                    stats.exact_fallback);
+      }
+    }
+  }
+}
+
+TEST(SelectionTest, SampledTopKOverlapsExactTopKOnGaussianData) {
+  std::mt19937_64 rng(3);
+  const std::vector<float> v = MakeVector(Distribution::kNormal, 1000000, 3);
+  std::vector<uint32_t> sampled;
+  std::vector<uint32_t> exact;
+  SampledTopKIndices(v, 10000, {}, rng, sampled);
+  TopKIndices(v, 10000, exact);
+  std::vector<uint32_t> common;
+  std::set_intersection(sampled.begin(), sampled.end(), exact.begin(), exact.end(),
+                        std::back_inserter(common));
+  EXPECT_GE(static_cast<double>(common.size()), 0.95 * static_cast<double>(exact.size()));
+}
+
+TEST(SelectionTest, SampledTopKWithANarrowBandStillReturnsExactlyTheTopK) {
+  // lower = 1 and no adaptation: whatever the sampled threshold lets through, the answer must
+  // be the exact top-k, by trimming the candidates or by falling back.
+  std::vector<float> v(200000, 0.0f);
+  std::mt19937_64 fill(9);
+  std::uniform_real_distribution<float> unit(0.5f, 1.0f);
+  for (float& x : v) x = unit(fill);
+  SampledTopKOptions options;
+  options.lower = 1.0;  // accept nothing short of k
+  options.max_adaptations = 0;
+  std::mt19937_64 rng(4);
+  std::vector<uint32_t> got;
+  const SampledTopKStats stats = SampledTopKIndices(v, 10000, options, rng, got);
+  EXPECT_EQ(got.size(), 10000u);
+  EXPECT_TRUE(stats.exact_candidates || stats.exact_fallback);
+  std::vector<uint32_t> exact;
+  TopKIndices(v, 10000, exact);
+  EXPECT_EQ(got, exact);
+}
+
+TEST(SelectionTest, SampledTopKWithATinyVectorIsExact) {
+  std::mt19937_64 rng(1);
+  const std::vector<float> v = MakeVector(Distribution::kNormal, 50, 1);
+  std::vector<uint32_t> got;
+  const SampledTopKStats stats = SampledTopKIndices(v, 5, {}, rng, got);
+  EXPECT_TRUE(stats.exact_fallback);
+  EXPECT_EQ(got, ReferenceTopK(v, 5));
+}
+
+}  // namespace
+}  // namespace murmur::coding
