@@ -266,15 +266,20 @@ size_t Compressor::KeptCount() const {
 }
 
 Status Compressor::Compress(std::span<const float> input, Update& out) {
+  const std::string_view name = OperatorName(options_.op);
   if (input.size() != residual_size_) {
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
-                                            OperatorName(options_.op), input.size(),
-                                            residual_size_));
+                                            name, input.size(), residual_size_));
   }
-  if (const auto bad = FirstNonFinite(input)) {
-    return InvalidArgumentError(
-        fmt::format("compressor {}: input[{}] is {}; nothing was compressed",
-                    OperatorName(options_.op), *bad, input[*bad]));
+  auto non_finite = [&](size_t at) {
+    return InvalidArgumentError(fmt::format("compressor {}: input[{}] is {}; nothing was compressed",
+                                            name, at, input[at]));
+  };
+  // Selections find a NaN or infinity in their own scan (selection.h); everything else checks
+  // first, so that a rejected input changes no state.
+  const bool selection_checks = HasThreshold(options_.op) && !options_.error_feedback;
+  if (!selection_checks) {
+    if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
   }
   std::span<const float> source = input;
   if (options_.error_feedback) {
@@ -287,14 +292,13 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
                                         0x7F800000u);
     }
     if (overflow != 0) {
-      // Only reachable with values near FLT_MAX; the restore is exact for every entry that did
-      // not overflow, and the overflowed ones are cleared.
+      // Only reachable with finite values near FLT_MAX; the restore is exact for every entry that
+      // did not overflow, and the overflowed ones are cleared.
       for (size_t i = 0; i < residual_size_; ++i) {
         r[i] = std::isfinite(r[i]) ? r[i] - input[i] : 0.0f;
       }
-      return InvalidArgumentError(fmt::format(
-          "compressor {}: residual + input overflows float; input rejected",
-          OperatorName(options_.op)));
+      return InvalidArgumentError(
+          fmt::format("compressor {}: residual + input overflows float; input rejected", name));
     }
     source = residual_;
   }
@@ -317,7 +321,12 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
       DensifyIfSmaller(out);
       break;
     default:
-      Select(source, out);
+      if (!Select(source, out)) {
+        const auto bad = FirstNonFinite(input);
+        MURMUR_CHECK(bad.has_value()) << "a selection saw a non-finite value the input lacks";
+        out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+        return non_finite(*bad);
+      }
       DensifyIfSmaller(out);
       break;
   }
@@ -338,40 +347,46 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
   return OkStatus();
 }
 
-void Compressor::Select(std::span<const float> source, Update& out) {
+bool Compressor::Select(std::span<const float> source, Update& out) {
+  float threshold = 0;
   switch (options_.op) {
     case Operator::kTopK:
-      TopKIndices(source, KeptCount(), out.indices);
+      if (!TopK(source, KeptCount(), out.indices, out.values)) return false;
       break;
-    case Operator::kSampledTopK:
+    case Operator::kSampledTopK: {
+      const std::mt19937_64 saved = rng_;  // a rejected input must not advance the sampling
       sampled_stats_ =
-          SampledTopKIndices(source, KeptCount(), options_.sampled, rng_, out.indices);
+          SampledTopK(source, KeptCount(), options_.sampled, rng_, out.indices, out.values);
+      if (sampled_stats_.non_finite) {
+        rng_ = saved;
+        return false;
+      }
       break;
+    }
     case Operator::kThreshold:
     case Operator::kOneBit:
-      threshold_ = options_.adaptive ? adaptive_.tau() : options_.tau;
-      ThresholdIndices(source, threshold_, out.indices);
+      threshold = options_.adaptive ? adaptive_.tau() : options_.tau;
+      if (!AtLeast(source, threshold, out.indices, out.values)) return false;
       break;
     default:
       MURMUR_CHECK(false) << "not a selection operator: " << OperatorName(options_.op);
   }
-  out.values.resize(out.indices.size());
   if (options_.op == Operator::kOneBit) {
-    for (size_t i = 0; i < out.indices.size(); ++i) {
-      out.values[i] = std::copysign(threshold_, source[out.indices[i]]);
-    }
+    for (float& v : out.values) v = std::copysign(threshold, v);
     out.format.coding = ValueCoding::kSign;
-    out.format.scale = threshold_;
-    return;
+    out.format.scale = threshold;
+    threshold_ = threshold;
+    return true;
   }
-  float smallest = std::numeric_limits<float>::max();
-  for (size_t i = 0; i < out.indices.size(); ++i) {
-    const float v = source[out.indices[i]];
-    out.values[i] = v;
-    smallest = std::min(smallest, std::fabs(v));
+  if (HasTau(options_.op)) {
+    threshold_ = threshold;
+  } else {
+    float smallest = out.values.empty() ? 0.0f : std::numeric_limits<float>::max();
+    for (float v : out.values) smallest = std::min(smallest, std::fabs(v));
+    threshold_ = smallest;
   }
-  if (options_.op != Operator::kThreshold) threshold_ = out.values.empty() ? 0.0f : smallest;
   out.format = QuantizeFloats(out.values, options_.mantissa_bits);
+  return true;
 }
 
 void Compressor::Quantize(std::span<const float> source, Update& out) {

@@ -109,7 +109,8 @@ class Compressor {
 
  private:
   Compressor(const CompressorOptions& options, size_t dimension);
-  void Select(std::span<const float> source, Update& out);
+  // False when source holds a NaN or infinity (then nothing but `out` changed).
+  bool Select(std::span<const float> source, Update& out);
   void Quantize(std::span<const float> source, Update& out);
   size_t KeptCount() const;
 

@@ -11,148 +11,219 @@
 namespace murmur::coding {
 namespace {
 
-// |v| as an unsigned integer: for non-negative floats the bit order is the numeric order.
-inline uint32_t MagnitudeKey(float v) { return std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu; }
+// |v| as an unsigned integer: for non-negative floats the bit order is the numeric order, and
+// NaN and infinity (exponent all ones) lie above every finite magnitude.
+inline uint32_t Key(float v) { return std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu; }
 inline float KeyMagnitude(uint32_t key) { return std::bit_cast<float>(key); }
+constexpr uint32_t kNonFiniteKey = 0x7F800000u;
+constexpr size_t kBlock = 16;
 
-// Positions (increasing) of the k largest keys among n, ties by lower position, zero keys
-// never selected. key(i) must be cheap: it is read three times per position.
-template <typename KeyFn>
-void RadixTopK(size_t n, KeyFn key, size_t k, std::vector<uint32_t>& out) {
-  out.clear();
-  if (n == 0 || k == 0) return;
-  std::array<size_t, 2048> top{};
-  size_t zeros = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t kk = key(i);
-    ++top[kk >> 20];
-    zeros += kk == 0;
+// Grows both vectors to hold at least `size` entries (the tail is scratch until trimmed).
+void EnsureSize(std::vector<uint32_t>& indices, std::vector<float>& values, size_t size) {
+  if (indices.size() >= size) return;
+  const size_t grown = std::max(size, indices.size() * 2);
+  indices.resize(grown);
+  values.resize(grown);
+}
+
+// Replaces indices/values with every (i, v[i]) whose Key >= key, in index order. Blocks of 16
+// are tested with a max over their keys (vectorized); only blocks with a hit are walked, and
+// those branch-free.
+void CollectAtLeast(const float* v, size_t n, uint32_t key, std::vector<uint32_t>& indices,
+                    std::vector<float>& values) {
+  size_t count = 0;
+  size_t i = 0;
+  auto walk = [&](size_t begin, size_t end) {
+    EnsureSize(indices, values, count + (end - begin));
+    uint32_t* idx = indices.data();
+    float* val = values.data();
+    for (size_t j = begin; j < end; ++j) {
+      idx[count] = static_cast<uint32_t>(j);
+      val[count] = v[j];
+      count += Key(v[j]) >= key;
+    }
+  };
+  for (; i + kBlock <= n; i += kBlock) {
+    uint32_t block_max = 0;
+    for (size_t j = 0; j < kBlock; ++j) block_max = std::max(block_max, Key(v[i + j]));
+    if (block_max >= key) walk(i, i + kBlock);
   }
-  k = std::min(k, n - zeros);
-  if (k == 0) return;
+  walk(i, n);
+  indices.resize(count);
+  values.resize(count);
+}
 
-  // Bucket of the k-th largest key, and how many keys lie strictly above it.
-  uint32_t digit = 2047;
+bool AnyNonFinite(const std::vector<float>& values) {
+  uint32_t block_max = 0;
+  for (float x : values) block_max = std::max(block_max, Key(x));
+  return block_max >= kNonFiniteKey;
+}
+
+// Exact top-k of v[0, n) into indices/values (index order, ties by lower index, no zeros).
+// Returns false on a NaN or infinity.
+bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indices,
+               std::vector<float>& values) {
+  indices.clear();
+  values.clear();
+  if (n == 0 || k == 0) return true;
+  // Pass 1: histogram of the top 10 key bits, four interleaved copies so that runs of equal
+  // buckets (common: magnitudes cluster) do not serialize on one counter.
+  std::array<std::array<uint32_t, 1024>, 4> partial{};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    ++partial[0][Key(v[i]) >> 21];
+    ++partial[1][Key(v[i + 1]) >> 21];
+    ++partial[2][Key(v[i + 2]) >> 21];
+    ++partial[3][Key(v[i + 3]) >> 21];
+  }
+  for (; i < n; ++i) ++partial[0][Key(v[i]) >> 21];
+  std::array<size_t, 1024> top{};
+  for (const auto& p : partial) {
+    for (size_t b = 0; b < 1024; ++b) top[b] += p[b];
+  }
+  if (top[kNonFiniteKey >> 21] + top[(kNonFiniteKey >> 21) + 1] +
+          top[(kNonFiniteKey >> 21) + 2] + top[(kNonFiniteKey >> 21) + 3] != 0) {
+    return false;
+  }
+  // Bucket of the k-th largest key; bucket 0 also holds the zeros, excluded below.
+  uint32_t digit = (kNonFiniteKey >> 21) - 1;
   size_t above = 0;
-  while (above + top[digit] < k) above += top[digit--];
-  size_t need = k - above;  // still to take from keys with this prefix
-  uint32_t prefix = digit;
+  while (digit > 0 && above + top[digit] < k) above += top[digit--];
+  size_t need = k - std::min(k, above);
 
-  std::vector<uint32_t> candidates;
-  candidates.reserve(top[digit]);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t kk = key(i);
-    if ((kk >> 20) == digit) candidates.push_back(kk);
+  // Pass 2: everything at or above that bucket, in index order.
+  CollectAtLeast(v, n, digit << 21, indices, values);
+
+  // Within the bucket, find the exact threshold key with two more digits (11 + 10 bits).
+  std::vector<uint32_t> keys;
+  keys.reserve(top[digit]);
+  for (float x : values) {
+    const uint32_t kk = Key(x);
+    if ((kk >> 21) == digit && kk != 0) keys.push_back(kk);
   }
-  for (const int shift : {10, 0}) {
-    std::array<size_t, 1024> hist{};
-    for (uint32_t c : candidates) ++hist[(c >> shift) & 1023u];
-    uint32_t d = 1023;
-    size_t higher = 0;
-    while (higher + hist[d] < need) higher += hist[d--];
-    need -= higher;
-    prefix = (prefix << 10) | d;
-    if (shift != 0) {
-      std::erase_if(candidates, [&](uint32_t c) { return ((c >> shift) & 1023u) != d; });
+  uint32_t threshold = 0;  // take every non-zero key in the bucket
+  size_t take_equal = 0;
+  if (keys.size() > need) {
+    uint32_t prefix = digit;
+    for (const auto& [shift, bits] : {std::pair{10, 11}, std::pair{0, 10}}) {
+      std::array<size_t, 2048> hist{};
+      const uint32_t mask = (1u << bits) - 1;
+      for (uint32_t kk : keys) ++hist[(kk >> shift) & mask];
+      uint32_t d = mask;
+      size_t higher = 0;
+      while (higher + hist[d] < need) higher += hist[d--];
+      need -= higher;
+      prefix = (prefix << bits) | d;
+      if (shift != 0) {
+        std::erase_if(keys, [&](uint32_t kk) { return ((kk >> shift) & mask) != d; });
+      }
     }
+    threshold = prefix;
+    take_equal = need;
   }
-  // prefix is now the k-th largest key: take every larger key and the first `need` equal ones.
-  const uint32_t threshold = prefix;
-  out.reserve(k);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t kk = key(i);
-    if (kk > threshold) {
-      out.push_back(static_cast<uint32_t>(i));
-    } else if (kk == threshold && need > 0) {
-      out.push_back(static_cast<uint32_t>(i));
-      --need;
+  // Keep the chosen ones in place, in index order.
+  size_t kept = 0;
+  for (size_t h = 0; h < indices.size(); ++h) {
+    const uint32_t kk = Key(values[h]);
+    bool take = kk > threshold;
+    if (kk == threshold && take_equal > 0) {
+      take = true;
+      --take_equal;
     }
+    indices[kept] = indices[h];
+    values[kept] = values[h];
+    kept += take;
   }
-  MURMUR_DCHECK(out.size() == k);
+  indices.resize(kept);
+  values.resize(kept);
+  MURMUR_DCHECK(kept <= k);
+  return true;
 }
 
 }  // namespace
 
-void TopKIndices(std::span<const float> v, size_t k, std::vector<uint32_t>& out) {
+bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
+          std::vector<float>& values) {
   MURMUR_CHECK_LE(v.size(), size_t{UINT32_MAX});
-  const float* data = v.data();
-  RadixTopK(v.size(), [data](size_t i) { return MagnitudeKey(data[i]); }, k, out);
+  return RadixTopK(v.data(), v.size(), k, indices, values);
 }
 
-void ThresholdIndices(std::span<const float> v, float tau, std::vector<uint32_t>& out) {
-  MURMUR_CHECK(tau > 0) << "threshold " << tau;
+bool AtLeast(std::span<const float> v, float tau, std::vector<uint32_t>& indices,
+             std::vector<float>& values) {
+  MURMUR_CHECK(tau > 0 && std::isfinite(tau)) << "threshold " << tau;
   MURMUR_CHECK_LE(v.size(), size_t{UINT32_MAX});
-  out.clear();
-  const uint32_t key = MagnitudeKey(tau);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (MagnitudeKey(v[i]) >= key) out.push_back(static_cast<uint32_t>(i));
-  }
+  CollectAtLeast(v.data(), v.size(), Key(tau), indices, values);
+  return !AnyNonFinite(values);
 }
 
-SampledTopKStats SampledTopKIndices(std::span<const float> v, size_t k,
-                                    const SampledTopKOptions& options, std::mt19937_64& rng,
-                                    std::vector<uint32_t>& out) {
+SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTopKOptions& options,
+                             std::mt19937_64& rng, std::vector<uint32_t>& indices,
+                             std::vector<float>& values) {
   MURMUR_CHECK_LE(v.size(), size_t{UINT32_MAX});
   SampledTopKStats stats;
-  out.clear();
+  indices.clear();
+  values.clear();
   const size_t n = v.size();
   if (n == 0 || k == 0) return stats;
   k = std::min(k, n);
+  auto exact = [&] {
+    stats.non_finite = !TopK(v, k, indices, values);
+    stats.exact_fallback = true;
+    return stats;
+  };
   const auto samples_wanted = static_cast<size_t>(
       std::max(std::ceil(options.sample_fraction * static_cast<double>(n)),
                std::ceil(2.0 * static_cast<double>(n) / static_cast<double>(k))));
-  if (samples_wanted * 4 >= n) {  // sampling would read most of v anyway
-    TopKIndices(v, k, out);
-    stats.exact_fallback = true;
-    return stats;
-  }
+  if (samples_wanted * 4 >= n) return exact();  // sampling would read most of v anyway
+
   const size_t stride = (n / samples_wanted) | 1;
   const size_t start = std::uniform_int_distribution<size_t>(0, stride - 1)(rng);
   std::vector<uint32_t> sample;
   sample.reserve(n / stride + 1);
-  for (size_t i = start; i < n; i += stride) sample.push_back(MagnitudeKey(v[i]));
+  for (size_t i = start; i < n; i += stride) sample.push_back(Key(v[i]));
   const auto kth = static_cast<size_t>(std::ceil(static_cast<double>(sample.size()) *
                                                  options.aim * static_cast<double>(k) /
                                                  static_cast<double>(n)));
   const size_t rank = std::clamp<size_t>(kth, 1, sample.size()) - 1;
   std::nth_element(sample.begin(), sample.begin() + static_cast<ptrdiff_t>(rank), sample.end(),
                    std::greater<>());
+  if (sample[rank] >= kNonFiniteKey) {
+    stats.non_finite = true;
+    return stats;
+  }
   uint32_t threshold = std::max<uint32_t>(sample[rank], 1);  // 1: every non-zero passes
 
   const auto lower = static_cast<size_t>(std::ceil(options.lower * static_cast<double>(k)));
-  std::vector<uint32_t>& candidates = out;
+  std::vector<uint32_t> chosen_positions;
+  std::vector<float> chosen_values;
   for (int round = 0;; ++round) {
-    candidates.clear();
-    size_t nonzeros = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t kk = MagnitudeKey(v[i]);
-      nonzeros += kk != 0;
-      if (kk >= threshold) candidates.push_back(static_cast<uint32_t>(i));
+    CollectAtLeast(v.data(), n, threshold, indices, values);
+    if (AnyNonFinite(values)) {
+      stats.non_finite = true;
+      return stats;
     }
     stats.threshold = KeyMagnitude(threshold);
-    if (round == 0) stats.first_count = candidates.size();
-    const size_t count = candidates.size();
+    const size_t count = indices.size();
+    if (round == 0) stats.first_count = count;
     if (count > k) {
-      // Over k, by a little or a lot: trim to exactly k by magnitude. The reference code
-      // truncates arbitrarily inside its 1.3 k band; an exact trim among the candidates costs
-      // a pass over them only.
-      std::vector<uint32_t> chosen;
-      const uint32_t* c = candidates.data();
-      const float* data = v.data();
-      RadixTopK(count, [c, data](size_t i) { return MagnitudeKey(data[c[i]]); }, k, chosen);
-      for (uint32_t& position : chosen) position = c[position];
-      out.swap(chosen);
+      // Over k, by a little (the aim) or a lot: trim to exactly k by magnitude, among the
+      // candidates only. The reference code truncates arbitrarily inside a 1.3 k band.
+      MURMUR_CHECK(RadixTopK(values.data(), count, k, chosen_positions, chosen_values));
+      for (size_t j = 0; j < chosen_positions.size(); ++j) {
+        indices[j] = indices[chosen_positions[j]];
+      }
+      indices.resize(chosen_positions.size());
+      values.swap(chosen_values);
       stats.exact_candidates = true;
       return stats;
     }
-    if (count >= lower || count == nonzeros) return stats;
-    if (round == options.max_adaptations) {
-      TopKIndices(v, k, out);
-      stats.exact_fallback = true;
-      return stats;
-    }
+    if (count >= lower) return stats;
+    const auto nonzeros = static_cast<size_t>(
+        std::count_if(v.begin(), v.end(), [](float x) { return x != 0; }));
+    if (count == nonzeros) return stats;  // every non-zero is in: nothing left to lower for
+    if (round == options.max_adaptations) return exact();
     ++stats.adaptations;
-    threshold = std::max<uint32_t>(MagnitudeKey(KeyMagnitude(threshold) * 0.8f), 1);
+    threshold = std::max<uint32_t>(Key(KeyMagnitude(threshold) * 0.8f), 1);
   }
 }
 

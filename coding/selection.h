@@ -1,8 +1,9 @@
 #pragma once
 // Choosing which coordinates a sparse update sends: exact top-k, a fixed threshold, and DGC's
-// sampled threshold. Every function writes increasing positions into `out` (replacing its
-// contents, keeping its capacity), never selects an exact zero (sending one carries no
-// information), and REQUIRES finite input: the Compressor checks before it selects.
+// sampled threshold. None selects an exact zero (sending one carries no information). Each scans
+// v once or twice at memory speed: blocks of 16 are tested with a vectorized max first and only
+// blocks holding a hit are walked, which also makes a NaN or infinity (a magnitude above every
+// finite one) impossible to miss, so the caller needs no separate finiteness pass.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,13 +13,19 @@
 
 namespace murmur::coding {
 
-// The k largest |v|, ties broken by lower index; min(k, non-zeros of v) positions.
-// Radix select on the magnitude bits (11 + 10 + 10 bit digits): two passes over v, a pass over
-// the candidates of one top-level bucket, and a pass to emit; no sort, no copy of v.
-void TopKIndices(std::span<const float> v, size_t k, std::vector<uint32_t>& out);
+// Selections come back as increasing positions with their values (values[i] = v[indices[i]]),
+// replacing the vectors' contents and keeping their capacity.
 
-// Every |v| >= tau. REQUIRES tau > 0.
-void ThresholdIndices(std::span<const float> v, float tau, std::vector<uint32_t>& out);
+// The k largest |v|, ties broken by lower index; min(k, non-zeros of v) positions.
+// Radix select on the magnitude bits: one histogram pass (10-bit top digit), one pass that
+// collects the entries at or above the k-th largest's bucket, and two small digit rounds over
+// that bucket; no sort, no copy of v. Returns false if v holds a NaN or infinity.
+[[nodiscard]] bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
+                        std::vector<float>& values);
+
+// Every |v| >= tau. REQUIRES tau > 0. Returns false if v holds a NaN or infinity.
+[[nodiscard]] bool AtLeast(std::span<const float> v, float tau, std::vector<uint32_t>& indices,
+                           std::vector<float>& values);
 
 // DGC's sampled-threshold top-k (Lin et al. 2018, §3 and the reference code's
 // dgc/compression.py; algorithms.md §4.3).
@@ -38,14 +45,15 @@ struct SampledTopKStats {
   int adaptations = 0;        // threshold lowerings
   bool exact_candidates = false;  // trimmed by exact top-k among the candidates
   bool exact_fallback = false;    // gave up on the threshold: exact top-k over v
+  bool non_finite = false;        // v holds a NaN or infinity: the selection is unspecified
 };
 
 // Selects between min(ceil(lower * k), nz) and min(k, nz) positions (nz = non-zeros of v):
 // more than k candidates are trimmed to exactly k by magnitude (the reference code instead
 // accepts up to 1.3 k), and exactly min(k, nz) come back when the adaptation gives up. Samples are strided with a random start (an odd stride, so power-of-two layouts
 // of weight matrices do not alias), drawn from `rng`.
-SampledTopKStats SampledTopKIndices(std::span<const float> v, size_t k,
-                                    const SampledTopKOptions& options, std::mt19937_64& rng,
-                                    std::vector<uint32_t>& out);
+SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTopKOptions& options,
+                             std::mt19937_64& rng, std::vector<uint32_t>& indices,
+                             std::vector<float>& values);
 
 }  // namespace murmur::coding

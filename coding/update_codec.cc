@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "coding/vector_ops.h"
 #include "fmt/format.h"
 
 namespace murmur::coding {
@@ -179,7 +180,7 @@ uint32_t LevelCode(float value, const ValueFormat& f, int level_bits) {
 void EncodeValues(const Update& update, std::byte* out, size_t value_bytes) {
   const ValueFormat& f = update.format;
   if (IsRawFloat32(f)) {
-    for (float v : update.values) MURMUR_CHECK(std::isfinite(v)) << "non-finite value";
+    MURMUR_CHECK(AllFinite(update.values)) << "non-finite value in an update";
     std::memcpy(out, update.values.data(), value_bytes);
     return;
   }
@@ -488,10 +489,8 @@ Status DecodeUpdate(std::span<const std::byte> bytes, uint32_t expected_dimensio
   const std::byte* value_begin = index + index_bytes;
   if (IsRawFloat32(format)) {
     std::memcpy(out.values.data(), value_begin, value_bytes);
-    for (uint32_t i = 0; i < count; ++i) {
-      if (!std::isfinite(out.values[i])) {
-        return reject(DF::kNonFinite, fmt::format("value {} is {}", i, out.values[i]));
-      }
+    if (const auto bad = FirstNonFinite(out.values)) {
+      return reject(DF::kNonFinite, fmt::format("value {} is {}", *bad, out.values[*bad]));
     }
     return OkStatus();
   }

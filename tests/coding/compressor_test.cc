@@ -84,6 +84,26 @@ TEST(CompressorTest, CreateRejectsOptionsThatDoNotFit) {
   }
 }
 
+TEST(CompressorTest, NonFiniteInputIsRejectedByEveryOperatorWithAndWithoutErrorFeedback) {
+  for (const char* spec : {"none", "fp16", "topk:0.01", "dgc:0.01", "threshold:1", "onebit:1",
+                           "qsgd:4", "int8"}) {
+    for (const char* ef : {",ef=on", ",ef=off"}) {
+      if (std::string_view(spec) == "qsgd:4" && std::string_view(ef) == ",ef=on") continue;
+      const std::string full = std::string(spec) + ef;
+      Compressor c = Make(full, 5000);
+      Update update;
+      std::vector<float> v = MakeVector(Distribution::kNormal, 5000, 3);
+      ASSERT_TRUE(c.Compress(v, update).ok()) << full;
+      const std::vector<float> residual(c.residual().begin(), c.residual().end());
+      v[4999] = -INFINITY;
+      const Status s = c.Compress(v, update);
+      EXPECT_NE(s.message().find("input[4999] is -inf"), std::string_view::npos) << full << s;
+      EXPECT_EQ(std::vector<float>(c.residual().begin(), c.residual().end()), residual) << full;
+      EXPECT_EQ(c.steps(), 1u);
+    }
+  }
+}
+
 TEST(CompressorTest, BadInputIsRejectedAndChangesNothing) {
   Compressor c = Make("topk:0.1", 100);
   Update update;
@@ -150,7 +170,8 @@ TEST(CompressorTest, TopKWithErrorFeedbackSendsTheTopOfResidualPlusInput) {
     for (size_t i = 0; i < n; ++i) expected_source[i] = c.residual()[i] + g[i];
     ASSERT_TRUE(c.Compress(g, update).ok());
     std::vector<uint32_t> want;
-    TopKIndices(expected_source, 100, want);
+    std::vector<float> want_values;
+    ASSERT_TRUE(TopK(expected_source, 100, want, want_values));
     EXPECT_EQ(update.indices, want);
     for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_EQ(update.values[i], expected_source[want[i]]);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -32,6 +33,41 @@ std::vector<uint32_t> ReferenceTopK(const std::vector<float>& v, size_t k) {
   return out;
 }
 
+// Selection results come with their values; check they match and return the positions.
+std::vector<uint32_t> Checked(const std::vector<float>& v, const std::vector<uint32_t>& indices,
+                              const std::vector<float>& values) {
+  EXPECT_EQ(indices.size(), values.size());
+  for (size_t j = 0; j < indices.size() && j < values.size(); ++j) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(values[j]), std::bit_cast<uint32_t>(v[indices[j]]));
+  }
+  return indices;
+}
+
+std::vector<uint32_t> TopKOf(const std::vector<float>& v, size_t k) {
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  EXPECT_TRUE(TopK(v, k, indices, values));
+  return Checked(v, indices, values);
+}
+
+std::vector<uint32_t> AtLeastOf(const std::vector<float>& v, float tau) {
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  EXPECT_TRUE(AtLeast(v, tau, indices, values));
+  return Checked(v, indices, values);
+}
+
+std::vector<uint32_t> SampledOf(const std::vector<float>& v, size_t k,
+                                const SampledTopKOptions& options, std::mt19937_64& rng,
+                                SampledTopKStats* stats = nullptr) {
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  const SampledTopKStats s = SampledTopK(v, k, options, rng, indices, values);
+  EXPECT_FALSE(s.non_finite);
+  if (stats != nullptr) *stats = s;
+  return Checked(v, indices, values);
+}
+
 TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
   const uint64_t seed = 11;
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
@@ -40,7 +76,7 @@ TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
     for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{100003}}) {
       const std::vector<float> v = MakeVector(d, n, seed + n);
       for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 3, n, n + 5}) {
-        TopKIndices(v, k, got);
+        got = TopKOf(v, k);
         ASSERT_EQ(got, ReferenceTopK(v, k))
             << DistributionName(d) << " n=" << n << " k=" << k;
       }
@@ -50,19 +86,15 @@ TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
 
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
   std::vector<float> v = {-0.0f, 0.0f, 1e-45f, -1e-40f, 3e38f, -3e38f, 1.0f, -0.0f};
-  std::vector<uint32_t> got;
-  TopKIndices(v, 3, got);
-  EXPECT_EQ(got, (std::vector<uint32_t>{4, 5, 6}));
-  TopKIndices(v, 8, got);  // zeros never selected
-  EXPECT_EQ(got, (std::vector<uint32_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(TopKOf(v, 3), (std::vector<uint32_t>{4, 5, 6}));
+  EXPECT_EQ(TopKOf(v, 8), (std::vector<uint32_t>{2, 3, 4, 5, 6}));  // zeros never selected
 }
 
 TEST(SelectionTest, ThresholdSelectsEveryMagnitudeAtOrAboveTau) {
   for (Distribution d : kAllDistributions) {
     const std::vector<float> v = MakeVector(d, 5001, 5);
     for (float tau : {1e-6f, 0.125f, 0.25f, 1.0f, 3.0f}) {
-      std::vector<uint32_t> got;
-      ThresholdIndices(v, tau, got);
+      const std::vector<uint32_t> got = AtLeastOf(v, tau);
       std::vector<uint32_t> want;
       for (uint32_t i = 0; i < v.size(); ++i) {
         if (std::fabs(v[i]) >= tau) want.push_back(i);
@@ -86,7 +118,8 @@ TEST(SelectionTest, SampledTopKLandsInItsBandOnEveryDistribution) {
           std::count_if(v.begin(), v.end(), [](float x) { return x != 0; }));
       for (double ratio : {0.01, 0.001}) {
         const auto k = static_cast<size_t>(std::ceil(ratio * static_cast<double>(n)));
-        const SampledTopKStats stats = SampledTopKIndices(v, k, options, rng, got);
+        SampledTopKStats stats;
+        got = SampledOf(v, k, options, rng, &stats);
         const size_t low = std::min<size_t>(static_cast<size_t>(std::ceil(0.8 * k)), nz);
         const size_t high = std::min(k, nz);
         EXPECT_GE(got.size(), low) << DistributionName(d) << " n=" << n << " ratio " << ratio;
@@ -118,10 +151,8 @@ TEST(SelectionTest, SampledTopKLandsInItsBandOnEveryDistribution) {
 TEST(SelectionTest, SampledTopKOverlapsExactTopKOnGaussianData) {
   std::mt19937_64 rng(3);
   const std::vector<float> v = MakeVector(Distribution::kNormal, 1000000, 3);
-  std::vector<uint32_t> sampled;
-  std::vector<uint32_t> exact;
-  SampledTopKIndices(v, 10000, {}, rng, sampled);
-  TopKIndices(v, 10000, exact);
+  const std::vector<uint32_t> sampled = SampledOf(v, 10000, {}, rng);
+  const std::vector<uint32_t> exact = TopKOf(v, 10000);
   std::vector<uint32_t> common;
   std::set_intersection(sampled.begin(), sampled.end(), exact.begin(), exact.end(),
                         std::back_inserter(common));
@@ -139,22 +170,40 @@ TEST(SelectionTest, SampledTopKWithANarrowBandStillReturnsExactlyTheTopK) {
   options.lower = 1.0;  // accept nothing short of k
   options.max_adaptations = 0;
   std::mt19937_64 rng(4);
-  std::vector<uint32_t> got;
-  const SampledTopKStats stats = SampledTopKIndices(v, 10000, options, rng, got);
+  SampledTopKStats stats;
+  const std::vector<uint32_t> got = SampledOf(v, 10000, options, rng, &stats);
   EXPECT_EQ(got.size(), 10000u);
   EXPECT_TRUE(stats.exact_candidates || stats.exact_fallback);
-  std::vector<uint32_t> exact;
-  TopKIndices(v, 10000, exact);
-  EXPECT_EQ(got, exact);
+  EXPECT_EQ(got, TopKOf(v, 10000));
 }
 
 TEST(SelectionTest, SampledTopKWithATinyVectorIsExact) {
   std::mt19937_64 rng(1);
   const std::vector<float> v = MakeVector(Distribution::kNormal, 50, 1);
-  std::vector<uint32_t> got;
-  const SampledTopKStats stats = SampledTopKIndices(v, 5, {}, rng, got);
+  SampledTopKStats stats;
+  EXPECT_EQ(SampledOf(v, 5, {}, rng, &stats), ReferenceTopK(v, 5));
   EXPECT_TRUE(stats.exact_fallback);
-  EXPECT_EQ(got, ReferenceTopK(v, 5));
+}
+
+TEST(SelectionTest, EverySelectionReportsANonFiniteValueWhereverItSits) {
+  // The selections double as the finiteness check of the compressors: a NaN or infinity in a
+  // skipped block, a walked block or the tail must never pass unnoticed.
+  std::mt19937_64 rng(2);
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  for (size_t n : {size_t{1}, size_t{17}, size_t{100000}}) {
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      for (float bad : {NAN, INFINITY, -INFINITY}) {
+        std::vector<float> v = MakeVector(Distribution::kNormal, n, n);
+        v[at] = bad;
+        EXPECT_FALSE(TopK(v, std::max<size_t>(1, n / 100), indices, values)) << n << " " << at;
+        EXPECT_FALSE(AtLeast(v, 100.0f, indices, values)) << n << " " << at;
+        EXPECT_TRUE(SampledTopK(v, std::max<size_t>(1, n / 100), {}, rng, indices, values)
+                        .non_finite)
+            << n << " " << at;
+      }
+    }
+  }
 }
 
 }  // namespace
