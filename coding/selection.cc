@@ -6,6 +6,10 @@
 #include <cmath>
 #include <functional>
 
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "base/check.h"
 
 namespace murmur::coding {
@@ -26,29 +30,59 @@ void EnsureSize(std::vector<uint32_t>& indices, std::vector<float>& values, size
   values.resize(grown);
 }
 
-// Replaces indices/values with every (i, v[i]) whose Key >= key, in index order. Blocks of 16
-// are tested with a max over their keys (vectorized); only blocks with a hit are walked, and
-// those branch-free.
+// Bitmask of the entries of v[0, 16) whose Key >= key (bit j for entry j).
+inline uint32_t AtLeastMask16(const float* v, uint32_t key) {
+#if defined(__AVX512F__)
+  const __m512i magnitude_bits = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i keys = _mm512_and_si512(_mm512_loadu_si512(v), magnitude_bits);
+  return _mm512_cmpge_epu32_mask(keys, _mm512_set1_epi32(static_cast<int>(key)));
+#elif defined(__AVX2__)
+  // Keys are below 2^31, so a signed compare against key - 1 is exact (key >= 1).
+  const __m256i magnitude_bits = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i bound = _mm256_set1_epi32(static_cast<int>(key) - 1);
+  const __m256i lo = _mm256_and_si256(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v)), magnitude_bits);
+  const __m256i hi = _mm256_and_si256(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8)), magnitude_bits);
+  const auto mask_lo = static_cast<uint32_t>(
+      _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(lo, bound))));
+  const auto mask_hi = static_cast<uint32_t>(
+      _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(hi, bound))));
+  return mask_lo | (mask_hi << 8);
+#else
+  uint32_t mask = 0;
+  for (uint32_t j = 0; j < kBlock; ++j) mask |= static_cast<uint32_t>(Key(v[j]) >= key) << j;
+  return mask;
+#endif
+}
+
+// Replaces indices/values with every (i, v[i]) whose Key >= key, in index order: a 16-wide
+// compare per block and a walk over the set bits of its mask, so the cost is one vector
+// compare per 16 entries plus a few instructions per hit.
 void CollectAtLeast(const float* v, size_t n, uint32_t key, std::vector<uint32_t>& indices,
                     std::vector<float>& values) {
+  MURMUR_DCHECK(key >= 1);
   size_t count = 0;
   size_t i = 0;
-  auto walk = [&](size_t begin, size_t end) {
-    EnsureSize(indices, values, count + (end - begin));
+  for (; i + kBlock <= n; i += kBlock) {
+    uint32_t mask = AtLeastMask16(v + i, key);
+    if (mask == 0) continue;
+    EnsureSize(indices, values, count + kBlock);
     uint32_t* idx = indices.data();
     float* val = values.data();
-    for (size_t j = begin; j < end; ++j) {
+    for (; mask != 0; mask &= mask - 1) {
+      const size_t j = i + static_cast<size_t>(std::countr_zero(mask));
       idx[count] = static_cast<uint32_t>(j);
       val[count] = v[j];
-      count += Key(v[j]) >= key;
+      ++count;
     }
-  };
-  for (; i + kBlock <= n; i += kBlock) {
-    uint32_t block_max = 0;
-    for (size_t j = 0; j < kBlock; ++j) block_max = std::max(block_max, Key(v[i + j]));
-    if (block_max >= key) walk(i, i + kBlock);
   }
-  walk(i, n);
+  EnsureSize(indices, values, count + kBlock);
+  for (; i < n; ++i) {
+    indices[count] = static_cast<uint32_t>(i);
+    values[count] = v[i];
+    count += Key(v[i]) >= key;
+  }
   indices.resize(count);
   values.resize(count);
 }
@@ -95,7 +129,7 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   CollectAtLeast(v, n, digit << 21, indices, values);
 
   // Within the bucket, find the exact threshold key with two more digits (11 + 10 bits).
-  std::vector<uint32_t> keys;
+  std::vector<uint32_t> keys;  // bounded by the bucket's count
   keys.reserve(top[digit]);
   for (float x : values) {
     const uint32_t kk = Key(x);

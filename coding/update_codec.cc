@@ -30,9 +30,8 @@ T Load(const std::byte* p) {
 }
 
 size_t VarintSize(uint32_t v) {
-  // 7 payload bits per byte.
-  return 1 + (std::bit_width(v) > 7) + (std::bit_width(v) > 14) + (std::bit_width(v) > 21) +
-         (std::bit_width(v) > 28);
+  // 7 payload bits per byte; 0 still takes one byte.
+  return (static_cast<size_t>(std::bit_width(v | 1u)) + 6) / 7;
 }
 
 std::byte* PutVarint(std::byte* p, uint32_t v) {
@@ -542,7 +541,10 @@ void DensifyIfSmaller(Update& update) {
   if (update.dense || update.format.coding == ValueCoding::kSign) return;
   const size_t dense_bytes =
       kUpdateHeaderBytes + ValueBytes(update.dimension, update.format.BitsPerValue());
-  if (dense_bytes > EncodedSize(update)) return;
+  // A varint costs at most 5 bytes: when even that bound is smaller, skip the exact size.
+  const size_t sparse_bound = kUpdateHeaderBytes + 5 * update.indices.size() +
+                              ValueBytes(update.values.size(), update.format.BitsPerValue());
+  if (sparse_bound < dense_bytes || dense_bytes > EncodedSize(update)) return;
   std::vector<float> dense(update.dimension, 0.0f);
   for (size_t i = 0; i < update.values.size(); ++i) dense[update.indices[i]] = update.values[i];
   update.values = std::move(dense);
