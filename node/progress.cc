@@ -101,7 +101,8 @@ void ProgressReporter::Finish() {
   }
 }
 
-std::string SummaryText(const RunInfo& info, const TrainSummary& s) {
+std::string SummaryText(const RunInfo& info, const TrainSummary& s,
+                        const CompressionReport* compression) {
   std::string out = fmt::format("murmur train: {} | model {} ({} parameters)\n", info.task,
                                 info.model, info.params);
   out += fmt::format("  test accuracy  {}\n", Percent(s.test.accuracy));
@@ -112,10 +113,21 @@ std::string SummaryText(const RunInfo& info, const TrainSummary& s) {
   out += fmt::format("  wall time      {:.2f} s ({:.2f} s evaluating)\n", s.wall_seconds,
                      s.eval_seconds);
   out += fmt::format("  throughput     {:.0f} samples/s\n", s.samples_per_second);
+  if (compression != nullptr) {
+    const CompressionReport& c = *compression;
+    out += fmt::format("  compression    {}\n", c.spec);
+    out += fmt::format(
+        "                 {:.3f} % of values sent, {:.0f} bytes/step vs {:.0f} dense ({:.1f}x "
+        "smaller), {:.2f} bytes per value sent\n",
+        100 * c.mean_density, c.bytes_per_step, c.dense_bytes_per_step,
+        c.bytes_per_step > 0 ? c.dense_bytes_per_step / c.bytes_per_step : 0.0,
+        c.bytes_per_nonzero);
+  }
   return out;
 }
 
-std::string SummaryJson(const RunInfo& info, const TrainSummary& s) {
+std::string SummaryJson(const RunInfo& info, const TrainSummary& s,
+                        const CompressionReport* compression) {
   auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json per_epoch = nlohmann::json::array();
   for (const auto& e : s.test_per_epoch) {
@@ -138,6 +150,14 @@ std::string SummaryJson(const RunInfo& info, const TrainSummary& s) {
       {"test_accuracy", number(s.test.accuracy)},
       {"per_epoch", per_epoch},
   };
+  if (compression != nullptr) {
+    j["compression"] = {{"spec", compression->spec},
+                        {"steps", compression->steps},
+                        {"mean_density", compression->mean_density},
+                        {"bytes_per_step", compression->bytes_per_step},
+                        {"dense_bytes_per_step", compression->dense_bytes_per_step},
+                        {"bytes_per_nonzero", compression->bytes_per_nonzero}};
+  }
   return j.dump();
 }
 

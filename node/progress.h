@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "node/gradient_compression.h"
 #include "node/trainer.h"
 
 namespace murmur::node {
@@ -44,7 +45,10 @@ struct RunInfo {
   int64_t test_rows = 0;
 };
 
-std::string SummaryText(const RunInfo& info, const TrainSummary& summary);
-std::string SummaryJson(const RunInfo& info, const TrainSummary& summary);
+// `compression` is null when the run did not compress its gradient.
+std::string SummaryText(const RunInfo& info, const TrainSummary& summary,
+                        const CompressionReport* compression = nullptr);
+std::string SummaryJson(const RunInfo& info, const TrainSummary& summary,
+                        const CompressionReport* compression = nullptr);
 
 }  // namespace murmur::node

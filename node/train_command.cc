@@ -2,10 +2,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "base/clock.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "node/gradient_compression.h"
 #include "node/progress.h"
 #include "node/sharding.h"
 #include "node/train_config.h"
@@ -59,9 +61,22 @@ int TrainCommand::Run() {
                   config.shard_index, config.shard_count, info.params, config.epochs,
                   config.batch_size);
 
+  TrainOptions options = TrainOptionsFrom(config);
+  std::optional<GradientCompression> compression;
+  if (config.compress != "none") {
+    auto created = GradientCompression::Create(config.compress, static_cast<size_t>(info.params));
+    if (!created.ok()) {
+      std::fprintf(stderr, "murmur train: compress: %s\n",
+                   std::string(created.status().message()).c_str());
+      return 2;
+    }
+    compression.emplace(std::move(*created));
+    options.gradient_hook = [&compression](std::span<float> g) { return compression->Apply(g); };
+    MURMUR_LOG_INFO("compressing the gradient with {}",
+                    coding::CompressorSpec(compression->compressor().options()));
+  }
   RealClock clock;
-  Trainer trainer(*model, data->train, std::move(*rows), &data->test, TrainOptionsFrom(config),
-                  clock);
+  Trainer trainer(*model, data->train, std::move(*rows), &data->test, std::move(options), clock);
   trainer.InitializeParams();
   ProgressReporter reporter(ResolveProgressMode(config.progress, stderr), stderr, clock);
   StatusOr<TrainSummary> summary =
@@ -71,8 +86,11 @@ int TrainCommand::Run() {
     std::fprintf(stderr, "murmur train: %s\n", summary.status().ToString().c_str());
     return 1;
   }
-  const std::string out = config.json ? SummaryJson(info, *summary) + "\n"
-                                      : SummaryText(info, *summary);
+  std::optional<CompressionReport> report;
+  if (compression.has_value()) report = compression->Report();
+  const CompressionReport* r = report.has_value() ? &*report : nullptr;
+  const std::string out = config.json ? SummaryJson(info, *summary, r) + "\n"
+                                      : SummaryText(info, *summary, r);
   std::fputs(out.c_str(), stdout);
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "coding/compressor.h"
 #include "node/fashion_mnist.h"
 #include "node/synthetic.h"
 
@@ -35,6 +36,10 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Integer<int64_t>("samples", &C::samples, 10000, 1, 1 << 26,
                           "synthetic tasks: training rows")
         .Integer<int64_t>("features", &C::features, 50, 1, 1 << 16, "synthetic tasks: features")
+        .Text("compress", &C::compress, "none",
+              "compress each gradient as a peer would receive it, with error feedback: none, "
+              "fp16, topk:R, dgc:R, threshold:T, onebit:T, qsgd:S, int8 [,key=value...] "
+              "(coding/compressor.h)")
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
@@ -50,6 +55,10 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return InvalidArgumentError("shard_index " + std::to_string(c.shard_index) +
                                 " must be less than shard_count " +
                                 std::to_string(c.shard_count));
+  }
+  if (c.compress != "none") {
+    const auto spec = coding::ParseCompressorSpec(c.compress);
+    if (!spec.ok()) return InvalidArgumentError("compress: " + std::string(spec.status().message()));
   }
   if (c.nesterov && c.momentum == 0) {
     return InvalidArgumentError("nesterov needs momentum > 0");

@@ -31,6 +31,7 @@ struct TrainConfig {
   int64_t max_train_samples = 0;  // 0: all
   int64_t samples = 0;            // synthetic tasks: training rows
   int64_t features = 0;           // synthetic tasks: d
+  std::string compress;           // compression spec applied to the gradient; "none": off
   std::string progress;           // auto, tty, plain, none
   bool json = false;
   std::string log_level;

@@ -124,6 +124,7 @@ StatusOr<float> Trainer::Step() {
                                    std::to_string(steps_ + 1) +
                                    "; the step was not applied (try a smaller learning rate)");
   }
+  if (options_.gradient_hook) MURMUR_RETURN_IF_ERROR(options_.gradient_hook(grad_));
   MURMUR_RETURN_IF_ERROR(kernels::SgdStep<float>(device_, options_.sgd, grad_, velocity_, params_));
   cursor_ += n;
   last_batch_rows_ = n;

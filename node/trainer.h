@@ -25,6 +25,9 @@ struct TrainOptions {
   kernels::SgdOptions sgd;
   uint64_t seed = 1;
   int64_t eval_batch_size = 1000;
+  // Called with each mini-batch gradient before the optimizer step; may rewrite it in place
+  // (GradientCompression does). A non-OK status fails the step, which is then not applied.
+  std::function<Status(std::span<float> gradient)> gradient_hook;
 };
 
 struct Evaluation {

@@ -28,6 +28,20 @@ check "bad value exits 2" 2 "$murmur" train --epochs abc
 contains "bad value names key, value and range" "$tmp/err" "invalid value 'abc' for epochs (from flag --epochs): expected an integer in [1, 100000]"
 check "bad env exits 2" 2 env MURMUR_BATCH_SIZE=0 "$murmur" train
 contains "bad env is attributed" "$tmp/err" "environment variable MURMUR_BATCH_SIZE"
+check "bad compression spec exits 2" 2 "$murmur" train --compress zip:3
+contains "bad compression spec says why" "$tmp/err" "compress: compression spec 'zip:3': unknown operator 'zip'"
+check "compression that cannot fit exits 2" 2 "$murmur" train --compress topk:2 --max-train-samples 100
+contains "compression misfit says why" "$tmp/err" "ratio 2 must be in (0, 1]"
+check "compressed run reports its bytes" 0 "$murmur" train --compress topk:0.05,values=fp16 --epochs 1 --max-train-samples 2000 --json --progress none
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))["compression"]
+assert d["spec"].startswith("topk:0.05,values=fp16"), d
+assert abs(d["mean_density"] - 0.05) < 1e-3, d
+assert d["bytes_per_step"] < d["dense_bytes_per_step"] / 10, d
+assert d["bytes_per_nonzero"] < 3.5, d
+print("ok   compression summary:", d)
+PY
 printf 'epochs = 1\nmax_train_samples = 3000\nlr = 0.05\n' > "$tmp/run.toml"
 check "config file run with --json" 0 "$murmur" train --config "$tmp/run.toml" --json --progress plain
 python3 - "$tmp/out" <<'PY' || fail=1

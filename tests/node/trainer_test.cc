@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "node/fashion_mnist.h"
+#include "node/gradient_compression.h"
 #include "node/sharding.h"
 #include "node/synthetic.h"
 
@@ -43,6 +44,57 @@ TEST(TrainerTest, DefaultMlpReaches85PercentOnFashionMnistIn3Epochs) {
   EXPECT_EQ(summary->samples, 3 * 60000);
   std::printf("seed %llu: test accuracy %.4f\n", 1ull, summary->test.accuracy);
   EXPECT_GE(summary->test.accuracy, 0.85);
+}
+
+TEST(TrainerTest, TopOnePercentWithErrorFeedbackStillLearnsFashionMnist) {
+  // The compression issue's usability check: the default MLP, one node, one epoch, each
+  // gradient replaced by its top-1 % (with error feedback) before the optimizer step.
+  auto data = LoadFashionMnist();
+  ASSERT_TRUE(data.ok()) << data.status();
+  const int64_t hidden[] = {256, 128};
+  auto model = Model<float>::Create(ModelSpec::Mlp(784, hidden, 10));
+  ASSERT_TRUE(model.ok());
+  auto compression =
+      GradientCompression::Create("topk:0.01", static_cast<size_t>(model->NumParams()));
+  ASSERT_TRUE(compression.ok()) << compression.status();
+  TrainOptions options;
+  options.epochs = 1;
+  options.sgd = {0.01, 0.9, 0.0, false};
+  options.seed = 1;
+  options.gradient_hook = [&](std::span<float> g) { return compression->Apply(g); };
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  auto summary = trainer.Run([](const TrainProgress&) {});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const CompressionReport report = compression->Report();
+  std::printf("seed 1: top-1%% + error feedback, 1 epoch: test accuracy %.4f, %.0f bytes/step "
+              "(dense %.0f)\n",
+              summary->test.accuracy, report.bytes_per_step, report.dense_bytes_per_step);
+  EXPECT_EQ(report.steps, 938);
+  EXPECT_NEAR(report.mean_density, 0.01, 1e-4);
+  EXPECT_LT(report.bytes_per_step, report.dense_bytes_per_step / 50);
+  EXPECT_GE(summary->test.accuracy, 0.80);
+}
+
+TEST(TrainerTest, AFailingGradientHookLeavesTheParametersUnchanged) {
+  SyntheticOptions o;
+  o.train_samples = 256;
+  o.test_samples = 10;
+  o.features = 8;
+  auto data = MakeGaussianMixture(o);
+  ASSERT_TRUE(data.ok());
+  auto model = Model<float>::Create(ModelSpec::LogisticRegression(8));
+  TrainOptions options;
+  options.gradient_hook = [](std::span<float>) { return InvalidArgumentError("hook says no"); };
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  const std::vector<float> before(trainer.params().begin(), trainer.params().end());
+  auto step = trainer.Step();
+  ASSERT_FALSE(step.ok());
+  EXPECT_EQ(step.status().message(), "hook says no");
+  EXPECT_EQ(std::vector<float>(trainer.params().begin(), trainer.params().end()), before);
 }
 
 TEST(TrainerTest, LogisticRegressionSeparatesTheMixture) {
