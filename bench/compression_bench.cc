@@ -2,7 +2,8 @@
 // run: memcpy of the dense vector (the memory-speed ceiling) and std::nth_element on magnitudes
 // (the textbook top-k). One thread. For each d it prints one row per operator:
 //   encode  = Compressor::Compress (error feedback off: the operator alone) + EncodeUpdate
-//   +ef     = the same with error feedback (residual add, subtract what was sent)
+//   +ef     = the same with error feedback (residual add, subtract what was sent), on inputs of
+//             alternating sign so that the residual stays bounded
 //   decode  = DecodeUpdate (all validation included) + AddTo into a dense vector
 // in GB/s of dense fp32 input (d * 4 bytes per second), the ratio to memcpy, and the encoded
 // bytes per value sent. Medians over --repeats runs; inputs are N(0, 1), seeded.
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> normal;
     for (float& x : input) x = normal(rng);
     const double gigabytes = static_cast<double>(d) * sizeof(float) / 1e9;
+    std::vector<float> negated(d);
+    for (size_t i = 0; i < d; ++i) negated[i] = -input[i];
 
     std::vector<float> copy(d);
     const double memcpy_s =
@@ -114,9 +117,13 @@ int main(int argc, char** argv) {
             EncodeUpdate(update, bytes);
           },
           repeats);
+      // Alternating signs keep the residual bounded; the same input over and over would grow it
+      // until nearly everything passes a threshold.
+      bool flip = false;
       const double ef_s = Seconds(
           [&] {
-            (void)with_ef.Compress(input, update);
+            (void)with_ef.Compress(flip ? negated : input, update);
+            flip = !flip;
             EncodeUpdate(update, bytes);
           },
           repeats);

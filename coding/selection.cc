@@ -174,6 +174,21 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   return true;
 }
 
+// The key of 0-based rank `rank` in descending order: a histogram of the top 10 bits finds its
+// bucket, nth_element orders only that bucket. Reorders `keys`.
+uint32_t KthLargestKey(std::vector<uint32_t>& keys, size_t rank) {
+  std::array<uint32_t, 1024> top{};
+  for (uint32_t kk : keys) ++top[kk >> 21];
+  uint32_t digit = 1023;
+  size_t above = 0;
+  while (above + top[digit] <= rank) above += top[digit--];
+  const auto bucket_end = std::partition(keys.begin(), keys.end(),
+                                         [digit](uint32_t kk) { return (kk >> 21) == digit; });
+  const auto nth = keys.begin() + static_cast<ptrdiff_t>(rank - above);
+  std::nth_element(keys.begin(), nth, bucket_end, std::greater<>());
+  return *nth;
+}
+
 }  // namespace
 
 bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
@@ -210,22 +225,29 @@ SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTo
                std::ceil(2.0 * static_cast<double>(n) / static_cast<double>(k))));
   if (samples_wanted * 4 >= n) return exact();  // sampling would read most of v anyway
 
-  const size_t stride = (n / samples_wanted) | 1;
+  // Whole 16-float blocks (one cache line when aligned), every stride-th with a random start:
+  // the same sample size as single floats at a 16th of the memory traffic. The odd stride keeps
+  // power-of-two layouts of weight matrices from aliasing with it.
+  const size_t blocks = n / kBlock;
+  const size_t blocks_wanted = std::max<size_t>(1, (samples_wanted + kBlock - 1) / kBlock);
+  const size_t stride = std::max<size_t>(1, blocks / blocks_wanted) | 1;
   const size_t start = std::uniform_int_distribution<size_t>(0, stride - 1)(rng);
   std::vector<uint32_t> sample;
-  sample.reserve(n / stride + 1);
-  for (size_t i = start; i < n; i += stride) sample.push_back(Key(v[i]));
+  sample.reserve((blocks / stride + 1) * kBlock);
+  for (size_t b = start; b < blocks; b += stride) {
+    for (size_t j = 0; j < kBlock; ++j) sample.push_back(Key(v[b * kBlock + j]));
+  }
+  if (sample.empty()) return exact();
   const auto kth = static_cast<size_t>(std::ceil(static_cast<double>(sample.size()) *
                                                  options.aim * static_cast<double>(k) /
                                                  static_cast<double>(n)));
   const size_t rank = std::clamp<size_t>(kth, 1, sample.size()) - 1;
-  std::nth_element(sample.begin(), sample.begin() + static_cast<ptrdiff_t>(rank), sample.end(),
-                   std::greater<>());
-  if (sample[rank] >= kNonFiniteKey) {
+  const uint32_t sampled = KthLargestKey(sample, rank);
+  if (sampled >= kNonFiniteKey) {
     stats.non_finite = true;
     return stats;
   }
-  uint32_t threshold = std::max<uint32_t>(sample[rank], 1);  // 1: every non-zero passes
+  uint32_t threshold = std::max<uint32_t>(sampled, 1);  // 1: every non-zero passes
 
   const auto lower = static_cast<size_t>(std::ceil(options.lower * static_cast<double>(k)));
   std::vector<uint32_t> chosen_positions;

@@ -143,23 +143,20 @@ class BitReader {
 
 bool IsRawFloat32(const ValueFormat& f) { return f == ValueFormat::RawFloat32(); }
 
-uint32_t FloatCode(float value, const ValueFormat& f) {
+// The packed code of a float (layout in update.h); sets `bad` when the value lies outside the
+// format (more mantissa bits, an exponent outside the window, non-finite), which the caller
+// CHECKs once per update rather than once per value.
+inline uint32_t FloatCode(float value, const ValueFormat& f, uint32_t& bad) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = bits >> 31;
   const uint32_t exponent = (bits >> 23) & 0xFFu;
   const uint32_t mantissa = bits & 0x7FFFFFu;
   const int dropped = 23 - f.mantissa_bits;
-  MURMUR_CHECK_EQ(mantissa & ((1u << dropped) - 1), 0u)
-      << "value " << value << " has more precision than " << int{f.mantissa_bits} << " bits";
-  uint32_t code = 0;
-  if (exponent != 0) {
-    MURMUR_CHECK(exponent != 0xFF) << "non-finite value in an update";
-    MURMUR_CHECK(exponent > f.exponent_base &&
-                 exponent - f.exponent_base < (1u << f.exponent_bits))
-        << "exponent " << exponent << " outside the window base " << int{f.exponent_base}
-        << " width " << int{f.exponent_bits};
-    code = exponent - f.exponent_base;
-  }
+  const uint32_t code = exponent == 0 ? 0 : exponent - f.exponent_base;
+  bad |= mantissa & ((1u << dropped) - 1);
+  bad |= static_cast<uint32_t>(exponent == 0xFF);
+  bad |= static_cast<uint32_t>(exponent != 0 &&
+                               (exponent <= f.exponent_base || code >= (1u << f.exponent_bits)));
   return (sign << (f.exponent_bits + f.mantissa_bits)) | (code << f.mantissa_bits) |
          (mantissa >> dropped);
 }
@@ -186,9 +183,15 @@ void EncodeValues(const Update& update, std::byte* out, size_t value_bytes) {
   const int bits = f.BitsPerValue();
   BitWriter writer(out);
   switch (f.coding) {
-    case ValueCoding::kFloat:
-      for (float v : update.values) writer.Put(FloatCode(v, f), bits);
+    case ValueCoding::kFloat: {
+      uint32_t bad = 0;
+      for (float v : update.values) writer.Put(FloatCode(v, f, bad), bits);
+      MURMUR_CHECK_EQ(bad, 0u) << "a value outside the float format (mantissa "
+                               << int{f.mantissa_bits} << " bits, exponent base "
+                               << int{f.exponent_base} << ", width " << int{f.exponent_bits}
+                               << "): build updates with QuantizeFloats";
       break;
+    }
     case ValueCoding::kSign:
       for (float v : update.values) {
         MURMUR_CHECK_EQ(std::fabs(v), f.scale) << "sign-coded value off its magnitude";
