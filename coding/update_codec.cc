@@ -146,19 +146,29 @@ bool IsRawFloat32(const ValueFormat& f) { return f == ValueFormat::RawFloat32();
 // The packed code of a float (layout in update.h); sets `bad` when the value lies outside the
 // format (more mantissa bits, an exponent outside the window, non-finite), which the caller
 // CHECKs once per update rather than once per value.
-inline uint32_t FloatCode(float value, const ValueFormat& f, uint32_t& bad) {
+// The format's fields as locals: the encoder writes through std::byte pointers, which may alias
+// anything, so fields read through a reference would be reloaded for every value.
+struct FloatPacking {
+  explicit FloatPacking(const ValueFormat& f)
+      : mantissa_bits(f.mantissa_bits),
+        exponent_bits(f.exponent_bits),
+        base(f.exponent_base),
+        dropped(23u - f.mantissa_bits),
+        window(1u << f.exponent_bits) {}
+  uint32_t mantissa_bits, exponent_bits, base, dropped, window;
+};
+
+inline uint32_t FloatCode(float value, const FloatPacking& f, uint32_t& bad) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = bits >> 31;
   const uint32_t exponent = (bits >> 23) & 0xFFu;
   const uint32_t mantissa = bits & 0x7FFFFFu;
-  const int dropped = 23 - f.mantissa_bits;
-  const uint32_t code = exponent == 0 ? 0 : exponent - f.exponent_base;
-  bad |= mantissa & ((1u << dropped) - 1);
+  const uint32_t code = exponent == 0 ? 0 : exponent - f.base;
+  bad |= mantissa & ((1u << f.dropped) - 1);
   bad |= static_cast<uint32_t>(exponent == 0xFF);
-  bad |= static_cast<uint32_t>(exponent != 0 &&
-                               (exponent <= f.exponent_base || code >= (1u << f.exponent_bits)));
+  bad |= static_cast<uint32_t>(exponent != 0 && (exponent <= f.base || code >= f.window));
   return (sign << (f.exponent_bits + f.mantissa_bits)) | (code << f.mantissa_bits) |
-         (mantissa >> dropped);
+         (mantissa >> f.dropped);
 }
 
 uint32_t LevelCode(float value, const ValueFormat& f, int level_bits) {
@@ -185,7 +195,10 @@ void EncodeValues(const Update& update, std::byte* out, size_t value_bytes) {
   switch (f.coding) {
     case ValueCoding::kFloat: {
       uint32_t bad = 0;
-      for (float v : update.values) writer.Put(FloatCode(v, f, bad), bits);
+      const FloatPacking packing(f);
+      const float* values = update.values.data();
+      const size_t count = update.values.size();
+      for (size_t i = 0; i < count; ++i) writer.Put(FloatCode(values[i], packing, bad), bits);
       MURMUR_CHECK_EQ(bad, 0u) << "a value outside the float format (mantissa "
                                << int{f.mantissa_bits} << " bits, exponent base "
                                << int{f.exponent_base} << ", width " << int{f.exponent_bits}
@@ -286,13 +299,17 @@ size_t EncodeUpdate(const Update& update, std::vector<std::byte>& out) {
     case IndexCoding::kAll: break;
     case IndexCoding::kVarint: {
       std::byte* q = index;
-      for (size_t i = 0; i < update.indices.size(); ++i) {
-        const uint32_t current = update.indices[i];
-        MURMUR_CHECK(current < update.dimension && (i == 0 || current > previous))
-            << "indices must be increasing and below the dimension";
+      const uint32_t* indices = update.indices.data();
+      const size_t count = update.indices.size();
+      const uint32_t dimension = update.dimension;
+      uint32_t bad = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const uint32_t current = indices[i];
+        bad |= static_cast<uint32_t>(current >= dimension || (i > 0 && current <= previous));
         q = PutVarint(q, i == 0 ? current : current - previous);
         previous = current;
       }
+      MURMUR_CHECK(bad == 0) << "indices must be increasing and below the dimension";
       MURMUR_CHECK_EQ(static_cast<size_t>(q - index), layout.index_bytes);
       break;
     }
