@@ -24,8 +24,8 @@ constexpr size_t kBlock = 16;
 
 // Grows both vectors to hold at least `size` entries (the tail is scratch until trimmed).
 void EnsureSize(std::vector<uint32_t>& indices, std::vector<float>& values, size_t size) {
-  if (indices.size() >= size) return;
-  const size_t grown = std::max(size, indices.size() * 2);
+  if (indices.size() >= size && values.size() >= size) return;
+  const size_t grown = std::max({size, indices.size() * 2, values.size() * 2, size_t{1024}});
   indices.resize(grown);
   values.resize(grown);
 }
@@ -100,21 +100,24 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   indices.clear();
   values.clear();
   if (n == 0 || k == 0) return true;
-  // Pass 1: histogram of the top 10 key bits, four interleaved copies so that runs of equal
-  // buckets (common: magnitudes cluster) do not serialize on one counter.
-  std::array<std::array<uint32_t, 1024>, 4> partial{};
+  // Pass 1: histogram of the top 10 key bits. For large n, four interleaved copies so that runs
+  // of equal buckets (common: magnitudes cluster) do not serialize on one counter; small n (a
+  // trim among candidates) keeps the fixed cost down with one. Counts fit 32 bits (n < 2^32).
+  std::array<uint32_t, 1024> top{};
   size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++partial[0][Key(v[i]) >> 21];
-    ++partial[1][Key(v[i + 1]) >> 21];
-    ++partial[2][Key(v[i + 2]) >> 21];
-    ++partial[3][Key(v[i + 3]) >> 21];
+  if (n >= (1u << 16)) {
+    std::array<std::array<uint32_t, 1024>, 3> partial{};
+    for (; i + 4 <= n; i += 4) {
+      ++top[Key(v[i]) >> 21];
+      ++partial[0][Key(v[i + 1]) >> 21];
+      ++partial[1][Key(v[i + 2]) >> 21];
+      ++partial[2][Key(v[i + 3]) >> 21];
+    }
+    for (const auto& p : partial) {
+      for (size_t b = 0; b < 1024; ++b) top[b] += p[b];
+    }
   }
-  for (; i < n; ++i) ++partial[0][Key(v[i]) >> 21];
-  std::array<size_t, 1024> top{};
-  for (const auto& p : partial) {
-    for (size_t b = 0; b < 1024; ++b) top[b] += p[b];
-  }
+  for (; i < n; ++i) ++top[Key(v[i]) >> 21];
   if (top[kNonFiniteKey >> 21] + top[(kNonFiniteKey >> 21) + 1] +
           top[(kNonFiniteKey >> 21) + 2] + top[(kNonFiniteKey >> 21) + 3] != 0) {
     return false;
@@ -129,7 +132,8 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   CollectAtLeast(v, n, digit << 21, indices, values);
 
   // Within the bucket, find the exact threshold key with two more digits (11 + 10 bits).
-  std::vector<uint32_t> keys;  // bounded by the bucket's count
+  thread_local std::vector<uint32_t> keys;  // scratch, bounded by the bucket's count
+  keys.clear();
   keys.reserve(top[digit]);
   for (float x : values) {
     const uint32_t kk = Key(x);
@@ -140,7 +144,7 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   if (keys.size() > need) {
     uint32_t prefix = digit;
     for (const auto& [shift, bits] : {std::pair{10, 11}, std::pair{0, 10}}) {
-      std::array<size_t, 2048> hist{};
+      std::array<uint32_t, 2048> hist{};
       const uint32_t mask = (1u << bits) - 1;
       for (uint32_t kk : keys) ++hist[(kk >> shift) & mask];
       uint32_t d = mask;
@@ -232,7 +236,8 @@ SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTo
   const size_t blocks_wanted = std::max<size_t>(1, (samples_wanted + kBlock - 1) / kBlock);
   const size_t stride = std::max<size_t>(1, blocks / blocks_wanted) | 1;
   const size_t start = std::uniform_int_distribution<size_t>(0, stride - 1)(rng);
-  std::vector<uint32_t> sample;
+  thread_local std::vector<uint32_t> sample;  // scratch
+  sample.clear();
   sample.reserve((blocks / stride + 1) * kBlock);
   for (size_t b = start; b < blocks; b += stride) {
     for (size_t j = 0; j < kBlock; ++j) sample.push_back(Key(v[b * kBlock + j]));
@@ -250,8 +255,8 @@ SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTo
   uint32_t threshold = std::max<uint32_t>(sampled, 1);  // 1: every non-zero passes
 
   const auto lower = static_cast<size_t>(std::ceil(options.lower * static_cast<double>(k)));
-  std::vector<uint32_t> chosen_positions;
-  std::vector<float> chosen_values;
+  thread_local std::vector<uint32_t> chosen_positions;  // scratch for the trim
+  thread_local std::vector<float> chosen_values;
   for (int round = 0;; ++round) {
     CollectAtLeast(v.data(), n, threshold, indices, values);
     if (AnyNonFinite(values)) {
@@ -269,7 +274,7 @@ SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTo
         indices[j] = indices[chosen_positions[j]];
       }
       indices.resize(chosen_positions.size());
-      values.swap(chosen_values);
+      values.assign(chosen_values.begin(), chosen_values.end());
       stats.exact_candidates = true;
       return stats;
     }
