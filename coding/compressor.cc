@@ -49,9 +49,6 @@ double QsgdVarianceFactor(size_t dimension, uint32_t levels) {
   return std::min(d / (s * s), std::sqrt(d) / s);
 }
 
-double Uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
 
 }  // namespace
 
@@ -409,14 +406,48 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
   out.format.levels = levels;
   out.format.scale = scale_f;
   if (scale_f == 0) return;
+  thread_local std::vector<float> table;
+  const bool tabled = levels <= kMaxLevelTable;
+  if (tabled) FillLevelTable(scale_f, levels, table);
+  const float* level_value = table.data();
+  // Levels go into a dense array first (one pass, no branches on the level). With b bits per
+  // value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8 dense, so it is
+  // built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
+  out.dense = true;
+  out.values.resize(source.size());
+  float* values = out.values.data();
+  size_t nonzero = 0;
+  uint64_t bits = 0;
+  int bits_left = 0;
   for (size_t i = 0; i < source.size(); ++i) {
     const double a = std::fabs(static_cast<double>(source[i])) * per_level;
-    double level = std::floor(a);
-    if (Uniform01(rng_) < a - level) level += 1;
+    const double floor_a = static_cast<double>(static_cast<uint64_t>(a));
+    // One 64-bit draw gives two 32-bit uniforms.
+    if (bits_left == 0) {
+      bits = rng_();
+      bits_left = 2;
+    }
+    const double u = static_cast<double>(static_cast<uint32_t>(bits)) * 0x1.0p-32;
+    bits >>= 32;
+    --bits_left;
+    // Round up with probability a - floor(a), branch-free (the outcome is a coin flip).
+    const double level = floor_a + static_cast<double>(u < a - floor_a);
     const auto l = static_cast<uint32_t>(std::min(level, static_cast<double>(levels)));
-    if (l == 0) continue;
-    out.indices.push_back(static_cast<uint32_t>(i));
-    out.values.push_back(std::copysign(LevelValue(scale_f, levels, l), source[i]));
+    nonzero += l != 0;
+    values[i] = std::copysign(tabled ? level_value[l] : LevelValue(scale_f, levels, l), source[i]);
+  }
+  const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
+  if (nonzero < source.size() - source.size() / bits_per_value) {
+    size_t kept = 0;
+    out.indices.resize(nonzero);
+    for (size_t i = 0; i < source.size(); ++i) {
+      if (out.values[i] == 0) continue;
+      out.indices[kept] = static_cast<uint32_t>(i);
+      out.values[kept] = out.values[i];
+      ++kept;
+    }
+    out.values.resize(kept);
+    out.dense = false;
   }
 }
 

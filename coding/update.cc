@@ -74,6 +74,12 @@ void Densify(const Update& update, std::span<float> out) {
   for (size_t i = 0; i < update.values.size(); ++i) out[update.indices[i]] = update.values[i];
 }
 
+void FillLevelTable(float scale, uint32_t levels, std::vector<float>& table) {
+  MURMUR_CHECK_LE(levels, kMaxLevelTable);
+  table.resize(levels + 1);
+  for (uint32_t l = 0; l <= levels; ++l) table[l] = LevelValue(scale, levels, l);
+}
+
 ValueFormat QuantizeFloats(std::span<float> values, int mantissa_bits) {
   MURMUR_CHECK(mantissa_bits == 23 || mantissa_bits == 10) << "mantissa_bits " << mantissa_bits;
   const int max_exponent_bits = mantissa_bits == 23 ? 8 : 5;

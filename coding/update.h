@@ -88,4 +88,8 @@ inline float LevelValue(float scale, uint32_t levels, uint32_t level) {
   return static_cast<float>(static_cast<double>(scale) * level / levels);
 }
 
+// LevelValue for every level 0..levels, for the hot loops (REQUIRES levels <= kMaxLevelTable).
+inline constexpr uint32_t kMaxLevelTable = 1u << 16;
+void FillLevelTable(float scale, uint32_t levels, std::vector<float>& table);
+
 }  // namespace murmur::coding
