@@ -49,7 +49,6 @@ double QsgdVarianceFactor(size_t dimension, uint32_t levels) {
   return std::min(d / (s * s), std::sqrt(d) / s);
 }
 
-
 }  // namespace
 
 void AdaptiveThreshold::Observe(double density) {
@@ -272,32 +271,24 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
     return InvalidArgumentError(fmt::format("compressor {}: input[{}] is {}; nothing was compressed",
                                             name, at, input[at]));
   };
-  // Selections find a NaN or infinity in their own scan (selection.h); everything else checks
-  // first, so that a rejected input changes no state.
-  const bool selection_checks = HasThreshold(options_.op) && !options_.error_feedback;
-  if (!selection_checks) {
-    if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
-  }
+  // A rejected input changes no state. With error feedback, one read-only pass checks the sums
+  // (residual + input is NaN or infinite exactly when the input is or the sum overflows) before
+  // anything is written; without it, selections find a NaN or infinity in their own scan
+  // (selection.h) and everything else checks first.
   std::span<const float> source = input;
   if (options_.error_feedback) {
-    uint32_t overflow = 0;
-    float* r = residual_.data();
-    for (size_t i = 0; i < residual_size_; ++i) {
-      const float sum = r[i] + input[i];
-      r[i] = sum;
-      overflow |= static_cast<uint32_t>((std::bit_cast<uint32_t>(sum) & 0x7F800000u) ==
-                                        0x7F800000u);
-    }
-    if (overflow != 0) {
-      // Only reachable with finite values near FLT_MAX; the restore is exact for every entry that
-      // did not overflow, and the overflowed ones are cleared.
-      for (size_t i = 0; i < residual_size_; ++i) {
-        r[i] = std::isfinite(r[i]) ? r[i] - input[i] : 0.0f;
-      }
+    const float* r = residual_.data();
+    uint32_t any = 0;
+    for (size_t i = 0; i < residual_size_; ++i) any |= IsNonFinite(r[i] + input[i]);
+    if (any != 0) {
+      if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
       return InvalidArgumentError(
           fmt::format("compressor {}: residual + input overflows float; input rejected", name));
     }
+    for (size_t i = 0; i < residual_size_; ++i) residual_[i] += input[i];
     source = residual_;
+  } else if (!HasThreshold(options_.op)) {
+    if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
   }
 
   out.Clear(options_.op, static_cast<uint32_t>(residual_size_));

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <numeric>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -118,8 +119,8 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
     }
   }
   for (; i < n; ++i) ++top[Key(v[i]) >> 21];
-  if (top[kNonFiniteKey >> 21] + top[(kNonFiniteKey >> 21) + 1] +
-          top[(kNonFiniteKey >> 21) + 2] + top[(kNonFiniteKey >> 21) + 3] != 0) {
+  // NaN and infinity fill the buckets from kNonFiniteKey up.
+  if (std::accumulate(top.begin() + (kNonFiniteKey >> 21), top.end(), uint32_t{0}) != 0) {
     return false;
   }
   // Bucket of the k-th largest key; bucket 0 also holds the zeros, excluded below.

@@ -50,8 +50,8 @@ struct SampledTopKStats {
 
 // Selects between min(ceil(lower * k), nz) and min(k, nz) positions (nz = non-zeros of v):
 // more than k candidates are trimmed to exactly k by magnitude (the reference code instead
-// accepts up to 1.3 k), and exactly min(k, nz) come back when the adaptation gives up. Samples are strided with a random start (an odd stride, so power-of-two layouts
-// of weight matrices do not alias), drawn from `rng`.
+// accepts up to 1.3 k), and exactly min(k, nz) come back when the adaptation gives up. The
+// sample is every stride-th block of 16 floats from a start drawn from `rng` (selection.cc).
 SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTopKOptions& options,
                              std::mt19937_64& rng, std::vector<uint32_t>& indices,
                              std::vector<float>& values);

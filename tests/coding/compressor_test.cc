@@ -104,6 +104,21 @@ TEST(CompressorTest, NonFiniteInputIsRejectedByEveryOperatorWithAndWithoutErrorF
   }
 }
 
+TEST(CompressorTest, AResidualOverflowIsRejectedAndLeavesTheResidualBitForBit) {
+  // Nothing reaches tau, so the first input becomes the residual; the second overflows it at
+  // entry 0. No entry may move, not even by the rounding of (r + g) - g.
+  Compressor c = Make("threshold:3.4e38", 3);
+  Update update;
+  const std::vector<float> first = {3e38f, 0.2f, -0.7f};
+  ASSERT_TRUE(c.Compress(first, update).ok());
+  ASSERT_EQ(update.count(), 0u);
+  const std::vector<float> second = {3e38f, 1e-9f, 0.3f};
+  const Status s = c.Compress(second, update);
+  EXPECT_NE(s.message().find("overflows float"), std::string_view::npos) << s;
+  EXPECT_EQ(std::vector<float>(c.residual().begin(), c.residual().end()), first);
+  EXPECT_EQ(c.steps(), 1u);
+}
+
 TEST(CompressorTest, BadInputIsRejectedAndChangesNothing) {
   Compressor c = Make("topk:0.1", 100);
   Update update;
@@ -137,13 +152,11 @@ TEST(CompressorTest, ErrorFeedbackConservesMassForEveryOperator) {
     std::vector<double> inputs(n, 0.0);
     std::vector<double> sent(n, 0.0);
     Update update;
-    double scale = 0;
     for (int t = 0; t < steps; ++t) {
       const std::vector<float> g = MakeVector(Distribution::kNormal, n, seed * 1000 + t);
       for (size_t i = 0; i < n; ++i) inputs[i] += g[i];
       ASSERT_TRUE(c.Compress(g, update).ok());
       AddTo(update, 1.0, std::span<double>(sent));
-      scale += 1;
     }
     const bool clipped = std::string_view(spec).find("clip") != std::string_view::npos;
     double worst = 0;
@@ -155,7 +168,7 @@ TEST(CompressorTest, ErrorFeedbackConservesMassForEveryOperator) {
       // Clipping drops mass on purpose: the residual stays within 5 tau instead.
       for (float r : c.residual()) EXPECT_LE(std::fabs(r), 5 * 0.3f + 1e-6f);
     } else {
-      EXPECT_LE(worst, 1e-5 * scale) << spec;  // rounding of ~200 float additions of O(1)
+      EXPECT_LE(worst, 1e-5 * steps) << spec;  // rounding of ~200 float additions of O(1)
     }
   }
 }
