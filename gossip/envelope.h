@@ -1,12 +1,13 @@
 #pragma once
 // The plain C++ form of the wire Envelope (DESIGN.md "Wire"): what every message between nodes
-// carries. proto/ converts it to and from Cap'n Proto bytes; protocol code only sees this struct.
-// Large tensors never live here: they travel as separate frames after the header frame, and
-// `payload_frames` says how many follow.
+// carries. proto/ converts it to and from Cap'n Proto bytes; protocol code only sees these
+// structs. Large tensors never live here: they travel as separate frames after the header frame,
+// and `payload_frames` says how many follow.
 
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace murmur::gossip {
 
@@ -18,7 +19,7 @@ using Incarnation = uint64_t;
 // The schema version this build writes and the only one it accepts.
 inline constexpr uint32_t kSchemaVersion = 1;
 
-// A liveness counter, gossiped by the membership protocol.
+// A liveness counter (kept for compatibility; membership gossips MemberEntry digests).
 struct Heartbeat {
   uint64_t counter = 0;
   bool operator==(const Heartbeat&) const = default;
@@ -29,7 +30,104 @@ struct NoPayload {
   bool operator==(const NoPayload&) const = default;
 };
 
-using Payload = std::variant<NoPayload, Heartbeat>;
+// ---- Membership (gossip/membership.h) ----
+
+// Ordered by "how dead": the merge rules of SWIM (algorithms.md §7.1) compare incarnations
+// first, then these states.
+enum class MemberState : uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
+
+// What one node believes about one member. Gossiped in digests and piggybacked on probes.
+struct MemberEntry {
+  NodeId id = 0;
+  std::string address;  // transport endpoint, e.g. "tcp://10.0.0.7:7070"
+  Incarnation incarnation = 0;
+  MemberState state = MemberState::kAlive;
+  uint64_t heartbeat = 0;   // the member's own counter, merged by max within an incarnation
+  uint64_t step_clock = 0;  // the member's training clock, merged by max (soft sync)
+  bool operator==(const MemberEntry&) const = default;
+};
+
+// SWIM direct probe; `gossip` starts with the sender's own entry.
+struct Ping {
+  uint64_t probe_id = 0;
+  std::vector<MemberEntry> gossip;
+  bool operator==(const Ping&) const = default;
+};
+// Answer to a Ping (or a relayed answer to a PingReq), echoing its probe id.
+struct Ack {
+  uint64_t probe_id = 0;
+  std::vector<MemberEntry> gossip;
+  bool operator==(const Ack&) const = default;
+};
+// SWIM indirect probe: "ping `target` for me and relay its ack".
+struct PingReq {
+  uint64_t probe_id = 0;
+  NodeId target_id = 0;
+  std::string target_address;
+  std::vector<MemberEntry> gossip;
+  bool operator==(const PingReq&) const = default;
+};
+// Sent to a seed address by a node that knows nobody yet; answered with a full Digest.
+struct Join {
+  MemberEntry self;
+  bool operator==(const Join&) const = default;
+};
+// The heartbeat digest: the sender's whole member table (its own entry first). Gossiped to a few
+// random members each period; `reply_wanted` asks for the receiver's table back (push-pull).
+struct Digest {
+  std::vector<MemberEntry> members;
+  bool reply_wanted = false;
+  bool operator==(const Digest&) const = default;
+};
+// Graceful leave: the sender is going away at the envelope's incarnation.
+struct Leave {
+  bool operator==(const Leave&) const = default;
+};
+
+// ---- Training traffic (headers only; the tensor bytes are the following frames) ----
+
+// A compressed or dense model/update difference: frame 0 is coding::EncodeUpdate's bytes.
+struct UpdateHeader {
+  uint64_t round = 0;        // the sender's gossip round
+  uint64_t base_sequence = 0;  // sequence of the previous update on this stream (gap detection)
+  uint32_t dimension = 0;
+  bool dense = false;
+  bool operator==(const UpdateHeader&) const = default;
+};
+// Asks the receiver for a dense snapshot of its public copy (after a gap, a new neighbour, or a
+// restart).
+struct SnapshotRequest {
+  uint64_t from_sequence = 0;  // the last sequence the requester applied from the receiver
+  bool operator==(const SnapshotRequest&) const = default;
+};
+// A dense snapshot; frame 0 holds the parameters.
+struct SnapshotReply {
+  uint64_t round = 0;
+  uint32_t dimension = 0;
+  bool operator==(const SnapshotReply&) const = default;
+};
+// CodedReduce (issue 6): a model sent down the tree or a coded partial gradient sent up; frame 0
+// holds the dense vector.
+struct CodedMessage {
+  enum class Kind : uint8_t { kModel = 0, kPartialGradient = 1 };
+  Kind kind = Kind::kModel;
+  uint64_t iteration = 0;
+  uint32_t tree_position = 0;
+  uint32_t dimension = 0;
+  bool operator==(const CodedMessage&) const = default;
+};
+
+using Payload = std::variant<NoPayload, Heartbeat, Ping, Ack, PingReq, Join, Digest, Leave,
+                             UpdateHeader, SnapshotRequest, SnapshotReply, CodedMessage>;
+
+// How many tensor frames each payload kind must carry: header-only kinds none, the rest one.
+inline uint32_t RequiredPayloadFrames(const Payload& payload) {
+  return std::holds_alternative<UpdateHeader>(payload) ||
+                 std::holds_alternative<SnapshotReply>(payload) ||
+                 std::holds_alternative<CodedMessage>(payload)
+             ? 1
+             : 0;
+}
 
 struct Envelope {
   uint32_t schema_version = kSchemaVersion;

@@ -9,6 +9,81 @@ struct Heartbeat {
   counter @0 :UInt64;
 }
 
+# ---- Membership (gossip/membership.h; SWIM, algorithms.md §7.1) ----
+
+enum MemberState {
+  alive @0;
+  suspect @1;
+  dead @2;
+  left @3;
+}
+
+struct MemberEntry {
+  id @0 :UInt64;
+  address @1 :Text;
+  incarnation @2 :UInt64;
+  state @3 :MemberState;
+  heartbeat @4 :UInt64;
+  stepClock @5 :UInt64;
+}
+
+struct Ping {
+  probeId @0 :UInt64;
+  gossip @1 :List(MemberEntry);
+}
+
+struct Ack {
+  probeId @0 :UInt64;
+  gossip @1 :List(MemberEntry);
+}
+
+struct PingReq {
+  probeId @0 :UInt64;
+  targetId @1 :UInt64;
+  targetAddress @2 :Text;
+  gossip @3 :List(MemberEntry);
+}
+
+struct Join {
+  self @0 :MemberEntry;
+}
+
+struct Digest {
+  members @0 :List(MemberEntry);
+  replyWanted @1 :Bool;
+}
+
+struct Leave {}
+
+# ---- Training traffic: headers only, the tensors follow as frames ----
+
+struct UpdateHeader {
+  round @0 :UInt64;
+  baseSequence @1 :UInt64;
+  dimension @2 :UInt32;
+  dense @3 :Bool;
+}
+
+struct SnapshotRequest {
+  fromSequence @0 :UInt64;
+}
+
+struct SnapshotReply {
+  round @0 :UInt64;
+  dimension @1 :UInt32;
+}
+
+struct CodedMessage {
+  enum Kind {
+    model @0;
+    partialGradient @1;
+  }
+  kind @0 :Kind;
+  iteration @1 :UInt64;
+  treePosition @2 :UInt32;
+  dimension @3 :UInt32;
+}
+
 struct Envelope {
   schemaVersion @0 :UInt32;
   clusterId @1 :Text;
@@ -22,5 +97,15 @@ struct Envelope {
   payload :union {
     none @7 :Void;
     heartbeat @8 :Heartbeat;
+    ping @9 :Ping;
+    ack @10 :Ack;
+    pingReq @11 :PingReq;
+    join @12 :Join;
+    digest @13 :Digest;
+    leave @14 :Leave;
+    update @15 :UpdateHeader;
+    snapshotRequest @16 :SnapshotRequest;
+    snapshotReply @17 :SnapshotReply;
+    coded @18 :CodedMessage;
   }
 }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <vector>
 
 namespace murmur::proto {
 namespace {
@@ -19,23 +20,115 @@ gossip::Envelope Sample() {
   e.incarnation = 3;
   e.step_clock = 12345;
   e.sequence = 99;
-  e.payload_frames = 2;
+  e.payload_frames = 0;
   e.payload = gossip::Heartbeat{41};
   return e;
 }
 
-TEST(EnvelopeCodecTest, RoundTripsEveryPayload) {
-  gossip::Envelope e = Sample();
-  const std::string wire = EncodeEnvelope(e);
-  EXPECT_EQ(wire.size() % 8, 0u);
-  auto decoded = DecodeEnvelope(Bytes(wire), "lab-7");
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
-  EXPECT_EQ(*decoded, e);
+gossip::MemberEntry Entry(uint64_t id, gossip::MemberState state) {
+  return {id, "tcp://10.0.0." + std::to_string(id) + ":7070", id * 3, state, id * 100, id * 7};
+}
 
-  e.payload = gossip::NoPayload{};
-  decoded = DecodeEnvelope(Bytes(EncodeEnvelope(e)), "");
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
-  EXPECT_EQ(*decoded, e);
+// One value of every payload kind, with non-default fields so a dropped field shows.
+std::vector<gossip::Payload> EveryPayload() {
+  using gossip::MemberState;
+  std::vector<gossip::MemberEntry> gossip = {Entry(1, MemberState::kAlive),
+                                             Entry(2, MemberState::kSuspect),
+                                             Entry(3, MemberState::kDead),
+                                             Entry(4, MemberState::kLeft)};
+  return {gossip::NoPayload{},
+          gossip::Heartbeat{41},
+          gossip::Ping{17, gossip},
+          gossip::Ack{18, {gossip[0]}},
+          gossip::PingReq{19, 42, "ipc:///tmp/x.sock", gossip},
+          gossip::Join{Entry(9, MemberState::kAlive)},
+          gossip::Digest{gossip, true},
+          gossip::Leave{},
+          gossip::UpdateHeader{5, 6, 7850, true},
+          gossip::SnapshotRequest{77},
+          gossip::SnapshotReply{8, 1000},
+          gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000}};
+}
+
+TEST(EnvelopeCodecTest, RoundTripsEveryPayload) {
+  const auto payloads = EveryPayload();
+  ASSERT_EQ(payloads.size(), std::variant_size_v<gossip::Payload>) << "a payload kind is untested";
+  for (const auto& payload : payloads) {
+    gossip::Envelope e = Sample();
+    e.payload = payload;
+    e.payload_frames = gossip::RequiredPayloadFrames(payload);
+    const std::string wire = EncodeEnvelope(e);
+    EXPECT_EQ(wire.size() % 8, 0u);
+    Rejection why = Rejection::kCount;
+    auto decoded = DecodeEnvelope(Bytes(wire), "lab-7", DecodeLimits(), &why);
+    ASSERT_TRUE(decoded.ok()) << "kind " << payload.index() << ": " << decoded.status();
+    EXPECT_EQ(why, Rejection::kNone);
+    EXPECT_EQ(*decoded, e) << "kind " << payload.index();
+    EXPECT_TRUE(CheckPayloadFrames(*decoded, e.payload_frames).ok());
+  }
+}
+
+TEST(EnvelopeCodecTest, EachRejectionHasItsReason) {
+  Rejection why = Rejection::kNone;
+  gossip::Envelope e = Sample();
+  e.payload_frames = 3;  // a heartbeat carries none
+  EXPECT_EQ(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", {}, &why).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(why, Rejection::kInvalidField);
+
+  e = Sample();
+  e.payload = gossip::UpdateHeader{1, 0, 10, false};
+  e.payload_frames = 1;
+  auto decoded = DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", {}, &why);
+  ASSERT_TRUE(decoded.ok());
+  Status frames = CheckPayloadFrames(*decoded, 0, &why);
+  EXPECT_EQ(frames.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(why, Rejection::kFramesMissing);
+  EXPECT_NE(frames.message().find("1 payload frames but 0 arrived"), std::string_view::npos);
+
+  e = Sample();
+  e.payload = gossip::Digest{std::vector<gossip::MemberEntry>(20, Entry(1, gossip::MemberState::kAlive)), false};
+  DecodeLimits few;
+  few.max_members = 19;
+  EXPECT_EQ(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", few, &why).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(why, Rejection::kOversized);
+
+  e = Sample();
+  e.cluster_id = std::string(300, 'c');
+  EXPECT_FALSE(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "", {}, &why).ok());
+  EXPECT_EQ(why, Rejection::kOversized);
+
+  e = Sample();
+  EXPECT_FALSE(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-8", {}, &why).ok());
+  EXPECT_EQ(why, Rejection::kCluster);
+  e.schema_version = 9;
+  EXPECT_FALSE(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", {}, &why).ok());
+  EXPECT_EQ(why, Rejection::kVersion);
+  EXPECT_FALSE(DecodeEnvelope(Bytes(std::string(13, 'x')), "lab-7", {}, &why).ok());
+  EXPECT_EQ(why, Rejection::kMalformed);
+  for (int r = 0; r < static_cast<int>(Rejection::kCount); ++r) {
+    EXPECT_NE(RejectionName(static_cast<Rejection>(r)), "unknown") << r;
+  }
+}
+
+TEST(EnvelopeCodecTest, UnknownMemberStateIsRefused) {
+  gossip::Envelope e = Sample();
+  auto entry = Entry(5, gossip::MemberState::kAlive);
+  e.payload = gossip::Join{entry};
+  std::string wire = EncodeEnvelope(e);
+  // The state enum is a 16-bit field; find it by encoding each state and diffing.
+  e.payload = gossip::Join{Entry(5, gossip::MemberState::kLeft)};
+  const std::string left = EncodeEnvelope(e);
+  ASSERT_EQ(left.size(), wire.size());
+  size_t at = 0;
+  while (at < wire.size() && wire[at] == left[at]) ++at;
+  ASSERT_LT(at, wire.size());
+  wire[at] = 9;
+  Rejection why = Rejection::kNone;
+  auto r = DecodeEnvelope(Bytes(wire), "lab-7", {}, &why);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(why, Rejection::kInvalidField);
 }
 
 TEST(EnvelopeCodecTest, DecodesFromUnalignedMemory) {
@@ -81,7 +174,9 @@ TEST(EnvelopeCodecTest, EveryTruncationIsAnErrorNotACrash) {
 TEST(EnvelopeCodecTest, RandomCorruptionNeverCrashes) {
   const uint64_t seed = 7;
   std::mt19937_64 rng(seed);
-  const std::string wire = EncodeEnvelope(Sample());
+  gossip::Envelope digest = Sample();
+  digest.payload = EveryPayload()[6];
+  const std::string wire = EncodeEnvelope(digest);
   int rejected = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     std::string bad = wire;
