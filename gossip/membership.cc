@@ -1,0 +1,439 @@
+#include "gossip/membership.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+namespace murmur::gossip {
+namespace {
+
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <typename... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+Status MembershipOptions::Validate() const {
+  if (address.empty()) return InvalidArgumentError("membership: address is empty");
+  if (probe_interval <= Duration::zero()) {
+    return InvalidArgumentError("membership: probe_interval must be positive");
+  }
+  if (probe_timeout <= Duration::zero() || probe_timeout >= probe_interval) {
+    return InvalidArgumentError("membership: probe_timeout must be positive and below "
+                                "probe_interval (the indirect probe needs the rest of the period)");
+  }
+  if (indirect_checks < 0 || gossip_fanout < 1 || max_piggyback < 0 ||
+      suspicion_multiplier < 1 || retransmit_multiplier < 1) {
+    return InvalidArgumentError("membership: indirect_checks >= 0, gossip_fanout >= 1, "
+                                "max_piggyback >= 0 and multipliers >= 1 are required");
+  }
+  if (dead_retention < probe_interval) {
+    return InvalidArgumentError("membership: dead_retention must be at least one probe_interval");
+  }
+  return OkStatus();
+}
+
+const char* MemberEventName(MemberEvent::Kind kind) {
+  switch (kind) {
+    case MemberEvent::Kind::kJoined: return "joined";
+    case MemberEvent::Kind::kSuspected: return "suspected";
+    case MemberEvent::Kind::kDead: return "dead";
+    case MemberEvent::Kind::kLeft: return "left";
+    case MemberEvent::Kind::kRecovered: return "recovered";
+    case MemberEvent::Kind::kRefuted: return "refuted";
+    case MemberEvent::Kind::kForgotten: return "forgotten";
+  }
+  return "?";
+}
+
+const char* MemberStateName(MemberState state) {
+  switch (state) {
+    case MemberState::kAlive: return "alive";
+    case MemberState::kSuspect: return "suspect";
+    case MemberState::kDead: return "dead";
+    case MemberState::kLeft: return "left";
+  }
+  return "?";
+}
+
+bool Supersedes(const MemberEntry& incoming, const MemberEntry& current) {
+  if (incoming.incarnation != current.incarnation) {
+    return incoming.incarnation > current.incarnation;
+  }
+  return static_cast<int>(incoming.state) > static_cast<int>(current.state);
+}
+
+Membership::Membership(MembershipOptions options, TimePoint now)
+    : options_(std::move(options)), rng_(options_.rng_seed) {
+  MURMUR_CHECK(options_.Validate().ok()) << options_.Validate().ToString();
+  self_.id = options_.id;
+  self_.address = options_.address;
+  self_.incarnation = options_.incarnation;
+  self_.state = MemberState::kAlive;
+  // Spread the first period so nodes started together do not probe in lockstep.
+  next_period_ = now + Duration(rng_() % options_.probe_interval.count());
+  last_join_ = now - options_.join_retry;
+  last_seed_rejoin_ = now;
+  last_dead_gossip_ = now;
+  UpdateView();
+}
+
+Duration Membership::SuspicionTimeout() const {
+  const double n = static_cast<double>(live_view_.size());
+  const double scale = std::max(1.0, std::log10(std::max(n, 1.0)));
+  return Duration(static_cast<int64_t>(options_.suspicion_multiplier * scale *
+                                       static_cast<double>(options_.probe_interval.count())));
+}
+
+Duration Membership::DetectionBound(size_t n) const {
+  const double scale = std::max(1.0, std::log10(std::max<double>(static_cast<double>(n), 1.0)));
+  const auto suspicion = Duration(static_cast<int64_t>(
+      options_.suspicion_multiplier * scale * static_cast<double>(options_.probe_interval.count())));
+  const int64_t spread = static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(n, 2)))) + 4;
+  return options_.probe_interval * static_cast<int64_t>(2 * n) + suspicion +
+         options_.probe_interval * spread;
+}
+
+std::vector<MemberEntry> Membership::Members() const {
+  std::vector<MemberEntry> out;
+  out.reserve(members_.size() + 1);
+  out.push_back(self_);
+  for (const auto& [id, m] : members_) out.push_back(m.entry);
+  return out;
+}
+
+std::optional<MemberEntry> Membership::Find(NodeId id) const {
+  if (id == self_.id) return self_;
+  auto it = members_.find(id);
+  if (it == members_.end()) return std::nullopt;
+  return it->second.entry;
+}
+
+std::vector<Outgoing> Membership::TakeOutput() { return std::exchange(output_, {}); }
+std::vector<MemberEvent> Membership::TakeEvents() { return std::exchange(events_, {}); }
+
+void Membership::Send(const std::string& address, Payload payload) {
+  if (address.empty() || address == self_.address) return;
+  output_.push_back({address, std::move(payload)});
+}
+
+std::vector<MemberEntry> Membership::AllEntries() const { return Members(); }
+
+std::vector<NodeId> Membership::LiveOthers() const {
+  std::vector<NodeId> out;
+  for (const auto& [id, m] : members_) {
+    if (IsLive(m.entry.state)) out.push_back(id);
+  }
+  return out;
+}
+
+void Membership::Broadcast(NodeId id) { broadcasts_[id] = 0; }
+
+std::vector<MemberEntry> Membership::Piggyback() {
+  std::vector<MemberEntry> out = {self_};
+  if (broadcasts_.empty() || options_.max_piggyback == 0) return out;
+  const int limit = options_.retransmit_multiplier *
+                    static_cast<int>(std::ceil(std::log10(static_cast<double>(members_.size()) + 2)));
+  // Fewest transmissions first (algorithms.md §7.1, dissemination).
+  std::vector<std::pair<int, NodeId>> order;
+  for (const auto& [id, count] : broadcasts_) order.push_back({count, id});
+  std::sort(order.begin(), order.end());
+  for (const auto& [count, id] : order) {
+    if (static_cast<int>(out.size()) > options_.max_piggyback) break;
+    if (auto entry = Find(id); entry.has_value() && id != self_.id) out.push_back(*entry);
+    if (++broadcasts_[id] >= limit) broadcasts_.erase(id);
+  }
+  return out;
+}
+
+void Membership::UpdateView() {
+  std::vector<NodeId> view = {self_.id};
+  if (left_) view.clear();
+  for (const auto& [id, m] : members_) {
+    if (IsLive(m.entry.state)) view.push_back(id);
+  }
+  std::sort(view.begin(), view.end());
+  if (view != live_view_) {
+    live_view_ = std::move(view);
+    ++view_epoch_;
+  }
+}
+
+void Membership::Refute(Incarnation heard) {
+  if (left_) return;
+  self_.incarnation = std::max(self_.incarnation, heard) + 1;
+  events_.push_back({MemberEvent::Kind::kRefuted, self_.id, self_.incarnation});
+  refuted_ = true;
+}
+
+void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) {
+  const MemberState before = m.entry.state;
+  const bool newer_life = entry.incarnation > m.entry.incarnation;
+  const uint64_t heartbeat = newer_life ? entry.heartbeat : std::max(entry.heartbeat, m.entry.heartbeat);
+  const uint64_t step = newer_life ? entry.step_clock : std::max(entry.step_clock, m.entry.step_clock);
+  m.entry = entry;
+  m.entry.heartbeat = heartbeat;
+  m.entry.step_clock = step;
+  if (before == entry.state && !newer_life) return;
+  m.since = now;
+  if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
+  Broadcast(entry.id);
+  using K = MemberEvent::Kind;
+  switch (entry.state) {
+    case MemberState::kAlive:
+      if (before != MemberState::kAlive) events_.push_back({K::kRecovered, entry.id, entry.incarnation});
+      break;
+    case MemberState::kSuspect:
+      if (before != MemberState::kSuspect) events_.push_back({K::kSuspected, entry.id, entry.incarnation});
+      break;
+    case MemberState::kDead:
+      events_.push_back({K::kDead, entry.id, entry.incarnation});
+      break;
+    case MemberState::kLeft:
+      events_.push_back({K::kLeft, entry.id, entry.incarnation});
+      break;
+  }
+  if (IsLive(entry.state) && !IsLive(before)) {
+    // A member back from the dead goes to a random place in the probe order (§7.1 step 1).
+    probe_order_.insert(probe_order_.begin() + static_cast<long>(probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1)), entry.id);
+  }
+}
+
+void Membership::Merge(const MemberEntry& entry, TimePoint now) {
+  if (entry.id == self_.id) {
+    // Someone holds a claim about this node that is not "alive at our incarnation": an
+    // accusation, or a newer life from before a restart. Beat it (memberlist's refute).
+    if (entry.incarnation > self_.incarnation ||
+        (entry.incarnation == self_.incarnation && entry.state != MemberState::kAlive)) {
+      Refute(entry.incarnation);
+    }
+    return;
+  }
+  auto it = members_.find(entry.id);
+  if (it == members_.end()) {
+    Member m;
+    m.entry = entry;
+    m.since = now;
+    if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
+    members_.emplace(entry.id, m);
+    Broadcast(entry.id);
+    if (IsLive(entry.state)) {
+      events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation});
+      probe_order_.insert(probe_order_.begin() + static_cast<long>(probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1)), entry.id);
+    }
+    return;
+  }
+  Member& m = it->second;
+  if (Supersedes(entry, m.entry)) {
+    Transition(m, entry, now);
+  } else if (entry.incarnation == m.entry.incarnation) {
+    m.entry.heartbeat = std::max(m.entry.heartbeat, entry.heartbeat);
+    m.entry.step_clock = std::max(m.entry.step_clock, entry.step_clock);
+  }
+}
+
+void Membership::MergeAll(const std::vector<MemberEntry>& entries, TimePoint now) {
+  for (const auto& e : entries) Merge(e, now);
+}
+
+bool Membership::Step(const Envelope& message, TimePoint now) {
+  if (left_) return false;
+  const NodeId sender = message.sender_id;
+  if (sender == self_.id) return false;  // our own echo, or a misconfigured twin
+  const bool handled = std::visit(
+      Overloaded{
+          [&](const Ping& p) {
+            MergeAll(p.gossip, now);
+            if (auto s = Find(sender)) Send(s->address, Ack{p.probe_id, Piggyback()});
+            return true;
+          },
+          [&](const Ack& a) {
+            MergeAll(a.gossip, now);
+            if (probe_.has_value() && probe_->id == a.probe_id) {
+              probe_->acked = true;
+            } else if (auto r = relays_.find(a.probe_id); r != relays_.end()) {
+              Send(r->second.origin_address, Ack{r->second.origin_probe, Piggyback()});
+              relays_.erase(r);
+            }
+            return true;
+          },
+          [&](const PingReq& p) {
+            MergeAll(p.gossip, now);
+            auto s = Find(sender);
+            if (!s.has_value()) return true;
+            const uint64_t id = next_probe_id_++;
+            relays_[id] = {s->address, p.probe_id, now + options_.probe_interval};
+            Send(p.target_address, Ping{id, Piggyback()});
+            return true;
+          },
+          [&](const Join& j) {
+            Merge(j.self, now);
+            Send(j.self.address, Digest{AllEntries(), false});
+            return true;
+          },
+          [&](const Digest& d) {
+            MergeAll(d.members, now);
+            if (d.reply_wanted) {
+              if (auto s = Find(sender)) Send(s->address, Digest{AllEntries(), false});
+            }
+            return true;
+          },
+          [&](const gossip::Leave&) {
+            auto it = members_.find(sender);
+            if (it != members_.end()) {
+              MemberEntry e = it->second.entry;
+              e.incarnation = std::max(e.incarnation, message.incarnation);
+              e.state = MemberState::kLeft;
+              if (Supersedes(e, it->second.entry)) Transition(it->second, e, now);
+            }
+            return true;
+          },
+          [&](const auto&) { return false; },
+      },
+      message.payload);
+  if (!handled) return false;
+  // A message from a member we hold dead: tell it, so it refutes (at most once a period).
+  if (auto it = members_.find(sender); it != members_.end() &&
+                                        !IsLive(it->second.entry.state) &&
+                                        !std::holds_alternative<gossip::Leave>(message.payload) &&
+                                        it->second.entry.incarnation >= message.incarnation &&
+                                        now - it->second.last_digest_reply >= options_.probe_interval) {
+    it->second.last_digest_reply = now;
+    Send(it->second.entry.address, Digest{AllEntries(), false});
+  }
+  UpdateView();
+  return true;
+}
+
+void Membership::Suspect(NodeId id, TimePoint now) {
+  auto it = members_.find(id);
+  if (it == members_.end() || it->second.entry.state != MemberState::kAlive) return;
+  MemberEntry e = it->second.entry;
+  e.state = MemberState::kSuspect;
+  Transition(it->second, e, now);
+}
+
+void Membership::StartProbe(TimePoint now) {
+  // Shuffled round-robin (§7.1 step 1): every live member once per pass.
+  while (true) {
+    if (probe_next_ >= probe_order_.size()) {
+      probe_order_ = LiveOthers();
+      std::shuffle(probe_order_.begin(), probe_order_.end(), rng_);
+      probe_next_ = 0;
+      if (probe_order_.empty()) return;
+    }
+    const NodeId target = probe_order_[probe_next_++];
+    auto it = members_.find(target);
+    if (it == members_.end() || !IsLive(it->second.entry.state)) continue;
+    probe_ = Probe{target, next_probe_id_++, now};
+    Send(it->second.entry.address, Ping{probe_->id, Piggyback()});
+    return;
+  }
+}
+
+void Membership::SendDigests(TimePoint) {
+  std::vector<NodeId> live = LiveOthers();
+  std::shuffle(live.begin(), live.end(), rng_);
+  const size_t fanout = std::min<size_t>(live.size(), static_cast<size_t>(options_.gossip_fanout));
+  if (fanout == 0) return;
+  const std::vector<MemberEntry> all = AllEntries();
+  for (size_t i = 0; i < fanout; ++i) Send(members_.at(live[i]).entry.address, Digest{all, false});
+}
+
+void Membership::ContactSeeds(TimePoint now) {
+  const bool alone = LiveOthers().empty();
+  const bool retry = alone && now - last_join_ >= options_.join_retry;
+  const bool rejoin = now - last_seed_rejoin_ >= options_.seed_rejoin;
+  if (!retry && !rejoin) return;
+  if (retry) last_join_ = now;
+  if (rejoin) last_seed_rejoin_ = now;
+  for (const std::string& seed : options_.seeds) {
+    bool known_live = false;
+    for (const auto& [id, m] : members_) {
+      if (m.entry.address == seed && IsLive(m.entry.state)) known_live = true;
+    }
+    if (!known_live) Send(seed, Join{self_});
+  }
+}
+
+void Membership::GossipToDead(TimePoint now) {
+  if (now - last_dead_gossip_ < options_.dead_gossip) return;
+  last_dead_gossip_ = now;
+  std::vector<NodeId> dead;
+  for (const auto& [id, m] : members_) {
+    if (m.entry.state == MemberState::kDead) dead.push_back(id);
+  }
+  if (dead.empty()) return;
+  const NodeId pick = dead[rng_() % dead.size()];
+  Send(members_.at(pick).entry.address, Digest{AllEntries(), true});
+}
+
+void Membership::Expire(TimePoint now) {
+  for (auto it = members_.begin(); it != members_.end();) {
+    Member& m = it->second;
+    if (m.entry.state == MemberState::kSuspect && now >= m.suspect_deadline) {
+      MemberEntry e = m.entry;
+      e.state = MemberState::kDead;
+      Transition(m, e, now);
+    }
+    if (!IsLive(m.entry.state) && now - m.since >= options_.dead_retention) {
+      events_.push_back({MemberEvent::Kind::kForgotten, it->first, m.entry.incarnation});
+      broadcasts_.erase(it->first);
+      it = members_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  for (auto it = relays_.begin(); it != relays_.end();) {
+    it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
+  }
+}
+
+void Membership::Tick(TimePoint now) {
+  if (left_) return;
+  Expire(now);
+  if (probe_.has_value() && !probe_->acked && !probe_->indirect_sent &&
+      now - probe_->sent >= options_.probe_timeout) {
+    probe_->indirect_sent = true;
+    std::vector<NodeId> helpers = LiveOthers();
+    std::erase(helpers, probe_->target);
+    std::shuffle(helpers.begin(), helpers.end(), rng_);
+    helpers.resize(std::min<size_t>(helpers.size(), static_cast<size_t>(options_.indirect_checks)));
+    const auto target = members_.find(probe_->target);
+    if (target != members_.end()) {
+      for (NodeId h : helpers) {
+        Send(members_.at(h).entry.address,
+             PingReq{probe_->id, probe_->target, target->second.entry.address, Piggyback()});
+      }
+    }
+  }
+  if (now >= next_period_) {
+    if (probe_.has_value() && !probe_->acked) Suspect(probe_->target, now);
+    probe_.reset();
+    ++self_.heartbeat;
+    next_period_ += options_.probe_interval;
+    if (next_period_ <= now) next_period_ = now + options_.probe_interval;
+    StartProbe(now);
+    SendDigests(now);
+    ContactSeeds(now);
+    GossipToDead(now);
+  } else if (refuted_) {
+    SendDigests(now);  // spread a refutation without waiting for the next period
+  }
+  refuted_ = false;
+  UpdateView();
+}
+
+void Membership::Leave(TimePoint) {
+  if (left_) return;
+  for (NodeId id : LiveOthers()) Send(members_.at(id).entry.address, gossip::Leave{});
+  left_ = true;
+  self_.state = MemberState::kLeft;
+  UpdateView();
+}
+
+}  // namespace murmur::gossip

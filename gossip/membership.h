@@ -1,0 +1,183 @@
+#pragma once
+// Membership and failure detection as a sans-IO state machine: SWIM probes with suspicion and
+// incarnation numbers (Das et al., DSN 2002; memberlist's precedence rules), plus a heartbeat
+// digest gossiped to a few random members each period (van Renesse et al. 1998) that carries
+// every member's heartbeat and training step clock. algorithms.md §7.1–7.2.
+//
+// Driving it: feed every received membership message to Step(message, now), call Tick(now)
+// often (every probe_interval / 10 is plenty), and send what TakeOutput() returns. Nothing here
+// reads a clock, touches a socket or blocks, so tests run it on a ManualClock and a fake network.
+//
+// Guarantees (all members using the same options, messages eventually delivered):
+// - A crashed member is declared dead by every live member within DetectionBound(n): at most
+//   2n-1 probe periods until some member's shuffled round-robin probes it and that probe fails,
+//   then the suspicion timeout (suspicion_multiplier * max(1, log10 n) periods), then the
+//   spread of the verdict by digest gossip (log2 n + 4 periods).
+// - A live member wrongly suspected or declared dead refutes it by raising its incarnation as
+//   soon as it hears the accusation; members talk to retained dead members and to seeds
+//   periodically, so after a partition heals every live member is Alive everywhere again.
+// - A restarted member (a higher incarnation, or any incarnation: it refutes its old death)
+//   rejoins without anybody restarting.
+//
+// Thread safety: none; one driver thread owns an instance.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "gossip/envelope.h"
+
+namespace murmur::gossip {
+
+struct MembershipOptions {
+  NodeId id = 0;
+  std::string address;  // where peers reach this node (the advertised endpoint)
+  // Restarted nodes should start higher than any earlier life (the node uses wall-clock
+  // milliseconds); a lower one still works, one refutation later.
+  Incarnation incarnation = 0;
+  std::vector<std::string> seeds;  // endpoints to join through (this node's own is skipped)
+
+  Duration probe_interval = std::chrono::milliseconds(500);  // SWIM protocol period T
+  Duration probe_timeout = std::chrono::milliseconds(200);   // direct ack wait, then ping-req
+  int indirect_checks = 3;                                   // ping-req fan-out k
+  int suspicion_multiplier = 4;                              // memberlist's LAN default
+  int gossip_fanout = 3;       // digests sent per period
+  int max_piggyback = 8;       // member updates piggybacked on one ping or ack
+  int retransmit_multiplier = 4;  // an update is piggybacked mult * ceil(log10(n+1)) times
+  Duration join_retry = std::chrono::seconds(1);     // while nobody is known
+  Duration seed_rejoin = std::chrono::seconds(10);   // seeds not alive in the view
+  Duration dead_gossip = std::chrono::seconds(2);    // digest to one retained dead member
+  Duration dead_retention = std::chrono::seconds(60);  // then a dead member is forgotten
+  uint64_t rng_seed = 1;
+
+  // kInvalidArgument naming the field.
+  Status Validate() const;
+};
+
+struct MemberEvent {
+  enum class Kind : uint8_t { kJoined, kSuspected, kDead, kLeft, kRecovered, kRefuted, kForgotten };
+  Kind kind;
+  NodeId id;
+  Incarnation incarnation;
+  bool operator==(const MemberEvent&) const = default;
+};
+const char* MemberEventName(MemberEvent::Kind kind);
+const char* MemberStateName(MemberState state);
+
+// A message for the transport: send `payload` to `address` in an Envelope carrying this node's
+// id and current incarnation().
+struct Outgoing {
+  std::string address;
+  Payload payload;
+};
+
+// True when `incoming` replaces `current` (same member): the higher incarnation wins; at equal
+// incarnations the state further along Alive < Suspect < Dead < Left wins.
+bool Supersedes(const MemberEntry& incoming, const MemberEntry& current);
+
+class Membership {
+ public:
+  // REQUIRES: options.Validate().ok()
+  Membership(MembershipOptions options, TimePoint now);
+
+  // A received Envelope; non-membership payloads are ignored (returns false).
+  bool Step(const Envelope& message, TimePoint now);
+  void Tick(TimePoint now);
+  // Graceful leave: tells every live member and stops probing. Step/Tick do nothing afterwards.
+  void Leave(TimePoint now);
+
+  std::vector<Outgoing> TakeOutput();
+  std::vector<MemberEvent> TakeEvents();
+
+  // Alive and suspected members with this node, sorted by id: the view peer sampling uses.
+  // Suspects stay in until confirmed dead (algorithms.md §7.3).
+  const std::vector<NodeId>& LiveView() const { return live_view_; }
+  // Increases whenever LiveView() changes.
+  uint64_t view_epoch() const { return view_epoch_; }
+  // Every known member (this node first), dead and left ones included until forgotten.
+  std::vector<MemberEntry> Members() const;
+  std::optional<MemberEntry> Find(NodeId id) const;
+
+  NodeId id() const { return self_.id; }
+  Incarnation incarnation() const { return self_.incarnation; }
+  const std::string& address() const { return self_.address; }
+  bool has_left() const { return left_; }
+  void SetStepClock(uint64_t step_clock) { self_.step_clock = step_clock; }
+  // Seeds are re-resolved by the driver (DNS names), so they can change.
+  void SetSeeds(std::vector<std::string> seeds) { options_.seeds = std::move(seeds); }
+
+  Duration SuspicionTimeout() const;
+  // The documented detection bound for a cluster of n members (see the header comment).
+  Duration DetectionBound(size_t n) const;
+  const MembershipOptions& options() const { return options_; }
+
+ private:
+  struct Member {
+    MemberEntry entry;
+    TimePoint since{};            // last state change, local time
+    TimePoint suspect_deadline{};  // when a suspect is declared dead
+    TimePoint last_digest_reply{};
+  };
+  struct Probe {
+    NodeId target;
+    uint64_t id;
+    TimePoint sent;
+    bool indirect_sent = false;
+    bool acked = false;
+  };
+  struct Relay {
+    std::string origin_address;
+    uint64_t origin_probe;
+    TimePoint expires;
+  };
+
+  void Merge(const MemberEntry& entry, TimePoint now);
+  void MergeAll(const std::vector<MemberEntry>& entries, TimePoint now);
+  void Transition(Member& m, const MemberEntry& entry, TimePoint now);
+  void Refute(Incarnation heard);
+  void Suspect(NodeId id, TimePoint now);
+  void StartProbe(TimePoint now);
+  void SendDigests(TimePoint now);
+  void ContactSeeds(TimePoint now);
+  void GossipToDead(TimePoint now);
+  void Expire(TimePoint now);
+  void UpdateView();
+  void Broadcast(NodeId id);
+  void Send(const std::string& address, Payload payload);
+  std::vector<MemberEntry> Piggyback();
+  std::vector<MemberEntry> AllEntries() const;
+  std::vector<NodeId> LiveOthers() const;
+  static bool IsLive(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
+
+  MembershipOptions options_;
+  MemberEntry self_;
+  bool left_ = false;
+  bool refuted_ = false;
+  std::map<NodeId, Member> members_;  // everyone but this node
+  std::mt19937_64 rng_;
+
+  std::vector<NodeId> probe_order_;
+  size_t probe_next_ = 0;
+  std::optional<Probe> probe_;
+  uint64_t next_probe_id_ = 1;
+  std::map<uint64_t, Relay> relays_;
+  std::map<NodeId, int> broadcasts_;  // member -> times piggybacked
+
+  TimePoint next_period_;
+  TimePoint last_join_;
+  TimePoint last_seed_rejoin_;
+  TimePoint last_dead_gossip_;
+  bool joined_once_ = false;
+
+  std::vector<NodeId> live_view_;
+  uint64_t view_epoch_ = 0;
+  std::vector<Outgoing> output_;
+  std::vector<MemberEvent> events_;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,109 @@
+#pragma once
+// Moving messages between nodes: a header frame (the encoded Envelope) plus tensor frames, to a
+// peer named by its endpoint. Two implementations share this interface and one conformance
+// suite (tests/gossip/transport_conformance_test.cc): ZeroMQ (zmq_transport.h; tcp:// and
+// ipc://) and in-process (inproc_transport.h; for tests).
+//
+// Contract, for both:
+// - Send() never blocks and never fails: the message joins the peer's bounded send queue.
+//   When the queue is full (max_queued_messages or max_queued_bytes), the oldest *update*
+//   message in it is dropped and counted; if it holds only control messages, the oldest of
+//   those goes. Training never waits for a slow or dead peer.
+// - Messages from one sender to one receiver arrive in send order, whole (all frames or none).
+// - A peer that is not there yet, or vanished, is retried with backoff; what is queued (up to the
+//   bound) is delivered when it comes back. Messages already handed to a connection that then
+//   breaks may be lost: protocols above use sequence numbers and snapshots, not retransmission.
+// - Received messages wait in a bounded inbox (oldest update dropped and counted when full).
+// Thread safety: every method may be called from any thread.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace murmur::transport {
+
+// Immutable bytes with shared ownership, so a tensor is handed to the socket without a copy and
+// a received frame is read in place.
+class Frame {
+ public:
+  Frame() = default;
+  Frame(std::shared_ptr<const void> owner, std::span<const std::byte> bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+  static Frame FromString(std::string s);
+  static Frame FromBytes(std::vector<std::byte> v);
+  static Frame Copy(std::span<const std::byte> bytes);
+
+  std::span<const std::byte> bytes() const { return bytes_; }
+  const std::byte* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  std::string_view view() const {
+    return {reinterpret_cast<const char*>(bytes_.data()), bytes_.size()};
+  }
+  // Keeps the bytes alive (for zero-copy hand-off).
+  const std::shared_ptr<const void>& owner() const { return owner_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::span<const std::byte> bytes_;
+};
+
+// What the drop policy may discard first.
+enum class Traffic : uint8_t { kControl = 0, kUpdate = 1 };
+
+struct Message {
+  Frame header;
+  std::vector<Frame> frames;
+  Traffic traffic = Traffic::kControl;
+  size_t bytes() const;
+};
+
+struct TransportOptions {
+  // Where this node listens: "tcp://127.0.0.1:7070", "tcp://0.0.0.0:0" (any free port),
+  // "ipc:///run/murmur/n1.sock".
+  std::string listen = "tcp://127.0.0.1:0";
+  size_t max_queued_messages = 256;          // per peer
+  size_t max_queued_bytes = size_t{512} << 20;  // per peer
+  size_t max_inbox_messages = 4096;
+  size_t max_frames = 16;                     // tensor frames per message; more is refused
+  size_t max_frame_bytes = size_t{1} << 31;   // larger frames are refused by the socket
+  std::chrono::milliseconds reconnect_min{50};   // ZeroMQ backoff doubles up to the max
+  std::chrono::milliseconds reconnect_max{2000};
+};
+
+struct TransportStats {
+  uint64_t sent_messages = 0;
+  uint64_t sent_bytes = 0;
+  uint64_t received_messages = 0;
+  uint64_t received_bytes = 0;
+  uint64_t dropped_updates = 0;       // send queue full
+  uint64_t dropped_control = 0;       // send queue full and no update to drop
+  uint64_t dropped_inbox = 0;         // inbox full
+  uint64_t refused_malformed = 0;     // too many frames, empty header
+  uint64_t peers = 0;                 // peers with a connection or a queue
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // The endpoint peers use to reach this node (port resolved when 0 was asked for).
+  virtual std::string endpoint() const = 0;
+  virtual void Send(std::string_view peer, Message message) = 0;
+  // Waits up to `timeout` for a message.
+  virtual std::optional<Message> Receive(std::chrono::milliseconds timeout) = 0;
+  // Drops the connection and queue to `peer` (a member that left or was forgotten).
+  virtual void Forget(std::string_view peer) = 0;
+  virtual TransportStats Stats() const = 0;
+};
+
+// Checks a "tcp://host:port" or "ipc://path" endpoint (kInvalidArgument saying what is wrong).
+Status ValidateEndpoint(std::string_view endpoint);
+
+}  // namespace murmur::transport

@@ -1,0 +1,266 @@
+#include "gossip/transport/zmq_transport.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <zmq.hpp>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "gossip/transport/queues.h"
+
+namespace murmur::transport {
+namespace {
+
+// ZeroMQ calls this when it no longer needs a zero-copy frame.
+void ReleaseFrame(void*, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
+
+zmq::message_t ZeroCopy(const Frame& frame) {
+  if (frame.size() == 0) return zmq::message_t();
+  return zmq::message_t(const_cast<std::byte*>(frame.data()), frame.size(), &ReleaseFrame,
+                        new std::shared_ptr<const void>(frame.owner()));
+}
+
+Frame FromZmq(zmq::message_t&& msg) {
+  auto owner = std::make_shared<zmq::message_t>(std::move(msg));
+  return Frame(owner, std::span<const std::byte>(static_cast<const std::byte*>(owner->data()),
+                                                 owner->size()));
+}
+
+class ZmqTransport final : public Transport {
+ public:
+  ZmqTransport(const TransportOptions& options, zmq::context_t context, zmq::socket_t router,
+               std::string endpoint, int wake_fd)
+      : options_(options),
+        context_(std::move(context)),
+        router_(std::move(router)),
+        endpoint_(std::move(endpoint)),
+        wake_fd_(wake_fd),
+        inbox_(options.max_inbox_messages) {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~ZmqTransport() override {
+    stop_.store(true);
+    Wake();
+    thread_.join();
+    inbox_.Close();
+    ::close(wake_fd_);
+  }
+
+  std::string endpoint() const override { return endpoint_; }
+
+  void Send(std::string_view peer, Message message) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands_.push_back({std::string(peer), std::move(message), false});
+    }
+    Wake();
+  }
+
+  std::optional<Message> Receive(std::chrono::milliseconds timeout) override {
+    return inbox_.Pop(timeout);
+  }
+
+  void Forget(std::string_view peer) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands_.push_back({std::string(peer), Message{}, true});
+    }
+    Wake();
+  }
+
+  TransportStats Stats() const override {
+    TransportStats s;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      s = stats_;
+    }
+    inbox_.AddStats(s);
+    return s;
+  }
+
+ private:
+  struct Command {
+    std::string peer;
+    Message message;
+    bool forget;
+  };
+  struct Peer {
+    Peer(zmq::socket_t s, const TransportOptions& o)
+        : dealer(std::move(s)), queue(o.max_queued_messages, o.max_queued_bytes) {}
+    zmq::socket_t dealer;
+    SendQueue queue;
+  };
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  }
+
+  Peer& PeerFor(const std::string& endpoint) {
+    auto it = peers_.find(endpoint);
+    if (it != peers_.end()) return it->second;
+    zmq::socket_t dealer(context_, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::immediate, 1);
+    dealer.set(zmq::sockopt::sndhwm, 64);
+    dealer.set(zmq::sockopt::linger, 500);
+    dealer.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_min.count()));
+    dealer.set(zmq::sockopt::reconnect_ivl_max, static_cast<int>(options_.reconnect_max.count()));
+    try {
+      dealer.connect(endpoint);
+    } catch (const zmq::error_t& e) {
+      // A malformed or unresolvable endpoint: keep a socket that never connects, so messages
+      // for it are dropped by the queue policy like any absent peer.
+      MURMUR_LOG_WARN("transport: cannot connect to '{}': {}", endpoint, e.what());
+    }
+    return peers_.emplace(endpoint, Peer(std::move(dealer), options_)).first->second;
+  }
+
+  void ApplyCommands() {
+    std::deque<Command> commands;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands.swap(commands_);
+    }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    for (Command& c : commands) {
+      if (c.forget) {
+        peers_.erase(c.peer);
+        continue;
+      }
+      PeerFor(c.peer).queue.Push(std::move(c.message), stats_);
+    }
+    stats_.peers = peers_.size();
+  }
+
+  // Sends queued messages until the socket would block.
+  void Flush(Peer& peer) {
+    while (!peer.queue.empty()) {
+      Message& m = peer.queue.front();
+      const bool more = !m.frames.empty();
+      auto sent = peer.dealer.send(ZeroCopy(m.header),
+                                   more ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
+                                        : zmq::send_flags::dontwait);
+      if (!sent.has_value()) return;  // not connected or at the high-water mark
+      // The rest of a multipart message is accepted once its first part was (atomic delivery).
+      for (size_t i = 0; i < m.frames.size(); ++i) {
+        const bool last = i + 1 == m.frames.size();
+        peer.dealer.send(ZeroCopy(m.frames[i]),
+                         last ? zmq::send_flags::none : zmq::send_flags::sndmore);
+      }
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.sent_messages;
+        stats_.sent_bytes += m.bytes();
+      }
+      peer.queue.PopFront();
+    }
+  }
+
+  void ReceiveAll() {
+    for (int batch = 0; batch < 1024; ++batch) {
+      std::vector<zmq::message_t> parts;
+      zmq::message_t part;
+      if (!router_.recv(part, zmq::recv_flags::dontwait).has_value()) return;
+      parts.push_back(std::move(part));
+      while (parts.back().more()) {
+        zmq::message_t next;
+        (void)router_.recv(next, zmq::recv_flags::none);
+        parts.push_back(std::move(next));
+      }
+      // [routing id][header][frames...]
+      if (parts.size() < 2 || parts[1].size() == 0 || parts.size() - 2 > options_.max_frames) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.refused_malformed;
+        continue;
+      }
+      Message m;
+      m.header = FromZmq(std::move(parts[1]));
+      for (size_t i = 2; i < parts.size(); ++i) m.frames.push_back(FromZmq(std::move(parts[i])));
+      inbox_.Push(std::move(m));
+    }
+  }
+
+  void Run() {
+    std::vector<zmq::pollitem_t> items;
+    std::vector<Peer*> waiting;
+    while (!stop_.load()) {
+      items.clear();
+      waiting.clear();
+      items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
+      for (auto& [endpoint, peer] : peers_) {
+        if (peer.queue.empty()) continue;
+        items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
+        waiting.push_back(&peer);
+      }
+      try {
+        zmq::poll(items, std::chrono::milliseconds(100));
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;
+        MURMUR_LOG_ERROR("transport: poll failed: {}", e.what());
+        continue;
+      }
+      if (items[1].revents & ZMQ_POLLIN) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof(count));
+      }
+      ApplyCommands();
+      for (auto& [endpoint, peer] : peers_) Flush(peer);
+      if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
+    }
+    // Give queued control messages (a Leave) a last chance; linger bounds the wait.
+    for (auto& [endpoint, peer] : peers_) Flush(peer);
+    peers_.clear();
+    router_.close();
+  }
+
+  const TransportOptions options_;
+  zmq::context_t context_;
+  zmq::socket_t router_;
+  const std::string endpoint_;
+  const int wake_fd_;
+  Inbox inbox_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;
+  std::deque<Command> commands_;
+  mutable std::mutex stats_mu_;
+  TransportStats stats_;
+
+  std::map<std::string, Peer> peers_;  // I/O thread only
+  std::thread thread_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> CreateZmqTransport(const TransportOptions& options) {
+  MURMUR_RETURN_IF_ERROR(ValidateEndpoint(options.listen));
+  std::string listen = options.listen;
+  if (listen.starts_with("tcp://") && listen.ends_with(":0")) {
+    listen = listen.substr(0, listen.size() - 1) + "*";  // ZeroMQ's "any free port"
+  }
+  try {
+    zmq::context_t context(1);
+    zmq::socket_t router(context, zmq::socket_type::router);
+    router.set(zmq::sockopt::rcvhwm, 1024);
+    router.set(zmq::sockopt::linger, 0);
+    router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
+    router.bind(listen);
+    std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+    const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) return InternalError("transport: eventfd failed");
+    return std::unique_ptr<Transport>(std::make_unique<ZmqTransport>(
+        options, std::move(context), std::move(router), std::move(endpoint), wake_fd));
+  } catch (const zmq::error_t& e) {
+    return UnavailableError("transport: cannot listen on '" + options.listen + "': " + e.what());
+  }
+}
+
+}  // namespace murmur::transport

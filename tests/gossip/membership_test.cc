@@ -1,0 +1,271 @@
+#include "gossip/membership.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/gossip/sim_network.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::SimCluster;
+
+MembershipOptions Fast() {
+  MembershipOptions o;
+  o.address = "unused";
+  o.probe_interval = milliseconds(200);
+  o.probe_timeout = milliseconds(80);
+  o.join_retry = milliseconds(400);
+  o.dead_gossip = milliseconds(1000);
+  o.dead_retention = seconds(120);
+  return o;
+}
+
+MemberEntry E(Incarnation inc, MemberState s) { return {7, "a", inc, s, 0, 0}; }
+
+TEST(MembershipTest, PrecedenceFollowsIncarnationThenState) {
+  using S = MemberState;
+  const S states[] = {S::kAlive, S::kSuspect, S::kDead, S::kLeft};
+  for (S a : states) {
+    for (S b : states) {
+      // A newer incarnation wins whatever the states; an older one never does.
+      EXPECT_TRUE(Supersedes(E(5, a), E(4, b)));
+      EXPECT_FALSE(Supersedes(E(4, a), E(5, b)));
+      // Equal incarnations: only a state further along Alive < Suspect < Dead < Left wins.
+      EXPECT_EQ(Supersedes(E(5, a), E(5, b)), static_cast<int>(a) > static_cast<int>(b))
+          << MemberStateName(a) << " vs " << MemberStateName(b);
+    }
+  }
+}
+
+TEST(MembershipTest, OptionsAreValidated) {
+  MembershipOptions o = Fast();
+  EXPECT_TRUE(o.Validate().ok());
+  o.probe_timeout = o.probe_interval;
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  o = Fast();
+  o.address.clear();
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MembershipTest, SixteenNodesConvergeToAFullViewFromSeeds) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    SimCluster sim(16, Fast(), seed);
+    const bool converged = sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); });
+    EXPECT_TRUE(converged) << "seed " << seed << "\n" << sim.Describe();
+    std::printf("seed %llu: 16 nodes converged after %.2f s\n", (unsigned long long)seed,
+                ToSeconds(sim.now().time_since_epoch()));
+    for (size_t i = 0; i < sim.size(); ++i) {
+      EXPECT_EQ(sim.node(i).LiveView().size(), 16u);
+    }
+  }
+}
+
+TEST(MembershipTest, ShuffledRoundRobinProbesEveryMemberOncePerPass) {
+  SimCluster sim(9, Fast(), 3);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.RunFor(seconds(3));  // let the first pass that began with a partial view finish
+  std::map<size_t, int> pinged;
+  int pings = 0;
+  sim.on_send = [&](const SimCluster::Delivery& d) {
+    if (d.from == 0 && std::holds_alternative<Ping>(d.payload)) {
+      ++pinged[d.to];
+      ++pings;
+    }
+  };
+  // Three full passes of n-1 = 8 periods each: every member three times (within one of it, as
+  // a pass boundary can fall inside the window).
+  sim.RunFor(Fast().probe_interval * 24);
+  EXPECT_EQ(pinged.size(), 8u);
+  for (auto [to, count] : pinged) EXPECT_NEAR(count, 3, 1) << "node " << to;
+  EXPECT_NEAR(pings, 24, 1);
+}
+
+TEST(MembershipTest, CrashedNodeIsDeclaredDeadWithinTheBound) {
+  double total = 0;
+  const int runs = 20;
+  for (uint64_t seed = 1; seed <= runs; ++seed) {
+    SimCluster sim(8, Fast(), seed);
+    ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+    const size_t victim = seed % 8;
+    sim.Crash(victim);
+    const TimePoint crashed = sim.now();
+    const Duration bound = sim.node((victim + 1) % 8).DetectionBound(8);
+    const bool dead = sim.RunFor(bound, [&] { return sim.AllUpSeeGone(victim); });
+    EXPECT_TRUE(dead) << "seed " << seed << ", bound " << ToSeconds(bound) << " s\n"
+                      << sim.Describe();
+    total += ToSeconds(sim.now() - crashed);
+    // Nobody else was hurt.
+    for (const auto& e : sim.events()) {
+      if (e.event.kind == MemberEvent::Kind::kDead) {
+        EXPECT_EQ(e.event.id, SimCluster::Id(victim)) << "seed " << seed;
+      }
+    }
+  }
+  std::printf("8 nodes, T = 200 ms: crash declared dead everywhere after %.2f s on average "
+              "(bound %.2f s)\n",
+              total / runs, ToSeconds(Membership(Fast(), TimePoint{}).DetectionBound(8)));
+}
+
+TEST(MembershipTest, NoFalseDeathsUnderOnePercentLossAndDuplicates) {
+  SimCluster sim(16, Fast(), 11);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.faults().drop = 0.01;
+  sim.faults().duplicate = 0.01;
+  sim.faults().max_delay = milliseconds(40);
+  sim.RunFor(seconds(120));
+  for (const auto& e : sim.events()) {
+    EXPECT_NE(e.event.kind, MemberEvent::Kind::kDead) << "node " << e.event.id << " seen by "
+                                                      << e.observer;
+  }
+  sim.faults() = {};
+  EXPECT_TRUE(sim.RunFor(seconds(5), [&] { return sim.AllUpSeeAllUpAlive(); }))
+      << sim.Describe();
+}
+
+TEST(MembershipTest, FalseSuspicionIsRefutedWithAHigherIncarnation) {
+  SimCluster sim(5, Fast(), 5);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  const Incarnation before = sim.node(2).incarnation();
+  // Node 0 hears a (false) rumour that node 2 is suspect.
+  Envelope rumour;
+  rumour.sender_id = SimCluster::Id(1);
+  rumour.payload = Digest{{{SimCluster::Id(2), SimCluster::Address(2), before,
+                            MemberState::kSuspect, 0, 0}},
+                          false};
+  sim.node(0).Step(rumour, sim.now());
+  EXPECT_EQ(sim.View(0, 2), MemberState::kSuspect);
+  ASSERT_TRUE(sim.RunFor(seconds(3), [&] { return sim.AllUpSeeAllUpAlive(); }))
+      << sim.Describe();
+  EXPECT_GT(sim.node(2).incarnation(), before);
+  for (const auto& e : sim.events()) EXPECT_NE(e.event.kind, MemberEvent::Kind::kDead);
+}
+
+TEST(MembershipTest, RestartedNodeRejoinsWithHigherOrEqualIncarnation) {
+  for (Incarnation restart_inc : {Incarnation{0}, Incarnation{1000}}) {
+    SimCluster sim(6, Fast(), 21 + restart_inc);
+    ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+    sim.Crash(3);
+    ASSERT_TRUE(sim.RunFor(sim.node(0).DetectionBound(6), [&] { return sim.AllUpSeeGone(3); }));
+    sim.Start(3, restart_inc);
+    const bool back = sim.RunFor(seconds(5), [&] { return sim.AllUpSeeAllUpAlive(); });
+    EXPECT_TRUE(back) << "restart incarnation " << restart_inc << "\n" << sim.Describe();
+    EXPECT_GE(sim.node(3).incarnation(), restart_inc);
+    bool recovered = false;
+    for (const auto& e : sim.events()) {
+      recovered |= e.event.kind == MemberEvent::Kind::kRecovered && e.event.id == SimCluster::Id(3);
+    }
+    EXPECT_TRUE(recovered);
+  }
+}
+
+TEST(MembershipTest, GracefulLeaveIsSeenAtOnceAndNeverSuspected) {
+  SimCluster sim(6, Fast(), 8);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.node(4).Leave(sim.now());
+  sim.RunFor(milliseconds(50));
+  sim.Crash(4);
+  for (size_t i = 0; i < 6; ++i) {
+    if (i == 4) continue;
+    EXPECT_EQ(sim.View(i, 4), MemberState::kLeft) << "node " << i;
+  }
+  sim.RunFor(seconds(10));
+  for (const auto& e : sim.events()) {
+    if (e.event.id == SimCluster::Id(4)) {
+      EXPECT_NE(e.event.kind, MemberEvent::Kind::kSuspected);
+      EXPECT_NE(e.event.kind, MemberEvent::Kind::kDead);
+    }
+  }
+}
+
+TEST(MembershipTest, PartitionedHalvesDeclareEachOtherDeadThenHeal) {
+  SimCluster sim(8, Fast(), 13);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.Partition({0, 0, 0, 0, 1, 1, 1, 1});
+  sim.RunFor(sim.node(0).DetectionBound(8));
+  EXPECT_EQ(sim.View(0, 5), MemberState::kDead) << sim.Describe();
+  EXPECT_EQ(sim.View(6, 1), MemberState::kDead) << sim.Describe();
+  const uint64_t epoch = sim.node(0).view_epoch();
+  EXPECT_EQ(sim.node(0).LiveView().size(), 4u);
+  sim.Heal();
+  const bool healed = sim.RunFor(seconds(15), [&] { return sim.AllUpSeeAllUpAlive(); });
+  EXPECT_TRUE(healed) << sim.Describe();
+  EXPECT_GT(sim.node(0).view_epoch(), epoch);
+  EXPECT_EQ(sim.node(0).LiveView().size(), 8u);
+}
+
+// The nemesis: random partitions, loss, duplication, delay, crashes and restarts, then a healed
+// network. Invariants: after healing, every running node sees every running node alive (no live
+// node stays dead), and every node down for longer than the detection bound is gone everywhere.
+TEST(MembershipTest, NemesisKeepsTheInvariants) {
+  const int runs = 24;
+  for (uint64_t seed = 100; seed < 100 + runs; ++seed) {
+    std::mt19937_64 rng(seed);
+    const size_t n = 3 + rng() % 8;
+    SimCluster sim(n, Fast(), seed);
+    std::vector<Incarnation> lives(n, 0);
+    for (int round = 0; round < 30; ++round) {
+      switch (rng() % 6) {
+        case 0: {
+          std::vector<int> groups(n);
+          for (auto& g : groups) g = static_cast<int>(rng() % 2);
+          sim.Partition(groups);
+          break;
+        }
+        case 1:
+          sim.Heal();
+          break;
+        case 2: {
+          const size_t victim = rng() % n;
+          if (sim.up(victim)) sim.Crash(victim);
+          break;
+        }
+        case 3: {
+          const size_t i = rng() % n;
+          if (!sim.up(i)) sim.Start(i, (rng() % 2) ? ++lives[i] : 0);
+          break;
+        }
+        case 4:
+          sim.faults().drop = (rng() % 30) / 100.0;
+          sim.faults().duplicate = (rng() % 20) / 100.0;
+          break;
+        case 5:
+          sim.faults().max_delay = milliseconds(5 + rng() % 400);
+          break;
+      }
+      sim.RunFor(milliseconds(200 + rng() % 1500));
+    }
+    // Keep at least two nodes running, and end with a partition long enough for both sides to
+    // declare each other dead, so healing has real work to do.
+    for (size_t i = 0; i < 2; ++i) {
+      if (!sim.up(i)) sim.Start(i, ++lives[i]);
+    }
+    std::vector<int> halves(n);
+    for (size_t i = 0; i < n; ++i) halves[i] = static_cast<int>(i % 2);
+    sim.Partition(halves);
+    sim.faults() = {};
+    sim.RunFor(sim.node(0).DetectionBound(n));
+    ASSERT_NE(sim.View(0, 1), MemberState::kAlive) << "seed " << seed << ": partition had no effect";
+    sim.Heal();
+    const TimePoint healed_at = sim.now();
+    const Duration settle = sim.node(0).DetectionBound(n) + seconds(15);
+    const bool ok = sim.RunFor(settle, [&] {
+      if (!sim.AllUpSeeAllUpAlive()) return false;
+      for (size_t j = 0; j < n; ++j) {
+        if (!sim.up(j) && !sim.AllUpSeeGone(j)) return false;
+      }
+      return true;
+    });
+    ASSERT_TRUE(ok) << "nemesis seed " << seed << " (n = " << n << ") did not settle within "
+                    << ToSeconds(settle) << " s of healing\n"
+                    << sim.Describe();
+    std::printf("nemesis seed %llu: n = %zu, settled %.2f s after healing\n",
+                (unsigned long long)seed, n, ToSeconds(sim.now() - healed_at));
+  }
+}
+
+}  // namespace
+}  // namespace murmur::gossip
