@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/config.h"
+#include "node/node_command.h"
 #include "node/train_command.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +14,8 @@ int main(int argc, char** argv) {
                                         (MURMUR_WITH_CUDA ? " (cuda)" : " (cpu only)"));
   app.require_subcommand(1);
   murmur::node::TrainCommand train(app);
+  murmur::node::NodeCommand node(app);
+  murmur::node::LocalCommand local(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,5 +24,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (train.subcommand()->parsed()) return train.Run();
+  if (node.subcommand()->parsed()) return node.Run();
+  if (local.subcommand()->parsed()) return local.Run();
   return 2;
 }

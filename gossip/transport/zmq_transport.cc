@@ -108,6 +108,7 @@ class ZmqTransport final : public Transport {
     if (it != peers_.end()) return it->second;
     zmq::socket_t dealer(context_, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::immediate, 1);
+    dealer.set(zmq::sockopt::ipv6, 1);
     dealer.set(zmq::sockopt::sndhwm, 64);
     dealer.set(zmq::sockopt::linger, 500);
     dealer.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_min.count()));
@@ -250,6 +251,7 @@ StatusOr<std::unique_ptr<Transport>> CreateZmqTransport(const TransportOptions& 
     zmq::context_t context(1);
     zmq::socket_t router(context, zmq::socket_type::router);
     router.set(zmq::sockopt::rcvhwm, 1024);
+    router.set(zmq::sockopt::ipv6, 1);
     router.set(zmq::sockopt::linger, 0);
     router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
     router.bind(listen);

@@ -1,0 +1,369 @@
+// `murmur local`: N `murmur node` processes on loopback, a live table of who sees whom, and a
+// clean stop (SIGTERM -> graceful leave; SIGKILL after a grace period) on Ctrl-C or when done.
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/log.h"
+#include "node/node_command.h"
+
+namespace murmur::node {
+namespace {
+
+struct LocalConfig {
+  int nodes = 0;
+  double duration = 0;
+  std::string cluster;
+  std::string transport;
+  int probe_interval_ms = 0;
+  int probe_timeout_ms = 0;
+  std::string progress;
+  bool json = false;
+  std::string node_log_level;
+};
+
+const ConfigSchema<LocalConfig>& LocalSchema() {
+  static const ConfigSchema<LocalConfig>* schema = [] {
+    using C = LocalConfig;
+    auto* s = new ConfigSchema<LocalConfig>();
+    s->Integer("nodes", &C::nodes, 4, 1, 256, "node processes to start on 127.0.0.1")
+        .Real("duration", &C::duration, "10", 0, 1e9,
+              "seconds to run before stopping every node; 0 runs until Ctrl-C")
+        .Text("cluster", &C::cluster, "local", "cluster id given to every node")
+        .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
+                "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
+                 "SWIM protocol period of every node")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,
+                 "direct-ack wait of every node")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "live table on stderr: redrawn (tty), a line per second (plain), or none")
+        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Choice("node_log_level", &C::node_log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"},
+                "log level of the node processes (their logs go to files, listed at the end)");
+    return s;
+  }();
+  return *schema;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string endpoint;
+  std::string buffer;
+  nlohmann::json last;  // latest --report json line
+  bool exited = false;
+  int status = 0;
+};
+
+// Free loopback ports, all held open while choosing so they differ.
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+char StateChar(const std::string& state) {
+  if (state == "alive") return 'A';
+  if (state == "suspect") return 'S';
+  if (state == "dead") return 'D';
+  if (state == "left") return 'L';
+  return '?';
+}
+
+class LocalCluster {
+ public:
+  LocalCluster(const LocalConfig& config, std::filesystem::path dir)
+      : config_(config), dir_(std::move(dir)) {}
+
+  Status Spawn() {
+    const int n = config_.nodes;
+    std::vector<std::string> endpoints;
+    if (config_.transport == "tcp") {
+      const std::vector<int> ports = FreePorts(n);
+      if (static_cast<int>(ports.size()) != n) return UnavailableError("could not find free ports");
+      for (int p : ports) endpoints.push_back("tcp://127.0.0.1:" + std::to_string(p));
+    } else {
+      for (int i = 0; i < n; ++i) endpoints.push_back("ipc://" + (dir_ / ("node-" + std::to_string(i) + ".sock")).string());
+    }
+    // Two seeds: any node can join while one of them is down.
+    std::string seeds = endpoints[0] + (n > 1 ? "," + endpoints[1] : "");
+    char exe[4096];
+    const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len <= 0) return InternalError("cannot find the murmur executable (/proc/self/exe)");
+    exe[len] = '\0';
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> args = {
+          exe, "node", "--id", std::to_string(i + 1), "--listen", endpoints[i], "--seeds", seeds,
+          "--cluster", config_.cluster, "--probe-interval-ms",
+          std::to_string(config_.probe_interval_ms), "--probe-timeout-ms",
+          std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
+          "200", "--log-level", config_.node_log_level};
+      int pipe_fds[2];
+      if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
+      const std::string log = (dir_ / ("node-" + std::to_string(i) + ".log")).string();
+      const pid_t pid = ::fork();
+      if (pid < 0) return InternalError("fork failed");
+      if (pid == 0) {
+        ::dup2(pipe_fds[1], STDOUT_FILENO);
+        const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
+        // Ctrl-C reaches the whole foreground group; the parent decides when children stop.
+        ::signal(SIGINT, SIG_IGN);
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(exe, argv.data());
+        ::_exit(127);
+      }
+      ::close(pipe_fds[1]);
+      ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+      Child c;
+      c.pid = pid;
+      c.out_fd = pipe_fds[0];
+      c.endpoint = endpoints[i];
+      children_.push_back(std::move(c));
+    }
+    return OkStatus();
+  }
+
+  // Reads whatever the children printed, waiting up to `wait`.
+  void Poll(std::chrono::milliseconds wait) {
+    std::vector<pollfd> fds;
+    for (auto& c : children_) {
+      if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+    for (auto& c : children_) {
+      if (c.out_fd < 0) continue;
+      char buf[65536];
+      ssize_t got;
+      while ((got = ::read(c.out_fd, buf, sizeof(buf))) > 0) c.buffer.append(buf, static_cast<size_t>(got));
+      if (got == 0) {
+        ::close(c.out_fd);
+        c.out_fd = -1;
+      }
+      size_t nl;
+      while ((nl = c.buffer.find('\n')) != std::string::npos) {
+        auto parsed = nlohmann::json::parse(c.buffer.substr(0, nl), nullptr, false);
+        if (!parsed.is_discarded()) c.last = std::move(parsed);
+        c.buffer.erase(0, nl + 1);
+      }
+    }
+    for (auto& c : children_) {
+      if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.exited = true;
+    }
+  }
+
+  // node i's view of node j: 'A', 'S', 'D', 'L', '.' (unknown) or '=' (itself).
+  char View(size_t i, size_t j) const {
+    if (i == j) return '=';
+    const auto& last = children_[i].last;
+    if (!last.contains("members")) return '.';
+    for (const auto& m : last["members"]) {
+      if (m["id"].get<uint64_t>() == j + 1) return StateChar(m["state"].get<std::string>());
+    }
+    return '.';
+  }
+  bool AllSeeAllAlive() const {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (children_[i].exited) return false;
+      for (size_t j = 0; j < children_.size(); ++j) {
+        const char v = View(i, j);
+        if (v != '=' && v != 'A') return false;
+      }
+    }
+    return true;
+  }
+
+  std::string Table(double t) const {
+    std::string out = fmt::format(
+        "murmur local: {} nodes, cluster '{}', {:.1f} s   (A alive, S suspect, D dead, L left, "
+        ". unknown)\n",
+        children_.size(), config_.cluster, t);
+    out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}\n", "node", "endpoint", "sees",
+                       std::max<size_t>(4, children_.size() * 2), "alive", "heartbeat", "rejected");
+    for (size_t i = 0; i < children_.size(); ++i) {
+      const Child& c = children_[i];
+      std::string row;
+      for (size_t j = 0; j < children_.size(); ++j) {
+        row += View(i, j);
+        row += ' ';
+      }
+      uint64_t heartbeat = 0, rejected = 0, alive = 0;
+      if (c.last.contains("members")) {
+        heartbeat = c.last["members"][0]["heartbeat"].get<uint64_t>();
+        alive = c.last["alive"].get<uint64_t>();
+        for (const auto& [k, v] : c.last["rejected"].items()) rejected += v.get<uint64_t>();
+      }
+      out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}{}\n", i, c.endpoint, row,
+                         std::max<size_t>(4, children_.size() * 2), alive, heartbeat, rejected,
+                         c.exited ? "  (exited)" : "");
+    }
+    return out;
+  }
+
+  // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
+  // to be killed.
+  int Stop(std::chrono::milliseconds grace) {
+    for (auto& c : children_) {
+      if (!c.exited) ::kill(c.pid, SIGTERM);
+    }
+    const auto end = std::chrono::steady_clock::now() + grace;
+    while (std::chrono::steady_clock::now() < end) {
+      Poll(std::chrono::milliseconds(20));
+      bool all = true;
+      for (auto& c : children_) all &= c.exited;
+      if (all) break;
+    }
+    int killed = 0;
+    for (auto& c : children_) {
+      if (c.exited) continue;
+      ::kill(c.pid, SIGKILL);
+      ::waitpid(c.pid, &c.status, 0);
+      c.exited = true;
+      ++killed;
+    }
+    for (auto& c : children_) {
+      if (c.out_fd >= 0) ::close(c.out_fd);
+      c.out_fd = -1;
+    }
+    return killed;
+  }
+
+  const std::vector<Child>& children() const { return children_; }
+
+ private:
+  const LocalConfig& config_;
+  std::filesystem::path dir_;
+  std::vector<Child> children_;
+};
+
+}  // namespace
+
+struct LocalCommand::Impl {
+  ConfigParser<LocalConfig> parser{LocalSchema()};
+};
+
+LocalCommand::LocalCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  subcommand_ = app.add_subcommand(
+      "local", "Start N node processes on loopback and show who sees whom, live");
+  impl_->parser.AddOptions(*subcommand_);
+}
+
+LocalCommand::~LocalCommand() = default;
+
+int LocalCommand::Run() {
+  StatusOr<LocalConfig> resolved = impl_->parser.Resolve(std::getenv);
+  if (resolved.ok() && resolved->probe_timeout_ms >= resolved->probe_interval_ms) {
+    resolved = InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
+  }
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", std::string(resolved.status().message()).c_str());
+    return 2;
+  }
+  const LocalConfig& config = *resolved;
+  InstallStopSignals();
+  char dir_template[] = "/tmp/murmur-local-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");
+    return 1;
+  }
+  LocalCluster cluster(config, dir_template);
+  if (Status s = cluster.Spawn(); !s.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
+    cluster.Stop(std::chrono::milliseconds(2000));
+    return 1;
+  }
+  const bool tty = config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO));
+  const bool plain = config.progress == "plain" || (config.progress == "auto" && !tty);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double converged_at = -1;
+  double next_draw = 0, next_line = 1;
+  size_t drawn_lines = 0;
+  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration)) {
+    cluster.Poll(std::chrono::milliseconds(50));
+    const double t = elapsed();
+    if (converged_at < 0 && cluster.AllSeeAllAlive()) {
+      converged_at = t;
+      if (plain) std::fprintf(stderr, "murmur local: full view after %.2f s\n", t);
+    }
+    if (tty && t >= next_draw) {
+      next_draw = t + 0.25;
+      const std::string table = cluster.Table(t);
+      if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+      std::fputs(table.c_str(), stderr);
+      drawn_lines = static_cast<size_t>(std::count(table.begin(), table.end(), '\n'));
+    } else if (plain && t >= next_line) {
+      next_line = t + 1;
+      size_t seeing_all = 0;
+      for (size_t i = 0; i < cluster.children().size(); ++i) {
+        bool all = true;
+        for (size_t j = 0; j < cluster.children().size(); ++j) {
+          const char v = cluster.View(i, j);
+          all &= v == '=' || v == 'A';
+        }
+        seeing_all += all;
+      }
+      std::fprintf(stderr, "murmur local: %.1f s, %zu/%zu nodes see every node alive\n", t,
+                   seeing_all, cluster.children().size());
+    }
+  }
+  const double t = elapsed();
+  const bool final_ok = cluster.AllSeeAllAlive();
+  const std::string table = cluster.Table(t);
+  if (config.progress != "none") {
+    if (tty && drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+    std::fputs(table.c_str(), stderr);
+  }
+  const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  if (config.json) {
+    nlohmann::json j;
+    j["nodes"] = config.nodes;
+    j["wall_s"] = t;
+    j["converged"] = converged_at >= 0;
+    j["converged_after_s"] = converged_at;
+    j["full_view_at_end"] = final_ok;
+    j["killed_at_stop"] = killed;
+    j["logs"] = dir_template;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%d nodes: %s; %s at the end; stopped %s; node logs in %s\n", config.nodes,
+                converged_at >= 0 ? fmt::format("full view after {:.2f} s", converged_at).c_str()
+                                  : "never reached a full view",
+                final_ok ? "full view" : "NOT a full view",
+                killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(), dir_template);
+  }
+  return converged_at >= 0 && final_ok ? 0 : 1;
+}
+
+}  // namespace murmur::node

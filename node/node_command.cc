@@ -1,0 +1,198 @@
+#include "node/node_command.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "node/seeds.h"
+
+namespace murmur::node {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+}  // namespace
+
+void InstallStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = &OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool StopRequested() { return g_stop.load(); }
+
+const ConfigSchema<NodeConfig>& NodeSchema() {
+  static const ConfigSchema<NodeConfig>* schema = [] {
+    using C = NodeConfig;
+    auto* s = new ConfigSchema<NodeConfig>();
+    s->Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
+               "node id, unique in the cluster; 0 derives one from the advertised address")
+        .Text("listen", &C::listen, "tcp://127.0.0.1:7070",
+              "endpoint to bind: tcp://HOST:PORT (port 0: any free one) or ipc://PATH")
+        .Text("advertise", &C::advertise, "",
+              "endpoint peers use to reach this node (default: the bound one; required when "
+              "listening on 0.0.0.0)")
+        .Text("seeds", &C::seeds, "",
+              "comma-separated HOST:PORT, tcp:// or ipc:// endpoints to join through; DNS names "
+              "resolving to several addresses (a headless Service) give one seed each")
+        .Text("cluster", &C::cluster, "murmur",
+              "cluster id; messages from other clusters are rejected")
+        .Integer("incarnation", &C::incarnation, int64_t{0}, int64_t{0}, int64_t{1} << 62,
+                 "starting incarnation; 0 uses wall-clock milliseconds so a restart counts up")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 500, 10, 600000,
+                 "SWIM protocol period: one probe and one digest round per period")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 200, 1, 600000,
+                 "wait for a direct ack before asking others to probe (below the interval)")
+        .Integer("suspicion_multiplier", &C::suspicion_multiplier, 4, 1, 1000,
+                 "suspicion timeout = multiplier * max(1, log10 n) * probe interval")
+        .Integer("gossip_fanout", &C::gossip_fanout, 3, 1, 64,
+                 "members that receive this node's heartbeat digest each period")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run, then leave; 0 runs until SIGINT or SIGTERM")
+        .Choice("report", &C::report, "none", {"none", "text", "json"},
+                "periodic view on stdout: none, a text line, or one JSON object per line")
+        .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,
+                 "period of --report")
+        .Choice("log_level", &C::log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)");
+    return s;
+  }();
+  return *schema;
+}
+
+StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
+  PeerNodeOptions o;
+  o.id = static_cast<gossip::NodeId>(c.id);
+  o.listen = c.listen;
+  if (Status s = transport::ValidateEndpoint(c.listen); !s.ok()) {
+    return InvalidArgumentError("listen: " + std::string(s.message()));
+  }
+  o.advertise = c.advertise;
+  if (!c.advertise.empty()) {
+    if (Status s = transport::ValidateEndpoint(c.advertise); !s.ok()) {
+      return InvalidArgumentError("advertise: " + std::string(s.message()));
+    }
+  }
+  auto seeds = ParseSeedList(c.seeds);
+  if (!seeds.ok()) return InvalidArgumentError("seeds: " + std::string(seeds.status().message()));
+  o.seeds = *seeds;
+  if (c.cluster.empty() || c.cluster.size() > 128) {
+    return InvalidArgumentError("cluster: must be 1 to 128 characters");
+  }
+  o.cluster_id = c.cluster;
+  o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
+  o.membership.address = "pending";  // filled in by PeerNode::Start
+  o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
+  o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
+  o.membership.suspicion_multiplier = c.suspicion_multiplier;
+  o.membership.gossip_fanout = c.gossip_fanout;
+  o.membership.join_retry = std::max<Duration>(o.membership.probe_interval * 2, std::chrono::milliseconds(200));
+  o.membership.dead_gossip = o.membership.probe_interval * 5;
+  if (c.probe_timeout_ms >= c.probe_interval_ms) {
+    return InvalidArgumentError("probe_timeout_ms (" + std::to_string(c.probe_timeout_ms) +
+                                ") must be below probe_interval_ms (" +
+                                std::to_string(c.probe_interval_ms) + ")");
+  }
+  if (Status s = o.membership.Validate(); !s.ok()) return s;
+  return o;
+}
+
+std::string SnapshotJson(const PeerSnapshot& s, double uptime_s) {
+  nlohmann::json j;
+  j["id"] = s.id;
+  j["endpoint"] = s.endpoint;
+  j["incarnation"] = s.incarnation;
+  j["uptime_s"] = uptime_s;
+  j["view_epoch"] = s.view_epoch;
+  nlohmann::json members = nlohmann::json::array();
+  size_t alive = 0;
+  for (const auto& m : s.members) {
+    members.push_back({{"id", m.id},
+                       {"address", m.address},
+                       {"state", gossip::MemberStateName(m.state)},
+                       {"incarnation", m.incarnation},
+                       {"heartbeat", m.heartbeat}});
+    if (m.state == gossip::MemberState::kAlive) ++alive;
+  }
+  j["alive"] = alive;
+  j["members"] = members;
+  nlohmann::json rejected = nlohmann::json::object();
+  for (size_t r = 1; r < s.rejected.size(); ++r) {
+    rejected[std::string(proto::RejectionName(static_cast<proto::Rejection>(r)))] = s.rejected[r];
+  }
+  j["rejected"] = rejected;
+  j["messages"] = {{"received", s.received},
+                   {"sent", s.sent},
+                   {"bytes_sent", s.transport.sent_bytes},
+                   {"bytes_received", s.transport.received_bytes},
+                   {"dropped", s.transport.dropped_updates + s.transport.dropped_control},
+                   {"refused", s.transport.refused_malformed}};
+  return j.dump();
+}
+
+struct NodeCommand::Impl {
+  ConfigParser<NodeConfig> parser{NodeSchema()};
+};
+
+NodeCommand::NodeCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  subcommand_ = app.add_subcommand(
+      "node", "Run one peer: join the cluster through its seeds and keep membership");
+  impl_->parser.AddOptions(*subcommand_);
+}
+
+NodeCommand::~NodeCommand() = default;
+
+int NodeCommand::Run() {
+  StatusOr<NodeConfig> config = impl_->parser.Resolve(std::getenv);
+  StatusOr<PeerNodeOptions> options =
+      config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  MURMUR_CHECK_OK(SetLogLevel(config->log_level));
+  InstallStopSignals();
+  auto node = PeerNode::Start(*options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());
+    return node.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto next_report = start;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (!StopRequested() && (config->duration <= 0 || elapsed() < config->duration)) {
+    if (config->report != "none" && std::chrono::steady_clock::now() >= next_report) {
+      next_report += std::chrono::milliseconds(config->report_interval_ms);
+      const PeerSnapshot s = (*node)->Snapshot();
+      if (config->report == "json") {
+        std::printf("%s\n", SnapshotJson(s, elapsed()).c_str());
+      } else {
+        size_t alive = 0;
+        for (const auto& m : s.members) alive += m.state == gossip::MemberState::kAlive;
+        std::printf("node %llu: %zu members, %zu alive, view epoch %llu\n",
+                    static_cast<unsigned long long>(s.id), s.members.size(), alive,
+                    static_cast<unsigned long long>(s.view_epoch));
+      }
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  MURMUR_LOG_INFO("node {}: leaving", (*node)->id());
+  (*node)->Leave();
+  return 0;
+}
+
+}  // namespace murmur::node

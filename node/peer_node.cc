@@ -1,0 +1,155 @@
+#include "node/peer_node.h"
+
+#include <functional>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "gossip/transport/zmq_transport.h"
+#include "node/seeds.h"
+
+namespace murmur::node {
+
+gossip::NodeId DeriveNodeId(const std::string& endpoint) {
+  const uint64_t h = std::hash<std::string>{}(endpoint) & 0x7fffffffffffffffULL;
+  return h == 0 ? 1 : h;
+}
+
+StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(PeerNodeOptions options) {
+  options.transport.listen = options.listen;
+  MURMUR_ASSIGN_OR_RETURN(auto transport, transport::CreateZmqTransport(options.transport));
+  std::string endpoint = options.advertise.empty() ? transport->endpoint() : options.advertise;
+  if (endpoint.find("://0.0.0.0:") != std::string::npos || endpoint.find("://*:") != std::string::npos ||
+      endpoint.find("://[::]:") != std::string::npos) {
+    return InvalidArgumentError("listening on '" + transport->endpoint() +
+                                "' needs an advertised address peers can reach (--advertise)");
+  }
+  MURMUR_RETURN_IF_ERROR(transport::ValidateEndpoint(endpoint));
+  const gossip::NodeId id = options.id != 0 ? options.id : DeriveNodeId(endpoint);
+  if (options.incarnation == 0) {
+    options.incarnation = static_cast<gossip::Incarnation>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+  }
+  options.membership.id = id;
+  options.membership.address = endpoint;
+  options.membership.incarnation = options.incarnation;
+  options.membership.seeds = ResolveSeeds(options.seeds);
+  options.membership.rng_seed = id ^ options.incarnation;
+  MURMUR_RETURN_IF_ERROR(options.membership.Validate());
+  return std::unique_ptr<PeerNode>(
+      new PeerNode(std::move(options), std::move(transport), std::move(endpoint), id));
+}
+
+PeerNode::PeerNode(PeerNodeOptions options, std::unique_ptr<transport::Transport> transport,
+                   std::string endpoint, gossip::NodeId id)
+    : options_(std::move(options)),
+      transport_(std::move(transport)),
+      endpoint_(std::move(endpoint)),
+      id_(id) {
+  membership_ = std::make_unique<gossip::Membership>(options_.membership, clock_.Now());
+  MURMUR_LOG_INFO("node {} listening on {} (advertised {}), cluster '{}', incarnation {}, {} seeds",
+                  id_, transport_->endpoint(), endpoint_, options_.cluster_id,
+                  options_.membership.incarnation, options_.membership.seeds.size());
+  thread_ = std::thread([this] { Run(); });
+}
+
+PeerNode::~PeerNode() {
+  Leave();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PeerNode::Leave() {
+  leave_.store(true);
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+}
+
+PeerSnapshot PeerNode::Snapshot() const {
+  PeerSnapshot s;
+  s.transport = transport_->Stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  s.id = id_;
+  s.endpoint = endpoint_;
+  s.incarnation = membership_->incarnation();
+  s.view_epoch = membership_->view_epoch();
+  s.members = membership_->Members();
+  s.rejected = rejected_;
+  s.received = received_;
+  s.sent = sent_;
+  return s;
+}
+
+void PeerNode::Reject(proto::Rejection why, const Status& status) {
+  const uint64_t count = ++rejected_[static_cast<size_t>(why)];
+  if (count == 1 || count % 1000 == 0) {
+    MURMUR_LOG_WARN("node {}: rejected a message ({}, {} so far): {}", id_,
+                    proto::RejectionName(why), count, status.ToString());
+  }
+}
+
+void PeerNode::Handle(const transport::Message& message, TimePoint now) {
+  proto::Rejection why = proto::Rejection::kNone;
+  auto envelope = proto::DecodeEnvelope(message.header.bytes(), options_.cluster_id,
+                                        proto::DecodeLimits(), &why);
+  if (!envelope.ok()) return Reject(why, envelope.status());
+  if (Status s = proto::CheckPayloadFrames(*envelope, message.frames.size(), &why); !s.ok()) {
+    return Reject(why, s);
+  }
+  ++received_;
+  membership_->Step(*envelope, now);
+}
+
+void PeerNode::Flush() {
+  for (gossip::Outgoing& out : membership_->TakeOutput()) {
+    gossip::Envelope e;
+    e.cluster_id = options_.cluster_id;
+    e.sender_id = id_;
+    e.incarnation = membership_->incarnation();
+    e.sequence = ++sequence_;
+    e.payload = std::move(out.payload);
+    transport_->Send(out.address, {transport::Frame::FromString(proto::EncodeEnvelope(e)), {},
+                                   transport::Traffic::kControl});
+    ++sent_;
+  }
+  for (const gossip::MemberEvent& ev : membership_->TakeEvents()) {
+    MURMUR_LOG_INFO("node {}: member {} {} (incarnation {})", id_, ev.id,
+                    gossip::MemberEventName(ev.kind), ev.incarnation);
+    if (ev.kind == gossip::MemberEvent::Kind::kForgotten || ev.kind == gossip::MemberEvent::Kind::kLeft) {
+      // Nothing more will be sent there; free the connection (Forget is idempotent).
+      if (auto m = membership_->Find(ev.id)) transport_->Forget(m->address);
+    }
+  }
+}
+
+void PeerNode::Run() {
+  const Duration tick = options_.membership.probe_interval / 20;
+  TimePoint next_resolve = clock_.Now() + options_.reresolve_seeds;
+  while (!leave_.load()) {
+    auto message = transport_->Receive(std::chrono::duration_cast<std::chrono::milliseconds>(tick) +
+                                       std::chrono::milliseconds(1));
+    const TimePoint now = clock_.Now();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (message.has_value()) Handle(*message, now);
+    // Drain what else is waiting before ticking.
+    for (int i = 0; i < 256; ++i) {
+      auto more = transport_->Receive(std::chrono::milliseconds(0));
+      if (!more.has_value()) break;
+      Handle(*more, now);
+    }
+    membership_->Tick(now);
+    if (now >= next_resolve) {
+      next_resolve = now + options_.reresolve_seeds;
+      membership_->SetSeeds(ResolveSeeds(options_.seeds));
+    }
+    Flush();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    membership_->Leave(clock_.Now());
+    Flush();
+  }
+  // Let the Leave messages reach the sockets; the transport's linger covers the rest.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+}  // namespace murmur::node
