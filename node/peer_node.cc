@@ -18,8 +18,10 @@ StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(PeerNodeOptions options) {
   options.transport.listen = options.listen;
   MURMUR_ASSIGN_OR_RETURN(auto transport, transport::CreateZmqTransport(options.transport));
   std::string endpoint = options.advertise.empty() ? transport->endpoint() : options.advertise;
-  if (endpoint.find("://0.0.0.0:") != std::string::npos || endpoint.find("://*:") != std::string::npos ||
-      endpoint.find("://[::]:") != std::string::npos) {
+  // Wildcard hosts (0.0.0.0, ::, and ZeroMQ's dual-stack form [::ffff:0.0.0.0]) are not
+  // addresses a peer can dial.
+  if (endpoint.find("0.0.0.0") != std::string::npos || endpoint.find("://*:") != std::string::npos ||
+      endpoint.find("[::]") != std::string::npos) {
     return InvalidArgumentError("listening on '" + transport->endpoint() +
                                 "' needs an advertised address peers can reach (--advertise)");
   }

@@ -15,7 +15,7 @@ packages=(
   prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libxxhash-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev python3
   # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
   dataset-fashion-mnist
 )

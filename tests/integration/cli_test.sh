@@ -58,4 +58,25 @@ contains "missing data names the package" "$tmp/err" "dataset-fashion-mnist"
 check "synthetic logistic run" 0 "$murmur" train --task logistic --samples 2000 --features 10 --epochs 2 --progress none
 contains "text summary has accuracy" "$tmp/out" "test accuracy"
 check "version" 0 "$murmur" --version
+
+# The peer layer: a local cluster converges, and bad node flags say what is wrong.
+check "local cluster converges" 0 "$murmur" local --nodes 3 --duration 2 --json --progress plain
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["converged"] and d["full_view_at_end"] and d["killed_at_stop"] == 0, d
+print("ok   local cluster summary:", d)
+PY
+contains "local progress says when the view is full" "$tmp/err" "full view after"
+check "node with a bad seed exits 2" 2 "$murmur" node --seeds "host-without-port"
+contains "bad seed says why" "$tmp/err" "seeds: seed 'host-without-port' needs HOST:PORT"
+check "node with a timeout above the interval exits 2" 2 "$murmur" node --probe-interval-ms 100 --probe-timeout-ms 100
+contains "bad timeout says why" "$tmp/err" "probe_timeout_ms (100) must be below probe_interval_ms (100)"
+check "node runs for its duration and leaves" 0 "$murmur" node --listen tcp://127.0.0.1:0 --duration 0.5 --report json --report-interval-ms 100
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) >= 3 and lines[-1]["alive"] == 1, lines[-1]
+print("ok   node reports", len(lines), "views")
+PY
 exit $fail

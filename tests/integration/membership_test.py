@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Multi-process membership on loopback with real ZeroMQ (issue 4).
+
+8 `murmur node` processes converge to a full view; SIGKILL one and the others mark it dead
+within the documented bound; restart it and it is back; SIGSTOP one (a straggler) and nobody
+blocks: the others keep their heartbeats going and mark it, and it returns after SIGCONT.
+Usage: membership_test.py PATH/TO/murmur
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MURMUR = sys.argv[1]
+N = 8
+PROBE_MS, TIMEOUT_MS = 200, 80
+# Membership::DetectionBound(8) at T = 200 ms: 2n T + 4 T (suspicion) + (log2 n + 4) T = 5.4 s.
+DETECTION_BOUND_S = 2 * N * 0.2 + 4 * 0.2 + (3 + 4) * 0.2
+SLACK_S = 3.0  # process scheduling on a loaded 2-core CI machine
+CONVERGE_LIMIT_S = 5.0  # documented: join retry + (log2 n + 4) periods = 1.8 s; measured ~0.5 s
+
+
+def free_ports(n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Node:
+    def __init__(self, index, endpoint, seeds, logdir):
+        self.index, self.id, self.endpoint, self.seeds = index, index + 1, endpoint, seeds
+        self.logdir = logdir
+        self.latest = None
+        self.reports = 0
+        self.start()
+
+    def start(self):
+        log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
+        self.proc = subprocess.Popen(
+            [MURMUR, "node", "--id", str(self.id), "--listen", self.endpoint, "--seeds", self.seeds,
+             "--cluster", "itest", "--probe-interval-ms", str(PROBE_MS), "--probe-timeout-ms",
+             str(TIMEOUT_MS), "--report", "json", "--report-interval-ms", "100"],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+        self.latest = None
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+
+    def _read(self, proc):
+        for line in proc.stdout:
+            try:
+                report = json.loads(line)
+            except ValueError:
+                continue
+            if proc is self.proc:
+                self.latest = report
+                self.reports += 1
+
+    def state_of(self, node_id):
+        if self.latest is None:
+            return None
+        for m in self.latest["members"]:
+            if m["id"] == node_id:
+                return m["state"]
+        return None
+
+    def heartbeat(self):
+        return self.latest["members"][0]["heartbeat"] if self.latest else 0
+
+
+def wait_until(what, cond, limit):
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if cond():
+            took = time.monotonic() - start
+            print(f"ok: {what} after {took:.2f} s (limit {limit:.1f} s)", flush=True)
+            return took
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {limit:.1f} s")
+
+
+def main():
+    logdir = tempfile.mkdtemp(prefix="murmur-membership-itest-")
+    ports = free_ports(N)
+    endpoints = [f"tcp://127.0.0.1:{p}" for p in ports]
+    seeds = f"{endpoints[0]},{endpoints[1]}"
+    nodes = [Node(i, endpoints[i], seeds, logdir) for i in range(N)]
+    try:
+        wait_until("every node reports", lambda: all(n.latest for n in nodes), 10)
+
+        def sees_alive(observers, target_ids):
+            return all(n.state_of(t) == "alive" for n in observers for t in target_ids if t != n.id)
+
+        everyone = [n.id for n in nodes]
+        wait_until(f"{N} nodes converge to a full view",
+                   lambda: sees_alive(nodes, everyone), CONVERGE_LIMIT_S)
+
+        # SIGKILL: the others declare it dead.
+        victim = nodes[5]
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait()
+        others = [n for n in nodes if n is not victim]
+        wait_until("SIGKILLed node declared dead by all",
+                   lambda: all(n.state_of(victim.id) in ("dead", None) for n in others),
+                   DETECTION_BOUND_S + SLACK_S)
+        for n in others:
+            assert n.state_of(victim.id) == "dead", (n.id, n.state_of(victim.id))
+
+        # Restart at the same address: a new incarnation, accepted by all.
+        victim.start()
+        wait_until("restarted node is back in every view",
+                   lambda: sees_alive(nodes, everyone), 8)
+
+        # SIGSTOP: a straggler. Nobody blocks: the others keep reporting and beating.
+        straggler = nodes[3]
+        others = [n for n in nodes if n is not straggler]
+        before = {n.id: (n.heartbeat(), n.reports) for n in others}
+        straggler.proc.send_signal(signal.SIGSTOP)
+        wait_until("stopped node declared dead everywhere",
+                   lambda: all(n.state_of(straggler.id) == "dead" for n in others),
+                   DETECTION_BOUND_S + SLACK_S)
+        for n in others:
+            beats, reports = n.heartbeat() - before[n.id][0], n.reports - before[n.id][1]
+            assert beats >= 3 and reports >= 5, f"node {n.id} stalled: {beats} beats, {reports} reports"
+        assert sees_alive(others, [n.id for n in others]), "a live node was hurt by the straggler"
+        straggler.proc.send_signal(signal.SIGCONT)
+        wait_until("resumed straggler is alive everywhere again",
+                   lambda: sees_alive(nodes, everyone), 8)
+        rejected = sum(sum(n.latest["rejected"].values()) for n in nodes)
+        assert rejected == 0, f"{rejected} messages rejected between healthy nodes"
+        print("membership integration test passed; logs in", logdir)
+    finally:
+        for n in nodes:
+            if n.proc.poll() is None:
+                n.proc.send_signal(signal.SIGCONT)
+                n.proc.terminate()
+        deadline = time.monotonic() + 5
+        for n in nodes:
+            try:
+                n.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                n.proc.kill()
+                n.proc.wait()
+
+
+if __name__ == "__main__":
+    main()
