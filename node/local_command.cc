@@ -31,6 +31,7 @@ struct LocalConfig {
   std::string progress;
   bool json = false;
   std::string node_log_level;
+  bool keep_logs = false;
 };
 
 const ConfigSchema<LocalConfig>& LocalSchema() {
@@ -52,7 +53,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
         .Choice("node_log_level", &C::node_log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"},
-                "log level of the node processes (their logs go to files, listed at the end)");
+                "log level of the node processes (their logs go to files, listed at the end)")
+        .Bool("keep_logs", &C::keep_logs, false,
+              "keep the node logs after a run that succeeded (a failed run always keeps them)");
     return s;
   }();
   return *schema;
@@ -346,6 +349,8 @@ int LocalCommand::Run() {
     std::fputs(table.c_str(), stderr);
   }
   const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  const bool ok = converged_at >= 0 && final_ok;
+  const bool keep = !ok || config.keep_logs;
   if (config.json) {
     nlohmann::json j;
     j["nodes"] = config.nodes;
@@ -354,16 +359,22 @@ int LocalCommand::Run() {
     j["converged_after_s"] = converged_at;
     j["full_view_at_end"] = final_ok;
     j["killed_at_stop"] = killed;
-    j["logs"] = dir_template;
+    j["logs"] = keep ? nlohmann::json(dir_template) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%d nodes: %s; %s at the end; stopped %s; node logs in %s\n", config.nodes,
+    std::printf("%d nodes: %s; %s at the end; stopped %s; node logs %s %s\n", config.nodes,
                 converged_at >= 0 ? fmt::format("full view after {:.2f} s", converged_at).c_str()
                                   : "never reached a full view",
                 final_ok ? "full view" : "NOT a full view",
-                killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(), dir_template);
+                killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(),
+                keep ? "kept in" : "removed from",
+                dir_template);
   }
-  return converged_at >= 0 && final_ok ? 0 : 1;
+  if (!keep) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_template, ignored);
+  }
+  return ok ? 0 : 1;
 }
 
 }  // namespace murmur::node

@@ -7,28 +7,23 @@
 #include <algorithm>
 #include <set>
 
+#include "gossip/transport/transport.h"
+
 namespace murmur::node {
 
 StatusOr<std::string> SeedEndpoint(std::string_view seed) {
   while (!seed.empty() && seed.front() == ' ') seed.remove_prefix(1);
   while (!seed.empty() && seed.back() == ' ') seed.remove_suffix(1);
-  if (seed.starts_with("ipc://")) return std::string(seed);
-  std::string_view hostport = seed.starts_with("tcp://") ? seed.substr(6) : seed;
-  const size_t colon = hostport.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == hostport.size()) {
+  std::string endpoint = seed.starts_with("ipc://") || seed.starts_with("tcp://")
+                             ? std::string(seed)
+                             : "tcp://" + std::string(seed);
+  const Status valid = transport::ValidateEndpoint(endpoint);
+  if (!valid.ok() || endpoint.ends_with(":0") || endpoint.ends_with(":*")) {
     return InvalidArgumentError("seed '" + std::string(seed) +
-                                "' needs HOST:PORT (or tcp://HOST:PORT, ipc://PATH)");
+                                "' needs HOST:PORT with a port in 1-65535 (or tcp://HOST:PORT, "
+                                "ipc://PATH)");
   }
-  const std::string_view port = hostport.substr(colon + 1);
-  int value = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9' || (value = value * 10 + (c - '0')) > 65535) {
-      return InvalidArgumentError("seed '" + std::string(seed) + "' has port '" +
-                                  std::string(port) + "' (allowed: 1-65535)");
-    }
-  }
-  if (value == 0) return InvalidArgumentError("seed '" + std::string(seed) + "' has port 0");
-  return "tcp://" + std::string(hostport);
+  return endpoint;
 }
 
 StatusOr<std::vector<std::string>> ParseSeedList(std::string_view list) {
