@@ -166,7 +166,7 @@ void Membership::UpdateView() {
 void Membership::Refute(Incarnation heard) {
   if (left_) return;
   self_.incarnation = std::max(self_.incarnation, heard) + 1;
-  events_.push_back({MemberEvent::Kind::kRefuted, self_.id, self_.incarnation});
+  events_.push_back({MemberEvent::Kind::kRefuted, self_.id, self_.incarnation, self_.address});
   refuted_ = true;
 }
 
@@ -185,16 +185,16 @@ void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) 
   using K = MemberEvent::Kind;
   switch (entry.state) {
     case MemberState::kAlive:
-      if (before != MemberState::kAlive) events_.push_back({K::kRecovered, entry.id, entry.incarnation});
+      if (before != MemberState::kAlive) events_.push_back({K::kRecovered, entry.id, entry.incarnation, entry.address});
       break;
     case MemberState::kSuspect:
-      if (before != MemberState::kSuspect) events_.push_back({K::kSuspected, entry.id, entry.incarnation});
+      if (before != MemberState::kSuspect) events_.push_back({K::kSuspected, entry.id, entry.incarnation, entry.address});
       break;
     case MemberState::kDead:
-      events_.push_back({K::kDead, entry.id, entry.incarnation});
+      events_.push_back({K::kDead, entry.id, entry.incarnation, entry.address});
       break;
     case MemberState::kLeft:
-      events_.push_back({K::kLeft, entry.id, entry.incarnation});
+      events_.push_back({K::kLeft, entry.id, entry.incarnation, entry.address});
       break;
   }
   if (IsLive(entry.state) && !IsLive(before)) {
@@ -222,7 +222,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     members_.emplace(entry.id, m);
     Broadcast(entry.id);
     if (IsLive(entry.state)) {
-      events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation});
+      events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation, entry.address});
       probe_order_.insert(probe_order_.begin() + static_cast<long>(probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1)), entry.id);
     }
     return;
@@ -381,7 +381,7 @@ void Membership::Expire(TimePoint now) {
       Transition(m, e, now);
     }
     if (!IsLive(m.entry.state) && now - m.since >= options_.dead_retention) {
-      events_.push_back({MemberEvent::Kind::kForgotten, it->first, m.entry.incarnation});
+      events_.push_back({MemberEvent::Kind::kForgotten, it->first, m.entry.incarnation, m.entry.address});
       broadcasts_.erase(it->first);
       it = members_.erase(it);
       continue;

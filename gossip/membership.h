@@ -64,6 +64,7 @@ struct MemberEvent {
   Kind kind;
   NodeId id;
   Incarnation incarnation;
+  std::string address;  // the member's endpoint (still known after it is forgotten)
   bool operator==(const MemberEvent&) const = default;
 };
 const char* MemberEventName(MemberEvent::Kind kind);

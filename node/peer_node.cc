@@ -117,8 +117,8 @@ void PeerNode::Flush() {
     MURMUR_LOG_INFO("node {}: member {} {} (incarnation {})", id_, ev.id,
                     gossip::MemberEventName(ev.kind), ev.incarnation);
     if (ev.kind == gossip::MemberEvent::Kind::kForgotten || ev.kind == gossip::MemberEvent::Kind::kLeft) {
-      // Nothing more will be sent there; free the connection (Forget is idempotent).
-      if (auto m = membership_->Find(ev.id)) transport_->Forget(m->address);
+      // Nothing more will be sent there; free the connection and its queue.
+      transport_->Forget(ev.address);
     }
   }
 }
