@@ -46,6 +46,7 @@ const char* MemberEventName(MemberEvent::Kind kind) {
     case MemberEvent::Kind::kRecovered: return "recovered";
     case MemberEvent::Kind::kRefuted: return "refuted";
     case MemberEvent::Kind::kForgotten: return "forgotten";
+    case MemberEvent::Kind::kIdConflict: return "id_conflict";
   }
   return "?";
 }
@@ -79,6 +80,7 @@ Membership::Membership(MembershipOptions options, TimePoint now)
   last_join_ = now - options_.join_retry;
   last_seed_rejoin_ = now;
   last_dead_gossip_ = now;
+  last_conflict_report_ = now - options_.probe_interval;
   UpdateView();
 }
 
@@ -205,6 +207,16 @@ void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) 
 
 void Membership::Merge(const MemberEntry& entry, TimePoint now) {
   if (entry.id == self_.id) {
+    if (entry.address != self_.address && entry.state == MemberState::kAlive) {
+      // An older life at another endpoint (a pod restarted with a new IP) is stale news. A claim
+      // at least as new is a live twin: refuting would start an incarnation war, so report.
+      if (entry.incarnation >= self_.incarnation &&
+          now - last_conflict_report_ >= options_.probe_interval) {
+        last_conflict_report_ = now;
+        events_.push_back({MemberEvent::Kind::kIdConflict, entry.id, entry.incarnation, entry.address});
+      }
+      return;
+    }
     // Someone holds a claim about this node that is not "alive at our incarnation": an
     // accusation, or a newer life from before a restart. Beat it (memberlist's refute).
     if (entry.incarnation > self_.incarnation ||

@@ -60,7 +60,11 @@ struct MembershipOptions {
 };
 
 struct MemberEvent {
-  enum class Kind : uint8_t { kJoined, kSuspected, kDead, kLeft, kRecovered, kRefuted, kForgotten };
+  // kIdConflict: another endpoint claims this node's id (a misconfiguration; `address` is the
+  // other endpoint). Reported at most once per probe period; this node keeps its own claim.
+  enum class Kind : uint8_t {
+    kJoined, kSuspected, kDead, kLeft, kRecovered, kRefuted, kForgotten, kIdConflict
+  };
   Kind kind;
   NodeId id;
   Incarnation incarnation;
@@ -173,7 +177,7 @@ class Membership {
   TimePoint last_join_;
   TimePoint last_seed_rejoin_;
   TimePoint last_dead_gossip_;
-  bool joined_once_ = false;
+  TimePoint last_conflict_report_{};
 
   std::vector<NodeId> live_view_;
   uint64_t view_epoch_ = 0;

@@ -132,6 +132,7 @@ std::string SnapshotJson(const PeerSnapshot& s, double uptime_s) {
     rejected[std::string(proto::RejectionName(static_cast<proto::Rejection>(r)))] = s.rejected[r];
   }
   j["rejected"] = rejected;
+  j["id_conflicts"] = s.id_conflicts;
   j["messages"] = {{"received", s.received},
                    {"sent", s.sent},
                    {"bytes_sent", s.transport.sent_bytes},

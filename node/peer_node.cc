@@ -78,6 +78,7 @@ PeerSnapshot PeerNode::Snapshot() const {
   s.rejected = rejected_;
   s.received = received_;
   s.sent = sent_;
+  s.id_conflicts = id_conflicts_;
   return s;
 }
 
@@ -114,6 +115,12 @@ void PeerNode::Flush() {
     ++sent_;
   }
   for (const gossip::MemberEvent& ev : membership_->TakeEvents()) {
+    if (ev.kind == gossip::MemberEvent::Kind::kIdConflict) {
+      ++id_conflicts_;
+      MURMUR_LOG_ERROR("node {}: {} also claims id {}: every node needs its own id (--id)", id_,
+                       ev.address, ev.id);
+      continue;
+    }
     MURMUR_LOG_INFO("node {}: member {} {} (incarnation {})", id_, ev.id,
                     gossip::MemberEventName(ev.kind), ev.incarnation);
     if (ev.kind == gossip::MemberEvent::Kind::kForgotten || ev.kind == gossip::MemberEvent::Kind::kLeft) {

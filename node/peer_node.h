@@ -44,6 +44,7 @@ struct PeerSnapshot {
   std::array<uint64_t, static_cast<size_t>(proto::Rejection::kCount)> rejected{};
   uint64_t received = 0;  // messages accepted
   uint64_t sent = 0;
+  uint64_t id_conflicts = 0;  // another endpoint claimed this node's id
   transport::TransportStats transport;
 };
 
@@ -81,6 +82,7 @@ class PeerNode {
   std::array<uint64_t, static_cast<size_t>(proto::Rejection::kCount)> rejected_{};
   uint64_t received_ = 0;
   uint64_t sent_ = 0;
+  uint64_t id_conflicts_ = 0;
   uint64_t sequence_ = 0;
   std::thread thread_;
 };

@@ -181,6 +181,24 @@ TEST(MembershipTest, GracefulLeaveIsSeenAtOnceAndNeverSuspected) {
   }
 }
 
+TEST(MembershipTest, ATwinWithTheSameIdIsReportedNotFought) {
+  SimCluster sim(3, Fast(), 17);
+  ASSERT_TRUE(sim.RunFor(seconds(5), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  const Incarnation before = sim.node(0).incarnation();
+  Envelope twin;
+  twin.payload = Digest{{{SimCluster::Id(0), "sim://elsewhere", before + 5, MemberState::kAlive, 0, 0}},
+                        false};
+  twin.sender_id = 77;
+  sim.node(0).Step(twin, sim.now());
+  sim.node(0).Step(twin, sim.now());
+  const auto events = sim.node(0).TakeEvents();
+  ASSERT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const MemberEvent& e) { return e.kind == MemberEvent::Kind::kIdConflict; }),
+            1)
+      << "reported once per period";
+  EXPECT_EQ(sim.node(0).incarnation(), before) << "the twin started an incarnation war";
+}
+
 TEST(MembershipTest, PartitionedHalvesDeclareEachOtherDeadThenHeal) {
   SimCluster sim(8, Fast(), 13);
   ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
