@@ -8,6 +8,7 @@ Usage: membership_test.py PATH/TO/murmur
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -94,6 +95,7 @@ def main():
     endpoints = [f"tcp://127.0.0.1:{p}" for p in ports]
     seeds = f"{endpoints[0]},{endpoints[1]}"
     nodes = [Node(i, endpoints[i], seeds, logdir) for i in range(N)]
+    passed = False
     try:
         wait_until("every node reports", lambda: all(n.latest for n in nodes), 10)
 
@@ -137,7 +139,8 @@ def main():
                    lambda: sees_alive(nodes, everyone), 8)
         rejected = sum(sum(n.latest["rejected"].values()) for n in nodes)
         assert rejected == 0, f"{rejected} messages rejected between healthy nodes"
-        print("membership integration test passed; logs in", logdir)
+        print("membership integration test passed")
+        passed = True
     finally:
         for n in nodes:
             if n.proc.poll() is None:
@@ -150,6 +153,10 @@ def main():
             except subprocess.TimeoutExpired:
                 n.proc.kill()
                 n.proc.wait()
+        if passed:
+            shutil.rmtree(logdir, ignore_errors=True)
+        else:
+            print("node logs kept in", logdir)
 
 
 if __name__ == "__main__":
