@@ -51,6 +51,8 @@ class ZmqTransport final : public Transport {
     thread_.join();
     inbox_.Close();
     ::close(wake_fd_);
+    // The socket file of a bound ipc:// endpoint is ours; ZeroMQ leaves it behind.
+    if (endpoint_.starts_with("ipc://")) ::unlink(endpoint_.substr(6).c_str());
   }
 
   std::string endpoint() const override { return endpoint_; }
