@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,8 +138,10 @@ class LocalCluster {
         ::dup2(pipe_fds[1], STDOUT_FILENO);
         const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
-        // Ctrl-C reaches the whole foreground group; the parent decides when children stop.
+        // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
+        // the parent dies without stopping them (SIGKILL), they leave on their own.
         ::signal(SIGINT, SIG_IGN);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
