@@ -68,6 +68,17 @@ assert d["converged"] and d["full_view_at_end"] and d["killed_at_stop"] == 0, d
 print("ok   local cluster summary:", d)
 PY
 contains "local progress says when the view is full" "$tmp/err" "full view after"
+# Ctrl-C stops every node cleanly (each leaves; none has to be killed).
+"$murmur" local --nodes 3 --duration 60 --progress none >"$tmp/out" 2>"$tmp/err" &
+local_pid=$!
+sleep 1.5
+kill -INT "$local_pid"
+wait "$local_pid"; got=$?
+if [ "$got" = 0 ] && grep -q "stopped cleanly" "$tmp/out"; then
+  echo "ok   Ctrl-C stops a local cluster cleanly"
+else
+  echo "FAIL Ctrl-C stops a local cluster cleanly: exit $got: $(cat "$tmp/out")"; fail=1
+fi
 check "node with a bad seed exits 2" 2 "$murmur" node --seeds "host-without-port"
 contains "bad seed says why" "$tmp/err" "seeds: seed 'host-without-port' needs HOST:PORT"
 check "node with a timeout above the interval exits 2" 2 "$murmur" node --probe-interval-ms 100 --probe-timeout-ms 100
