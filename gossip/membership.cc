@@ -84,19 +84,17 @@ Membership::Membership(MembershipOptions options, TimePoint now)
   UpdateView();
 }
 
-Duration Membership::SuspicionTimeout() const {
-  const double n = static_cast<double>(live_view_.size());
-  const double scale = std::max(1.0, std::log10(std::max(n, 1.0)));
+Duration Membership::SuspicionFor(size_t n) const {
+  const double scale = std::max(1.0, std::log10(std::max<double>(static_cast<double>(n), 1.0)));
   return Duration(static_cast<int64_t>(options_.suspicion_multiplier * scale *
                                        static_cast<double>(options_.probe_interval.count())));
 }
 
+Duration Membership::SuspicionTimeout() const { return SuspicionFor(live_view_.size()); }
+
 Duration Membership::DetectionBound(size_t n) const {
-  const double scale = std::max(1.0, std::log10(std::max<double>(static_cast<double>(n), 1.0)));
-  const auto suspicion = Duration(static_cast<int64_t>(
-      options_.suspicion_multiplier * scale * static_cast<double>(options_.probe_interval.count())));
   const int64_t spread = static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(n, 2)))) + 4;
-  return options_.probe_interval * static_cast<int64_t>(2 * n) + suspicion +
+  return options_.probe_interval * static_cast<int64_t>(2 * n) + SuspicionFor(n) +
          options_.probe_interval * spread;
 }
 
@@ -122,8 +120,6 @@ void Membership::Send(const std::string& address, Payload payload) {
   if (address.empty() || address == self_.address) return;
   output_.push_back({address, std::move(payload)});
 }
-
-std::vector<MemberEntry> Membership::AllEntries() const { return Members(); }
 
 std::vector<NodeId> Membership::LiveOthers() const {
   std::vector<NodeId> out;
@@ -200,9 +196,15 @@ void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) 
       break;
   }
   if (IsLive(entry.state) && !IsLive(before)) {
-    // A member back from the dead goes to a random place in the probe order (§7.1 step 1).
-    probe_order_.insert(probe_order_.begin() + static_cast<long>(probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1)), entry.id);
+    EnterProbeOrder(entry.id);
   }
+}
+
+// A member that joins or comes back goes to a random place in the rest of the current pass
+// (§7.1 step 1), so it is probed within this pass or the next.
+void Membership::EnterProbeOrder(NodeId id) {
+  const size_t at = probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1);
+  probe_order_.insert(probe_order_.begin() + static_cast<std::ptrdiff_t>(at), id);
 }
 
 void Membership::Merge(const MemberEntry& entry, TimePoint now) {
@@ -235,7 +237,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     Broadcast(entry.id);
     if (IsLive(entry.state)) {
       events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation, entry.address});
-      probe_order_.insert(probe_order_.begin() + static_cast<long>(probe_next_ + rng_() % (probe_order_.size() - probe_next_ + 1)), entry.id);
+  EnterProbeOrder(entry.id);
     }
     return;
   }
@@ -284,13 +286,13 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
           },
           [&](const Join& j) {
             Merge(j.self, now);
-            Send(j.self.address, Digest{AllEntries(), false});
+            Send(j.self.address, Digest{Members(), false});
             return true;
           },
           [&](const Digest& d) {
             MergeAll(d.members, now);
             if (d.reply_wanted) {
-              if (auto s = Find(sender)) Send(s->address, Digest{AllEntries(), false});
+              if (auto s = Find(sender)) Send(s->address, Digest{Members(), false});
             }
             return true;
           },
@@ -315,7 +317,7 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
                                         it->second.entry.incarnation >= message.incarnation &&
                                         now - it->second.last_digest_reply >= options_.probe_interval) {
     it->second.last_digest_reply = now;
-    Send(it->second.entry.address, Digest{AllEntries(), false});
+    Send(it->second.entry.address, Digest{Members(), false});
   }
   UpdateView();
   return true;
@@ -352,7 +354,7 @@ void Membership::SendDigests(TimePoint) {
   std::shuffle(live.begin(), live.end(), rng_);
   const size_t fanout = std::min<size_t>(live.size(), static_cast<size_t>(options_.gossip_fanout));
   if (fanout == 0) return;
-  const std::vector<MemberEntry> all = AllEntries();
+  const std::vector<MemberEntry> all = Members();
   for (size_t i = 0; i < fanout; ++i) Send(members_.at(live[i]).entry.address, Digest{all, false});
 }
 
@@ -381,7 +383,7 @@ void Membership::GossipToDead(TimePoint now) {
   }
   if (dead.empty()) return;
   const NodeId pick = dead[rng_() % dead.size()];
-  Send(members_.at(pick).entry.address, Digest{AllEntries(), true});
+  Send(members_.at(pick).entry.address, Digest{Members(), true});
 }
 
 void Membership::Expire(TimePoint now) {

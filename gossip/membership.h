@@ -155,7 +155,8 @@ class Membership {
   void Broadcast(NodeId id);
   void Send(const std::string& address, Payload payload);
   std::vector<MemberEntry> Piggyback();
-  std::vector<MemberEntry> AllEntries() const;
+  void EnterProbeOrder(NodeId id);
+  Duration SuspicionFor(size_t n) const;
   std::vector<NodeId> LiveOthers() const;
   static bool IsLive(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
 
