@@ -237,7 +237,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     Broadcast(entry.id);
     if (IsLive(entry.state)) {
       events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation, entry.address});
-  EnterProbeOrder(entry.id);
+      EnterProbeOrder(entry.id);
     }
     return;
   }

@@ -92,7 +92,6 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
   }
   o.cluster_id = c.cluster;
   o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
-  o.membership.address = "pending";  // filled in by PeerNode::Start
   o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
   o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
   o.membership.suspicion_multiplier = c.suspicion_multiplier;
@@ -104,7 +103,6 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
                                 ") must be below probe_interval_ms (" +
                                 std::to_string(c.probe_interval_ms) + ")");
   }
-  if (Status s = o.membership.Validate(); !s.ok()) return s;
   return o;
 }
 

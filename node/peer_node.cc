@@ -1,6 +1,8 @@
 #include "node/peer_node.h"
 
 #include <functional>
+#include <future>
+#include <optional>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -133,10 +135,20 @@ void PeerNode::Flush() {
 void PeerNode::Run() {
   const Duration tick = options_.membership.probe_interval / 20;
   TimePoint next_resolve = clock_.Now() + options_.reresolve_seeds;
+  // DNS can block for seconds (a Service with no ready pods); the driver must keep probing and
+  // acking meanwhile, so names are re-resolved on another thread and picked up when ready.
+  std::future<std::vector<std::string>> resolving;
   while (!leave_.load()) {
     auto message = transport_->Receive(std::chrono::duration_cast<std::chrono::milliseconds>(tick) +
                                        std::chrono::milliseconds(1));
     const TimePoint now = clock_.Now();
+    std::optional<std::vector<std::string>> seeds;
+    if (resolving.valid() && resolving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      seeds = resolving.get();
+    } else if (!resolving.valid() && now >= next_resolve) {
+      next_resolve = now + options_.reresolve_seeds;
+      resolving = std::async(std::launch::async, ResolveSeeds, options_.seeds, nullptr);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (message.has_value()) Handle(*message, now);
     // Drain what else is waiting before ticking.
@@ -145,11 +157,8 @@ void PeerNode::Run() {
       if (!more.has_value()) break;
       Handle(*more, now);
     }
+    if (seeds.has_value()) membership_->SetSeeds(std::move(*seeds));
     membership_->Tick(now);
-    if (now >= next_resolve) {
-      next_resolve = now + options_.reresolve_seeds;
-      membership_->SetSeeds(ResolveSeeds(options_.seeds));
-    }
     Flush();
   }
   {

@@ -74,7 +74,6 @@ class PeerNode {
   const std::string endpoint_;
   const gossip::NodeId id_;
   RealClock clock_;
-  std::atomic<bool> stop_{false};
   std::atomic<bool> leave_{false};
 
   mutable std::mutex mu_;  // guards membership_ and the counters

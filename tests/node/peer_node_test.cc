@@ -23,7 +23,6 @@ PeerNodeOptions Options(gossip::NodeId id, std::vector<std::string> seeds) {
   o.listen = "tcp://127.0.0.1:0";
   o.seeds = std::move(seeds);
   o.cluster_id = "test-cluster";
-  o.membership.address = "pending";
   o.membership.probe_interval = milliseconds(100);
   o.membership.probe_timeout = milliseconds(40);
   o.membership.join_retry = milliseconds(200);
