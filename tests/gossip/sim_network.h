@@ -123,7 +123,8 @@ class SimCluster {
     MemberEvent event;
   };
   const std::vector<Event>& events() const { return events_; }
-  // Messages delivered so far, for tests that count traffic.
+  // Called for every message a node sends (before loss and duplication), for tests that count
+  // traffic.
   struct Delivery {
     size_t from;
     size_t to;

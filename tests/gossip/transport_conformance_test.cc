@@ -16,10 +16,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct Kind {
-  std::string name;
-};
-
 class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   // A listen address no one else uses in this process.
@@ -151,8 +147,7 @@ TEST_P(TransportConformanceTest, VanishedPeerNeverBlocksAndDropsOldestUpdatesFir
   EXPECT_EQ(a->Stats().dropped_control, 0u);
 
   // When the peer appears, the survivors arrive: the 10 control messages and the newest updates.
-  TransportOptions at;
-  auto b = Make(nowhere, at);
+  auto b = Make(nowhere);
   ASSERT_NE(b, nullptr);
   auto got = ReceiveN(*b, 64);
   ASSERT_EQ(got.size(), 64u);
