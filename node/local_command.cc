@@ -67,7 +67,9 @@ struct Child {
   int out_fd = -1;
   std::string endpoint;
   std::string buffer;
-  nlohmann::json last;  // latest --report json line
+  // From the latest --report json line, parsed once when it arrives.
+  std::map<uint64_t, char> sees;  // member id -> state letter
+  uint64_t heartbeat = 0, alive = 0, rejected = 0;
   bool exited = false;
   int status = 0;
 };
@@ -91,6 +93,26 @@ std::vector<int> FreePorts(int n) {
   }
   for (int fd : fds) ::close(fd);
   return ports;
+}
+
+char StateChar(const std::string& state);
+
+// Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
+// have that shape is ignored: the table shows the previous one.
+void Absorb(Child& c, const nlohmann::json& report) {
+  try {
+    std::map<uint64_t, char> sees;
+    for (const auto& m : report.at("members")) {
+      sees[m.at("id").get<uint64_t>()] = StateChar(m.at("state").get<std::string>());
+    }
+    uint64_t rejected = 0;
+    for (const auto& [k, v] : report.at("rejected").items()) rejected += v.get<uint64_t>();
+    c.heartbeat = report.at("members").at(0).at("heartbeat").get<uint64_t>();
+    c.alive = report.at("alive").get<uint64_t>();
+    c.rejected = rejected;
+    c.sees = std::move(sees);
+  } catch (const nlohmann::json::exception&) {
+  }
 }
 
 char StateChar(const std::string& state) {
@@ -178,7 +200,7 @@ class LocalCluster {
       size_t nl;
       while ((nl = c.buffer.find('\n')) != std::string::npos) {
         auto parsed = nlohmann::json::parse(c.buffer.substr(0, nl), nullptr, false);
-        if (!parsed.is_discarded()) c.last = std::move(parsed);
+        if (!parsed.is_discarded()) Absorb(c, parsed);
         c.buffer.erase(0, nl + 1);
       }
     }
@@ -190,12 +212,9 @@ class LocalCluster {
   // node i's view of node j: 'A', 'S', 'D', 'L', '.' (unknown) or '=' (itself).
   char View(size_t i, size_t j) const {
     if (i == j) return '=';
-    const auto& last = children_[i].last;
-    if (!last.contains("members")) return '.';
-    for (const auto& m : last["members"]) {
-      if (m["id"].get<uint64_t>() == j + 1) return StateChar(m["state"].get<std::string>());
-    }
-    return '.';
+    const auto& sees = children_[i].sees;
+    auto it = sees.find(j + 1);
+    return it == sees.end() ? '.' : it->second;
   }
   bool AllSeeAllAlive() const {
     for (size_t i = 0; i < children_.size(); ++i) {
@@ -222,14 +241,8 @@ class LocalCluster {
         row += View(i, j);
         row += ' ';
       }
-      uint64_t heartbeat = 0, rejected = 0, alive = 0;
-      if (c.last.contains("members")) {
-        heartbeat = c.last["members"][0]["heartbeat"].get<uint64_t>();
-        alive = c.last["alive"].get<uint64_t>();
-        for (const auto& [k, v] : c.last["rejected"].items()) rejected += v.get<uint64_t>();
-      }
       out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}{}\n", i, c.endpoint, row,
-                         std::max<size_t>(4, children_.size() * 2), alive, heartbeat, rejected,
+                         std::max<size_t>(4, children_.size() * 2), c.alive, c.heartbeat, c.rejected,
                          c.exited ? "  (exited)" : "");
     }
     return out;
