@@ -44,6 +44,8 @@ struct MemberEntry {
   MemberState state = MemberState::kAlive;
   uint64_t heartbeat = 0;   // the member's own counter, merged by max within an incarnation
   uint64_t step_clock = 0;  // the member's training clock, merged by max (soft sync)
+  uint64_t samples = 0;     // training samples processed this incarnation, merged by max (budget)
+  bool finished = false;    // the member saw the cluster's budget end the run, merged by "or"
   bool operator==(const MemberEntry&) const = default;
 };
 
@@ -86,24 +88,29 @@ struct Leave {
 
 // ---- Training traffic (headers only; the tensor bytes are the following frames) ----
 
-// A compressed or dense model/update difference: frame 0 is coding::EncodeUpdate's bytes.
+// One step of a public-copy stream (CHOCO, gossip/choco.h): frame 0 is coding::EncodeUpdate's
+// bytes. A stream belongs to one sender incarnation; its public copy has a version that every
+// update advances by one.
 struct UpdateHeader {
-  uint64_t round = 0;        // the sender's gossip round
-  uint64_t base_sequence = 0;  // sequence of the previous update on this stream (gap detection)
+  uint64_t round = 0;          // the version of the public copy this update produces
+  uint64_t base_sequence = 0;  // the version it applies to (a receiver at another version has a gap)
   uint32_t dimension = 0;
   bool dense = false;
+  bool from_initial = false;   // version 0 is the cluster's seeded initial model
   bool operator==(const UpdateHeader&) const = default;
 };
 // Asks the receiver for a dense snapshot of its public copy (after a gap, a new neighbour, or a
 // restart).
 struct SnapshotRequest {
-  uint64_t from_sequence = 0;  // the last sequence the requester applied from the receiver
+  uint64_t from_sequence = 0;  // the last version the requester applied from the receiver
+  bool model = false;          // the receiver's model itself (join, catch-up), not its public copy
   bool operator==(const SnapshotRequest&) const = default;
 };
 // A dense snapshot; frame 0 holds the parameters.
 struct SnapshotReply {
-  uint64_t round = 0;
+  uint64_t round = 0;  // the version of the public copy (model snapshots: the sender's step)
   uint32_t dimension = 0;
+  bool model = false;
   bool operator==(const SnapshotReply&) const = default;
 };
 // CodedReduce (issue 6): a model sent down the tree or a coded partial gradient sent up; frame 0

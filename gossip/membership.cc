@@ -15,6 +15,13 @@ struct Overloaded : F... {
 template <typename... F>
 Overloaded(F...) -> Overloaded<F...>;
 
+// Training progress only grows within one incarnation: `into` keeps the larger of each.
+void MergeProgress(const MemberEntry& from, MemberEntry& into) {
+  into.step_clock = std::max(into.step_clock, from.step_clock);
+  into.samples = std::max(into.samples, from.samples);
+  into.finished = into.finished || from.finished;
+}
+
 }  // namespace
 
 Status MembershipOptions::Validate() const {
@@ -172,10 +179,10 @@ void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) 
   const MemberState before = m.entry.state;
   const bool newer_life = entry.incarnation > m.entry.incarnation;
   const uint64_t heartbeat = newer_life ? entry.heartbeat : std::max(entry.heartbeat, m.entry.heartbeat);
-  const uint64_t step = newer_life ? entry.step_clock : std::max(entry.step_clock, m.entry.step_clock);
+  const MemberEntry before_entry = m.entry;
   m.entry = entry;
   m.entry.heartbeat = heartbeat;
-  m.entry.step_clock = step;
+  if (!newer_life) MergeProgress(before_entry, m.entry);
   if (before == entry.state && !newer_life) return;
   m.since = now;
   if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
@@ -246,7 +253,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     Transition(m, entry, now);
   } else if (entry.incarnation == m.entry.incarnation) {
     m.entry.heartbeat = std::max(m.entry.heartbeat, entry.heartbeat);
-    m.entry.step_clock = std::max(m.entry.step_clock, entry.step_clock);
+    MergeProgress(entry, m.entry);
   }
 }
 

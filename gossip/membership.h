@@ -112,7 +112,13 @@ class Membership {
   Incarnation incarnation() const { return self_.incarnation; }
   const std::string& address() const { return self_.address; }
   bool has_left() const { return left_; }
-  void SetStepClock(uint64_t step_clock) { self_.step_clock = step_clock; }
+  // Training progress, gossiped in this node's entry (soft sync and the cluster budget). Within
+  // an incarnation receivers keep the maximum, so these only take effect when they grow.
+  void SetProgress(uint64_t step_clock, uint64_t samples, bool finished) {
+    self_.step_clock = step_clock;
+    self_.samples = samples;
+    self_.finished = finished;
+  }
   // Seeds are re-resolved by the driver (DNS names), so they can change.
   void SetSeeds(std::vector<std::string> seeds) { options_.seeds = std::move(seeds); }
 

@@ -29,6 +29,8 @@ void SetEntry(wire::MemberEntry::Builder b, const gossip::MemberEntry& e) {
   b.setState(static_cast<wire::MemberState>(e.state));
   b.setHeartbeat(e.heartbeat);
   b.setStepClock(e.step_clock);
+  b.setSamples(e.samples);
+  b.setFinished(e.finished);
 }
 
 void SetEntries(capnp::List<wire::MemberEntry>::Builder list,
@@ -60,6 +62,8 @@ gossip::MemberEntry ReadEntry(wire::MemberEntry::Reader r, const DecodeLimits& l
   e.state = static_cast<gossip::MemberState>(state);
   e.heartbeat = r.getHeartbeat();
   e.step_clock = r.getStepClock();
+  e.samples = r.getSamples();
+  e.finished = r.getFinished();
   return e;
 }
 
@@ -113,12 +117,16 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
           b.setBaseSequence(v.base_sequence);
           b.setDimension(v.dimension);
           b.setDense(v.dense);
+          b.setFromInitial(v.from_initial);
         } else if constexpr (std::is_same_v<P, gossip::SnapshotRequest>) {
-          p.initSnapshotRequest().setFromSequence(v.from_sequence);
+          auto b = p.initSnapshotRequest();
+          b.setFromSequence(v.from_sequence);
+          b.setModel(v.model);
         } else if constexpr (std::is_same_v<P, gossip::SnapshotReply>) {
           auto b = p.initSnapshotReply();
           b.setRound(v.round);
           b.setDimension(v.dimension);
+          b.setModel(v.model);
         } else if constexpr (std::is_same_v<P, gossip::CodedMessage>) {
           auto b = p.initCoded();
           b.setKind(static_cast<wire::CodedMessage::Kind>(v.kind));
@@ -164,13 +172,15 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
     case W::UPDATE: {
       auto r = p.getUpdate();
       return gossip::UpdateHeader{r.getRound(), r.getBaseSequence(), r.getDimension(),
-                                  r.getDense()};
+                                  r.getDense(), r.getFromInitial()};
     }
-    case W::SNAPSHOT_REQUEST:
-      return gossip::SnapshotRequest{p.getSnapshotRequest().getFromSequence()};
+    case W::SNAPSHOT_REQUEST: {
+      auto r = p.getSnapshotRequest();
+      return gossip::SnapshotRequest{r.getFromSequence(), r.getModel()};
+    }
     case W::SNAPSHOT_REPLY: {
       auto r = p.getSnapshotReply();
-      return gossip::SnapshotReply{r.getRound(), r.getDimension()};
+      return gossip::SnapshotReply{r.getRound(), r.getDimension(), r.getModel()};
     }
     case W::CODED: {
       auto r = p.getCoded();

@@ -25,6 +25,8 @@ struct MemberEntry {
   state @3 :MemberState;
   heartbeat @4 :UInt64;
   stepClock @5 :UInt64;
+  samples @6 :UInt64;    # training samples the member has processed in this incarnation
+  finished @7 :Bool;     # the member has seen the cluster's budget end the run
 }
 
 struct Ping {
@@ -62,15 +64,18 @@ struct UpdateHeader {
   baseSequence @1 :UInt64;
   dimension @2 :UInt32;
   dense @3 :Bool;
+  fromInitial @4 :Bool;  # version 0 of this stream is the cluster's seeded initial model
 }
 
 struct SnapshotRequest {
   fromSequence @0 :UInt64;
+  model @1 :Bool;        # the sender's model itself (join, catch-up), not its public copy
 }
 
 struct SnapshotReply {
   round @0 :UInt64;
   dimension @1 :UInt32;
+  model @2 :Bool;
 }
 
 struct CodedMessage {

@@ -26,7 +26,8 @@ gossip::Envelope Sample() {
 }
 
 gossip::MemberEntry Entry(uint64_t id, gossip::MemberState state) {
-  return {id, "tcp://10.0.0." + std::to_string(id) + ":7070", id * 3, state, id * 100, id * 7};
+  return {id,     "tcp://10.0.0." + std::to_string(id) + ":7070", id * 3, state, id * 100, id * 7,
+          id * 64, id % 2 == 1};
 }
 
 // One value of every payload kind, with non-default fields so a dropped field shows.
@@ -44,9 +45,9 @@ std::vector<gossip::Payload> EveryPayload() {
           gossip::Join{Entry(9, MemberState::kAlive)},
           gossip::Digest{gossip, true},
           gossip::Leave{},
-          gossip::UpdateHeader{5, 6, 7850, true},
-          gossip::SnapshotRequest{77},
-          gossip::SnapshotReply{8, 1000},
+          gossip::UpdateHeader{5, 6, 7850, true, true},
+          gossip::SnapshotRequest{77, true},
+          gossip::SnapshotReply{8, 1000, true},
           gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000}};
 }
 
