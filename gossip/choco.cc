@@ -1,0 +1,347 @@
+#include "gossip/choco.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/check.h"
+#include "coding/vector_ops.h"
+
+namespace murmur::gossip {
+
+double DefaultGamma(const coding::CompressorOptions& c) {
+  using coding::Operator;
+  switch (c.op) {
+    case Operator::kNone:
+    case Operator::kFp16:
+      return 1.0;
+    case Operator::kInt8:
+      return 0.8;
+    case Operator::kQsgd:
+      return c.rescale ? 0.34 : 0.2;
+    case Operator::kTopK:
+    case Operator::kSampledTopK:
+      return std::clamp(40.0 * c.ratio, 0.02, 1.0);
+    case Operator::kThreshold:
+    case Operator::kOneBit:
+      return 0.1;
+  }
+  return 0.1;
+}
+
+Status ChocoOptions::Validate() const {
+  if (dimension == 0) return InvalidArgumentError("CHOCO needs a model with at least one parameter");
+  if (!(gamma >= 0 && gamma <= 1)) {
+    return InvalidArgumentError("consensus step gamma must be in (0, 1] (0 picks the default), got " +
+                                std::to_string(gamma));
+  }
+  if (guard_window < 1 || guard_checks < 1) {
+    return InvalidArgumentError("divergence guard window and checks must be at least 1");
+  }
+  return OkStatus();
+}
+
+const char* ChocoVerdictName(ChocoVerdict verdict) {
+  switch (verdict) {
+    case ChocoVerdict::kApplied: return "applied";
+    case ChocoVerdict::kDuplicate: return "duplicate";
+    case ChocoVerdict::kGap: return "gap";
+    case ChocoVerdict::kAwaitingSnapshot: return "awaiting_snapshot";
+    case ChocoVerdict::kStaleIncarnation: return "stale_incarnation";
+    case ChocoVerdict::kSnapshotServed: return "snapshot_served";
+    case ChocoVerdict::kRejected: return "rejected";
+  }
+  return "unknown";
+}
+
+StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& options,
+                                                           std::span<const float> public_copy,
+                                                           std::span<const float> initial_model,
+                                                           bool from_initial) {
+  MURMUR_RETURN_IF_ERROR(options.Validate());
+  if (public_copy.size() != options.dimension || initial_model.size() != options.dimension) {
+    return InvalidArgumentError("CHOCO: public copy of " + std::to_string(public_copy.size()) +
+                                " and initial model of " + std::to_string(initial_model.size()) +
+                                " values for a model of " + std::to_string(options.dimension));
+  }
+  if (!coding::AllFinite(public_copy)) {
+    return InvalidArgumentError("CHOCO: the initial public copy holds a NaN or infinity");
+  }
+  coding::CompressorOptions compressor = options.compressor;
+  compressor.error_feedback = false;
+  MURMUR_ASSIGN_OR_RETURN(auto c, coding::Compressor::Create(compressor, options.dimension));
+  std::unique_ptr<ChocoGossip> g(new ChocoGossip(options, std::move(c)));
+  g->public_.assign(public_copy.begin(), public_copy.end());
+  g->initial_.assign(initial_model.begin(), initial_model.end());
+  g->from_initial_ = from_initial;
+  return g;
+}
+
+ChocoGossip::ChocoGossip(const ChocoOptions& options, coding::Compressor compressor)
+    : options_(options),
+      compressor_(std::move(compressor)),
+      gamma_(options.gamma > 0 ? options.gamma : DefaultGamma(options.compressor)) {}
+
+RoundPeers ChocoGossip::Peers(const std::vector<NodeId>& view, uint64_t round) const {
+  if (!std::binary_search(view.begin(), view.end(), options_.self)) return {};
+  const uint64_t r = options_.sampling.topology == Topology::kRandom ? 0 : round;
+  return PeersFor(options_.sampling, view, options_.self, r);
+}
+
+std::vector<NodeId> ChocoGossip::Trackers(const std::vector<NodeId>& view, uint64_t round) const {
+  std::vector<NodeId> out = Peers(view, round).send_to;
+  if (options_.sampling.topology == Topology::kExponential && view.size() > 2) {
+    const int period = static_cast<int>(std::ceil(std::log2(static_cast<double>(view.size()))));
+    for (int r = 1; r < period; ++r) {
+      for (NodeId id : Peers(view, round + r).send_to) out.push_back(id);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void ChocoGossip::RequestSnapshot(NodeId id, Copy& copy, TimePoint now) {
+  copy.ready = false;
+  if (copy.requested && now - copy.requested_at < options_.snapshot_retry) return;
+  copy.requested = true;
+  copy.requested_at = now;
+  output_.push_back({id, SnapshotRequest{copy.version, false}, nullptr});
+}
+
+ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
+  if (m.from == options_.self) {
+    return {ChocoVerdict::kRejected, InvalidArgumentError("a CHOCO message from this node's own id"),
+            coding::DecodeFailure::kNone};
+  }
+  if (const auto* request = std::get_if<SnapshotRequest>(&m.payload)) {
+    if (request->model) {
+      return {ChocoVerdict::kRejected,
+              InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
+              coding::DecodeFailure::kNone};
+    }
+    coding::Update snapshot;
+    snapshot.Clear(coding::Operator::kNone, options_.dimension);
+    snapshot.dense = true;
+    snapshot.values = public_;
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    coding::EncodeUpdate(snapshot, *bytes);
+    output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
+    return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  auto it = copies_.find(m.from);
+  if (it != copies_.end() && m.incarnation < it->second.incarnation) {
+    return {ChocoVerdict::kStaleIncarnation, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  if (it == copies_.end() || m.incarnation > it->second.incarnation) {
+    Copy fresh;
+    fresh.incarnation = m.incarnation;
+    it = copies_.insert_or_assign(m.from, std::move(fresh)).first;
+  }
+  if (const auto* h = std::get_if<UpdateHeader>(&m.payload)) return OnUpdate(m, *h, it->second, now);
+  if (const auto* h = std::get_if<SnapshotReply>(&m.payload)) {
+    if (h->model) {
+      return {ChocoVerdict::kRejected,
+              InvalidArgumentError("model snapshots are taken by the node, not by CHOCO"),
+              coding::DecodeFailure::kNone};
+    }
+    return OnSnapshot(m, *h, it->second);
+  }
+  return {ChocoVerdict::kRejected, InvalidArgumentError("not a CHOCO message"),
+          coding::DecodeFailure::kNone};
+}
+
+ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy,
+                                      TimePoint now) {
+  if (h.dimension != options_.dimension) {
+    return {ChocoVerdict::kRejected,
+            InvalidArgumentError("update for a model of " + std::to_string(h.dimension) +
+                                 " parameters; this model has " + std::to_string(options_.dimension)),
+            coding::DecodeFailure::kWrongDimension};
+  }
+  if (h.round != h.base_sequence + 1) {
+    return {ChocoVerdict::kRejected,
+            InvalidArgumentError("update from version " + std::to_string(h.base_sequence) + " to " +
+                                 std::to_string(h.round) + ": a stream advances by one"),
+            coding::DecodeFailure::kNone};
+  }
+  if (copy.ready && h.round <= copy.version) {
+    return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  if (!copy.ready && h.from_initial && h.base_sequence == 0) {
+    copy.values = initial_;
+    copy.version = 0;
+    copy.ready = true;
+    copy.requested = false;
+  }
+  if (!copy.ready) {
+    if (copy.requested && now - copy.requested_at < options_.snapshot_retry) {
+      return {ChocoVerdict::kAwaitingSnapshot, OkStatus(), coding::DecodeFailure::kNone};
+    }
+    RequestSnapshot(m.from, copy, now);
+    return {ChocoVerdict::kGap, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  if (h.base_sequence != copy.version) {
+    RequestSnapshot(m.from, copy, now);
+    return {ChocoVerdict::kGap, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, received_, &failure); !s.ok()) {
+    // The stream now has a hole: the next update will not fit and brings a snapshot.
+    return {ChocoVerdict::kRejected, s, failure};
+  }
+  coding::AddTo(received_, 1.0f, copy.values);
+  copy.version = h.round;
+  return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
+}
+
+ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy) {
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  if (h.dimension != options_.dimension) {
+    return {ChocoVerdict::kRejected,
+            InvalidArgumentError("snapshot of a model of " + std::to_string(h.dimension) +
+                                 " parameters; this model has " + std::to_string(options_.dimension)),
+            coding::DecodeFailure::kWrongDimension};
+  }
+  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, received_, &failure); !s.ok()) {
+    return {ChocoVerdict::kRejected, s, failure};
+  }
+  if (!received_.dense) {
+    return {ChocoVerdict::kRejected, InvalidArgumentError("a public-copy snapshot must be dense"),
+            coding::DecodeFailure::kBadHeader};
+  }
+  if (copy.ready && h.round <= copy.version) {
+    return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  copy.values = received_.values;
+  copy.version = h.round;
+  copy.ready = true;
+  copy.requested = false;
+  return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
+}
+
+StatusOr<ChocoRoundStats> ChocoGossip::Round(std::span<float> x, const std::vector<NodeId>& view,
+                                             uint64_t round,
+                                             const std::function<double(NodeId)>& damping) {
+  MURMUR_ASSIGN_OR_RETURN(ChocoRoundStats stats, Publish(x, view, round));
+  Mix(x, view, round, damping, stats);
+  return stats;
+}
+
+StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::vector<NodeId>& view,
+                                               uint64_t round) {
+  const size_t d = options_.dimension;
+  if (x.size() != d) {
+    return InvalidArgumentError("CHOCO round with a model of " + std::to_string(x.size()) +
+                                " values; expected " + std::to_string(d));
+  }
+  if (auto bad = coding::FirstNonFinite(x)) {
+    return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
+                                " is not finite");
+  }
+  ChocoRoundStats stats;
+  diff_.resize(d);
+  for (size_t k = 0; k < d; ++k) diff_[k] = x[k] - public_[k];
+  MURMUR_RETURN_IF_ERROR(compressor_.Compress(diff_, q_));
+  coding::AddTo(q_, 1.0f, public_);
+  ++version_;
+  stats.sent_values = q_.count();
+  const std::vector<NodeId> trackers = Trackers(view, round);
+  stats.trackers = trackers.size();
+  if (!trackers.empty()) {
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    stats.encoded_bytes = coding::EncodeUpdate(q_, *bytes);
+    for (NodeId to : trackers) {
+      output_.push_back({to, UpdateHeader{version_, version_ - 1, options_.dimension, q_.dense,
+                                          from_initial_},
+                         bytes});
+    }
+  }
+  return stats;
+}
+
+void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint64_t round,
+                      const std::function<double(NodeId)>& damping, ChocoRoundStats& stats) {
+  const size_t d = options_.dimension;
+  MURMUR_CHECK_EQ(x.size(), d);
+  const RoundPeers peers = Peers(view, round);
+  mix_.assign(d, 0.0);
+  for (const Neighbor& n : peers.receive_from) {
+    auto it = copies_.find(n.id);
+    if (it == copies_.end() || !it->second.ready) {
+      ++stats.missing;
+      continue;
+    }
+    const double w = n.weight * std::clamp(damping ? damping(n.id) : 1.0, 0.0, 1.0);
+    const float* xj = it->second.values.data();
+    for (size_t k = 0; k < d; ++k) mix_[k] += w * (static_cast<double>(xj[k]) - public_[k]);
+    ++stats.mixed;
+  }
+  double mix_norm = 0;
+  for (size_t k = 0; k < d; ++k) {
+    x[k] += static_cast<float>(gamma_ * mix_[k]);
+    mix_norm += mix_[k] * mix_[k];
+  }
+  const double public_norm = std::sqrt(coding::SquaredL2Norm(public_));
+  stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm, 1e-12);
+  if (stats.mixed > 0) stats.gamma_halved = Guard(std::sqrt(mix_norm), stats.consensus_distance);
+}
+
+bool ChocoGossip::Guard(double distance, double relative) {
+  // Growth is judged on the absolute distance: when the iteration diverges the models blow up
+  // with it, so the relative distance stays flat.
+  window_sum_ += distance;
+  window_relative_ += relative;
+  if (++window_rounds_ < options_.guard_window) return false;
+  const double mean = window_sum_ / window_rounds_;
+  const double mean_relative = window_relative_ / window_rounds_;
+  window_sum_ = 0;
+  window_relative_ = 0;
+  window_rounds_ = 0;
+  const bool growing = previous_window_ >= 0 && mean > previous_window_ &&
+                       mean_relative > options_.guard_floor;
+  previous_window_ = mean;
+  growing_windows_ = growing ? growing_windows_ + 1 : 0;
+  if (growing_windows_ < options_.guard_checks || gamma_ <= options_.min_gamma) return false;
+  gamma_ = std::max(gamma_ / 2, options_.min_gamma);
+  growing_windows_ = 0;
+  ++gamma_halvings_;
+  return true;
+}
+
+std::vector<ChocoOutgoing> ChocoGossip::TakeOutput() {
+  std::vector<ChocoOutgoing> out;
+  out.swap(output_);
+  return out;
+}
+
+bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) const {
+  MURMUR_CHECK_EQ(out.size(), public_.size());
+  const RoundPeers peers = Peers(view, 0);
+  double total = 0;
+  std::vector<double> acc(out.size(), 0.0);
+  for (const Neighbor& n : peers.receive_from) {
+    auto it = copies_.find(n.id);
+    if (it == copies_.end() || !it->second.ready) continue;
+    for (size_t k = 0; k < acc.size(); ++k) acc[k] += n.weight * it->second.values[k];
+    total += n.weight;
+  }
+  if (total <= 0) return false;
+  for (size_t k = 0; k < acc.size(); ++k) out[k] = static_cast<float>(acc[k] / total);
+  return true;
+}
+
+void ChocoGossip::Forget(NodeId id) { copies_.erase(id); }
+
+std::span<const float> ChocoGossip::CopyOf(NodeId id) const {
+  auto it = copies_.find(id);
+  if (it == copies_.end() || !it->second.ready) return {};
+  return it->second.values;
+}
+
+uint64_t ChocoGossip::CopyVersion(NodeId id) const {
+  auto it = copies_.find(id);
+  return it == copies_.end() ? 0 : it->second.version;
+}
+
+}  // namespace murmur::gossip

@@ -1,0 +1,205 @@
+#pragma once
+// CHOCO-Gossip / CHOCO-SGD averaging (Koloskova, Stich, Jaggi, ICML 2019; algorithms.md §3) as a
+// sans-IO state machine: messages in through Step(), a round through Round(), messages out
+// through TakeOutput(). No sockets, no wall clock.
+//
+// Every node keeps its model x_i (owned by the caller: the trainer), its public copy x̂_i, and a
+// copy x̂_j of each peer's public copy it has heard from. A round (§3.3 steps 2–5, the ICLR 2020
+// ordering): q_i = C(x_i − x̂_i); x̂_i += q_i; send q_i to every tracker; then
+// x_i += γ Σ_j w_ij d_j (x̂_j − x̂_i) over the peers this node mixes, with d_j ∈ (0, 1] the
+// caller's staleness damping. Only q travels, and sender and receivers apply it to bit-identical
+// copies, which is what makes the method correct (§3.3 "Key invariant"). There is no separate
+// error feedback: x − x̂ is the memory of what has not been sent yet.
+//
+// Streams. A public copy is a stream owned by (node, incarnation) whose version grows by one per
+// update; an update names the version it applies to. A receiver applies an update only at that
+// version. Anything else — a gap (the transport dropped an update under back-pressure, a peer
+// that was not a neighbour before, a restart, a corrupt message) — makes it ask the owner for a
+// dense snapshot of its public copy and drop the stream's updates until the snapshot arrives
+// (re-asking every `snapshot_retry`). Tracking never silently drifts. A stream whose version 0
+// is the cluster's seeded initial model (every node that started with the run) says so, and
+// receivers then start it from that model without a snapshot.
+//
+// Trackers: a node sends q_i to every node that may mix x̂_i: the union of PeersFor's send_to
+// over one period of the topology (ring and random: the neighbours of the current view; the
+// exponential graph: its ceil(log2 P) out-peers). The random topology is drawn once per view
+// here (round 0), since a stream needs stable readers.
+//
+// Divergence guard (§3.4): every `guard_window` rounds the mean consensus distance
+// ‖Σ_j w_ij (x̂_j − x̂_i)‖ of the window is compared with the previous window's; when it grew for
+// `guard_checks` windows in a row while the relative distance (over ‖x̂_i‖) is above
+// `guard_floor`, γ is halved (and the event reported), down to `min_gamma`.
+//
+// Thread safety: none; one thread (the node's training thread) drives it.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "coding/compressor.h"
+#include "coding/update.h"
+#include "coding/update_codec.h"
+#include "gossip/envelope.h"
+#include "gossip/peer_sampling.h"
+
+namespace murmur::gossip {
+
+// γ when none is configured, per operator: 1 for lossless or nearly lossless operators (CHOCO
+// is then exact gossip), the tuned values of the CHOCO experiments for QSGD, and for top-k / DGC
+// a value that grows with the kept fraction (0.4 at 1 %, which the bench tuned for the MLP on a
+// ring of 8; algorithms.md §3.4 gives 0.04 for convex logistic regression on a ring of 9).
+double DefaultGamma(const coding::CompressorOptions& compressor);
+
+struct ChocoOptions {
+  NodeId self = 0;
+  Incarnation incarnation = 0;
+  uint32_t dimension = 0;
+  coding::CompressorOptions compressor;  // error feedback is turned off: x − x̂ is the memory
+  double gamma = 0;                      // 0: DefaultGamma(compressor)
+  PeerSamplingOptions sampling;
+  Duration snapshot_retry = std::chrono::seconds(2);
+  int guard_window = 10;
+  int guard_checks = 3;
+  double guard_floor = 0.05;
+  double min_gamma = 1e-4;
+
+  Status Validate() const;
+};
+
+// A received CHOCO message (header already decoded and checked by the node).
+struct ChocoIncoming {
+  NodeId from = 0;
+  Incarnation incarnation = 0;
+  Payload payload;                   // UpdateHeader, SnapshotRequest (model = false) or SnapshotReply
+  std::span<const std::byte> frame;  // the encoded update or snapshot; empty for a request
+};
+
+struct ChocoOutgoing {
+  NodeId to = 0;
+  Payload payload;  // UpdateHeader, SnapshotRequest or SnapshotReply
+  // Encoded update or snapshot (coding::EncodeUpdate bytes), shared by all receivers of one
+  // round; null for a request.
+  std::shared_ptr<const std::vector<std::byte>> frame;
+};
+
+// What Step did with a message; the node counts each.
+enum class ChocoVerdict : uint8_t {
+  kApplied,           // an update applied, or a snapshot installed
+  kDuplicate,         // an update the copy already holds
+  kGap,               // the copy is not at the update's base version: a snapshot was requested
+  kAwaitingSnapshot,  // dropped while a snapshot of that stream is on its way
+  kStaleIncarnation,  // from an older life of the sender
+  kSnapshotServed,    // a snapshot request answered
+  kRejected,          // undecodable or inconsistent (see `status` and `failure`)
+};
+inline constexpr int kChocoVerdictCount = 7;
+const char* ChocoVerdictName(ChocoVerdict verdict);
+
+struct ChocoStepResult {
+  ChocoVerdict verdict = ChocoVerdict::kApplied;
+  Status status;                                          // set for kRejected
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+};
+
+struct ChocoRoundStats {
+  size_t sent_values = 0;         // entries of q_i
+  size_t encoded_bytes = 0;       // size of q_i on the wire (per receiver)
+  size_t trackers = 0;            // receivers of q_i
+  size_t mixed = 0;               // peers whose copies took part in the consensus step
+  size_t missing = 0;             // peers to mix whose copies are not ready (weight kept)
+  double consensus_distance = 0;  // ‖Σ_j w_ij d_j (x̂_j − x̂_i)‖ / ‖x̂_i‖
+  bool gamma_halved = false;
+};
+
+class ChocoGossip {
+ public:
+  // `public_copy` is x̂_i at version 0: the seeded initial model when `from_initial` (then
+  // `initial_model` is the same vector), or the model a joining node adopted. `initial_model` is
+  // what streams that start from the cluster's initial model begin at.
+  static StatusOr<std::unique_ptr<ChocoGossip>> Create(const ChocoOptions& options,
+                                                       std::span<const float> public_copy,
+                                                       std::span<const float> initial_model,
+                                                       bool from_initial);
+
+  // One message from a peer.
+  ChocoStepResult Step(const ChocoIncoming& message, TimePoint now);
+
+  // One round (see the header comment). `x` is x_half on entry and the mixed model on return.
+  // `view` is the live view (sorted, with this node). `damping(j)` scales w_ij (1 = none); the
+  // weight removed stays with this node. kInvalidArgument (and nothing changes) when x has a
+  // NaN or infinity, or the wrong size.
+  StatusOr<ChocoRoundStats> Round(std::span<float> x, const std::vector<NodeId>& view,
+                                  uint64_t round, const std::function<double(NodeId)>& damping);
+  // Round in its two halves: Publish is steps 2–4 (q_i, x̂_i, output), Mix is step 5. A
+  // synchronous simulation publishes on every node and delivers before anyone mixes, which is
+  // the paper's iteration exactly; the node runtime calls Round.
+  StatusOr<ChocoRoundStats> Publish(std::span<float> x, const std::vector<NodeId>& view,
+                                    uint64_t round);
+  void Mix(std::span<float> x, const std::vector<NodeId>& view, uint64_t round,
+           const std::function<double(NodeId)>& damping, ChocoRoundStats& stats);
+
+  std::vector<ChocoOutgoing> TakeOutput();
+
+  // The weighted average of this node's mixing peers' public copies (ready ones only, renormalized
+  // over their weights) into `out`: what a straggler adopts to catch up without a transfer.
+  // False (and `out` untouched) when no mixing peer's copy is ready.
+  bool NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) const;
+
+  // Forgets the copy of `id` (a member that left or died).
+  void Forget(NodeId id);
+
+  double gamma() const { return gamma_; }
+  uint64_t version() const { return version_; }
+  std::span<const float> public_copy() const { return public_; }
+  // The copy of `id`'s public copy, empty when none is ready (tests compare them bit for bit).
+  std::span<const float> CopyOf(NodeId id) const;
+  uint64_t CopyVersion(NodeId id) const;
+  uint64_t gamma_halvings() const { return gamma_halvings_; }
+
+ private:
+  struct Copy {
+    Incarnation incarnation = 0;
+    uint64_t version = 0;
+    bool ready = false;
+    bool requested = false;
+    TimePoint requested_at{};
+    std::vector<float> values;
+  };
+
+  ChocoGossip(const ChocoOptions& options, coding::Compressor compressor);
+  RoundPeers Peers(const std::vector<NodeId>& view, uint64_t round) const;
+  std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
+  ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);
+  ChocoStepResult OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy);
+  void RequestSnapshot(NodeId id, Copy& copy, TimePoint now);
+  bool Guard(double distance, double relative);
+
+  ChocoOptions options_;
+  coding::Compressor compressor_;
+  double gamma_;
+  bool from_initial_ = false;
+  uint64_t version_ = 0;
+  std::vector<float> public_;
+  std::vector<float> initial_;
+  std::map<NodeId, Copy> copies_;
+  std::vector<ChocoOutgoing> output_;
+  // Scratch.
+  std::vector<float> diff_;
+  std::vector<double> mix_;
+  coding::Update q_;
+  coding::Update received_;
+  // Divergence guard.
+  double window_sum_ = 0;
+  double window_relative_ = 0;
+  int window_rounds_ = 0;
+  double previous_window_ = -1;
+  int growing_windows_ = 0;
+  uint64_t gamma_halvings_ = 0;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,389 @@
+#include "gossip/choco.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gossip/soft_sync.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+
+// P CHOCO nodes over a fake network that delivers (or drops) every output at once.
+struct Cluster {
+  std::vector<NodeId> view;
+  std::vector<std::unique_ptr<ChocoGossip>> nodes;
+  std::vector<std::vector<float>> x;
+  std::map<ChocoVerdict, int> verdicts;
+  std::function<bool(const ChocoOutgoing&)> drop;  // true: lose this message
+  TimePoint now{};
+
+  Cluster(size_t p, size_t d, const std::string& spec, double gamma, uint64_t seed,
+          Topology topology = Topology::kRing) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal;
+    std::vector<float> initial(d, 0.0f);
+    for (size_t i = 0; i < p; ++i) view.push_back(10 + i);
+    for (size_t i = 0; i < p; ++i) {
+      ChocoOptions o;
+      o.self = view[i];
+      o.incarnation = 1;
+      o.dimension = static_cast<uint32_t>(d);
+      o.compressor = *coding::ParseCompressorSpec(spec);
+      o.gamma = gamma;
+      o.sampling.topology = topology;
+      nodes.push_back(*ChocoGossip::Create(o, initial, initial, /*from_initial=*/true));
+      std::vector<float> xi(d);
+      for (float& v : xi) v = normal(rng);
+      x.push_back(std::move(xi));
+    }
+  }
+
+  size_t IndexOf(NodeId id) const { return static_cast<size_t>(id - 10); }
+
+  // Delivers until no node has output left (requests bring replies).
+  void Deliver(Incarnation incarnation = 1) {
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        for (ChocoOutgoing& out : nodes[i]->TakeOutput()) {
+          more = true;
+          if (drop && drop(out)) continue;
+          ChocoIncoming in{view[i], incarnation, out.payload, {}};
+          if (out.frame) in.frame = *out.frame;
+          const auto r = nodes[IndexOf(out.to)]->Step(in, now);
+          ++verdicts[r.verdict];
+        }
+      }
+    }
+  }
+
+  void SyncRound(uint64_t round) {
+    std::vector<ChocoRoundStats> stats(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) stats[i] = *nodes[i]->Publish(x[i], view, round);
+    Deliver();
+    for (size_t i = 0; i < nodes.size(); ++i) nodes[i]->Mix(x[i], view, round, nullptr, stats[i]);
+    now += milliseconds(10);
+  }
+
+  std::vector<double> Mean() const {
+    std::vector<double> m(x[0].size(), 0.0);
+    for (const auto& xi : x) {
+      for (size_t k = 0; k < m.size(); ++k) m[k] += xi[k] / static_cast<double>(x.size());
+    }
+    return m;
+  }
+  double ConsensusError() const {
+    const auto m = Mean();
+    double e = 0;
+    for (const auto& xi : x) {
+      for (size_t k = 0; k < m.size(); ++k) e += (xi[k] - m[k]) * (xi[k] - m[k]);
+    }
+    return e / static_cast<double>(x.size());
+  }
+  void ExpectCopiesConsistent(const std::string& when) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const auto mine = nodes[i]->public_copy();
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        if (i == j) continue;
+        const auto copy = nodes[j]->CopyOf(view[i]);
+        if (copy.empty()) continue;
+        ASSERT_EQ(nodes[j]->CopyVersion(view[i]), nodes[i]->version()) << when;
+        ASSERT_EQ(std::memcmp(copy.data(), mine.data(), mine.size_bytes()), 0)
+            << when << ": node " << j << "'s copy of node " << i << " differs";
+      }
+    }
+  }
+};
+
+TEST(ChocoTest, PreservesTheAverageForAnyCompressor) {
+  for (const char* spec : {"topk:0.1", "qsgd:16,rescale=on", "onebit:0.1", "none"}) {
+    const uint64_t seed = 7;
+    Cluster c(9, 100, spec, 0.2, seed);
+    const auto before = c.Mean();
+    for (uint64_t r = 0; r < 1000; ++r) c.SyncRound(r);
+    const auto after = c.Mean();
+    for (size_t k = 0; k < before.size(); ++k) {
+      ASSERT_NEAR(after[k], before[k], 1e-4) << spec << " seed " << seed << " entry " << k;
+    }
+  }
+}
+
+TEST(ChocoTest, TopKReachesConsensusOnARingOfNine) {
+  // algorithms.md §3.6 test 2 (in float32 the error stops at rounding, not at 1e-20).
+  const uint64_t seed = 3;
+  Cluster c(9, 100, "topk:0.1", 0.2, seed);
+  const double initial = c.ConsensusError();
+  for (uint64_t r = 0; r < 3000; ++r) c.SyncRound(r);
+  EXPECT_LT(c.ConsensusError(), initial * 1e-9) << "seed " << seed << ", initial " << initial;
+  EXPECT_EQ(c.verdicts[ChocoVerdict::kGap], 0);
+  EXPECT_EQ(c.verdicts[ChocoVerdict::kRejected], 0);
+}
+
+TEST(ChocoTest, IdentityCompressionWithGammaOneIsExactGossip) {
+  const uint64_t seed = 11;
+  Cluster c(6, 33, "none", 1.0, seed);
+  const auto w = MixingMatrix(PeerSamplingOptions{}, c.view, 0);
+  for (uint64_t r = 0; r < 20; ++r) {
+    std::vector<std::vector<double>> expected(c.x.size(), std::vector<double>(33, 0.0));
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      for (size_t j = 0; j < c.x.size(); ++j) {
+        for (size_t k = 0; k < 33; ++k) expected[i][k] += w[i][j] * c.x[j][k];
+      }
+    }
+    c.SyncRound(r);
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      for (size_t k = 0; k < 33; ++k) ASSERT_NEAR(c.x[i][k], expected[i][k], 1e-5) << "round " << r;
+    }
+  }
+}
+
+TEST(ChocoTest, EveryCopyOfAPublicCopyIsBitwiseEqualAfterEveryRound) {
+  for (Topology t : {Topology::kRing, Topology::kExponential, Topology::kRandom}) {
+    Cluster c(8, 257, "topk:0.05,values=fp16", 0.3, 5, t);
+    for (uint64_t r = 0; r < 60; ++r) {
+      c.SyncRound(r);
+      c.ExpectCopiesConsistent(std::string(TopologyName(t)) + " round " + std::to_string(r));
+    }
+  }
+}
+
+TEST(ChocoTest, ALostUpdateBringsASnapshotAndTrackingResumes) {
+  Cluster c(5, 64, "topk:0.1", 0.2, 9);
+  for (uint64_t r = 0; r < 5; ++r) c.SyncRound(r);
+  int dropped = 0;
+  c.drop = [&](const ChocoOutgoing& out) {
+    const bool lose = std::holds_alternative<UpdateHeader>(out.payload) && out.to == 12 && dropped < 2;
+    dropped += lose;
+    return lose;
+  };
+  c.SyncRound(5);
+  c.SyncRound(6);  // node 12 now sees a gap from each neighbour and asks for snapshots
+  EXPECT_EQ(dropped, 2);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kGap], 1);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kSnapshotServed], 1);
+  for (uint64_t r = 7; r < 20; ++r) c.SyncRound(r);
+  c.ExpectCopiesConsistent("after the snapshot");
+}
+
+TEST(ChocoTest, SnapshotRequestsAreRetriedUntilOneArrives) {
+  Cluster c(3, 16, "topk:0.25", 0.2, 1);
+  c.SyncRound(0);
+  bool lose_snapshots = true;
+  c.drop = [&](const ChocoOutgoing& out) {
+    if (out.to == 10 && std::holds_alternative<UpdateHeader>(out.payload) &&
+        std::get<UpdateHeader>(out.payload).round == 2) {
+      return true;  // open a gap at node 10
+    }
+    return lose_snapshots && std::holds_alternative<SnapshotReply>(out.payload);
+  };
+  for (uint64_t r = 1; r < 6; ++r) c.SyncRound(r);  // 50 ms: under the 2 s retry, no new request
+  EXPECT_TRUE(c.nodes[0]->CopyOf(11).empty());
+  EXPECT_GE(c.verdicts[ChocoVerdict::kAwaitingSnapshot], 1);
+  lose_snapshots = false;
+  c.now += std::chrono::seconds(3);
+  c.SyncRound(6);  // asks again
+  c.SyncRound(7);
+  c.ExpectCopiesConsistent("after the retried snapshot");
+  EXPECT_FALSE(c.nodes[0]->CopyOf(11).empty());
+}
+
+TEST(ChocoTest, ANewLifeOfAPeerRestartsItsStreamAndOldMessagesAreStale) {
+  Cluster c(3, 16, "topk:0.25", 0.2, 1);
+  for (uint64_t r = 0; r < 4; ++r) c.SyncRound(r);
+  // Node 11 restarts with incarnation 2 and a model it adopted (not the initial one).
+  ChocoOptions o;
+  o.self = 11;
+  o.incarnation = 2;
+  o.dimension = 16;
+  o.compressor = *coding::ParseCompressorSpec("topk:0.25");
+  o.gamma = 0.2;
+  std::vector<float> adopted = c.x[0];
+  std::vector<float> zeros(16, 0.0f);
+  c.nodes[1] = *ChocoGossip::Create(o, adopted, zeros, /*from_initial=*/false);
+  c.x[1] = adopted;
+  auto stats = *c.nodes[1]->Publish(c.x[1], c.view, 4);
+  (void)stats;
+  for (ChocoOutgoing& out : c.nodes[1]->TakeOutput()) {
+    ChocoIncoming in{11, 2, out.payload, *out.frame};
+    EXPECT_EQ(c.nodes[c.IndexOf(out.to)]->Step(in, c.now).verdict, ChocoVerdict::kGap);
+  }
+  // The requests reach node 11, whose snapshots install its new public copy.
+  for (size_t i : {0, 2}) {
+    for (ChocoOutgoing& req : c.nodes[i]->TakeOutput()) {
+      ChocoIncoming in{c.view[i], 1, req.payload, {}};
+      EXPECT_EQ(c.nodes[1]->Step(in, c.now).verdict, ChocoVerdict::kSnapshotServed);
+    }
+  }
+  for (ChocoOutgoing& out : c.nodes[1]->TakeOutput()) {
+    ChocoIncoming in{11, 2, out.payload, *out.frame};
+    EXPECT_EQ(c.nodes[c.IndexOf(out.to)]->Step(in, c.now).verdict, ChocoVerdict::kApplied);
+  }
+  c.ExpectCopiesConsistent("after the restart");
+  // A late message of the old life changes nothing.
+  ChocoIncoming old{11, 1, UpdateHeader{99, 98, 16, false, true}, {}};
+  EXPECT_EQ(c.nodes[0]->Step(old, c.now).verdict, ChocoVerdict::kStaleIncarnation);
+}
+
+TEST(ChocoTest, CorruptOrMismatchedUpdatesAreRejectedAndRecovered) {
+  Cluster c(3, 16, "topk:0.25", 0.2, 2);
+  c.SyncRound(0);
+  auto stats = *c.nodes[1]->Publish(c.x[1], c.view, 1);
+  (void)stats;
+  auto out = c.nodes[1]->TakeOutput();
+  ASSERT_FALSE(out.empty());
+  std::vector<std::byte> corrupt = *out[0].frame;
+  corrupt.back() ^= std::byte{0x40};
+  ChocoIncoming in{11, 1, out[0].payload, corrupt};
+  auto r = c.nodes[c.IndexOf(out[0].to)]->Step(in, c.now);
+  EXPECT_EQ(r.verdict, ChocoVerdict::kRejected);
+  EXPECT_EQ(r.failure, coding::DecodeFailure::kChecksumMismatch) << r.status.ToString();
+  ChocoIncoming wrong{11, 1, UpdateHeader{2, 1, 17, false, true}, *out[0].frame};
+  r = c.nodes[c.IndexOf(out[0].to)]->Step(wrong, c.now);
+  EXPECT_EQ(r.verdict, ChocoVerdict::kRejected);
+  EXPECT_NE(r.status.message().find("17"), std::string_view::npos) << r.status.ToString();
+  // The hole is repaired by a snapshot within the next rounds.
+  for (uint64_t r2 = 2; r2 < 6; ++r2) c.SyncRound(r2);
+  c.ExpectCopiesConsistent("after the rejected update");
+}
+
+TEST(ChocoTest, DivergenceGuardHalvesGammaUntilConsensusResumes) {
+  // algorithms.md §3.6 test 6: gamma 1 with top-10 % on a ring of 9 diverges without the guard
+  // and converges with it.
+  const uint64_t seed = 4;
+  {
+    Cluster unguarded(9, 100, "topk:0.1", 1.0, seed);
+    for (auto& n : unguarded.nodes) {
+      ChocoOptions o;
+      o.self = unguarded.view[&n - &unguarded.nodes[0]];
+      o.incarnation = 1;
+      o.dimension = 100;
+      o.compressor = *coding::ParseCompressorSpec("topk:0.1");
+      o.gamma = 1.0;
+      o.guard_checks = 1 << 30;
+      std::vector<float> zeros(100, 0.0f);
+      n = *ChocoGossip::Create(o, zeros, zeros, true);
+    }
+    const double initial = unguarded.ConsensusError();
+    for (uint64_t r = 0; r < 300; ++r) unguarded.SyncRound(r);
+    EXPECT_GT(unguarded.ConsensusError(), initial * 1e3) << "gamma 1 should diverge; seed " << seed;
+  }
+  Cluster c(9, 100, "topk:0.1", 1.0, seed);
+  const double initial = c.ConsensusError();
+  for (uint64_t r = 0; r < 3000; ++r) c.SyncRound(r);
+  EXPECT_LT(c.nodes[0]->gamma(), 1.0) << "seed " << seed;
+  EXPECT_GE(c.nodes[0]->gamma_halvings(), 1u);
+  EXPECT_LT(c.ConsensusError(), initial * 1e-6) << "gamma " << c.nodes[0]->gamma();
+}
+
+TEST(ChocoTest, StalePeersWeighLessAndMissingCopiesKeepTheirWeight) {
+  Cluster c(3, 8, "none", 1.0, 6);
+  c.SyncRound(0);
+  std::vector<float> x = c.x[0];
+  ChocoRoundStats stats;
+  c.nodes[0]->Mix(x, c.view, 1, [](NodeId) { return 0.0; }, stats);
+  EXPECT_EQ(x, c.x[0]) << "fully damped peers must not move the model";
+  EXPECT_EQ(stats.mixed, 2u);
+  c.nodes[0]->Forget(11);
+  ChocoRoundStats stats2;
+  c.nodes[0]->Mix(x, c.view, 1, nullptr, stats2);
+  EXPECT_EQ(stats2.missing, 1u);
+}
+
+TEST(ChocoTest, NeighbourAverageIsTheWeightedMeanOfReadyCopies) {
+  Cluster c(3, 4, "none", 1.0, 8);
+  std::vector<float> out(4, -1.0f);
+  EXPECT_FALSE(c.nodes[0]->NeighbourAverage(c.view, out));
+  EXPECT_EQ(out[0], -1.0f);
+  c.SyncRound(0);
+  ASSERT_TRUE(c.nodes[0]->NeighbourAverage(c.view, out));
+  const auto a = c.nodes[1]->public_copy();
+  const auto b = c.nodes[2]->public_copy();
+  for (size_t k = 0; k < 4; ++k) EXPECT_NEAR(out[k], (a[k] + b[k]) / 2, 1e-6);
+}
+
+TEST(ChocoTest, OptionsAreChecked) {
+  ChocoOptions o;
+  o.self = 1;
+  std::vector<float> v(4, 0.0f);
+  EXPECT_FALSE(ChocoGossip::Create(o, v, v, true).ok());  // dimension 0
+  o.dimension = 4;
+  o.gamma = 1.5;
+  EXPECT_FALSE(ChocoGossip::Create(o, v, v, true).ok());
+  o.gamma = 0;
+  std::vector<float> nan(4, std::nanf(""));
+  EXPECT_FALSE(ChocoGossip::Create(o, nan, v, false).ok());
+  auto g = *ChocoGossip::Create(o, v, v, true);
+  EXPECT_DOUBLE_EQ(g->gamma(), DefaultGamma(o.compressor));
+  std::vector<float> x = {1, 2, std::nanf(""), 4};
+  const std::vector<NodeId> view = {1};
+  EXPECT_FALSE(g->Round(x, view, 0, nullptr).ok());
+  EXPECT_EQ(g->version(), 0u) << "a refused round must not advance the stream";
+}
+
+// ---- Soft synchronization ----
+
+TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
+  SoftSync s({.max_lead = 4, .max_wait = milliseconds(500), .straggler_hold = milliseconds(2000)});
+  TimePoint now{};
+  s.Observe(2, 10);
+  s.Observe(3, 14);
+  EXPECT_TRUE(s.Gate(14, {2, 3}, now).proceed);  // 4 ahead of 2: allowed
+  auto d = s.Gate(15, {2, 3}, now);
+  EXPECT_FALSE(d.proceed);
+  EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
+  now += milliseconds(300);
+  EXPECT_FALSE(s.Gate(15, {2, 3}, now).proceed);
+  now += milliseconds(250);
+  d = s.Gate(15, {2, 3}, now);
+  EXPECT_TRUE(d.proceed);
+  EXPECT_EQ(d.newly_marked, std::vector<NodeId>{2});
+  EXPECT_TRUE(s.IsStraggler(2, now));
+  EXPECT_EQ(s.stragglers_detected(), 1u);
+  // The hold expires: 2 is waited for again.
+  now += milliseconds(2100);
+  s.Observe(3, 40);
+  d = s.Gate(40, {2, 3}, now);
+  EXPECT_FALSE(d.proceed);
+  EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
+}
+
+TEST(SoftSyncTest, AFastPeerCatchingUpEndsTheWait) {
+  SoftSync s({.max_lead = 0, .max_wait = milliseconds(500)});
+  TimePoint now{};
+  s.Observe(2, 3);
+  EXPECT_FALSE(s.Gate(4, {2}, now).proceed);  // lock-step: wait
+  s.Observe(2, 4);
+  now += milliseconds(100);
+  EXPECT_TRUE(s.Gate(4, {2}, now).proceed);
+  EXPECT_EQ(s.stragglers_detected(), 0u);
+  EXPECT_GE(s.total_wait(), milliseconds(100));
+}
+
+TEST(SoftSyncTest, UnboundedLeadNeverWaitsAndUnstartedPeersAreNotWaitedFor) {
+  SoftSync async({.max_lead = -1});
+  async.Observe(2, 1);
+  EXPECT_TRUE(async.Gate(1000000, {2}, TimePoint{}).proceed);
+  EXPECT_FALSE(async.ShouldCatchUp(0, 1000000));
+  SoftSync s({.max_lead = 2});
+  EXPECT_TRUE(s.Gate(100, {5}, TimePoint{}).proceed) << "clock 0: never heard of, or just started";
+  EXPECT_TRUE(s.ShouldCatchUp(10, 13));
+  EXPECT_FALSE(s.ShouldCatchUp(10, 12));
+}
+
+TEST(SoftSyncTest, DampingHalvesAtTheStalenessScale) {
+  SoftSync s({.staleness_scale = 16});
+  s.Observe(2, 84);
+  s.Observe(3, 120);
+  EXPECT_DOUBLE_EQ(s.Damping(100, 2), 0.5);
+  EXPECT_DOUBLE_EQ(s.Damping(100, 3), 1.0) << "peers ahead are not damped";
+  s.Observe(2, 50);  // clocks never go back
+  EXPECT_EQ(s.ClockOf(2), 84u);
+}
+
+}  // namespace
+}  // namespace murmur::gossip
