@@ -28,7 +28,9 @@
 // Divergence guard (§3.4): every `guard_window` rounds the mean consensus distance
 // ‖Σ_j w_ij (x̂_j − x̂_i)‖ of the window is compared with the previous window's; when it grew for
 // `guard_checks` windows in a row while the relative distance (over ‖x̂_i‖) is above
-// `guard_floor`, γ is halved (and the event reported), down to `min_gamma`.
+// `guard_floor`, γ is halved (and the event reported), down to `min_gamma`. The floor keeps the
+// guard quiet while SGD drives models apart from a common start (relative distances of a few
+// percent); a diverging iteration sits near 1.
 //
 // Thread safety: none; one thread (the node's training thread) drives it.
 
@@ -65,7 +67,7 @@ struct ChocoOptions {
   Duration snapshot_retry = std::chrono::seconds(2);
   int guard_window = 10;
   int guard_checks = 3;
-  double guard_floor = 0.05;
+  double guard_floor = 0.25;
   double min_gamma = 1e-4;
 
   Status Validate() const;

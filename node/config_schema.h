@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -103,6 +104,18 @@ class ConfigSchema {
                 }});
   }
 
+  // Adds the keys of `sub` (a schema of a member struct), except those named in `skip`: one
+  // command can take another's keys without repeating their table.
+  template <typename S>
+  ConfigSchema& Embed(const ConfigSchema<S>& sub, S C::*member, const std::vector<std::string>& skip) {
+    for (const auto& key : sub.keys()) {
+      if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
+      Add({key.name, key.default_text, key.allowed, key.help, key.is_bool,
+           [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); }});
+    }
+    return *this;
+  }
+
   const std::vector<Key>& keys() const { return keys_; }
 
  private:
@@ -145,6 +158,21 @@ class ConfigParser {
         options_[i] = app.add_option(FlagName(key.name), flag_values_[i], desc);
       }
     }
+  }
+
+  // The flags given on the command line, as "--flag", "value" pairs (for keys in `only` when it
+  // is not empty), plus --config when given: what a parent passes on to child processes, which
+  // inherit the environment and so resolve the same configuration.
+  std::vector<std::string> GivenFlags(const std::vector<std::string>& only = {}) const {
+    std::vector<std::string> out;
+    if (!config_path_.empty()) out.insert(out.end(), {"--config", config_path_});
+    for (size_t i = 0; i < schema_.keys().size(); ++i) {
+      const auto& key = schema_.keys()[i];
+      if (options_[i] == nullptr || options_[i]->count() == 0) continue;
+      if (!only.empty() && std::find(only.begin(), only.end(), key.name) == only.end()) continue;
+      out.push_back(FlagName(key.name) + "=" + flag_values_[i]);
+    }
+    return out;
   }
 
   // Applies default, file, environment and flags in that order. `getenv` is injected so tests

@@ -12,17 +12,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/log.h"
+#include "node/gossip_trainer.h"
 #include "node/node_command.h"
 
 namespace murmur::node {
 namespace {
 
 struct LocalConfig {
+  std::string mode;
   int nodes = 0;
   double duration = 0;
   std::string cluster;
@@ -33,15 +37,21 @@ struct LocalConfig {
   bool json = false;
   std::string node_log_level;
   bool keep_logs = false;
+  std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
+  GossipConfig gossip;
 };
 
 const ConfigSchema<LocalConfig>& LocalSchema() {
   static const ConfigSchema<LocalConfig>* schema = [] {
     using C = LocalConfig;
     auto* s = new ConfigSchema<LocalConfig>();
-    s->Integer("nodes", &C::nodes, 4, 1, 256, "node processes to start on 127.0.0.1")
-        .Real("duration", &C::duration, "10", 0, 1e9,
-              "seconds to run before stopping every node; 0 runs until Ctrl-C")
+    s->Choice("mode", &C::mode, "gossip", {"gossip", "membership"},
+              "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
+              "membership: only show who sees whom")
+        .Integer("nodes", &C::nodes, 4, 1, 256, "node processes to start on 127.0.0.1")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run before stopping every node; 0: until the budget is spent "
+              "(gossip) or Ctrl-C (membership)")
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
         .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
                 "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
@@ -56,7 +66,11 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
                 {"trace", "debug", "info", "warn", "error", "off"},
                 "log level of the node processes (their logs go to files, listed at the end)")
         .Bool("keep_logs", &C::keep_logs, false,
-              "keep the node logs after a run that succeeded (a failed run always keeps them)");
+              "keep the node logs after a run that succeeded (a failed run always keeps them)")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
+              "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
+        .Embed(GossipSchema(), &C::gossip, {"straggle"});
     return s;
   }();
   return *schema;
@@ -70,6 +84,11 @@ struct Child {
   // From the latest --report json line, parsed once when it arrives.
   std::map<uint64_t, char> sees;  // member id -> state letter
   uint64_t heartbeat = 0, alive = 0, rejected = 0;
+  // Gossip mode: the latest progress line and the final one.
+  nlohmann::json progress;
+  nlohmann::json final_report;
+  bool new_accuracy = false;
+  std::string straggle;  // injected into this node
   bool exited = false;
   int status = 0;
 };
@@ -100,6 +119,15 @@ char StateChar(const std::string& state);
 // Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
 // have that shape is ignored: the table shows the previous one.
 void Absorb(Child& c, const nlohmann::json& report) {
+  if (report.contains("kind")) {  // gossip progress (GossipProgressJson)
+    if (!report.contains("accuracy") || !report.contains("step")) return;
+    const auto& before = c.progress;
+    c.new_accuracy |= !report["accuracy"].is_null() &&
+                      (before.is_null() || before.value("accuracy_step", -1) != report["accuracy_step"]);
+    if (report["kind"] == "final") c.final_report = report;
+    c.progress = report;
+    return;
+  }
   try {
     std::map<uint64_t, char> sees;
     for (const auto& m : report.at("members")) {
@@ -125,8 +153,9 @@ char StateChar(const std::string& state) {
 
 class LocalCluster {
  public:
-  LocalCluster(const LocalConfig& config, std::filesystem::path dir)
-      : config_(config), dir_(std::move(dir)) {}
+  LocalCluster(const LocalConfig& config, std::filesystem::path dir,
+               std::function<std::vector<std::string>(int)> extra_args = nullptr)
+      : config_(config), dir_(std::move(dir)), extra_args_(std::move(extra_args)) {}
 
   Status Spawn() {
     const int n = config_.nodes;
@@ -151,6 +180,11 @@ class LocalCluster {
           std::to_string(config_.probe_interval_ms), "--probe-timeout-ms",
           std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
           "200", "--log-level", config_.node_log_level};
+      if (extra_args_) {
+        for (auto& a : extra_args_(i)) args.push_back(std::move(a));
+      } else {
+        args.insert(args.end(), {"--mode", "membership"});
+      }
       int pipe_fds[2];
       if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
       const std::string log = (dir_ / ("node-" + std::to_string(i) + ".log")).string();
@@ -277,12 +311,248 @@ class LocalCluster {
   }
 
   const std::vector<Child>& children() const { return children_; }
+  std::vector<Child>& children() { return children_; }
 
  private:
   const LocalConfig& config_;
   std::filesystem::path dir_;
+  std::function<std::vector<std::string>(int)> extra_args_;
   std::vector<Child> children_;
 };
+
+// `--straggle node=K,<spec>;...` -> spec per node index.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes) {
+  std::map<int, std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t semi = text.find(';', start);
+    const std::string item = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+    start = semi == std::string::npos ? text.size() + 1 : semi + 1;
+    if (item.empty()) continue;
+    if (item.rfind("node=", 0) != 0) {
+      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node)");
+    }
+    const size_t comma = item.find(',');
+    const std::string index = item.substr(5, comma == std::string::npos ? std::string::npos : comma - 5);
+    auto k = ParseInteger(index, 0, nodes - 1);
+    if (!k.ok()) {
+      return InvalidArgumentError("straggle: node '" + index + "' is not a node index in [0, " +
+                                  std::to_string(nodes - 1) + "]");
+    }
+    const std::string spec = comma == std::string::npos ? "" : item.substr(comma + 1);
+    MURMUR_RETURN_IF_ERROR(ParseStraggle(spec).status());
+    out[static_cast<int>(*k)] = spec;
+  }
+  return out;
+}
+
+std::string Cell(const nlohmann::json& j, const char* key, const char* format, double scale = 1) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "-";
+  return fmt::format(fmt::runtime(format), j[key].get<double>() * scale);
+}
+
+std::string GossipTable(const std::vector<Child>& children, const std::set<size_t>& flagged,
+                        double t, const std::string& what) {
+  int64_t cluster = 0, budget = 0;
+  for (const auto& c : children) {
+    if (!c.progress.is_object()) continue;
+    cluster = std::max<int64_t>(cluster, c.progress.value("cluster_samples", int64_t{0}));
+    budget = std::max<int64_t>(budget, c.progress.value("budget_samples", int64_t{0}));
+  }
+  std::string out = fmt::format("murmur local: {} nodes, {}, {:.1f} s", children.size(), what, t);
+  if (budget > 0) {
+    out += fmt::format(", {:.0f}% of the budget ({} of {} samples)",
+                       100.0 * static_cast<double>(cluster) / static_cast<double>(budget), cluster, budget);
+  }
+  out += "\n";
+  out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}\n", "node", "step",
+                     "epoch", "loss", "accuracy", "sent MB", "stale", "wait s", "straggler");
+  for (size_t i = 0; i < children.size(); ++i) {
+    const Child& c = children[i];
+    const nlohmann::json& p = c.progress;
+    std::string flag = flagged.count(i) ? "yes" : "";
+    if (!c.straggle.empty()) flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
+    std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+    out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i,
+                       Cell(p, "step", "{:.0f}"), Cell(p, "epoch", "{:.2f}"), Cell(p, "loss", "{:.4f}"),
+                       Cell(p, "accuracy", "{:.4f}"), Cell(p, "bytes_sent", "{:.2f}", 1e-6),
+                       Cell(p, "lag", "{:.0f}"), Cell(p, "wait_s", "{:.1f}"), flag, state);
+  }
+  return out;
+}
+
+int RunGossipLocal(const LocalConfig& config, const ConfigParser<LocalConfig>& parser) {
+  auto straggle = ParseStraggleList(config.straggle, config.nodes);
+  auto options = GossipOptionsFrom(config.gossip);
+  if (!straggle.ok() || !options.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n",
+                 std::string((!straggle.ok() ? straggle.status() : options.status()).message()).c_str());
+    return 2;
+  }
+  char dir_template[] = "/tmp/murmur-local-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");
+    return 1;
+  }
+  const std::filesystem::path dir = dir_template;
+  std::vector<std::string> forward_keys;
+  for (const auto& k : GossipKeyNames()) {
+    if (k != "straggle") forward_keys.push_back(k);
+  }
+  const std::vector<std::string> forwarded = parser.GivenFlags(forward_keys);
+  auto model_path = [&](int i) { return (dir / ("node-" + std::to_string(i) + ".model")).string(); };
+  LocalCluster cluster(config, dir, [&](int i) {
+    std::vector<std::string> a = {"--mode", "gossip", "--shard-index", std::to_string(i),
+                                  "--shard-count", std::to_string(config.nodes),
+                                  "--expect-members", std::to_string(config.nodes),
+                                  "--save-model", model_path(i)};
+    a.insert(a.end(), forwarded.begin(), forwarded.end());
+    if (auto it = straggle->find(i); it != straggle->end()) a.insert(a.end(), {"--straggle", it->second});
+    return a;
+  });
+  InstallStopSignals();
+  if (Status s = cluster.Spawn(); !s.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
+    cluster.Stop(std::chrono::milliseconds(2000));
+    return 1;
+  }
+  for (auto& [i, spec] : *straggle) cluster.children()[static_cast<size_t>(i)].straggle = spec;
+  const std::string what = fmt::format("CHOCO-SGD {} on a {}", config.gossip.compress, config.gossip.topology);
+  const bool tty = config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO));
+  const bool plain = config.progress == "plain" || (config.progress == "auto" && !tty);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::set<size_t> flagged;  // nodes some other node marked a straggler
+  nlohmann::json timeline = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
+  double next_draw = 0, next_line = 1;
+  size_t drawn_lines = 0;
+  auto all_exited = [&] {
+    for (const auto& c : cluster.children()) {
+      if (!c.exited) return false;
+    }
+    return true;
+  };
+  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration) && !all_exited()) {
+    cluster.Poll(std::chrono::milliseconds(50));
+    const double t = elapsed();
+    bool fresh = false, all_have = true;
+    double sum = 0;
+    for (auto& c : cluster.children()) {
+      fresh |= c.new_accuracy;
+      c.new_accuracy = false;
+      if (!c.progress.is_object() || c.progress["accuracy"].is_null()) {
+        all_have = false;
+        continue;
+      }
+      sum += c.progress["accuracy"].get<double>();
+      for (const auto& id : c.progress["stragglers"]) flagged.insert(id.get<size_t>() - 1);
+    }
+    if (fresh && all_have) timeline.push_back({t, sum / static_cast<double>(cluster.children().size())});
+    if (tty && t >= next_draw) {
+      next_draw = t + 0.25;
+      const std::string table = GossipTable(cluster.children(), flagged, t, what);
+      if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+      std::fputs(table.c_str(), stderr);
+      drawn_lines = static_cast<size_t>(std::count(table.begin(), table.end(), '\n'));
+    } else if (plain && t >= next_line) {
+      next_line = t + 2;
+      std::fputs(GossipTable(cluster.children(), flagged, t, what).c_str(), stderr);
+    }
+  }
+  const double wall = elapsed();
+  const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  if (config.progress != "none") {
+    if (tty && drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+    std::fputs(GossipTable(cluster.children(), flagged, wall, what).c_str(), stderr);
+  }
+  // The report: accuracy per node, consensus over the saved models, bytes against ring all-reduce.
+  const size_t n = cluster.children().size();
+  bool ok = killed == 0;
+  std::vector<double> accuracy;
+  std::vector<int64_t> steps;
+  uint64_t bytes = 0;
+  int64_t local_steps = 0;
+  std::string end_reason;
+  std::vector<std::vector<float>> models;
+  for (size_t i = 0; i < n; ++i) {
+    const Child& c = cluster.children()[i];
+    const nlohmann::json& f = c.final_report;
+    const bool done = f.is_object() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+    ok &= done;
+    if (!done) continue;
+    accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
+    steps.push_back(f["step"].get<int64_t>());
+    bytes += f["bytes_sent"].get<uint64_t>();
+    local_steps += f["local_steps"].get<int64_t>();
+    if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
+    if (auto m = LoadParams(model_path(static_cast<int>(i))); m.ok()) models.push_back(*std::move(m));
+  }
+  double mean = 0;
+  for (double a : accuracy) mean += a / static_cast<double>(std::max<size_t>(1, accuracy.size()));
+  double consensus = -1, relative = -1;
+  size_t d = models.empty() ? 0 : models[0].size();
+  if (!models.empty()) {
+    std::vector<double> avg(d, 0.0);
+    for (const auto& m : models) {
+      for (size_t k = 0; k < d; ++k) avg[k] += m[k] / static_cast<double>(models.size());
+    }
+    double dist = 0, norm = 0;
+    for (const auto& m : models) {
+      for (size_t k = 0; k < d; ++k) dist += (m[k] - avg[k]) * (m[k] - avg[k]);
+    }
+    for (double v : avg) norm += v * v;
+    consensus = dist / static_cast<double>(models.size());
+    relative = norm > 0 ? consensus / norm : 0;
+  }
+  // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
+  const double allreduce = static_cast<double>(local_steps) * 2.0 * static_cast<double>(n - 1) /
+                           static_cast<double>(n) * 4.0 * static_cast<double>(d);
+  const bool keep = !ok || config.keep_logs;
+  if (config.json) {
+    nlohmann::json j;
+    j["mode"] = "gossip";
+    j["nodes"] = n;
+    j["ok"] = ok;
+    j["wall_s"] = wall;
+    j["end"] = end_reason;
+    j["accuracy"] = accuracy;
+    j["mean_accuracy"] = mean;
+    j["steps"] = steps;
+    j["local_steps_total"] = local_steps;
+    j["bytes_sent_total"] = bytes;
+    j["allreduce_bytes"] = allreduce;
+    j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;
+    j["consensus_distance"] = consensus;
+    j["relative_consensus_distance"] = relative;
+    j["stragglers_flagged"] = flagged;
+    j["accuracy_timeline"] = timeline;
+    j["killed_at_stop"] = killed;
+    j["logs"] = keep ? nlohmann::json(dir_template) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what.c_str(),
+                end_reason.empty() ? "?" : end_reason.c_str(), wall,
+                ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
+    std::printf("  test accuracy per node:");
+    for (double a : accuracy) std::printf(" %.4f", a);
+    std::printf("\n  mean test accuracy %.4f\n", mean);
+    if (consensus >= 0) {
+      std::printf("  consensus distance (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
+                  consensus, relative);
+    }
+    std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
+                static_cast<double>(bytes) / 1e6, allreduce / 1e6,
+                bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+    std::printf("  node logs %s %s\n", keep ? "kept in" : "removed from", dir_template);
+  }
+  if (!keep) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_template, ignored);
+  }
+  return ok ? 0 : 1;
+}
 
 }  // namespace
 
@@ -308,6 +578,7 @@ int LocalCommand::Run() {
     return 2;
   }
   const LocalConfig& config = *resolved;
+  if (config.mode == "gossip") return RunGossipLocal(config, impl_->parser);
   InstallStopSignals();
   char dir_template[] = "/tmp/murmur-local-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {

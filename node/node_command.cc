@@ -11,6 +11,10 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "node/seeds.h"
+#include "node/sharding.h"
+#include "node/train_config.h"
+#include <fmt/format.h>
+#include <cmath>
 
 namespace murmur::node {
 namespace {
@@ -36,7 +40,10 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
   static const ConfigSchema<NodeConfig>* schema = [] {
     using C = NodeConfig;
     auto* s = new ConfigSchema<NodeConfig>();
-    s->Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
+    s->Choice("mode", &C::mode, "gossip", {"gossip", "membership"},
+              "gossip: train with CHOCO-SGD over compressed gossip; membership: only keep "
+              "membership (no training)")
+        .Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
                "node id, unique in the cluster; 0 derives one from the advertised address")
         .Text("listen", &C::listen, "tcp://127.0.0.1:7070",
               "endpoint to bind: tcp://HOST:PORT (port 0: any free one) or ipc://PATH")
@@ -65,7 +72,17 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
         .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,
                  "period of --report")
         .Choice("log_level", &C::log_level, "info",
-                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)");
+                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)")
+        .Embed(GossipSchema(), &C::gossip, {})
+        .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20,
+                 "gossip: this node's shard of the training set (0-based)")
+        .Integer("shard_count", &C::shard_count, 1, 1, 1 << 20,
+                 "gossip: number of shards (the cluster size when every node has one)")
+        .Integer("expect_members", &C::expect_members, 0, 0, 1 << 20,
+                 "gossip: wait (up to 30 s) for this many live members before training; 0 waits "
+                 "3 s for whoever is there")
+        .Text("save_model", &C::save_model, "",
+              "gossip: write the final parameters to this file (raw float32)");
     return s;
   }();
   return *schema;
@@ -152,6 +169,118 @@ NodeCommand::NodeCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
 
 NodeCommand::~NodeCommand() = default;
 
+std::string GossipProgressJson(const GossipProgress& p, bool final) {
+  nlohmann::json j;
+  j["kind"] = final ? "final" : "train";
+  j["id"] = p.id;
+  j["step"] = p.step;
+  j["local_steps"] = p.local_steps;
+  j["samples"] = p.samples;
+  j["epoch"] = p.local_epoch;
+  j["cluster_samples"] = p.cluster_samples;
+  j["budget_samples"] = p.budget_samples;
+  j["loss"] = std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["accuracy"] = p.accuracy >= 0 ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
+  j["accuracy_step"] = p.accuracy_step;
+  j["elapsed_s"] = p.elapsed_s;
+  j["bytes_sent"] = p.bytes_sent;
+  j["bytes_received"] = p.bytes_received;
+  j["rounds"] = p.rounds;
+  j["lag"] = p.max_lag;
+  j["consensus"] = p.consensus_distance;
+  j["gamma"] = p.gamma;
+  j["wait_s"] = p.wait_s;
+  j["catchups"] = p.catchups;
+  j["gamma_halvings"] = p.gamma_halvings;
+  j["stragglers"] = p.stragglers;
+  j["members"] = p.live_members;
+  j["verdicts"] = p.verdicts;
+  j["rejected"] = p.rejected_messages;
+  j["joined_by_snapshot"] = p.joined_by_snapshot;
+  j["finished"] = p.finished;
+  j["end"] = p.end_reason;
+  return j.dump();
+}
+
+namespace {
+
+int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
+  auto options = GossipOptionsFrom(config.gossip);
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (config.shard_index >= config.shard_count) {
+    std::fprintf(stderr, "murmur node: shard_index %d must be less than shard_count %d\n",
+                 config.shard_index, config.shard_count);
+    return 2;
+  }
+  auto data = LoadTrainData(config.gossip.train);
+  if (!data.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
+    return 2;
+  }
+  auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
+  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
+  if (!rows.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", rows.status().ToString().c_str());
+    return 2;
+  }
+  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
+  if (!model.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
+    return 2;
+  }
+  options->peer = peer;
+  options->dataset_rows = data->train.rows;
+  options->expect_members = config.expect_members;
+  options->save_model = config.save_model;
+  // Each node shuffles its own shard in its own order.
+  options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
+  static std::atomic<bool> stop{false};
+  std::thread watcher([] {
+    while (!stop.load()) {
+      if (StopRequested()) stop.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto next_report = std::chrono::steady_clock::now();
+  const bool json = config.report == "json";
+  auto report = [&](const GossipProgress& p) {
+    if (config.report == "none" || std::chrono::steady_clock::now() < next_report) return;
+    next_report = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.report_interval_ms);
+    if (json) {
+      std::printf("%s\n", GossipProgressJson(p, false).c_str());
+    } else {
+      std::printf("node %llu: step %lld, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
+                  static_cast<unsigned long long>(p.id), static_cast<long long>(p.step), p.loss,
+                  p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
+                  static_cast<double>(p.bytes_sent) / 1e6, static_cast<unsigned long long>(p.max_lag));
+    }
+    std::fflush(stdout);
+  };
+  auto result = RunGossipTrainer(*options, *model, data->train, *std::move(rows), &data->test,
+                                 report, &stop);
+  stop.store(true);
+  watcher.join();
+  if (!result.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", GossipProgressJson(*result, true).c_str());
+  } else if (config.report != "none") {
+    std::printf("node %llu: done (%s) at step %lld, test accuracy %.4f, %.2f MB sent\n",
+                static_cast<unsigned long long>(result->id), result->end_reason.c_str(),
+                static_cast<long long>(result->step), result->accuracy,
+                static_cast<double>(result->bytes_sent) / 1e6);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
 int NodeCommand::Run() {
   StatusOr<NodeConfig> config = impl_->parser.Resolve(std::getenv);
   StatusOr<PeerNodeOptions> options =
@@ -162,6 +291,7 @@ int NodeCommand::Run() {
   }
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
   InstallStopSignals();
+  if (config->mode == "gossip") return RunGossipNode(*config, *options);
   auto node = PeerNode::Start(*options);
   if (!node.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());

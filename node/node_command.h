@@ -9,11 +9,13 @@
 
 #include "base/status.h"
 #include "node/config_schema.h"
+#include "node/gossip_config.h"
 #include "node/peer_node.h"
 
 namespace murmur::node {
 
 struct NodeConfig {
+  std::string mode;  // gossip, membership
   int64_t id = 0;
   std::string listen;
   std::string advertise;
@@ -28,6 +30,12 @@ struct NodeConfig {
   std::string report;   // none, text, json
   int report_interval_ms = 0;
   std::string log_level;
+  // Gossip training (mode gossip).
+  GossipConfig gossip;
+  int shard_index = 0;
+  int shard_count = 0;
+  int expect_members = 0;
+  std::string save_model;
 };
 
 const ConfigSchema<NodeConfig>& NodeSchema();
@@ -35,6 +43,9 @@ const ConfigSchema<NodeConfig>& NodeSchema();
 StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& config);
 // One JSON object (a single line) describing `snapshot`, as `--report json` prints it.
 std::string SnapshotJson(const PeerSnapshot& snapshot, double uptime_s);
+// One JSON object (a single line) with a gossip node's progress, as `--report json` prints it;
+// `final` marks the last one.
+std::string GossipProgressJson(const GossipProgress& progress, bool final);
 
 class NodeCommand {
  public:

@@ -81,7 +81,91 @@ PeerSnapshot PeerNode::Snapshot() const {
   s.received = received_;
   s.sent = sent_;
   s.id_conflicts = id_conflicts_;
+  s.unknown_destination = unknown_destination_;
+  s.injected_drops = injected_drops_;
+  std::lock_guard<std::mutex> training_lock(training_mu_);
+  s.training_received = training_received_;
+  s.training_dropped = training_dropped_;
   return s;
+}
+
+std::optional<TrainingMessage> PeerNode::TakeTraining(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(training_mu_);
+  if (training_.empty() && timeout.count() > 0) {
+    training_cv_.wait_for(lock, timeout, [this] { return !training_.empty(); });
+  }
+  if (training_.empty()) return std::nullopt;
+  TrainingMessage m = std::move(training_.front());
+  training_.pop_front();
+  return m;
+}
+
+bool PeerNode::SendTo(gossip::NodeId to, gossip::Payload payload,
+                      std::vector<transport::Frame> frames) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto member = membership_->Find(to);
+  if (!member.has_value()) {
+    ++unknown_destination_;
+    return false;
+  }
+  const bool update = std::holds_alternative<gossip::UpdateHeader>(payload);
+  Emit(member->address, std::move(payload), std::move(frames),
+       update ? transport::Traffic::kUpdate : transport::Traffic::kControl);
+  return true;
+}
+
+void PeerNode::SetProgress(uint64_t step_clock, uint64_t samples, bool finished) {
+  std::lock_guard<std::mutex> lock(mu_);
+  step_clock_ = step_clock;
+  membership_->SetProgress(step_clock, samples, finished);
+}
+
+std::vector<gossip::NodeId> PeerNode::LiveView() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return membership_->LiveView();
+}
+
+std::vector<gossip::MemberEntry> PeerNode::Members() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return membership_->Members();
+}
+
+void PeerNode::SetSendInjection(Duration delay, double drop, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  send_delay_ = delay;
+  send_drop_ = drop;
+  injection_rng_.seed(seed);
+}
+
+void PeerNode::Emit(const std::string& address, gossip::Payload payload,
+                    std::vector<transport::Frame> frames, transport::Traffic traffic) {
+  if (send_drop_ > 0 && std::uniform_real_distribution<double>(0, 1)(injection_rng_) < send_drop_) {
+    ++injected_drops_;
+    return;
+  }
+  gossip::Envelope e;
+  e.cluster_id = options_.cluster_id;
+  e.sender_id = id_;
+  e.incarnation = membership_->incarnation();
+  e.step_clock = step_clock_;
+  e.sequence = ++sequence_;
+  e.payload_frames = static_cast<uint32_t>(frames.size());
+  e.payload = std::move(payload);
+  transport::Message m{transport::Frame::FromString(proto::EncodeEnvelope(e)), std::move(frames),
+                       traffic};
+  ++sent_;
+  if (send_delay_.count() > 0) {
+    delayed_.push_back({clock_.Now() + send_delay_, address, std::move(m)});
+    return;
+  }
+  transport_->Send(address, std::move(m));
+}
+
+void PeerNode::ReleaseDelayed(TimePoint now) {
+  while (!delayed_.empty() && delayed_.front().due <= now) {
+    transport_->Send(delayed_.front().address, std::move(delayed_.front().message));
+    delayed_.pop_front();
+  }
 }
 
 void PeerNode::Reject(proto::Rejection why, const Status& status) {
@@ -101,20 +185,27 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
     return Reject(why, s);
   }
   ++received_;
+  const gossip::Payload& p = envelope->payload;
+  if (std::holds_alternative<gossip::UpdateHeader>(p) ||
+      std::holds_alternative<gossip::SnapshotRequest>(p) ||
+      std::holds_alternative<gossip::SnapshotReply>(p) ||
+      std::holds_alternative<gossip::CodedMessage>(p)) {
+    std::lock_guard<std::mutex> lock(training_mu_);
+    if (training_.size() >= options_.max_training_queue) {
+      training_.pop_front();  // the protocols repair holes (snapshots); never block the driver
+      ++training_dropped_;
+    }
+    training_.push_back({std::move(*envelope), message.frames});
+    ++training_received_;
+    training_cv_.notify_one();
+    return;
+  }
   membership_->Step(*envelope, now);
 }
 
 void PeerNode::Flush() {
   for (gossip::Outgoing& out : membership_->TakeOutput()) {
-    gossip::Envelope e;
-    e.cluster_id = options_.cluster_id;
-    e.sender_id = id_;
-    e.incarnation = membership_->incarnation();
-    e.sequence = ++sequence_;
-    e.payload = std::move(out.payload);
-    transport_->Send(out.address, {transport::Frame::FromString(proto::EncodeEnvelope(e)), {},
-                                   transport::Traffic::kControl});
-    ++sent_;
+    Emit(out.address, std::move(out.payload), {}, transport::Traffic::kControl);
   }
   for (const gossip::MemberEvent& ev : membership_->TakeEvents()) {
     if (ev.kind == gossip::MemberEvent::Kind::kIdConflict) {
@@ -160,11 +251,13 @@ void PeerNode::Run() {
     if (seeds.has_value()) membership_->SetSeeds(std::move(*seeds));
     membership_->Tick(now);
     Flush();
+    ReleaseDelayed(now);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     membership_->Leave(clock_.Now());
     Flush();
+    ReleaseDelayed(TimePoint::max());
   }
   // Let the Leave messages reach the sockets; the transport's linger covers the rest.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

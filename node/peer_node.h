@@ -4,10 +4,17 @@
 // proto::DecodeEnvelope with explicit limits; a rejected message is counted by reason and logged
 // (first of each reason, then every 1000th), and the node carries on.
 //
-// The training issues add their protocols to the same driver loop.
-// Thread safety: Snapshot() and Leave() may be called from any thread.
+// Training traffic (CHOCO updates, snapshots, CodedReduce messages) is not for membership: the
+// driver decodes its header and queues it for the training thread (TakeTraining), which applies
+// it at a step boundary; the training thread sends through SendTo, which hands the frames to the
+// transport's I/O thread, so communication overlaps computation.
+// Thread safety: every public method may be called from any thread.
 
 #include <array>
+#include <condition_variable>
+#include <deque>
+#include <optional>
+#include <random>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -33,6 +40,7 @@ struct PeerNodeOptions {
   gossip::MembershipOptions membership;  // timing; id/address/seeds are filled in
   transport::TransportOptions transport;  // listen is filled in
   std::chrono::seconds reresolve_seeds{5};
+  size_t max_training_queue = 4096;  // training messages waiting for the training thread
 };
 
 struct PeerSnapshot {
@@ -45,7 +53,18 @@ struct PeerSnapshot {
   uint64_t received = 0;  // messages accepted
   uint64_t sent = 0;
   uint64_t id_conflicts = 0;  // another endpoint claimed this node's id
+  uint64_t training_received = 0;
+  uint64_t training_dropped = 0;     // training queue full (oldest dropped)
+  uint64_t injected_drops = 0;       // outgoing messages lost by straggler injection
+  uint64_t unknown_destination = 0;  // SendTo a member with no known address
   transport::TransportStats transport;
+};
+
+// A training message as the training thread gets it: header decoded and checked, frames as
+// they arrived.
+struct TrainingMessage {
+  gossip::Envelope envelope;
+  std::vector<transport::Frame> frames;
 };
 
 class PeerNode {
@@ -58,6 +77,19 @@ class PeerNode {
   // Graceful leave: tells the live members, waits briefly for the messages to go out, stops.
   void Leave();
   PeerSnapshot Snapshot() const;
+
+  // The next queued training message, waiting up to `timeout`.
+  std::optional<TrainingMessage> TakeTraining(std::chrono::milliseconds timeout);
+  // Sends a training payload to member `to` (its address from membership). False when the member
+  // is unknown (counted). Never blocks.
+  bool SendTo(gossip::NodeId to, gossip::Payload payload, std::vector<transport::Frame> frames);
+  // This node's training progress: gossiped in its member entry and stamped on every envelope.
+  void SetProgress(uint64_t step_clock, uint64_t samples, bool finished);
+  std::vector<gossip::NodeId> LiveView() const;
+  std::vector<gossip::MemberEntry> Members() const;
+  // Straggler injection on outgoing messages (every kind): hold each for `delay`, lose each with
+  // probability `drop`.
+  void SetSendInjection(Duration delay, double drop, uint64_t seed);
   const std::string& endpoint() const { return endpoint_; }
   gossip::NodeId id() const { return id_; }
 
@@ -68,6 +100,10 @@ class PeerNode {
   void Handle(const transport::Message& message, TimePoint now);
   void Flush();
   void Reject(proto::Rejection why, const Status& status);
+  // Encodes and sends (or holds, or drops, under injection). REQUIRES mu_ held.
+  void Emit(const std::string& address, gossip::Payload payload,
+            std::vector<transport::Frame> frames, transport::Traffic traffic);
+  void ReleaseDelayed(TimePoint now);
 
   const PeerNodeOptions options_;
   std::unique_ptr<transport::Transport> transport_;
@@ -83,6 +119,24 @@ class PeerNode {
   uint64_t sent_ = 0;
   uint64_t id_conflicts_ = 0;
   uint64_t sequence_ = 0;
+  uint64_t step_clock_ = 0;
+  uint64_t unknown_destination_ = 0;
+  uint64_t injected_drops_ = 0;
+  Duration send_delay_{0};
+  double send_drop_ = 0;
+  std::mt19937_64 injection_rng_{1};
+  struct Delayed {
+    TimePoint due;
+    std::string address;
+    transport::Message message;
+  };
+  std::deque<Delayed> delayed_;  // guarded by mu_; due times in order (one fixed delay)
+
+  mutable std::mutex training_mu_;
+  std::condition_variable training_cv_;
+  std::deque<TrainingMessage> training_;  // guarded by training_mu_
+  uint64_t training_received_ = 0;
+  uint64_t training_dropped_ = 0;
   std::thread thread_;
 };
 

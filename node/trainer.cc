@@ -80,6 +80,8 @@ Trainer::Trainer(Model<float>& model, const Dataset& train, std::vector<int64_t>
 
 void Trainer::InitializeParams() { model_.Initialize(params_, options_.seed); }
 
+void Trainer::ResetOptimizerState() { std::fill(velocity_.begin(), velocity_.end(), 0.0f); }
+
 int64_t Trainer::StepsPerEpoch() const {
   const auto n = static_cast<int64_t>(rows_.size());
   return (n + options_.batch_size - 1) / options_.batch_size;

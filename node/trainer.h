@@ -87,7 +87,12 @@ class Trainer {
   // Trains options.epochs epochs, evaluating after each, calling `on_progress` after every step.
   StatusOr<TrainSummary> Run(const std::function<void(const TrainProgress&)>& on_progress);
 
+  // Zeroes the momentum buffer: after the parameters were replaced (a node adopting a peer's
+  // model), the old velocity points the wrong way.
+  void ResetOptimizerState();
+
   int64_t StepsPerEpoch() const;
+  int64_t shard_rows() const { return static_cast<int64_t>(rows_.size()); }
   int64_t last_batch_rows() const { return last_batch_rows_; }
 
  private:

@@ -1,0 +1,63 @@
+#pragma once
+// Straggler injection inside the node (the kernel here has no netem, so the node slows itself):
+// a compute slowdown factor, a fixed or exponential delay per step, a pause from step a until
+// the cluster reaches step b, a delay on outgoing messages, and a drop probability on outgoing
+// messages. Set per node by flag (--straggle) or config.
+//
+// Spec: comma-separated key=value, e.g. "slowdown=4", "delay=20ms,exp=10ms",
+// "pause=100..200", "send_delay=50ms,drop=0.1". Durations take us, ms or s.
+//   slowdown=F     after a step that computed for t, sleep (F-1) t        (F >= 1)
+//   delay=D        sleep D after every step
+//   exp=M          sleep an exponential draw with mean M after every step (seeded)
+//   pause=A..B     at step A, stop until the most advanced live peer reaches step B
+//   send_delay=D   hold every outgoing message D before it goes to the socket
+//   drop=P         lose each outgoing message with probability P (0 <= P < 1)
+//   seed=N         seed of the draws
+// Thread safety: StragglerInjector is used by the training thread only.
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace murmur::node {
+
+struct StragglerOptions {
+  double slowdown = 1;
+  Duration delay{0};
+  Duration exp_mean{0};
+  int64_t pause_from = -1;  // -1: no pause
+  int64_t pause_to = -1;
+  Duration send_delay{0};
+  double drop = 0;
+  uint64_t seed = 1;
+
+  bool active() const;
+};
+
+// kInvalidArgument naming the key and what it allows.
+StatusOr<StragglerOptions> ParseStraggle(std::string_view spec);
+// The canonical spec ("" when nothing is injected); parses back to the same options.
+std::string StraggleSpec(const StragglerOptions& options);
+// "250ms", "1.5s", "40us" -> Duration.
+StatusOr<Duration> ParseDurationText(std::string_view text);
+
+class StragglerInjector {
+ public:
+  explicit StragglerInjector(StragglerOptions options)
+      : options_(options), rng_(options.seed) {}
+  // How long to sleep after a step whose computation took `compute`.
+  Duration AfterStep(Duration compute);
+  // True while a node at `step` must stay paused, given the most advanced peer's step.
+  bool Paused(int64_t step, uint64_t best_peer_step) const;
+  const StragglerOptions& options() const { return options_; }
+
+ private:
+  StragglerOptions options_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace murmur::node
