@@ -21,7 +21,7 @@ double DefaultGamma(const coding::CompressorOptions& c) {
       return c.rescale ? 0.34 : 0.2;
     case Operator::kTopK:
     case Operator::kSampledTopK:
-      return std::clamp(40.0 * c.ratio, 0.02, 1.0);
+      return std::clamp(5.0 * c.ratio, 0.02, 1.0);
     case Operator::kThreshold:
     case Operator::kOneBit:
       return 0.1;

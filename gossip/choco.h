@@ -53,8 +53,9 @@ namespace murmur::gossip {
 
 // γ when none is configured, per operator: 1 for lossless or nearly lossless operators (CHOCO
 // is then exact gossip), the tuned values of the CHOCO experiments for QSGD, and for top-k / DGC
-// a value that grows with the kept fraction (0.4 at 1 %, which the bench tuned for the MLP on a
-// ring of 8; algorithms.md §3.4 gives 0.04 for convex logistic regression on a ring of 9).
+// a value that grows with the kept fraction: 0.05 at 1 % (algorithms.md §3.4 gives 0.04 for
+// convex logistic regression on a ring of 9; for the MLP on a ring of 8, 0.05 gave the lowest
+// consensus distance of 0.02–0.4 in bench/gossip_bench.sh, and 0.4 drove the guard to act).
 double DefaultGamma(const coding::CompressorOptions& compressor);
 
 struct ChocoOptions {

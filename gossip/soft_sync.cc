@@ -9,10 +9,7 @@ void SoftSync::Observe(NodeId id, uint64_t clock) {
   c = std::max(c, clock);
 }
 
-void SoftSync::Forget(NodeId id) {
-  clocks_.erase(id);
-  straggler_until_.erase(id);
-}
+void SoftSync::Forget(NodeId id) { clocks_.erase(id); }
 
 uint64_t SoftSync::ClockOf(NodeId id) const {
   auto it = clocks_.find(id);

@@ -38,6 +38,7 @@ class SoftSync {
 
   // A clock heard from `id` (envelopes, digests); clocks only grow.
   void Observe(NodeId id, uint64_t clock);
+  // Drops a departed member's clock (a straggler mark runs out on its own).
   void Forget(NodeId id);
 
   struct Decision {

@@ -104,13 +104,16 @@ class ConfigSchema {
                 }});
   }
 
-  // Adds the keys of `sub` (a schema of a member struct), except those named in `skip`: one
-  // command can take another's keys without repeating their table.
+  // Adds the keys of `sub` (a schema of a member struct), except those named in `skip`, with the
+  // defaults in `defaults` replacing sub's: one command can take another's keys without
+  // repeating their table.
   template <typename S>
-  ConfigSchema& Embed(const ConfigSchema<S>& sub, S C::*member, const std::vector<std::string>& skip) {
+  ConfigSchema& Embed(const ConfigSchema<S>& sub, S C::*member, const std::vector<std::string>& skip,
+                      const std::map<std::string, std::string>& defaults = {}) {
     for (const auto& key : sub.keys()) {
       if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
-      Add({key.name, key.default_text, key.allowed, key.help, key.is_bool,
+      auto d = defaults.find(key.name);
+      Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed, key.help, key.is_bool,
            [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); }});
     }
     return *this;

@@ -9,7 +9,10 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
     using C = GossipConfig;
     auto* s = new ConfigSchema<GossipConfig>();
     s->Embed(TrainSchema(), &C::train,
-             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count"})
+             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count"},
+             // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
+             // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
+             {{"lr", "0.05"}})
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
@@ -17,7 +20,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "compression operator for the model differences CHOCO sends (see `murmur train "
               "--help` for the syntax; error feedback is implicit)")
         .Real("gamma", &C::gamma, "0", 0, 1,
-              "CHOCO consensus step; 0 picks the operator's default (0.4 for top-1 %)")
+              "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
         .Choice("topology", &C::topology, "ring", {"ring", "exponential", "random"},
                 "who mixes with whom each round")
         .Integer("random_peers", &C::random_peers, 2, 1, 64, "peers per node for topology random")

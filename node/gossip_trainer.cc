@@ -342,6 +342,7 @@ void Runner::Report() {
   p_.elapsed_s = ToSeconds(clock_.Now() - start_);
   p_.wait_s = ToSeconds(sync_.total_wait());
   p_.stragglers = sync_.Stragglers(clock_.Now());
+  p_.stragglers_detected = sync_.stragglers_detected();
   p_.loss = loss_ema_;
   if (on_progress_) on_progress_(p_);
 }

@@ -90,6 +90,7 @@ struct GossipProgress {
   uint64_t catchups = 0;
   uint64_t gamma_halvings = 0;
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
+  uint64_t stragglers_detected = 0;        // times a peer was marked
   size_t live_members = 0;
   std::map<std::string, uint64_t> verdicts;  // CHOCO message outcomes
   uint64_t rejected_messages = 0;

@@ -193,6 +193,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["catchups"] = p.catchups;
   j["gamma_halvings"] = p.gamma_halvings;
   j["stragglers"] = p.stragglers;
+  j["stragglers_detected"] = p.stragglers_detected;
   j["members"] = p.live_members;
   j["verdicts"] = p.verdicts;
   j["rejected"] = p.rejected_messages;

@@ -60,7 +60,7 @@ contains "text summary has accuracy" "$tmp/out" "test accuracy"
 check "version" 0 "$murmur" --version
 
 # The peer layer: a local cluster converges, and bad node flags say what is wrong.
-check "local cluster converges" 0 "$murmur" local --nodes 3 --duration 2 --json --progress plain
+check "local cluster converges" 0 "$murmur" local --mode membership --nodes 3 --duration 2 --json --progress plain
 python3 - "$tmp/out" <<'PY' || fail=1
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -69,7 +69,7 @@ print("ok   local cluster summary:", d)
 PY
 contains "local progress says when the view is full" "$tmp/err" "full view after"
 # Ctrl-C stops every node cleanly (each leaves; none has to be killed).
-"$murmur" local --nodes 3 --duration 60 --progress none >"$tmp/out" 2>"$tmp/err" &
+"$murmur" local --mode membership --nodes 3 --duration 60 --progress none >"$tmp/out" 2>"$tmp/err" &
 local_pid=$!
 sleep 1.5
 kill -INT "$local_pid"
@@ -83,11 +83,32 @@ check "node with a bad seed exits 2" 2 "$murmur" node --seeds "host-without-port
 contains "bad seed says why" "$tmp/err" "seeds: seed 'host-without-port' needs HOST:PORT"
 check "node with a timeout above the interval exits 2" 2 "$murmur" node --probe-interval-ms 100 --probe-timeout-ms 100
 contains "bad timeout says why" "$tmp/err" "probe_timeout_ms (100) must be below probe_interval_ms (100)"
-check "node runs for its duration and leaves" 0 "$murmur" node --listen tcp://127.0.0.1:0 --duration 0.5 --report json --report-interval-ms 100
+check "node runs for its duration and leaves" 0 "$murmur" node --mode membership --listen tcp://127.0.0.1:0 --duration 0.5 --report json --report-interval-ms 100
 python3 - "$tmp/out" <<'PY' || fail=1
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert len(lines) >= 3 and lines[-1]["alive"] == 1, lines[-1]
 print("ok   node reports", len(lines), "views")
 PY
+
+# Gossip training: bad flags are refused with the reason, before anything starts.
+check "gossip node without a budget exits 2" 2 "$murmur" node --epochs 0
+contains "no budget says why" "$tmp/err" "no budget"
+check "bad straggle spec exits 2" 2 "$murmur" local --nodes 2 --straggle node=1,slowdown=0.5
+contains "bad straggle says why" "$tmp/err" "slowdown must be in [1, 1000]"
+check "straggle for a node that does not exist exits 2" 2 "$murmur" local --nodes 2 --straggle node=5,slowdown=2
+contains "straggle node out of range says why" "$tmp/err" "not a node index in [0, 1]"
+check "bad compressor exits 2" 2 "$murmur" local --nodes 2 --compress topk:2
+contains "bad compressor says why" "$tmp/err" "compress:"
+# Ctrl-C stops a gossip cluster cleanly too: every node ends, reports and leaves.
+"$murmur" local --nodes 2 --epochs 1000 --progress none >"$tmp/out" 2>"$tmp/err" &
+local_pid=$!
+sleep 3
+kill -INT "$local_pid"
+wait "$local_pid"; got=$?
+if grep -q "ended by stopped" "$tmp/out" && grep -q "mean test accuracy" "$tmp/out"; then
+  echo "ok   Ctrl-C ends a gossip cluster with a report (exit $got)"
+else
+  echo "FAIL Ctrl-C ends a gossip cluster with a report: exit $got: $(cat "$tmp/out")"; fail=1
+fi
 exit $fail

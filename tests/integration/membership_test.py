@@ -49,7 +49,7 @@ class Node:
     def start(self):
         log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
         self.proc = subprocess.Popen(
-            [MURMUR, "node", "--id", str(self.id), "--listen", self.endpoint, "--seeds", self.seeds,
+            [MURMUR, "node", "--mode", "membership", "--id", str(self.id), "--listen", self.endpoint, "--seeds", self.seeds,
              "--cluster", "itest", "--probe-interval-ms", str(PROBE_MS), "--probe-timeout-ms",
              str(TIMEOUT_MS), "--report", "json", "--report-interval-ms", "100"],
             stdout=subprocess.PIPE, stderr=log, text=True)
