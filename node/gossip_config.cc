@@ -73,6 +73,9 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.per_node_init = c.init == "per-node";
   auto compressor = coding::ParseCompressorSpec(c.compress);
   if (!compressor.ok()) return InvalidArgumentError("compress: " + std::string(compressor.status().message()));
+  if (auto check = coding::Compressor::Create(*compressor, 1); !check.ok()) {
+    return InvalidArgumentError("compress: " + std::string(check.status().message()));
+  }
   o.compressor = *compressor;
   o.gamma = c.gamma;
   auto topology = gossip::ParseTopology(c.topology);

@@ -289,7 +289,11 @@ void Runner::CatchUp(const std::vector<NodeId>& view) {
     ++p_.catchups;
     return;
   }
-  // No fresher neighbour copy: ask the most advanced peer for its model (once per 2 s).
+  // No fresher neighbour copy. A dense model costs as much as ~100 compressed rounds, so only a
+  // node far behind (4 S: it was stopped or cut off, not merely slow) asks the most advanced
+  // peer for its model, at most once per 2 s.
+  const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
+  if (best_clock_ < static_cast<uint64_t>(p_.step) + far) return;
   if (awaiting_model_from_ != 0 && clock_.Now() - model_asked_at_ < std::chrono::seconds(2)) return;
   for (const auto& m : members_) {
     if (m.id != peer_->id() && m.state == gossip::MemberState::kAlive &&
@@ -297,6 +301,7 @@ void Runner::CatchUp(const std::vector<NodeId>& view) {
       awaiting_model_from_ = m.id;
       model_asked_at_ = clock_.Now();
       peer_->SendTo(m.id, gossip::SnapshotRequest{0, true}, {});
+      ++p_.model_requests;
       return;
     }
   }

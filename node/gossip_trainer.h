@@ -88,6 +88,7 @@ struct GossipProgress {
   double gamma = 0;
   double wait_s = 0;           // time spent waiting in the soft-sync gate
   uint64_t catchups = 0;
+  uint64_t model_requests = 0;  // dense model snapshots asked for (join excluded)
   uint64_t gamma_halvings = 0;
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
   uint64_t stragglers_detected = 0;        // times a peer was marked

@@ -191,6 +191,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["gamma"] = p.gamma;
   j["wait_s"] = p.wait_s;
   j["catchups"] = p.catchups;
+  j["model_requests"] = p.model_requests;
   j["gamma_halvings"] = p.gamma_halvings;
   j["stragglers"] = p.stragglers;
   j["stragglers_detected"] = p.stragglers_detected;
