@@ -64,6 +64,34 @@ TEST(MembershipTest, SixteenNodesConvergeToAFullViewFromSeeds) {
   }
 }
 
+TEST(MembershipTest, TrainingProgressSpreadsAndOnlyGrowsWithinALife) {
+  SimCluster sim(6, Fast(), 2);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.node(2).SetProgress(120, 7680, false);
+  auto everyone_knows = [&](uint64_t step, uint64_t samples, bool finished) {
+    for (size_t i = 0; i < sim.size(); ++i) {
+      auto e = sim.node(i).Find(sim.node(2).id());
+      if (!e || e->step_clock != step || e->samples != samples || e->finished != finished) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(sim.RunFor(seconds(5), [&] { return everyone_knows(120, 7680, false); }))
+      << sim.Describe();
+  // The run ended: "finished" spreads; stale gossip with smaller numbers cannot undo anything.
+  sim.node(2).SetProgress(130, 8320, true);
+  EXPECT_TRUE(sim.RunFor(seconds(5), [&] { return everyone_knows(130, 8320, true); }));
+  MemberEntry stale = *sim.node(0).Find(sim.node(2).id());
+  stale.step_clock = 5;
+  stale.samples = 1;
+  stale.finished = false;
+  sim.node(0).Step(Envelope{kSchemaVersion, "", sim.node(3).id(), 1, 0, 1, 0, Digest{{stale}, false}},
+                   sim.now());
+  auto e = sim.node(0).Find(sim.node(2).id());
+  EXPECT_EQ(e->step_clock, 130u);
+  EXPECT_EQ(e->samples, 8320u);
+  EXPECT_TRUE(e->finished);
+}
+
 TEST(MembershipTest, ShuffledRoundRobinProbesEveryMemberOncePerPass) {
   SimCluster sim(9, Fast(), 3);
   ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
