@@ -287,6 +287,14 @@ double BytesPerNonZero(const Update& update) {
   return static_cast<double>(EncodedSize(update)) / static_cast<double>(update.values.size());
 }
 
+size_t EncodeDense(std::span<const float> values, std::vector<std::byte>& out) {
+  Update u;
+  u.Clear(Operator::kNone, static_cast<uint32_t>(values.size()));
+  u.dense = true;
+  u.values.assign(values.begin(), values.end());
+  return EncodeUpdate(u, out);
+}
+
 size_t EncodeUpdate(const Update& update, std::vector<std::byte>& out) {
   MURMUR_CHECK(update.dense ? update.values.size() == update.dimension
                             : update.indices.size() == update.values.size())

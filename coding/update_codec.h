@@ -59,6 +59,10 @@ double BytesPerNonZero(const Update& update);
 // format cannot represent exactly is a broken invariant and CHECK-fails.
 size_t EncodeUpdate(const Update& update, std::vector<std::byte>& out);
 
+// Replaces `out` with the encoding of `values` as a dense fp32 update (bit-exact: what a
+// receiver decodes is `values`). Snapshots of a whole model use it.
+size_t EncodeDense(std::span<const float> values, std::vector<std::byte>& out);
+
 // Why a decode failed, one per check; stable names for a metric label.
 enum class DecodeFailure : uint8_t {
   kNone = 0,

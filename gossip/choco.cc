@@ -120,12 +120,8 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
               InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
               coding::DecodeFailure::kNone};
     }
-    coding::Update snapshot;
-    snapshot.Clear(coding::Operator::kNone, options_.dimension);
-    snapshot.dense = true;
-    snapshot.values = public_;
     auto bytes = std::make_shared<std::vector<std::byte>>();
-    coding::EncodeUpdate(snapshot, *bytes);
+    coding::EncodeDense(public_, *bytes);
     output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
     return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
   }

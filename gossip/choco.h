@@ -153,9 +153,14 @@ class ChocoGossip {
   // False (and `out` untouched) when no mixing peer's copy is ready.
   bool NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) const;
 
+  // Who this node mixes with in `round` and with what weights (the random topology is fixed per
+  // view here); empty when `view` lacks this node. The node's soft-sync gate waits on these.
+  RoundPeers Peers(const std::vector<NodeId>& view, uint64_t round) const;
+
   // Forgets the copy of `id` (a member that left or died).
   void Forget(NodeId id);
 
+  const ChocoOptions& options() const { return options_; }
   double gamma() const { return gamma_; }
   uint64_t version() const { return version_; }
   std::span<const float> public_copy() const { return public_; }
@@ -175,7 +180,6 @@ class ChocoGossip {
   };
 
   ChocoGossip(const ChocoOptions& options, coding::Compressor compressor);
-  RoundPeers Peers(const std::vector<NodeId>& view, uint64_t round) const;
   std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
   ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);
   ChocoStepResult OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy);

@@ -21,12 +21,8 @@ transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes
 }
 
 std::shared_ptr<const std::vector<std::byte>> DenseBytes(std::span<const float> values) {
-  coding::Update u;
-  u.Clear(coding::Operator::kNone, static_cast<uint32_t>(values.size()));
-  u.dense = true;
-  u.values.assign(values.begin(), values.end());
   auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeUpdate(u, *bytes);
+  coding::EncodeDense(values, *bytes);
   return bytes;
 }
 
@@ -35,7 +31,7 @@ class Runner {
  public:
   Runner(const GossipTrainerOptions& o, Model<float>& model, const Dataset& train,
          std::vector<int64_t> rows, const Dataset* test, const GossipProgressFn& on_progress,
-         const std::atomic<bool>* stop)
+         const std::function<bool()>& stop)
       : o_(o),
         model_(model),
         trainer_(model, train, std::move(rows), test, o.train, clock_),
@@ -59,14 +55,15 @@ class Runner {
   void ServeModel(NodeId to);
   void RefreshMembers();
   bool BudgetSpent();
-  void CatchUp(const std::vector<NodeId>& view);
+  void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing);
   Status GossipRound(const std::vector<NodeId>& view);
   void Evaluate(bool full);
   void Send(std::vector<gossip::ChocoOutgoing> out);
-  void Report();
+  void Report(bool force);
+  void AdoptReceivedModel();
   int CurrentH() const;
   std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
-  bool Stopping() const { return stop_ != nullptr && stop_->load(); }
+  bool Stopping() const { return stop_ && stop_(); }
 
   const GossipTrainerOptions& o_;
   Model<float>& model_;
@@ -75,7 +72,7 @@ class Runner {
   const Dataset* test_;
   Dataset eval_subset_;
   const GossipProgressFn& on_progress_;
-  const std::atomic<bool>* stop_;
+  const std::function<bool()>& stop_;
   gossip::SoftSync sync_;
   StragglerInjector injector_;
   std::unique_ptr<PeerNode> peer_;
@@ -93,6 +90,7 @@ class Runner {
   uint64_t rejections_logged_ = 0;
   double loss_ema_ = 0;
   bool have_loss_ = false;
+  TimePoint next_report_{};
 };
 
 Status Runner::Join() {
@@ -139,12 +137,9 @@ Status Runner::Join() {
   }
   bool from_initial = !o_.per_node_init;
   if (received_model_.has_value()) {
-    std::copy(received_model_->begin(), received_model_->end(), x.begin());
-    p_.step = static_cast<int64_t>(received_model_clock_);
+    AdoptReceivedModel();
     p_.joined_by_snapshot = true;
     from_initial = false;
-    received_model_.reset();
-    awaiting_model_from_ = 0;
     MURMUR_LOG_INFO("node {}: joined a running cluster at step {} with a peer's model",
                     peer_->id(), p_.step);
   }
@@ -268,18 +263,25 @@ bool Runner::BudgetSpent() {
 
 std::vector<NodeId> Runner::MixingPeers(const std::vector<NodeId>& view) const {
   std::vector<NodeId> out;
-  if (!std::binary_search(view.begin(), view.end(), peer_->id())) return out;
-  gossip::PeerSamplingOptions s = o_.sampling;
-  const auto peers = gossip::PeersFor(s, view, peer_->id(), s.topology == gossip::Topology::kRandom ? 0 : p_.rounds);
-  for (const auto& n : peers.receive_from) out.push_back(n.id);
+  for (const auto& n : choco_->Peers(view, p_.rounds).receive_from) out.push_back(n.id);
   return out;
 }
 
-void Runner::CatchUp(const std::vector<NodeId>& view) {
+// Installs the model snapshot that arrived (join or catch-up) with its step clock.
+void Runner::AdoptReceivedModel() {
+  auto x = trainer_.params();
+  std::copy(received_model_->begin(), received_model_->end(), x.begin());
+  trainer_.ResetOptimizerState();
+  p_.step = std::max(p_.step, static_cast<int64_t>(received_model_clock_));
+  received_model_.reset();
+  awaiting_model_from_ = 0;
+}
+
+void Runner::CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing) {
   auto x = trainer_.params();
   std::vector<float> average(x.size());
   uint64_t clock = 0;
-  for (NodeId id : MixingPeers(view)) clock = std::max(clock, sync_.ClockOf(id));
+  for (NodeId id : mixing) clock = std::max(clock, sync_.ClockOf(id));
   if (clock > static_cast<uint64_t>(p_.step) && choco_->NeighbourAverage(view, average)) {
     std::copy(average.begin(), average.end(), x.begin());
     trainer_.ResetOptimizerState();
@@ -325,7 +327,8 @@ Status Runner::GossipRound(const std::vector<NodeId>& view) {
   if (stats->gamma_halved) {
     MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
                     "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
-                    peer_->id(), 3, stats->consensus_distance, choco_->gamma());
+                    peer_->id(), choco_->options().guard_checks, stats->consensus_distance,
+                    choco_->gamma());
   }
   return OkStatus();
 }
@@ -340,7 +343,11 @@ void Runner::Evaluate(bool full) {
   }
 }
 
-void Runner::Report() {
+// Progress for the caller, at most once per report_interval (building it takes the peer's locks).
+void Runner::Report(bool force) {
+  const TimePoint now = clock_.Now();
+  if (!on_progress_ || (!force && now < next_report_)) return;
+  next_report_ = now + o_.report_interval;
   const auto snap = peer_->Snapshot();
   p_.bytes_sent = snap.transport.sent_bytes;
   p_.bytes_received = snap.transport.received_bytes;
@@ -349,7 +356,7 @@ void Runner::Report() {
   p_.stragglers = sync_.Stragglers(clock_.Now());
   p_.stragglers_detected = sync_.stragglers_detected();
   p_.loss = loss_ema_;
-  if (on_progress_) on_progress_(p_);
+  on_progress_(p_);
 }
 
 StatusOr<GossipProgress> Runner::Run() {
@@ -375,17 +382,13 @@ StatusOr<GossipProgress> Runner::Run() {
       continue;
     }
     const std::vector<NodeId> view = peer_->LiveView();
-    if (sync_.ShouldCatchUp(static_cast<uint64_t>(p_.step), best_clock_)) CatchUp(view);
+    const std::vector<NodeId> mixing = MixingPeers(view);
+    if (sync_.ShouldCatchUp(static_cast<uint64_t>(p_.step), best_clock_)) CatchUp(view, mixing);
     if (received_model_.has_value()) {
-      auto x = trainer_.params();
-      std::copy(received_model_->begin(), received_model_->end(), x.begin());
-      trainer_.ResetOptimizerState();
-      p_.step = std::max(p_.step, static_cast<int64_t>(received_model_clock_));
+      AdoptReceivedModel();
       ++p_.catchups;
-      received_model_.reset();
-      awaiting_model_from_ = 0;
     }
-    const auto gate = sync_.Gate(static_cast<uint64_t>(p_.step), MixingPeers(view), now);
+    const auto gate = sync_.Gate(static_cast<uint64_t>(p_.step), mixing, now);
     for (NodeId id : gate.newly_marked) {
       MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (step {} vs {}): marked a straggler, "
                       "not waiting for it for {:.0f} s", peer_->id(),
@@ -400,7 +403,7 @@ StatusOr<GossipProgress> Runner::Run() {
     auto loss = trainer_.Step();
     const Duration compute = clock_.Now() - t0;
     if (!loss.ok()) {
-      ++p_.rejected_messages;  // not a message, but the same "bad input, carry on" path
+      ++p_.skipped_steps;
       MURMUR_LOG_WARN("node {}: step {} skipped: {}", peer_->id(), p_.step, loss.status().ToString());
     } else {
       loss_ema_ = have_loss_ ? 0.98 * loss_ema_ + 0.02 * *loss : *loss;
@@ -421,10 +424,11 @@ StatusOr<GossipProgress> Runner::Run() {
     }
     peer_->SetProgress(static_cast<uint64_t>(p_.step), static_cast<uint64_t>(p_.samples), false);
     uint64_t lag = 0;
-    for (NodeId id : MixingPeers(view)) lag = std::max(lag, sync_.Lag(static_cast<uint64_t>(p_.step), id));
+    for (NodeId id : mixing) lag = std::max(lag, sync_.Lag(static_cast<uint64_t>(p_.step), id));
     p_.max_lag = lag;
-    if (o_.eval_every > 0 && p_.local_steps % o_.eval_every == 0) Evaluate(false);
-    Report();
+    const bool evaluated = o_.eval_every > 0 && p_.local_steps % o_.eval_every == 0;
+    if (evaluated) Evaluate(false);
+    Report(evaluated);  // a fresh accuracy is always reported (time-to-accuracy reads it)
   }
   // The end: a full evaluation, "finished" gossiped so every member stops, a short linger to
   // answer snapshot requests, then a graceful leave.
@@ -433,7 +437,7 @@ StatusOr<GossipProgress> Runner::Run() {
   peer_->SetProgress(static_cast<uint64_t>(p_.step), static_cast<uint64_t>(p_.samples), true);
   const TimePoint linger_until = clock_.Now() + o_.linger;
   while (clock_.Now() < linger_until) Drain(std::chrono::milliseconds(10));
-  Report();
+  Report(true);
   if (!o_.save_model.empty()) MURMUR_RETURN_IF_ERROR(SaveParams(o_.save_model, trainer_.params()));
   MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {:.4f}", peer_->id(), p_.end_reason,
                   p_.step, p_.accuracy);
@@ -461,7 +465,7 @@ Status GossipTrainerOptions::Validate() const {
 StatusOr<GossipProgress> RunGossipTrainer(const GossipTrainerOptions& options, Model<float>& model,
                                           const Dataset& train, std::vector<int64_t> rows,
                                           const Dataset* test, const GossipProgressFn& on_progress,
-                                          const std::atomic<bool>* stop) {
+                                          const std::function<bool()>& stop) {
   MURMUR_RETURN_IF_ERROR(options.Validate());
   Runner runner(options, model, train, std::move(rows), test, on_progress, stop);
   return runner.Run();

@@ -16,9 +16,9 @@
 // A node that joins a running cluster (new, or restarted with a higher incarnation) first takes
 // a model snapshot from the most advanced live peer, adopts its step clock and starts a new
 // public-copy stream from that model.
-// Thread safety: Run blocks the calling thread; `stop` may be set from a signal handler.
+// Thread safety: RunGossipTrainer blocks the calling thread, which also calls `stop` and
+// `on_progress`.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -64,6 +64,7 @@ struct GossipTrainerOptions {
   int64_t join_after_steps = 20;  // a cluster further along than this is joined by a snapshot
   Duration linger = std::chrono::milliseconds(500);  // keep answering after the run ends
   std::string save_model;             // write the final parameters here (raw float32)
+  Duration report_interval = std::chrono::milliseconds(100);  // progress calls, at most this often
 
   Status Validate() const;
 };
@@ -95,6 +96,7 @@ struct GossipProgress {
   size_t live_members = 0;
   std::map<std::string, uint64_t> verdicts;  // CHOCO message outcomes
   uint64_t rejected_messages = 0;
+  uint64_t skipped_steps = 0;  // steps whose loss was not finite (not applied)
   bool joined_by_snapshot = false;
   bool finished = false;
   std::string end_reason;      // "epochs", "accuracy", "time", "peer", "stopped"
@@ -102,12 +104,13 @@ struct GossipProgress {
 
 using GossipProgressFn = std::function<void(const GossipProgress&)>;
 
-// Trains until the budget is spent (or `stop`), leaves the cluster, and returns the final state
-// with a full test evaluation. `rows` are this node's rows of `train`.
+// Trains until the budget is spent (or `stop` returns true), leaves the cluster, and returns the
+// final state with a full test evaluation. `rows` are this node's rows of `train`. `on_progress`
+// gets the state at most every report_interval, and after every periodic evaluation.
 StatusOr<GossipProgress> RunGossipTrainer(const GossipTrainerOptions& options, Model<float>& model,
                                           const Dataset& train, std::vector<int64_t> rows,
                                           const Dataset* test, const GossipProgressFn& on_progress,
-                                          const std::atomic<bool>* stop);
+                                          const std::function<bool()>& stop);
 
 // The saved-model format: the parameters as raw little-endian float32, nothing else.
 Status SaveParams(const std::string& path, std::span<const float> params);

@@ -198,6 +198,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["members"] = p.live_members;
   j["verdicts"] = p.verdicts;
   j["rejected"] = p.rejected_messages;
+  j["skipped_steps"] = p.skipped_steps;
   j["joined_by_snapshot"] = p.joined_by_snapshot;
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
@@ -239,18 +240,10 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
   options->save_model = config.save_model;
   // Each node shuffles its own shard in its own order.
   options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
-  static std::atomic<bool> stop{false};
-  std::thread watcher([] {
-    while (!stop.load()) {
-      if (StopRequested()) stop.store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-  auto next_report = std::chrono::steady_clock::now();
+  options->report_interval = std::chrono::milliseconds(config.report_interval_ms);
   const bool json = config.report == "json";
-  auto report = [&](const GossipProgress& p) {
-    if (config.report == "none" || std::chrono::steady_clock::now() < next_report) return;
-    next_report = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.report_interval_ms);
+  GossipProgressFn report;
+  if (config.report != "none") report = [&](const GossipProgress& p) {
     if (json) {
       std::printf("%s\n", GossipProgressJson(p, false).c_str());
     } else {
@@ -262,9 +255,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
     std::fflush(stdout);
   };
   auto result = RunGossipTrainer(*options, *model, data->train, *std::move(rows), &data->test,
-                                 report, &stop);
-  stop.store(true);
-  watcher.join();
+                                 report, StopRequested);
   if (!result.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
     return 1;

@@ -15,26 +15,19 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from harness import free_ports, wait_until
+
 MURMUR = sys.argv[1]
 N = 4
 TIME_LIMIT = 16.0
 
 
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Node:
@@ -81,13 +74,6 @@ class Node:
             return self.reports[-1][1] if self.reports else None
 
 
-def wait_until(what, cond, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for: {what}")
 
 
 def main():

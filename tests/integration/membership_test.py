@@ -10,12 +10,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from harness import free_ports, wait_until
 
 MURMUR = sys.argv[1]
 N = 8
@@ -26,16 +27,6 @@ SLACK_S = 3.0  # process scheduling on a loaded 2-core CI machine
 CONVERGE_LIMIT_S = 5.0  # documented: join retry + (log2 n + 4) periods = 1.8 s; measured ~0.5 s
 
 
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Node:
@@ -78,15 +69,6 @@ class Node:
         return self.latest["members"][0]["heartbeat"] if self.latest else 0
 
 
-def wait_until(what, cond, limit):
-    start = time.monotonic()
-    while time.monotonic() - start < limit:
-        if cond():
-            took = time.monotonic() - start
-            print(f"ok: {what} after {took:.2f} s (limit {limit:.1f} s)", flush=True)
-            return took
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {limit:.1f} s")
 
 
 def main():
