@@ -1,0 +1,166 @@
+#pragma once
+// CodedReduce aggregation (algorithms.md §2.3) and the synchronous baselines, as sans-IO state
+// machines: the driver feeds arrived messages (Step), its own computed part (OwnResult) and time
+// (Tick), and takes an ordered list of actions (sends, compute requests, results, reports).
+//
+// TreeAggregator is one rank's role in a TreeLayout; the same machine runs
+//   coded-tree  (n, L, s): parents decode after any n - s children;
+//   tree        (n, L, 0): parents wait for every child;
+//   gc          (N, 1, s): flat gradient coding, the root is the single aggregator.
+// Per iteration t:
+//   root:     StartIteration(t, model) sends the model to its children;
+//   non-root: a model for t > current (from its parent) is first forwarded to its children,
+//             then asked of the driver as Compute{t, model} (the forward-before-compute order of
+//             §2.3 step 1); a leaf sends OwnResult straight up; a parent waits for its own part
+//             and for a decodable set of children (the code says when: n - s of them, or one per
+//             group for fractional repetition), decodes with the least-squares coefficients for
+//             exactly the children that answered, and sends own + sum a_k M_k up;
+//   root:     decodes its children the same way and emits Aggregated{t, gradient}.
+// Answers for an older iteration are late: dropped and counted (`late_dropped`), never mixed
+// in. A parent that cannot decode keeps waiting (correctness first) and emits one Report per
+// iteration once it has waited `report_after` since its own part was ready. Partial sums are
+// accumulated in double and sent as float32.
+//
+// RingAllReduce is one rank of a synchronous ring all-reduce (the `ring` baseline): N - 1
+// reduce-scatter steps then N - 1 all-gather steps, one chunk of about d / N floats per step to
+// the next rank; every rank ends with the bitwise-same sum. Messages from a later step or
+// iteration wait in a buffer; older ones are late.
+//
+// Messages are gossip::CodedMessage headers plus one float vector. The driver maps ranks to
+// peers and checks the vector's finiteness and length against the header before Step (both
+// machines also reject a wrong length themselves and count it).
+// Thread safety: none; one driver thread per machine.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/clock.h"
+#include "coding/coded_tree.h"
+#include "coding/gradient_code.h"
+#include "gossip/envelope.h"
+
+namespace murmur::gossip {
+
+struct CodedSend {
+  int64_t to = 0;  // rank
+  CodedMessage header;
+  std::vector<float> vector;
+};
+// The driver computes this rank's own weighted partial gradient at `model` and calls OwnResult.
+struct ComputeRequest {
+  uint64_t iteration = 0;
+  std::vector<float> model;
+};
+// The root's decoded full gradient (sum over all samples), or a ring's reduced sum.
+struct Aggregated {
+  uint64_t iteration = 0;
+  std::vector<float> gradient;
+};
+struct CodedReport {
+  uint64_t iteration = 0;
+  std::string text;
+};
+using CodedAction = std::variant<CodedSend, ComputeRequest, Aggregated, CodedReport>;
+
+struct CodedStats {
+  uint64_t iterations = 0;         // iterations this rank completed (sent up / aggregated)
+  uint64_t decodes = 0;            // parents: decodes done
+  uint64_t children_waited = 0;    // parents: children answers used by the decodes
+  uint64_t children_ignored = 0;   // parents: children of the iteration not waited for
+  uint64_t late_dropped = 0;       // answers or models for an iteration already done
+  uint64_t stale_own = 0;          // OwnResult for an iteration no longer current
+  uint64_t duplicates = 0;         // a second answer from the same child for an iteration
+  uint64_t rejected = 0;           // wrong sender, kind, length, or a future iteration
+  uint64_t undecodable_waits = 0;  // iterations reported as waiting for more than s children
+};
+
+class TreeAggregator {
+ public:
+  struct Options {
+    int64_t rank = 0;
+    uint32_t dimension = 0;
+    Duration report_after = std::chrono::seconds(5);
+  };
+  // `layout` and `code` must outlive the aggregator; code.n() == layout.n().
+  TreeAggregator(const coding::TreeLayout& layout, const coding::GradientCode& code,
+                 Options options);
+
+  // Root only: begin iteration t (> every earlier one) with `model`.
+  void StartIteration(uint64_t iteration, std::span<const float> model, TimePoint now);
+  // A message from rank `from`.
+  void Step(int64_t from, const CodedMessage& header, std::span<const float> vector,
+            TimePoint now);
+  // This rank's own weighted partial gradient for `iteration` (the answer to ComputeRequest).
+  void OwnResult(uint64_t iteration, std::span<const float> partial, TimePoint now);
+  void Tick(TimePoint now);
+
+  std::vector<CodedAction> TakeActions();
+  const CodedStats& stats() const { return stats_; }
+  uint64_t current_iteration() const { return current_; }
+  bool has_iteration() const { return has_iteration_; }
+
+ private:
+  void Begin(uint64_t iteration, std::span<const float> model, TimePoint now);
+  void TryFinish(TimePoint now);
+  void Send(int64_t to, CodedMessage::Kind kind, std::span<const float> vector);
+
+  const coding::TreeLayout& layout_;
+  const coding::GradientCode& code_;
+  const Options options_;
+  const bool root_;
+  const bool leaf_;
+  bool has_iteration_ = false;
+  uint64_t current_ = 0;
+  bool done_ = false;  // sent up / aggregated for current_
+  bool own_ready_ = false;
+  TimePoint own_ready_at_{};
+  bool reported_ = false;
+  std::vector<double> sum_;  // own part, then the decoded children added
+  uint64_t answered_ = 0;    // bitmask over child indices
+  std::vector<std::vector<float>> answers_;  // per child index, for current_
+  std::vector<CodedAction> actions_;
+  CodedStats stats_;
+};
+
+class RingAllReduce {
+ public:
+  struct Options {
+    int64_t rank = 0;
+    int64_t size = 1;
+    uint32_t dimension = 0;
+  };
+  explicit RingAllReduce(Options options);
+
+  // Begin all-reducing `local` for iteration t (> every earlier one; the previous one must be
+  // done). With one rank the sum is ready at once.
+  void Start(uint64_t iteration, std::span<const float> local);
+  void Step(int64_t from, const CodedMessage& header, std::span<const float> vector);
+  std::vector<CodedAction> TakeActions();
+  const CodedStats& stats() const { return stats_; }
+  bool busy() const { return active_; }
+  // [begin, end) of chunk c.
+  std::pair<size_t, size_t> Chunk(int64_t chunk) const;
+
+ private:
+  void Apply(uint32_t step, std::span<const float> vector);
+  void SendStep(uint32_t step);
+  void Drain();
+  int64_t Mod(int64_t x) const { return ((x % options_.size) + options_.size) % options_.size; }
+
+  const Options options_;
+  bool active_ = false;
+  bool started_ = false;
+  uint64_t iteration_ = 0;
+  uint32_t next_step_ = 0;  // the step whose message is expected next
+  std::vector<float> data_;
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<float>> early_;
+  std::vector<CodedAction> actions_;
+  CodedStats stats_;
+};
+
+}  // namespace murmur::gossip
