@@ -192,6 +192,15 @@ std::pair<size_t, size_t> RingAllReduce::Chunk(int64_t chunk) const {
   return {d * c / n, d * (c + 1) / n};
 }
 
+size_t RingAllReduce::ExpectedLength(uint32_t step) const {
+  const int64_t n = options_.size;
+  if (n == 1 || step >= 2 * (n - 1)) return 0;
+  const int64_t chunk = step < n - 1 ? Mod(options_.rank - step - 1)
+                                     : Mod(options_.rank - (step - (n - 1)));
+  auto [b, e] = Chunk(chunk);
+  return e - b;
+}
+
 void RingAllReduce::Start(uint64_t iteration, std::span<const float> local) {
   MURMUR_CHECK(!active_);
   MURMUR_CHECK(!started_ || iteration > iteration_);

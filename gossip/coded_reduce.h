@@ -145,6 +145,8 @@ class RingAllReduce {
   bool busy() const { return active_; }
   // [begin, end) of chunk c.
   std::pair<size_t, size_t> Chunk(int64_t chunk) const;
+  // Floats a message of `step` from the previous rank carries (0 for a step out of range).
+  size_t ExpectedLength(uint32_t step) const;
 
  private:
   void Apply(uint32_t step, std::span<const float> vector);

@@ -15,17 +15,6 @@ namespace {
 
 using gossip::NodeId;
 
-transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes) {
-  const std::span<const std::byte> view(*bytes);
-  return transport::Frame(std::move(bytes), view);
-}
-
-std::shared_ptr<const std::vector<std::byte>> DenseBytes(std::span<const float> values) {
-  auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeDense(values, *bytes);
-  return bytes;
-}
-
 // Everything one run needs, so the steps below are small functions over shared state.
 class Runner {
  public:
@@ -211,7 +200,7 @@ void Runner::Handle(TrainingMessage& m) {
 void Runner::ServeModel(NodeId to) {
   peer_->SendTo(to, gossip::SnapshotReply{static_cast<uint64_t>(p_.step),
                                           static_cast<uint32_t>(model_.NumParams()), true},
-                {SharedFrame(DenseBytes(trainer_.params()))});
+                {DenseFrame(trainer_.params())});
 }
 
 void Runner::Send(std::vector<gossip::ChocoOutgoing> out) {

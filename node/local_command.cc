@@ -39,16 +39,21 @@ struct LocalConfig {
   bool keep_logs = false;
   std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
   GossipConfig gossip;
+  CodedConfig coded;
 };
 
 const ConfigSchema<LocalConfig>& LocalSchema() {
   static const ConfigSchema<LocalConfig>* schema = [] {
     using C = LocalConfig;
     auto* s = new ConfigSchema<LocalConfig>();
-    s->Choice("mode", &C::mode, "gossip", {"gossip", "membership"},
+    s->Choice("mode", &C::mode, "gossip",
+              {"gossip", "membership", "coded-tree", "tree", "gc", "ring"},
               "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
-              "membership: only show who sees whom")
-        .Integer("nodes", &C::nodes, 4, 1, 256, "node processes to start on 127.0.0.1")
+              "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
+              "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
+        .Integer("nodes", &C::nodes, 4, 1, 256,
+                 "node processes to start on 127.0.0.1 (gossip, membership; the other modes "
+                 "start as many as their shape needs)")
         .Real("duration", &C::duration, "0", 0, 1e9,
               "seconds to run before stopping every node; 0: until the budget is spent "
               "(gossip) or Ctrl-C (membership)")
@@ -70,7 +75,8 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Text("straggle", &C::straggle, "",
               "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
               "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
-        .Embed(GossipSchema(), &C::gossip, {"straggle"});
+        .Embed(GossipSchema(), &C::gossip, {"straggle"})
+        .Embed(CodedSchema(), &C::coded, {});
     return s;
   }();
   return *schema;
@@ -119,6 +125,11 @@ char StateChar(const std::string& state);
 // Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
 // have that shape is ignored: the table shows the previous one.
 void Absorb(Child& c, const nlohmann::json& report) {
+  if (report.contains("kind") && report.contains("mode")) {  // coded progress (CodedProgressJson)
+    if (report["kind"] == "final") c.final_report = report;
+    c.progress = report;
+    return;
+  }
   if (report.contains("kind")) {  // gossip progress (GossipProgressJson)
     if (!report.contains("accuracy") || !report.contains("step")) return;
     const auto& before = c.progress;
@@ -554,6 +565,181 @@ int RunGossipLocal(const LocalConfig& config, const ConfigParser<LocalConfig>& p
   return ok ? 0 : 1;
 }
 
+std::string CodedTable(const std::vector<Child>& children, double t, const std::string& what) {
+  std::string out = fmt::format("murmur local: {} processes, {}, {:.1f} s\n", children.size(), what, t);
+  const nlohmann::json& head = children.empty() ? nlohmann::json() : children[0].progress;
+  if (head.is_object()) {
+    out += fmt::format("  iterations {}, loss {} (at {}), iteration {} ms mean, {} ms p95\n",
+                       Cell(head, "iteration", "{:.0f}"), Cell(head, "loss", "{:.5f}"),
+                       Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
+                       Cell(head, "iteration_ms_p95", "{:.1f}"));
+  }
+  out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}\n", "node",
+                     "role", "iters", "samples", "compute s", "inject s", "late", "ignored",
+                     "waiting", "injection");
+  for (size_t i = 0; i < children.size(); ++i) {
+    const Child& c = children[i];
+    const nlohmann::json& p = c.progress;
+    std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+    out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i,
+                       p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
+                       Cell(p, "own_samples", "{:.0f}"), Cell(p, "compute_s", "{:.2f}"),
+                       Cell(p, "injected_s", "{:.2f}"), Cell(p, "late_dropped", "{:.0f}"),
+                       Cell(p, "children_ignored", "{:.0f}"), Cell(p, "undecodable_waits", "{:.0f}"),
+                       c.straggle, state);
+  }
+  return out;
+}
+
+int RunCodedLocal(const LocalConfig& config, const ConfigParser<LocalConfig>& parser) {
+  auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
+  auto plan = options.ok() ? MakeCodedPlan(config.mode, config.coded.n, config.coded.L,
+                                           config.coded.s, static_cast<uint64_t>(config.coded.code_seed))
+                           : StatusOr<CodedPlan>(options.status());
+  if (!plan.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", std::string(plan.status().message()).c_str());
+    return 2;
+  }
+  LocalConfig sized = config;
+  sized.nodes = static_cast<int>(plan->processes);
+  if (plan->processes > 256) {
+    std::fprintf(stderr, "murmur local: %s needs %lld processes; local runs start at most 256\n",
+                 config.mode.c_str(), static_cast<long long>(plan->processes));
+    return 2;
+  }
+  auto straggle = ParseStraggleList(config.straggle, sized.nodes);
+  if (!straggle.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", std::string(straggle.status().message()).c_str());
+    return 2;
+  }
+  for (const auto& [i, spec] : *straggle) {
+    GossipConfig g = config.gossip;
+    g.straggle = spec;
+    if (auto o = CodedOptionsFrom(config.mode, config.coded, g); !o.ok()) {
+      std::fprintf(stderr, "murmur local: node %d: %s\n", i, std::string(o.status().message()).c_str());
+      return 2;
+    }
+  }
+  char dir_template[] = "/tmp/murmur-local-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");
+    return 1;
+  }
+  const std::filesystem::path dir = dir_template;
+  std::vector<std::string> forward_keys = CodedKeyNames();
+  for (const auto& k : GossipKeyNames()) {
+    if (k != "straggle") forward_keys.push_back(k);
+  }
+  const std::vector<std::string> forwarded = parser.GivenFlags(forward_keys);
+  LocalCluster cluster(sized, dir, [&](int i) {
+    std::vector<std::string> a = {"--mode", config.mode};
+    a.insert(a.end(), forwarded.begin(), forwarded.end());
+    if (auto it = straggle->find(i); it != straggle->end()) a.insert(a.end(), {"--straggle", it->second});
+    return a;
+  });
+  InstallStopSignals();
+  if (Status s = cluster.Spawn(); !s.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
+    cluster.Stop(std::chrono::milliseconds(2000));
+    return 1;
+  }
+  for (auto& [i, spec] : *straggle) cluster.children()[static_cast<size_t>(i)].straggle = spec;
+  std::string what = config.mode;
+  if (plan->code) what += ": " + plan->code->ToString();
+  what += fmt::format(", N = {} workers", plan->workers);
+  if (config.mode != "gc" && config.mode != "ring") {
+    what += fmt::format(" (n = {}, L = {})", config.coded.n, config.coded.L);
+  }
+  const bool tty = config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO));
+  const bool plain = config.progress == "plain" || (config.progress == "auto" && !tty);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double next_draw = 0, next_line = 1;
+  size_t drawn_lines = 0;
+  auto all_exited = [&] {
+    for (const auto& c : cluster.children()) {
+      if (!c.exited) return false;
+    }
+    return true;
+  };
+  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration) && !all_exited()) {
+    cluster.Poll(std::chrono::milliseconds(50));
+    const double t = elapsed();
+    if (tty && t >= next_draw) {
+      next_draw = t + 0.25;
+      const std::string table = CodedTable(cluster.children(), t, what);
+      if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+      std::fputs(table.c_str(), stderr);
+      drawn_lines = static_cast<size_t>(std::count(table.begin(), table.end(), '\n'));
+    } else if (plain && t >= next_line) {
+      next_line = t + 2;
+      std::fputs(CodedTable(cluster.children(), t, what).c_str(), stderr);
+    }
+  }
+  const double wall = elapsed();
+  const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  if (config.progress != "none") {
+    if (tty && drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+    std::fputs(CodedTable(cluster.children(), wall, what).c_str(), stderr);
+  }
+  bool ok = killed == 0;
+  nlohmann::json late = nlohmann::json::array();
+  uint64_t rejected = 0;
+  for (const Child& c : cluster.children()) {
+    const bool done = c.final_report.is_object() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+    ok &= done;
+    late.push_back(done ? c.final_report.value("late_dropped", uint64_t{0}) : uint64_t{0});
+    if (done) rejected += c.final_report.value("rejected", uint64_t{0});
+  }
+  const nlohmann::json head = cluster.children()[0].final_report;
+  const bool have = head.is_object();
+  const std::vector<double> times = have ? head["iteration_ms"].get<std::vector<double>>() : std::vector<double>{};
+  const auto [mean, p95] = MeanAndP95(times);
+  const bool keep = !ok || config.keep_logs;
+  if (config.json) {
+    nlohmann::json j;
+    j["mode"] = config.mode;
+    j["n"] = config.coded.n;
+    j["L"] = config.coded.L;
+    j["s"] = config.mode == "tree" || config.mode == "ring" ? 0 : config.coded.s;
+    j["workers"] = plan->workers;
+    j["processes"] = plan->processes;
+    j["code"] = plan->code ? nlohmann::json(plan->code->ToString()) : nlohmann::json(nullptr);
+    j["ok"] = ok;
+    j["wall_s"] = wall;
+    j["iterations"] = have ? head["iteration"] : nlohmann::json(nullptr);
+    j["loss"] = have ? head["loss"] : nlohmann::json(nullptr);
+    j["accuracy"] = have ? head["accuracy"] : nlohmann::json(nullptr);
+    j["iteration_ms_mean"] = mean;
+    j["iteration_ms_p95"] = p95;
+    j["iteration_ms"] = times;
+    j["late_dropped"] = late;
+    j["rejected"] = rejected;
+    j["killed_at_stop"] = killed;
+    j["logs"] = keep ? nlohmann::json(dir_template) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s, %zu processes, %.1f s%s\n", what.c_str(), cluster.children().size(), wall,
+                ok ? "" : " (not every node finished cleanly)");
+    if (have) {
+      std::printf("  %s iterations; final training loss %s, test accuracy %s\n",
+                  head["iteration"].dump().c_str(), head["loss"].dump().c_str(),
+                  head["accuracy"].dump().c_str());
+      std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
+    }
+    std::printf("  late answers dropped per node:");
+    for (const auto& l : late) std::printf(" %s", l.dump().c_str());
+    std::printf("\n  node logs %s %s\n", keep ? "kept in" : "removed from", dir_template);
+  }
+  if (!keep) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_template, ignored);
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 struct LocalCommand::Impl {
@@ -579,6 +765,7 @@ int LocalCommand::Run() {
   }
   const LocalConfig& config = *resolved;
   if (config.mode == "gossip") return RunGossipLocal(config, impl_->parser);
+  if (IsCodedMode(config.mode)) return RunCodedLocal(config, impl_->parser);
   InstallStopSignals();
   char dir_template[] = "/tmp/murmur-local-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {

@@ -170,6 +170,17 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
   if (!want_grad) return loss;
 
   const int64_t rows = batch.x.rows;
+  if (!batch.weights.empty()) {
+    if (static_cast<int64_t>(batch.weights.size()) != rows) {
+      return InvalidArgumentError("batch has " + std::to_string(rows) + " rows and " +
+                                  std::to_string(batch.weights.size()) + " sample weights");
+    }
+    // Host loop: the delta buffer lives on the host for every backend built today.
+    for (int64_t i = 0; i < rows; ++i) {
+      T* row = dlogits.data + i * dlogits.stride;
+      for (int64_t j = 0; j < dlogits.cols; ++j) row[j] *= batch.weights[static_cast<size_t>(i)];
+    }
+  }
   for (size_t l = NumLayers(); l-- > 0;) {
     const int64_t in = spec_.layer_sizes[l];
     const int64_t out = spec_.layer_sizes[l + 1];

@@ -40,6 +40,10 @@ struct Batch {
   kernels::ConstMatrixView<T> x;
   std::span<const int32_t> labels;  // kSoftmaxCrossEntropy
   std::span<const T> targets;       // kSigmoidCrossEntropy, kMeanSquaredError
+  // Optional per-sample weights (gradient coding multiplies each sample's gradient by its code
+  // coefficients): the gradient becomes (1/B) sum_i w_i grad loss_i. The returned loss stays the
+  // unweighted mean.
+  std::span<const T> weights;
 };
 
 template <typename T>

@@ -40,9 +40,11 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
   static const ConfigSchema<NodeConfig>* schema = [] {
     using C = NodeConfig;
     auto* s = new ConfigSchema<NodeConfig>();
-    s->Choice("mode", &C::mode, "gossip", {"gossip", "membership"},
-              "gossip: train with CHOCO-SGD over compressed gossip; membership: only keep "
-              "membership (no training)")
+    s->Choice("mode", &C::mode, "gossip",
+              {"gossip", "membership", "coded-tree", "tree", "gc", "ring"},
+              "gossip: train with CHOCO-SGD over compressed gossip; coded-tree: CodedReduce tree "
+              "aggregation; tree, gc, ring: its baselines (uncoded tree, flat gradient coding, "
+              "ring all-reduce); membership: only keep membership (no training)")
         .Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
                "node id, unique in the cluster; 0 derives one from the advertised address")
         .Text("listen", &C::listen, "tcp://127.0.0.1:7070",
@@ -82,7 +84,8 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
                  "gossip: wait (up to 30 s) for this many live members before training; 0 waits "
                  "3 s for whoever is there")
         .Text("save_model", &C::save_model, "",
-              "gossip: write the final parameters to this file (raw float32)");
+              "gossip: write the final parameters to this file (raw float32)")
+        .Embed(CodedSchema(), &C::coded, {});
     return s;
   }();
   return *schema;
@@ -205,7 +208,85 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   return j.dump();
 }
 
+std::string CodedProgressJson(const CodedProgress& p) {
+  nlohmann::json j;
+  j["kind"] = p.final ? "final" : "coded";
+  j["mode"] = p.mode;
+  j["rank"] = p.rank;
+  j["role"] = p.role;
+  j["iteration"] = p.iteration;
+  j["own_samples"] = p.own_samples;
+  j["loss"] = std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["accuracy"] = std::isfinite(p.accuracy) ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
+  j["evaluated_at"] = p.evaluated_at;
+  j["compute_s"] = p.compute_s;
+  j["injected_s"] = p.injected_s;
+  const auto [mean, p95] = MeanAndP95(p.iteration_ms);
+  j["iteration_ms_mean"] = mean;
+  j["iteration_ms_p95"] = p95;
+  if (p.final) j["iteration_ms"] = p.iteration_ms;
+  j["decodes"] = p.stats.decodes;
+  j["children_waited"] = p.stats.children_waited;
+  j["children_ignored"] = p.stats.children_ignored;
+  j["late_dropped"] = p.stats.late_dropped;
+  j["stale_own"] = p.stats.stale_own;
+  j["duplicates"] = p.stats.duplicates;
+  j["undecodable_waits"] = p.stats.undecodable_waits;
+  j["rejected"] = p.rejected_messages;
+  j["elapsed_s"] = p.elapsed_s;
+  return j.dump();
+}
+
 namespace {
+
+int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options) {
+  auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  auto data = LoadTrainData(config.gossip.train);
+  if (!data.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
+    return 2;
+  }
+  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
+  if (!model.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
+    return 2;
+  }
+  auto peer = PeerNode::Start(peer_options);
+  if (!peer.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", peer.status().ToString().c_str());
+    return peer.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const bool json = config.report == "json";
+  std::function<void(const CodedProgress&)> report;
+  if (config.report != "none") report = [&](const CodedProgress& p) {
+    if (json) {
+      std::printf("%s\n", CodedProgressJson(p).c_str());
+    } else {
+      const auto [mean, p95] = MeanAndP95(p.iteration_ms);
+      std::printf("node %llu: %s rank %lld (%s), iteration %llu, loss %s, iteration %.1f ms mean "
+                  "%.1f ms p95, late %llu\n",
+                  static_cast<unsigned long long>((*peer)->id()), p.mode.c_str(),
+                  static_cast<long long>(p.rank), p.role.c_str(),
+                  static_cast<unsigned long long>(p.iteration),
+                  std::isfinite(p.loss) ? fmt::format("{:.5f}", p.loss).c_str() : "-", mean, p95,
+                  static_cast<unsigned long long>(p.stats.late_dropped));
+    }
+    std::fflush(stdout);
+  };
+  auto result = RunCodedTrainer(*options, **peer, *model, data->train, &data->test,
+                                std::chrono::milliseconds(config.report_interval_ms), report,
+                                StopRequested);
+  if (!result.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  (*peer)->Leave();
+  return 0;
+}
 
 int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
   auto options = GossipOptionsFrom(config.gossip);
@@ -285,6 +366,7 @@ int NodeCommand::Run() {
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
   InstallStopSignals();
   if (config->mode == "gossip") return RunGossipNode(*config, *options);
+  if (IsCodedMode(config->mode)) return RunCodedNode(*config, *options);
   auto node = PeerNode::Start(*options);
   if (!node.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());

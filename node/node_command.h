@@ -9,13 +9,14 @@
 
 #include "base/status.h"
 #include "node/config_schema.h"
+#include "node/coded_config.h"
 #include "node/gossip_config.h"
 #include "node/peer_node.h"
 
 namespace murmur::node {
 
 struct NodeConfig {
-  std::string mode;  // gossip, membership
+  std::string mode;  // gossip, membership, coded-tree, tree, gc, ring
   int64_t id = 0;
   std::string listen;
   std::string advertise;
@@ -36,6 +37,8 @@ struct NodeConfig {
   int shard_count = 0;
   int expect_members = 0;
   std::string save_model;
+  // Synchronous modes (coded-tree, tree, gc, ring).
+  CodedConfig coded;
 };
 
 const ConfigSchema<NodeConfig>& NodeSchema();
@@ -46,6 +49,8 @@ std::string SnapshotJson(const PeerSnapshot& snapshot, double uptime_s);
 // One JSON object (a single line) with a gossip node's progress, as `--report json` prints it;
 // `final` marks the last one.
 std::string GossipProgressJson(const GossipProgress& progress, bool final);
+// The same for the synchronous modes (kind "coded", or "final").
+std::string CodedProgressJson(const CodedProgress& progress);
 
 class NodeCommand {
  public:

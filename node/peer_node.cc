@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "coding/update_codec.h"
 #include "gossip/transport/zmq_transport.h"
 #include "node/seeds.h"
 
@@ -261,6 +262,17 @@ void PeerNode::Run() {
   }
   // Let the Leave messages reach the sockets; the transport's linger covers the rest.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes) {
+  const std::span<const std::byte> view(*bytes);
+  return transport::Frame(std::move(bytes), view);
+}
+
+transport::Frame DenseFrame(std::span<const float> values) {
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeDense(values, *bytes);
+  return SharedFrame(std::move(bytes));
 }
 
 }  // namespace murmur::node

@@ -23,7 +23,8 @@ std::string DurationText(Duration d) {
 }  // namespace
 
 bool StragglerOptions::active() const {
-  return slowdown != 1 || delay.count() > 0 || exp_mean.count() > 0 || pause_from >= 0 ||
+  return slowdown != 1 || delay.count() > 0 || exp_mean.count() > 0 || exp_slowdown > 0 ||
+         pause_from >= 0 ||
          send_delay.count() > 0 || drop > 0;
 }
 
@@ -73,6 +74,13 @@ StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
       MURMUR_RETURN_IF_ERROR(duration(o.delay));
     } else if (key == "exp") {
       MURMUR_RETURN_IF_ERROR(duration(o.exp_mean));
+    } else if (key == "exp_slowdown") {
+      MURMUR_ASSIGN_OR_RETURN(o.exp_slowdown, Number(value, key));
+      if (o.exp_slowdown <= 0 || o.exp_slowdown > 1000) {
+        return InvalidArgumentError(
+            "straggle: exp_slowdown must be in (0, 1000] (mean of the exponential delay, as a "
+            "factor on compute time)");
+      }
     } else if (key == "send_delay") {
       MURMUR_RETURN_IF_ERROR(duration(o.send_delay));
     } else if (key == "drop") {
@@ -98,7 +106,7 @@ StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
       o.seed = static_cast<uint64_t>(s);
     } else {
       return InvalidArgumentError(fmt::format(
-          "straggle: unknown key '{}' (slowdown, delay, exp, pause, send_delay, drop, seed)", key));
+          "straggle: unknown key '{}' (slowdown, delay, exp, exp_slowdown, pause, send_delay, drop, seed)", key));
     }
   }
   return o;
@@ -110,6 +118,7 @@ std::string StraggleSpec(const StragglerOptions& o) {
   if (o.slowdown != 1) add(fmt::format("slowdown={}", o.slowdown));
   if (o.delay.count() > 0) add("delay=" + DurationText(o.delay));
   if (o.exp_mean.count() > 0) add("exp=" + DurationText(o.exp_mean));
+  if (o.exp_slowdown > 0) add(fmt::format("exp_slowdown={}", o.exp_slowdown));
   if (o.pause_from >= 0) add(fmt::format("pause={}..{}", o.pause_from, o.pause_to));
   if (o.send_delay.count() > 0) add("send_delay=" + DurationText(o.send_delay));
   if (o.drop > 0) add(fmt::format("drop={}", o.drop));
@@ -122,6 +131,11 @@ Duration StragglerInjector::AfterStep(Duration compute) {
               static_cast<double>(options_.delay.count());
   if (options_.exp_mean.count() > 0) {
     std::exponential_distribution<double> exp(1.0 / static_cast<double>(options_.exp_mean.count()));
+    ns += exp(rng_);
+  }
+  if (options_.exp_slowdown > 0 && compute.count() > 0) {
+    std::exponential_distribution<double> exp(
+        1.0 / (options_.exp_slowdown * static_cast<double>(compute.count())));
     ns += exp(rng_);
   }
   return Duration(static_cast<int64_t>(ns));

@@ -9,6 +9,7 @@
 //   slowdown=F     after a step that computed for t, sleep (F-1) t        (F >= 1)
 //   delay=D        sleep D after every step
 //   exp=M          sleep an exponential draw with mean M after every step (seeded)
+//   exp_slowdown=F after a step that computed for t, sleep an exponential draw with mean F t
 //   pause=A..B     at step A, stop until the most advanced live peer reaches step B
 //   send_delay=D   hold every outgoing message D before it goes to the socket
 //   drop=P         lose each outgoing message with probability P (0 <= P < 1)
@@ -29,6 +30,7 @@ struct StragglerOptions {
   double slowdown = 1;
   Duration delay{0};
   Duration exp_mean{0};
+  double exp_slowdown = 0;  // 0: off
   int64_t pause_from = -1;  // -1: no pause
   int64_t pause_to = -1;
   Duration send_delay{0};

@@ -8,11 +8,12 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(StragglerTest, ParsesEveryKeyAndPrintsItBack) {
-  auto o = ParseStraggle("slowdown=4,delay=20ms,exp=1.5s,pause=100..200,send_delay=40us,drop=0.25,seed=9");
+  auto o = ParseStraggle("slowdown=4,delay=20ms,exp=1.5s,exp_slowdown=2,pause=100..200,send_delay=40us,drop=0.25,seed=9");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_DOUBLE_EQ(o->slowdown, 4);
   EXPECT_EQ(o->delay, milliseconds(20));
   EXPECT_EQ(o->exp_mean, milliseconds(1500));
+  EXPECT_DOUBLE_EQ(o->exp_slowdown, 2);
   EXPECT_EQ(o->pause_from, 100);
   EXPECT_EQ(o->pause_to, 200);
   EXPECT_EQ(o->send_delay, std::chrono::microseconds(40));
@@ -39,6 +40,7 @@ TEST(StragglerTest, BadSpecsSayWhatIsWrong) {
       {"pause=5", "FROM..TO"},
       {"speed=2", "unknown key 'speed'"},
       {"slowdown", "is not key=value"},
+      {"exp_slowdown=0", "exp_slowdown must be in (0, 1000]"},
   };
   for (const auto& [spec, want] : cases) {
     auto o = ParseStraggle(spec);
@@ -58,6 +60,12 @@ TEST(StragglerTest, SlowdownDelayAndPause) {
   double sum = 0;
   for (int i = 0; i < 20000; ++i) sum += ToSeconds(exp.AfterStep(Duration(0)));
   EXPECT_NEAR(sum / 20000, 0.010, 0.0005) << "seed 3";
+  // exp_slowdown: the mean scales with the step's compute time.
+  StragglerInjector relative(*ParseStraggle("exp_slowdown=1,seed=3"));
+  sum = 0;
+  for (int i = 0; i < 20000; ++i) sum += ToSeconds(relative.AfterStep(milliseconds(4)));
+  EXPECT_NEAR(sum / 20000, 0.004, 0.0002) << "seed 3";
+  EXPECT_EQ(relative.AfterStep(Duration(0)).count(), 0);
   StragglerInjector pause(*ParseStraggle("pause=10..20"));
   EXPECT_FALSE(pause.Paused(9, 30));
   EXPECT_TRUE(pause.Paused(10, 15));
