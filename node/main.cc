@@ -6,6 +6,7 @@
 
 #include "base/config.h"
 #include "node/node_command.h"
+#include "node/plan_command.h"
 #include "node/train_command.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   murmur::node::TrainCommand train(app);
   murmur::node::NodeCommand node(app);
   murmur::node::LocalCommand local(app);
+  murmur::node::PlanCommand plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,5 +28,6 @@ int main(int argc, char** argv) {
   if (train.subcommand()->parsed()) return train.Run();
   if (node.subcommand()->parsed()) return node.Run();
   if (local.subcommand()->parsed()) return local.Run();
+  if (plan.subcommand()->parsed()) return plan.Run();
   return 2;
 }
