@@ -22,7 +22,9 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
                  "(full-batch gradient descent)")
         .Real("report_after_s", &C::report_after_s, "5", 0.001, 86400,
               "a parent still short of decodable children after this long says so (and keeps "
-              "waiting)");
+              "waiting)")
+        .Real("join_timeout_s", &C::join_timeout_s, "30", 0.1, 86400,
+              "give up when the tree or ring has not assembled (all its nodes alive) by then");
     return s;
   }();
   return *schema;
@@ -49,6 +51,7 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(const std::string& mode, const Co
   o.iterations = coded.iterations;
   o.global_batch = coded.global_batch;
   o.report_after = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.report_after_s));
+  o.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.join_timeout_s));
   o.lr = gossip.train.lr;
   o.momentum = gossip.train.momentum;
   o.weight_decay = gossip.train.weight_decay;

@@ -25,7 +25,7 @@ const ConfigSchema<PlanConfig>& PlanSchema() {
     auto* s = new ConfigSchema<PlanConfig>();
     s->Choice("mode", &C::mode, "coded-tree", {"coded-tree", "tree", "gc", "ring"},
               "which synchronous mode to describe")
-        .Embed(CodedSchema(), &C::coded, {"iterations", "global_batch", "report_after_s"})
+        .Embed(CodedSchema(), &C::coded, {"iterations", "global_batch", "report_after_s", "join_timeout_s"})
         .Integer("samples", &C::samples, int64_t{6000}, int64_t{0}, int64_t{1} << 40,
                  "m: samples per iteration to allocate (a full batch, or the global mini-batch)")
         .Bool("json", &C::json, false, "print the plan as one JSON object instead of tables");

@@ -111,4 +111,29 @@ if grep -q "ended by stopped" "$tmp/out" && grep -q "mean test accuracy" "$tmp/o
 else
   echo "FAIL Ctrl-C ends a gossip cluster with a report: exit $got: $(cat "$tmp/out")"; fail=1
 fi
+# Synchronous modes: the plan, and bad shapes or injections refused before anything starts.
+check "plan prints the CodedReduce allocation" 0 "$murmur" plan --n 3 --L 2 --s 1 --samples 15 --json
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["workers"] == 12 and p["processes"] == 13, p
+assert p["load"] == 4 and abs(p["load_formula"] - 4) < 1e-12, p  # m / (1.5 + 2.25)
+assert all(n["computes"] == 4 for n in p["nodes"][1:]) and p["nodes"][0]["computes"] == 0
+assert len(p["B"]) == 3 and all(len(r) == 3 for r in p["B"])
+print("ok   plan: 12 workers, 4 samples each for m = 15 (uncoded 1.25)")
+PY
+check "plan for ring" 0 "$murmur" plan --mode ring --n 3 --L 2
+contains "ring plan says what it waits for" "$tmp/out" "waits for every rank"
+check "s >= n exits 2" 2 "$murmur" local --mode coded-tree --n 3 --s 3
+contains "s >= n says why" "$tmp/err" "s = 3"
+check "gc beyond 64 workers exits 2" 2 "$murmur" plan --mode gc --n 9 --L 2
+contains "gc limit says why" "$tmp/err" "up to 64"
+check "ill-conditioned code exits 2" 2 "$murmur" plan --n 12 --L 1 --s 4
+contains "ill-conditioned code says why" "$tmp/err" "ill-conditioned (worst cond(B_F)"
+check "pause in a coded mode exits 2" 2 "$murmur" local --mode coded-tree --straggle node=4,pause=1..5
+contains "pause says where it belongs" "$tmp/err" "pause=A..B is for gossip mode"
+check "drop in ring exits 2" 2 "$murmur" local --mode ring --straggle node=1,drop=0.1
+contains "drop in ring says why" "$tmp/err" "would stall the run"
+check "coded node needing more members times out cleanly" 1 "$murmur" node --mode coded-tree --n 2 --L 1 --listen tcp://127.0.0.1:0 --task logistic --samples 100 --features 4 --join-timeout-s 1
+contains "the timeout says how many joined" "$tmp/err" "needs 3 nodes; only 1 joined"
 exit $fail

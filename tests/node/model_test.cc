@@ -158,12 +158,37 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
     labels[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint64_t>(model->NumOutputs()));
     targets[static_cast<size_t>(i)] = c.spec.loss == LossKind::kMeanSquaredError ? Random(1, rng)[0] : (rng() % 2);
   }
-  Batch<double> batch{ConstMatrixView<double>(x.data(), c.batch, model->NumInputs()), labels, targets};
+  Batch<double> batch{ConstMatrixView<double>(x.data(), c.batch, model->NumInputs()), labels, targets, {}};
   std::vector<double> grad(params.size(), std::nan(""));
   ASSERT_TRUE(model->LossAndGradient(params, batch, grad).ok());
   ExpectGradientMatches(params, grad, [&](const std::vector<double>& p) {
     return *model->LossAndGradient(p, batch, {});
   }, c.name);
+
+  // Per-sample weights (gradient coding): one weighted pass equals sum_i w_i grad_i / B, each
+  // grad_i from a batch of that sample alone (algorithms.md §1.6 test 7).
+  std::vector<double> weights = Random(static_cast<size_t>(c.batch), rng);
+  weights[0] = 0;  // a zero weight drops the sample
+  Batch<double> weighted = batch;
+  weighted.weights = weights;
+  std::vector<double> got(params.size());
+  ASSERT_TRUE(model->LossAndGradient(params, weighted, got).ok());
+  std::vector<double> want(params.size(), 0.0), one(params.size());
+  for (int64_t i = 0; i < c.batch; ++i) {
+    const auto k = static_cast<size_t>(i);
+    Batch<double> single{ConstMatrixView<double>(x.data() + i * model->NumInputs(), 1, model->NumInputs()),
+                         std::span<const int32_t>(labels).subspan(k, 1),
+                         std::span<const double>(targets).subspan(k, 1), {}};
+    ASSERT_TRUE(model->LossAndGradient(params, single, one).ok());
+    for (size_t j = 0; j < want.size(); ++j) want[j] += weights[k] * one[j] / static_cast<double>(c.batch);
+  }
+  for (size_t j = 0; j < want.size(); ++j) {
+    ASSERT_NEAR(got[j], want[j], 1e-12 * (1 + std::abs(want[j]))) << c.name << " parameter " << j;
+  }
+  weighted.weights = std::span<const double>(weights).first(static_cast<size_t>(c.batch) - 1);
+  if (c.batch > 1) {
+    EXPECT_FALSE(model->LossAndGradient(params, weighted, got).ok());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
