@@ -57,7 +57,7 @@ void TreeAggregator::Begin(uint64_t iteration, std::span<const float> model, Tim
     sum_.assign(options_.dimension, 0.0);  // the root holds no data
     own_ready_ = true;
     own_ready_at_ = now;
-    TryFinish(now);
+    TryFinish();
     return;
   }
   actions_.emplace_back(ComputeRequest{iteration, std::vector<float>(model.begin(), model.end())});
@@ -102,7 +102,7 @@ void TreeAggregator::Step(int64_t from, const CodedMessage& header, std::span<co
   }
   answered_ |= uint64_t{1} << k;
   answers_[k].assign(vector.begin(), vector.end());
-  TryFinish(now);
+  TryFinish();
 }
 
 void TreeAggregator::OwnResult(uint64_t iteration, std::span<const float> partial, TimePoint now) {
@@ -120,10 +120,10 @@ void TreeAggregator::OwnResult(uint64_t iteration, std::span<const float> partia
     ++stats_.iterations;
     return;
   }
-  TryFinish(now);
+  TryFinish();
 }
 
-void TreeAggregator::TryFinish(TimePoint now) {
+void TreeAggregator::TryFinish() {
   if (done_ || !own_ready_ || !code_.Decodable(answered_)) return;
   StatusOr<std::vector<double>> a = code_.Decode(answered_);
   if (!a.ok()) {
@@ -153,7 +153,6 @@ void TreeAggregator::TryFinish(TimePoint now) {
   } else {
     Send(layout_.Parent(options_.rank), CodedMessage::Kind::kPartialGradient, result);
   }
-  (void)now;
 }
 
 void TreeAggregator::Tick(TimePoint now) {

@@ -106,7 +106,7 @@ class TreeAggregator {
 
  private:
   void Begin(uint64_t iteration, std::span<const float> model, TimePoint now);
-  void TryFinish(TimePoint now);
+  void TryFinish();
   void Send(int64_t to, CodedMessage::Kind kind, std::span<const float> vector);
 
   const coding::TreeLayout& layout_;

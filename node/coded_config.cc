@@ -40,6 +40,21 @@ bool IsCodedMode(const std::string& mode) {
   return mode == "coded-tree" || mode == "tree" || mode == "gc" || mode == "ring";
 }
 
+StatusOr<StragglerOptions> ParseCodedStraggle(const std::string& mode, const std::string& spec) {
+  auto straggle = ParseStraggle(spec);
+  if (!straggle.ok()) return straggle.status();
+  if (straggle->pause_from >= 0) {
+    return InvalidArgumentError("straggle: pause=A..B is for gossip mode (it waits for the "
+                                "cluster's step clock); use delay, slowdown or exp here");
+  }
+  // Messages of a synchronous mode are never resent: only the coded modes survive a lost answer.
+  if (straggle->drop > 0 && mode != "coded-tree" && mode != "gc") {
+    return InvalidArgumentError("straggle: drop in " + mode +
+                                " mode would stall the run (nothing there tolerates a lost message)");
+  }
+  return straggle;
+}
+
 StatusOr<CodedTrainerOptions> CodedOptionsFrom(const std::string& mode, const CodedConfig& coded,
                                                const GossipConfig& gossip) {
   CodedTrainerOptions o;
@@ -58,17 +73,8 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(const std::string& mode, const Co
   o.seed = gossip.train.seed;
   o.time_limit = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gossip.time_limit_s));
   o.eval_every = gossip.eval_every;
-  auto straggle = ParseStraggle(gossip.straggle);
+  auto straggle = ParseCodedStraggle(mode, gossip.straggle);
   if (!straggle.ok()) return straggle.status();
-  if (straggle->pause_from >= 0) {
-    return InvalidArgumentError("straggle: pause=A..B is for gossip mode (it waits for the "
-                                "cluster's step clock); use delay, slowdown or exp here");
-  }
-  // Messages of a synchronous mode are never resent: only the coded modes survive a lost answer.
-  if (straggle->drop > 0 && mode != "coded-tree" && mode != "gc") {
-    return InvalidArgumentError("straggle: drop in " + mode +
-                                " mode would stall the run (nothing there tolerates a lost message)");
-  }
   o.straggle = *straggle;
   MURMUR_RETURN_IF_ERROR(MakeCodedPlan(mode, o.n, o.layers, o.s, o.code_seed).status());
   return o;

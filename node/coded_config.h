@@ -31,6 +31,10 @@ std::vector<std::string> CodedKeyNames();
 StatusOr<CodedTrainerOptions> CodedOptionsFrom(const std::string& mode, const CodedConfig& coded,
                                                const GossipConfig& gossip);
 
+// A straggle spec for a synchronous mode: ParseStraggle plus what those modes cannot do (pause;
+// drop where nothing tolerates a lost message). kInvalidArgument with the reason.
+StatusOr<StragglerOptions> ParseCodedStraggle(const std::string& mode, const std::string& spec);
+
 // Whether `mode` is one of the synchronous modes.
 bool IsCodedMode(const std::string& mode);
 

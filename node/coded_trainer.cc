@@ -381,7 +381,6 @@ void CodedRunner::RunRing() {
 }
 
 StatusOr<CodedProgress> CodedRunner::Run() {
-  start_ = clock_.Now();
   p_.mode = plan_.mode;
   p_.accuracy = std::nan("");
   p_.loss = std::nan("");

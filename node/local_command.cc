@@ -613,9 +613,7 @@ int RunCodedLocal(const LocalConfig& config, const ConfigParser<LocalConfig>& pa
     return 2;
   }
   for (const auto& [i, spec] : *straggle) {
-    GossipConfig g = config.gossip;
-    g.straggle = spec;
-    if (auto o = CodedOptionsFrom(config.mode, config.coded, g); !o.ok()) {
+    if (auto o = ParseCodedStraggle(config.mode, spec); !o.ok()) {
       std::fprintf(stderr, "murmur local: node %d: %s\n", i, std::string(o.status().message()).c_str());
       return 2;
     }
