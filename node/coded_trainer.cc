@@ -7,11 +7,13 @@
 #include <random>
 #include <thread>
 
+#include "node/telemetry.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "kernels/ops.h"
+#include "node/telemetry.h"
 #include "node/trainer.h"
 
 namespace murmur::node {
@@ -60,6 +62,7 @@ class CodedRunner {
   // Computes this rank's part for `iteration` at `params`, then sleeps the injected delay.
   std::vector<float> ComputeWithInjection(uint64_t iteration, std::span<const float> params);
   bool BudgetSpent() const;
+  void ApplyInjection();
 
   const CodedTrainerOptions& o_;
   const CodedPlan plan_;
@@ -99,13 +102,31 @@ class CodedRunner {
   bool done_ = false;
   bool peer_finished_ = false;
   uint64_t rejections_logged_ = 0;
+  uint64_t injection_version_ = ~uint64_t{0};
+  Duration waited_{0};           // blocked waiting for messages since the last own computation
+  TimePoint last_compute_end_{};
   CodedProgress p_;
 };
+
+void CodedRunner::ApplyInjection() {
+  if (o_.telemetry == nullptr) return;
+  StragglerControl& control = o_.telemetry->straggler();
+  if (control.version() == injection_version_) return;
+  const StragglerControl::State state = control.Current();
+  injection_version_ = state.version;
+  injector_ = StragglerInjector(state.options);
+  peer_.SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
+  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer_.id(), StraggleSpec(state.options));
+}
 
 Status CodedRunner::Assemble() {
   const TimePoint deadline = clock_.Now() + o_.join_timeout;
   for (;;) {
     std::vector<NodeId> view = peer_.LiveView();
+    if (o_.telemetry != nullptr) {
+      o_.telemetry->SetJoined(false, fmt::format("assembling the {}: {} of {} nodes alive",
+                                                 plan_.mode, view.size(), plan_.processes));
+    }
     if (static_cast<int64_t>(view.size()) == plan_.processes) {
       std::sort(view.begin(), view.end());
       ids_ = view;
@@ -210,13 +231,27 @@ std::vector<float> CodedRunner::ComputeWithInjection(uint64_t iteration,
     p_.injected_s += ToSeconds(extra);
     std::this_thread::sleep_for(extra);
   }
+  if (o_.telemetry != nullptr) {
+    // One own computation is this rank's step: since the previous one ended it waited for the
+    // model (or the ring's neighbours), handled messages, computed and slept the injection.
+    const TimePoint end = clock_.Now();
+    StepTimes t;
+    t.compute = compute;
+    t.injected = extra;
+    t.waiting = std::min(waited_, std::max(Duration(0), t0 - last_compute_end_));
+    t.communication = std::max(Duration(0), (t0 - last_compute_end_) - t.waiting);
+    o_.telemetry->ObserveStep(t, static_cast<int64_t>(own_.size()));
+    last_compute_end_ = end;
+  }
+  waited_ = Duration(0);
   return partial;
 }
 
 void CodedRunner::Handle(TrainingMessage& m) {
   const gossip::Envelope& e = m.envelope;
-  auto reject = [&](const std::string& why) {
+  auto reject = [&](std::string_view reason, const std::string& why) {
     ++p_.rejected_messages;
+    if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
     if (rejections_logged_++ % 1000 == 0) {
       MURMUR_LOG_WARN("node {} ({} rank {}): message from {} rejected ({} so far): {}", peer_.id(),
                       plan_.mode, rank_, e.sender_id, p_.rejected_messages, why);
@@ -224,24 +259,36 @@ void CodedRunner::Handle(TrainingMessage& m) {
   };
   const auto* header = std::get_if<gossip::CodedMessage>(&e.payload);
   if (header == nullptr) {
-    return reject("not a CodedReduce message (is every node started with the same --mode?)");
+    return reject(kRejectWrongMode,
+                  "not a CodedReduce message (is every node started with the same --mode?)");
   }
   auto it = rank_of_.find(e.sender_id);
-  if (it == rank_of_.end()) return reject("sender is not a member of this run's tree or ring");
-  if (m.frames.size() != 1) return reject("expected one tensor frame");
+  if (it == rank_of_.end()) {
+    return reject(kRejectUnknownSender, "sender is not a member of this run's tree or ring");
+  }
+  if (m.frames.size() != 1) return reject(kRejectFrames, "expected one tensor frame");
   size_t expected = static_cast<size_t>(model_.NumParams());
   if (ring_) {
     expected = ring_->ExpectedLength(header->tree_position);
-    if (header->tree_position >= 2 * (plan_.processes - 1)) return reject("ring step out of range");
+    if (header->tree_position >= 2 * (plan_.processes - 1)) {
+      return reject(kRejectProtocol, "ring step out of range");
+    }
   }
   coding::Update u;
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
   if (Status s = coding::DecodeUpdate(m.frames[0].bytes(), static_cast<uint32_t>(expected), u, &failure);
       !s.ok() || !u.dense) {
-    return reject(fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
+    return reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                          : coding::DecodeFailureName(failure),
+                  fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
   }
   if (auto bad = coding::FirstNonFinite(u.values)) {
-    return reject(fmt::format("non-finite value at index {}", *bad));
+    return reject(coding::DecodeFailureName(coding::DecodeFailure::kNonFinite),
+                  fmt::format("non-finite value at index {}", *bad));
+  }
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->ObserveStaleness(static_cast<double>(p_.iteration) -
+                                   static_cast<double>(header->iteration));
   }
   const uint64_t before = tree_ ? tree_->stats().rejected : ring_->stats().rejected;
   if (tree_) {
@@ -252,7 +299,9 @@ void CodedRunner::Handle(TrainingMessage& m) {
     Dispatch(ring_->TakeActions());
   }
   const uint64_t after = tree_ ? tree_->stats().rejected : ring_->stats().rejected;
-  if (after != before) reject("the protocol refused it (wrong sender, kind, length or iteration)");
+  if (after != before) {
+    reject(kRejectProtocol, "the protocol refused it (wrong sender, kind, length or iteration)");
+  }
 }
 
 void CodedRunner::Dispatch(std::vector<CodedAction> actions) {
@@ -321,6 +370,13 @@ bool CodedRunner::PeerFinished() {
 
 void CodedRunner::Report(bool final) {
   const TimePoint now = clock_.Now();
+  ApplyInjection();
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->SetCodedStats(tree_ ? tree_->stats() : ring_->stats());
+    o_.telemetry->SetStepClock(static_cast<int64_t>(p_.iteration));
+    o_.telemetry->SetLoss(p_.loss);
+    o_.telemetry->SetAccuracy(p_.accuracy);
+  }
   if (!final && now - last_report_ < report_interval_) return;
   last_report_ = now;
   p_.elapsed_s = ToSeconds(now - start_);
@@ -330,7 +386,9 @@ void CodedRunner::Report(bool final) {
 }
 
 void CodedRunner::DrainFor(Duration wait) {
+  const TimePoint w0 = clock_.Now();
   auto m = peer_.TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  if (wait.count() > 0) waited_ += clock_.Now() - w0;
   for (int i = 0; m.has_value() && i < 4096; ++i) {
     Handle(*m);
     m = peer_.TakeTraining(std::chrono::milliseconds(0));
@@ -386,6 +444,7 @@ StatusOr<CodedProgress> CodedRunner::Run() {
   p_.loss = std::nan("");
   MURMUR_RETURN_IF_ERROR(Assemble());
   p_.rank = rank_;
+  last_compute_end_ = clock_.Now();
   Allocate();
   p_.own_samples = static_cast<int64_t>(own_.size());
   const auto dim = static_cast<uint32_t>(model_.NumParams());
@@ -402,6 +461,11 @@ StatusOr<CodedProgress> CodedRunner::Run() {
   if (o_.straggle.send_delay.count() > 0 || o_.straggle.drop > 0) {
     peer_.SetSendInjection(o_.straggle.send_delay, o_.straggle.drop, o_.straggle.seed);
   }
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->SetRole(rank_, p_.role);
+    o_.telemetry->SetJoined(true, "assembled");
+    ApplyInjection();
+  }
   MURMUR_LOG_INFO("node {}: {} rank {} of {} ({}), {} weighted samples per iteration of {}",
                   peer_.id(), plan_.mode, rank_, plan_.processes, p_.role, own_.size(), batch_);
   start_ = clock_.Now();  // iteration times and the time limit count from the assembled cluster
@@ -412,6 +476,7 @@ StatusOr<CodedProgress> CodedRunner::Run() {
   }
   const bool measures = rank_ == 0;
   if (measures) Evaluate();
+  if (o_.telemetry != nullptr) o_.telemetry->SetFinished(done_ ? "iterations" : "stopped");
   peer_.SetProgress(p_.iteration, 0, true);
   // Linger so the last messages leave and "finished" spreads before this node goes.
   const TimePoint linger = clock_.Now() + std::chrono::milliseconds(500);

@@ -41,6 +41,8 @@
 
 namespace murmur::node {
 
+class NodeTelemetry;
+
 struct CodedTrainerOptions {
   std::string mode = "coded-tree";  // coded-tree, tree, gc, ring
   int n = 3;                        // children per parent
@@ -58,6 +60,9 @@ struct CodedTrainerOptions {
   Duration report_after = std::chrono::seconds(5);  // a parent short of children says so
   int64_t eval_every = 10;          // root / rank 0: evaluate every this many iterations (0: end)
   Duration join_timeout = std::chrono::seconds(30);
+  // Metrics, health and the run-time straggler control (its injection replaces `straggle`);
+  // nullptr: none.
+  NodeTelemetry* telemetry = nullptr;
 };
 
 // The shape a mode runs: its layout and code (empty for ring) and how many processes it needs.

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
+#include "node/telemetry.h"
 
 namespace murmur::node {
 namespace {
@@ -35,9 +36,16 @@ class Runner {
     }
   }
 
+  ~Runner() {
+    if (o_.telemetry != nullptr) o_.telemetry->AttachPeer(nullptr);  // before peer_ goes
+  }
+
   StatusOr<GossipProgress> Run();
 
  private:
+  // Takes a run-time change of the straggler injection (the admin port's /straggler).
+  void ApplyInjection();
+  void CountRejected(std::string_view reason);
   Status Join();
   void Drain(std::chrono::milliseconds wait);
   void Handle(TrainingMessage& m);
@@ -80,7 +88,25 @@ class Runner {
   double loss_ema_ = 0;
   bool have_loss_ = false;
   TimePoint next_report_{};
+  uint64_t injection_version_ = 0;
+  Duration waited_{0};  // blocked in the gate or a pause since the last step
 };
+
+void Runner::ApplyInjection() {
+  if (o_.telemetry == nullptr) return;
+  StragglerControl& control = o_.telemetry->straggler();
+  if (control.version() == injection_version_) return;
+  const StragglerControl::State state = control.Current();
+  injection_version_ = state.version;
+  injector_ = StragglerInjector(state.options);
+  peer_->SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
+  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer_->id(), StraggleSpec(state.options));
+}
+
+void Runner::CountRejected(std::string_view reason) {
+  ++p_.rejected_messages;
+  if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
+}
 
 Status Runner::Join() {
   // Wait to see the cluster: the expected size, or a short while.
@@ -166,7 +192,8 @@ void Runner::Handle(TrainingMessage& m) {
     coding::DecodeFailure failure = coding::DecodeFailure::kNone;
     Status s = coding::DecodeUpdate(frame, static_cast<uint32_t>(model_.NumParams()), u, &failure);
     if (!s.ok() || !u.dense) {
-      ++p_.rejected_messages;
+      CountRejected(failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                            : coding::DecodeFailureName(failure));
       MURMUR_LOG_WARN("node {}: model snapshot from {} rejected ({}): {}", peer_->id(), e.sender_id,
                       coding::DecodeFailureName(failure), s.ToString());
       return;
@@ -176,7 +203,7 @@ void Runner::Handle(TrainingMessage& m) {
     return;
   }
   if (std::holds_alternative<gossip::CodedMessage>(e.payload)) {
-    ++p_.rejected_messages;
+    CountRejected(kRejectWrongMode);
     if (rejections_logged_++ % 1000 == 0) {
       MURMUR_LOG_WARN("node {}: a CodedReduce message from {} in gossip mode: is every node "
                       "started with the same --mode?", peer_->id(), e.sender_id);
@@ -186,8 +213,19 @@ void Runner::Handle(TrainingMessage& m) {
   if (!choco_) return;  // still joining: the streams start afterwards
   const auto result = choco_->Step({e.sender_id, e.incarnation, e.payload, frame}, clock_.Now());
   ++p_.verdicts[gossip::ChocoVerdictName(result.verdict)];
+  if (o_.telemetry != nullptr) {
+    if (result.verdict == gossip::ChocoVerdict::kApplied &&
+        std::holds_alternative<gossip::UpdateHeader>(e.payload)) {
+      o_.telemetry->ObserveStaleness(static_cast<double>(p_.step) - static_cast<double>(e.step_clock));
+    } else if (result.verdict == gossip::ChocoVerdict::kAwaitingSnapshot ||
+               result.verdict == gossip::ChocoVerdict::kStaleIncarnation) {
+      o_.telemetry->AddLateDropped(1);
+    }
+  }
   if (result.verdict == gossip::ChocoVerdict::kRejected) {
-    ++p_.rejected_messages;
+    CountRejected(result.failure == coding::DecodeFailure::kNone
+                      ? kRejectProtocol
+                      : coding::DecodeFailureName(result.failure));
     if (rejections_logged_++ % 1000 == 0) {
       MURMUR_LOG_WARN("node {}: update from {} rejected ({}, {} so far): {}", peer_->id(),
                       e.sender_id, coding::DecodeFailureName(result.failure), p_.rejected_messages,
@@ -311,6 +349,19 @@ Status Runner::GossipRound(const std::vector<NodeId>& view) {
   ++p_.rounds;
   Send(choco_->TakeOutput());
   p_.consensus_distance = stats->consensus_distance;
+  if (o_.telemetry != nullptr) {
+    const auto x = trainer_.params();
+    const auto x_hat = choco_->public_copy();
+    double residual = 0;
+    for (size_t i = 0; i < x.size() && i < x_hat.size(); ++i) {
+      const double d = static_cast<double>(x[i]) - static_cast<double>(x_hat[i]);
+      residual += d * d;
+    }
+    o_.telemetry->SetCompression(
+        x.empty() ? 0.0 : static_cast<double>(stats->sent_values) / static_cast<double>(x.size()),
+        std::sqrt(residual));
+    o_.telemetry->SetConsensusDistance(stats->consensus_distance);
+  }
   p_.gamma = choco_->gamma();
   p_.gamma_halvings = choco_->gamma_halvings();
   if (stats->gamma_halved) {
@@ -329,6 +380,7 @@ void Runner::Evaluate(bool full) {
   if (e.ok()) {
     p_.accuracy = e->accuracy;
     p_.accuracy_step = p_.step;
+    if (o_.telemetry != nullptr) o_.telemetry->SetAccuracy(e->accuracy);
   }
 }
 
@@ -352,22 +404,38 @@ StatusOr<GossipProgress> Runner::Run() {
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
   p_.id = peer_->id();
   peer_->SetSendInjection(o_.straggler.send_delay, o_.straggler.drop, o_.straggler.seed);
+  NodeTelemetry* const telemetry = o_.telemetry;
+  if (telemetry != nullptr) {
+    telemetry->AttachPeer(peer_.get());
+    telemetry->SetJoined(false, "joining: waiting for the cluster and its model");
+    injection_version_ = ~uint64_t{0};
+    ApplyInjection();
+  }
   start_ = clock_.Now();
   p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
   MURMUR_RETURN_IF_ERROR(Join());
+  if (telemetry != nullptr) telemetry->SetJoined(true, "joined");
   const int64_t shard = std::max<int64_t>(1, trainer_.shard_rows());
   TimePoint last_refresh{};
+  TimePoint last_step_end = clock_.Now();
   while (true) {
     Drain(std::chrono::milliseconds(0));
     const TimePoint now = clock_.Now();
     if (now - last_refresh >= std::chrono::milliseconds(20)) {
       RefreshMembers();
+      ApplyInjection();
+      if (telemetry != nullptr) {
+        telemetry->SetStragglers(sync_.Stragglers(now), sync_.stragglers_detected());
+      }
       last_refresh = now;
     }
     if (BudgetSpent()) break;
     if (injector_.Paused(p_.step, best_clock_)) {
+      const TimePoint w0 = clock_.Now();
       Drain(std::chrono::milliseconds(10));
       RefreshMembers();
+      ApplyInjection();
+      waited_ += clock_.Now() - w0;
       continue;
     }
     const std::vector<NodeId> view = peer_->LiveView();
@@ -385,7 +453,9 @@ StatusOr<GossipProgress> Runner::Run() {
                       ToSeconds(o_.soft_sync.straggler_hold));
     }
     if (!gate.proceed) {
+      const TimePoint w0 = clock_.Now();
       Drain(std::chrono::milliseconds(1));
+      waited_ += clock_.Now() - w0;
       continue;
     }
     const TimePoint t0 = clock_.Now();
@@ -393,6 +463,7 @@ StatusOr<GossipProgress> Runner::Run() {
     const Duration compute = clock_.Now() - t0;
     if (!loss.ok()) {
       ++p_.skipped_steps;
+      if (telemetry != nullptr) telemetry->CountNonFiniteStep();
       MURMUR_LOG_WARN("node {}: step {} skipped: {}", peer_->id(), p_.step, loss.status().ToString());
     } else {
       loss_ema_ = have_loss_ ? 0.98 * loss_ema_ + 0.02 * *loss : *loss;
@@ -415,6 +486,21 @@ StatusOr<GossipProgress> Runner::Run() {
     uint64_t lag = 0;
     for (NodeId id : mixing) lag = std::max(lag, sync_.Lag(static_cast<uint64_t>(p_.step), id));
     p_.max_lag = lag;
+    if (telemetry != nullptr) {
+      // The step's wall time since the previous one ended, by phase; what is neither compute,
+      // injection nor waiting is communication (handling messages, compressing, encoding).
+      const TimePoint end = clock_.Now();
+      StepTimes t;
+      t.compute = compute;
+      t.injected = pause;
+      t.waiting = waited_;
+      t.communication = std::max(Duration(0), (end - last_step_end) - compute - pause - waited_);
+      telemetry->ObserveStep(t, trainer_.last_batch_rows());
+      telemetry->SetStepClock(p_.step);
+      if (have_loss_) telemetry->SetLoss(loss_ema_);
+      last_step_end = end;
+    }
+    waited_ = Duration(0);
     const bool evaluated = o_.eval_every > 0 && p_.local_steps % o_.eval_every == 0;
     if (evaluated) Evaluate(false);
     Report(evaluated);  // a fresh accuracy is always reported (time-to-accuracy reads it)
@@ -422,6 +508,7 @@ StatusOr<GossipProgress> Runner::Run() {
   // The end: a full evaluation, "finished" gossiped so every member stops, a short linger to
   // answer snapshot requests, then a graceful leave.
   Evaluate(true);
+  if (telemetry != nullptr) telemetry->SetFinished(p_.end_reason);
   p_.finished = true;
   peer_->SetProgress(static_cast<uint64_t>(p_.step), static_cast<uint64_t>(p_.samples), true);
   const TimePoint linger_until = clock_.Now() + o_.linger;

@@ -39,6 +39,8 @@
 
 namespace murmur::node {
 
+class NodeTelemetry;
+
 struct GossipTrainerOptions {
   PeerNodeOptions peer;
   TrainOptions train;                 // batch size, optimizer, shuffling seed
@@ -65,6 +67,9 @@ struct GossipTrainerOptions {
   Duration linger = std::chrono::milliseconds(500);  // keep answering after the run ends
   std::string save_model;             // write the final parameters here (raw float32)
   Duration report_interval = std::chrono::milliseconds(100);  // progress calls, at most this often
+  // Metrics, health and the run-time straggler control (its injection replaces `straggler`);
+  // nullptr: none.
+  NodeTelemetry* telemetry = nullptr;
 
   Status Validate() const;
 };

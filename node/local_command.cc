@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -37,6 +38,8 @@ struct LocalConfig {
   bool json = false;
   std::string node_log_level;
   bool keep_logs = false;
+  bool admin = true;
+  std::string prometheus_targets;
   std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
   GossipConfig gossip;
   CodedConfig coded;
@@ -72,6 +75,12 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
                 "log level of the node processes (their logs go to files, listed at the end)")
         .Bool("keep_logs", &C::keep_logs, false,
               "keep the node logs after a run that succeeded (a failed run always keeps them)")
+        .Bool("admin", &C::admin, true,
+              "give every node an admin HTTP port on 127.0.0.1 (/metrics, /healthz, /status, "
+              "/straggler); the ports are printed at the start")
+        .Text("prometheus_targets", &C::prometheus_targets, "",
+              "write the nodes' admin ports to this file as Prometheus file_sd targets (see "
+              "ops/prometheus/prometheus-local.yml)")
         .Text("straggle", &C::straggle, "",
               "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
               "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
@@ -95,6 +104,7 @@ struct Child {
   nlohmann::json final_report;
   bool new_accuracy = false;
   std::string straggle;  // injected into this node
+  std::string admin;     // HOST:PORT of its admin port ("" without)
   bool exited = false;
   int status = 0;
 };
@@ -170,11 +180,17 @@ class LocalCluster {
 
   Status Spawn() {
     const int n = config_.nodes;
-    std::vector<std::string> endpoints;
+    std::vector<std::string> endpoints, admins;
+    // Transport and admin ports drawn together so they all differ.
+    const int need = (config_.transport == "tcp" ? n : 0) + (config_.admin ? n : 0);
+    const std::vector<int> ports = FreePorts(need);
+    if (static_cast<int>(ports.size()) != need) return UnavailableError("could not find free ports");
+    size_t next_port = 0;
+    if (config_.admin) {
+      for (int i = 0; i < n; ++i) admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
+    }
     if (config_.transport == "tcp") {
-      const std::vector<int> ports = FreePorts(n);
-      if (static_cast<int>(ports.size()) != n) return UnavailableError("could not find free ports");
-      for (int p : ports) endpoints.push_back("tcp://127.0.0.1:" + std::to_string(p));
+      for (int i = 0; i < n; ++i) endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ports[next_port++]));
     } else {
       for (int i = 0; i < n; ++i) endpoints.push_back("ipc://" + (dir_ / ("node-" + std::to_string(i) + ".sock")).string());
     }
@@ -191,6 +207,7 @@ class LocalCluster {
           std::to_string(config_.probe_interval_ms), "--probe-timeout-ms",
           std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
           "200", "--log-level", config_.node_log_level};
+      if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
       if (extra_args_) {
         for (auto& a : extra_args_(i)) args.push_back(std::move(a));
       } else {
@@ -221,7 +238,35 @@ class LocalCluster {
       c.pid = pid;
       c.out_fd = pipe_fds[0];
       c.endpoint = endpoints[i];
+      if (config_.admin) c.admin = admins[i];
       children_.push_back(std::move(c));
+    }
+    if (config_.admin) {
+      std::string list;
+      for (int i = 0; i < n; ++i) list += (i ? ", " : "") + admins[i];
+      std::fprintf(stderr, "murmur local: admin ports (node 0..%d): %s\n", n - 1, list.c_str());
+    }
+    if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
+    return OkStatus();
+  }
+
+  // Prometheus file_sd: one target group per node, labelled with its index and the mode.
+  Status WriteTargets(const std::vector<std::string>& admins) const {
+    if (admins.empty()) return InvalidArgumentError("--prometheus-targets needs --admin");
+    nlohmann::json groups = nlohmann::json::array();
+    for (size_t i = 0; i < admins.size(); ++i) {
+      groups.push_back({{"targets", {admins[i]}},
+                        {"labels", {{"node", std::to_string(i)}, {"mode", config_.mode}}}});
+    }
+    const std::string tmp = config_.prometheus_targets + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << groups.dump(2) << "\n";
+      if (!out) return UnavailableError("cannot write '" + tmp + "'");
+    }
+    // Renamed into place: Prometheus never reads a half-written file.
+    if (std::rename(tmp.c_str(), config_.prometheus_targets.c_str()) != 0) {
+      return UnavailableError("cannot write '" + config_.prometheus_targets + "'");
     }
     return OkStatus();
   }

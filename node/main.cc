@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/config.h"
+#include "node/ctl_command.h"
 #include "node/node_command.h"
 #include "node/plan_command.h"
 #include "node/train_command.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   murmur::node::NodeCommand node(app);
   murmur::node::LocalCommand local(app);
   murmur::node::PlanCommand plan(app);
+  murmur::node::CtlCommand ctl(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -29,5 +31,6 @@ int main(int argc, char** argv) {
   if (node.subcommand()->parsed()) return node.Run();
   if (local.subcommand()->parsed()) return local.Run();
   if (plan.subcommand()->parsed()) return plan.Run();
+  if (ctl.subcommand()->parsed()) return ctl.Run();
   return 2;
 }

@@ -8,8 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <prometheus/registry.h>
+
 #include "base/check.h"
 #include "base/log.h"
+#include "node/admin_server.h"
+#include "node/telemetry.h"
 #include "node/seeds.h"
 #include "node/sharding.h"
 #include "node/train_config.h"
@@ -75,6 +79,9 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
                  "period of --report")
         .Choice("log_level", &C::log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)")
+        .Text("admin", &C::admin, "",
+              "HOST:PORT of the admin HTTP port (/metrics, /healthz, /status, /straggler); "
+              "port 0 takes a free one; empty: no admin port. Containers use 0.0.0.0:9100")
         .Embed(GossipSchema(), &C::gossip, {})
         .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20,
                  "gossip: this node's shard of the training set (0-based)")
@@ -239,7 +246,8 @@ std::string CodedProgressJson(const CodedProgress& p) {
 
 namespace {
 
-int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options) {
+int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
+                 NodeTelemetry* telemetry) {
   auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
   if (!options.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
@@ -260,6 +268,14 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options) 
     std::fprintf(stderr, "murmur node: %s\n", peer.status().ToString().c_str());
     return peer.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  options->telemetry = telemetry;
+  if (telemetry != nullptr) telemetry->AttachPeer(peer->get());
+  struct Detach {
+    NodeTelemetry* t;
+    ~Detach() {
+      if (t != nullptr) t->AttachPeer(nullptr);
+    }
+  } detach{telemetry};
   const bool json = config.report == "json";
   std::function<void(const CodedProgress&)> report;
   if (config.report != "none") report = [&](const CodedProgress& p) {
@@ -288,7 +304,8 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options) 
   return 0;
 }
 
-int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
+int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
+                  NodeTelemetry* telemetry) {
   auto options = GossipOptionsFrom(config.gossip);
   if (!options.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
@@ -316,6 +333,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer) {
     return 2;
   }
   options->peer = peer;
+  options->telemetry = telemetry;
   options->dataset_rows = data->train.rows;
   options->expect_members = config.expect_members;
   options->save_model = config.save_model;
@@ -365,19 +383,53 @@ int NodeCommand::Run() {
   }
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
   InstallStopSignals();
-  if (config->mode == "gossip") return RunGossipNode(*config, *options);
-  if (IsCodedMode(config->mode)) return RunCodedNode(*config, *options);
+  // The injection from flag/env/file; the admin port may replace it at run time.
+  StragglerOptions initial;
+  AdminServer::Validator validate;
+  if (IsCodedMode(config->mode)) {
+    auto straggle = ParseCodedStraggle(config->mode, config->gossip.straggle);
+    if (straggle.ok()) initial = *straggle;
+    validate = [mode = config->mode](const StragglerOptions& o) {
+      return ParseCodedStraggle(mode, StraggleSpec(o)).status();
+    };
+  } else if (config->mode == "gossip") {
+    if (auto straggle = ParseStraggle(config->gossip.straggle); straggle.ok()) initial = *straggle;
+  } else {
+    validate = [](const StragglerOptions&) {
+      return FailedPreconditionError("membership mode trains nothing: there is nothing to slow down");
+    };
+  }
+  // Metrics live in a registry owned here and handed to the telemetry (never a global one).
+  prometheus::Registry registry;
+  NodeTelemetry telemetry(registry, config->mode, initial);
+  std::unique_ptr<AdminServer> admin;
+  if (!config->admin.empty()) {
+    auto started = AdminServer::Start(config->admin, telemetry, validate);
+    if (!started.ok()) {
+      std::fprintf(stderr, "murmur node: %s\n", std::string(started.status().message()).c_str());
+      return 2;
+    }
+    admin = *std::move(started);
+    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler)",
+                    admin->host(), admin->port());
+  }
+  if (config->mode == "gossip") return RunGossipNode(*config, *options, &telemetry);
+  if (IsCodedMode(config->mode)) return RunCodedNode(*config, *options, &telemetry);
   auto node = PeerNode::Start(*options);
   if (!node.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());
     return node.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  telemetry.AttachPeer(node->get());
   const auto start = std::chrono::steady_clock::now();
   auto next_report = start;
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   while (!StopRequested() && (config->duration <= 0 || elapsed() < config->duration)) {
+    const size_t live = (*node)->LiveView().size();
+    telemetry.SetJoined(live > 1 || options->seeds.empty(),
+                        "no other member seen yet (seeds: " + config->seeds + ")");
     if (config->report != "none" && std::chrono::steady_clock::now() >= next_report) {
       next_report += std::chrono::milliseconds(config->report_interval_ms);
       const PeerSnapshot s = (*node)->Snapshot();
@@ -395,6 +447,7 @@ int NodeCommand::Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   MURMUR_LOG_INFO("node {}: leaving", (*node)->id());
+  telemetry.AttachPeer(nullptr);
   (*node)->Leave();
   return 0;
 }

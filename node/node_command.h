@@ -31,6 +31,7 @@ struct NodeConfig {
   std::string report;   // none, text, json
   int report_interval_ms = 0;
   std::string log_level;
+  std::string admin;  // HOST:PORT of the admin HTTP port; empty: none
   // Gossip training (mode gossip).
   GossipConfig gossip;
   int shard_index = 0;

@@ -84,6 +84,9 @@ PeerSnapshot PeerNode::Snapshot() const {
   s.id_conflicts = id_conflicts_;
   s.unknown_destination = unknown_destination_;
   s.injected_drops = injected_drops_;
+  s.injected_send_delay_s = ToSeconds(injected_send_delay_);
+  s.sent_by_kind = sent_by_kind_;
+  s.received_by_kind = received_by_kind_;
   std::lock_guard<std::mutex> training_lock(training_mu_);
   s.training_received = training_received_;
   s.training_dropped = training_dropped_;
@@ -152,10 +155,16 @@ void PeerNode::Emit(const std::string& address, gossip::Payload payload,
   e.sequence = ++sequence_;
   e.payload_frames = static_cast<uint32_t>(frames.size());
   e.payload = std::move(payload);
+  const MessageKind kind = KindOf(e.payload);
   transport::Message m{transport::Frame::FromString(proto::EncodeEnvelope(e)), std::move(frames),
                        traffic};
   ++sent_;
+  TrafficCount& count = sent_by_kind_[static_cast<size_t>(kind)];
+  ++count.messages;
+  count.bytes += m.header.bytes().size();
+  for (const auto& f : m.frames) count.bytes += f.bytes().size();
   if (send_delay_.count() > 0) {
+    injected_send_delay_ += send_delay_;
     delayed_.push_back({clock_.Now() + send_delay_, address, std::move(m)});
     return;
   }
@@ -187,6 +196,10 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
   }
   ++received_;
   const gossip::Payload& p = envelope->payload;
+  TrafficCount& count = received_by_kind_[static_cast<size_t>(KindOf(p))];
+  ++count.messages;
+  count.bytes += message.header.bytes().size();
+  for (const auto& f : message.frames) count.bytes += f.bytes().size();
   if (std::holds_alternative<gossip::UpdateHeader>(p) ||
       std::holds_alternative<gossip::SnapshotRequest>(p) ||
       std::holds_alternative<gossip::SnapshotReply>(p) ||
@@ -262,6 +275,27 @@ void PeerNode::Run() {
   }
   // Let the Leave messages reach the sockets; the transport's linger covers the rest.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+std::string_view MessageKindName(MessageKind kind) {
+  switch (kind) {
+    case MessageKind::kMembership: return "membership";
+    case MessageKind::kUpdate: return "update";
+    case MessageKind::kSnapshot: return "snapshot";
+    case MessageKind::kCoded: return "coded";
+    case MessageKind::kCount: break;
+  }
+  return "unknown";
+}
+
+MessageKind KindOf(const gossip::Payload& payload) {
+  if (std::holds_alternative<gossip::UpdateHeader>(payload)) return MessageKind::kUpdate;
+  if (std::holds_alternative<gossip::SnapshotRequest>(payload) ||
+      std::holds_alternative<gossip::SnapshotReply>(payload)) {
+    return MessageKind::kSnapshot;
+  }
+  if (std::holds_alternative<gossip::CodedMessage>(payload)) return MessageKind::kCoded;
+  return MessageKind::kMembership;
 }
 
 transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes) {

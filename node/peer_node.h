@@ -44,6 +44,17 @@ struct PeerNodeOptions {
   size_t max_training_queue = 4096;  // training messages waiting for the training thread
 };
 
+// Message kinds for the traffic counters (a bounded metric label).
+enum class MessageKind : uint8_t { kMembership, kUpdate, kSnapshot, kCoded, kCount };
+std::string_view MessageKindName(MessageKind kind);
+MessageKind KindOf(const gossip::Payload& payload);
+
+struct TrafficCount {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;  // header and tensor frames
+};
+using TrafficByKind = std::array<TrafficCount, static_cast<size_t>(MessageKind::kCount)>;
+
 struct PeerSnapshot {
   gossip::NodeId id = 0;
   std::string endpoint;
@@ -58,6 +69,9 @@ struct PeerSnapshot {
   uint64_t training_dropped = 0;     // training queue full (oldest dropped)
   uint64_t injected_drops = 0;       // outgoing messages lost by straggler injection
   uint64_t unknown_destination = 0;  // SendTo a member with no known address
+  double injected_send_delay_s = 0;  // total hold time of messages delayed by injection
+  TrafficByKind sent_by_kind{};      // emitted (injected drops excluded)
+  TrafficByKind received_by_kind{};  // accepted (rejected ones excluded)
   transport::TransportStats transport;
 };
 
@@ -123,6 +137,9 @@ class PeerNode {
   uint64_t step_clock_ = 0;
   uint64_t unknown_destination_ = 0;
   uint64_t injected_drops_ = 0;
+  Duration injected_send_delay_{0};
+  TrafficByKind sent_by_kind_{};
+  TrafficByKind received_by_kind_{};
   Duration send_delay_{0};
   double send_drop_ = 0;
   std::mt19937_64 injection_rng_{1};
@@ -131,7 +148,9 @@ class PeerNode {
     std::string address;
     transport::Message message;
   };
-  std::deque<Delayed> delayed_;  // guarded by mu_; due times in order (one fixed delay)
+  // Guarded by mu_. Released in order: after a run-time change of the delay a message never
+  // overtakes an earlier one (it may wait up to the old delay).
+  std::deque<Delayed> delayed_;
 
   mutable std::mutex training_mu_;
   std::condition_variable training_cv_;

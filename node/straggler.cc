@@ -146,4 +146,44 @@ bool StragglerInjector::Paused(int64_t step, uint64_t best_peer_step) const {
          static_cast<int64_t>(best_peer_step) < options_.pause_to;
 }
 
+StragglerControl::StragglerControl(StragglerOptions initial) {
+  state_.options = initial;
+  state_.source = initial.active() ? "config" : "";
+}
+
+void StragglerControl::Set(StragglerOptions options, Duration for_duration, std::string source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.options = options;
+  state_.source = options.active() ? std::move(source) : "";
+  ++state_.version;
+  until_.reset();
+  if (for_duration.count() > 0) until_ = clock_.Now() + for_duration;
+}
+
+void StragglerControl::Clear() { Set(StragglerOptions{}, Duration(0), ""); }
+
+void StragglerControl::ExpireLocked(TimePoint now) {
+  if (until_.has_value() && now >= *until_) {
+    state_.options = StragglerOptions{};
+    state_.source = "";
+    ++state_.version;
+    until_.reset();
+  }
+}
+
+StragglerControl::State StragglerControl::Current() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const TimePoint now = clock_.Now();
+  ExpireLocked(now);
+  State s = state_;
+  if (until_.has_value()) s.remaining_s = ToSeconds(*until_ - now);
+  return s;
+}
+
+uint64_t StragglerControl::version() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked(clock_.Now());
+  return state_.version;
+}
+
 }  // namespace murmur::node

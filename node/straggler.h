@@ -17,6 +17,8 @@
 // Thread safety: StragglerInjector is used by the training thread only.
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -60,6 +62,35 @@ class StragglerInjector {
  private:
   StragglerOptions options_;
   std::mt19937_64 rng_;
+};
+
+// The injection in force, changeable at run time (the admin port's /straggler) while the training
+// thread applies it. A change bumps `version`; the training thread compares versions once per
+// step and rebuilds its injector, so a change takes effect at the next step boundary. A timed
+// injection ends by itself (the state reverts to no injection) once `Current` sees it expire.
+// Thread safety: every method may be called from any thread.
+class StragglerControl {
+ public:
+  struct State {
+    StragglerOptions options;
+    uint64_t version = 0;
+    std::string source;          // "config" (flag, env, file), "admin", or "" when none
+    std::optional<double> remaining_s;  // a timed injection: seconds left
+  };
+  explicit StragglerControl(StragglerOptions initial = {});
+  // Replaces the injection; `for_duration` 0 keeps it until the next change.
+  void Set(StragglerOptions options, Duration for_duration, std::string source);
+  void Clear();
+  State Current();
+  uint64_t version();
+
+ private:
+  void ExpireLocked(TimePoint now);
+
+  std::mutex mu_;
+  RealClock clock_;
+  State state_;
+  std::optional<TimePoint> until_;
 };
 
 }  // namespace murmur::node
