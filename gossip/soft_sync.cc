@@ -1,6 +1,7 @@
 #include "gossip/soft_sync.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace murmur::gossip {
 
@@ -32,8 +33,19 @@ std::vector<NodeId> SoftSync::Stragglers(TimePoint now) const {
 SoftSync::Decision SoftSync::Gate(uint64_t self_clock, const std::vector<NodeId>& peers,
                                   TimePoint now) {
   Decision d;
-  if (waiting_) total_wait_ += now - last_gate_;
+  const Duration dt = gated_before_ ? std::max(Duration(0), now - last_gate_) : Duration(0);
+  gated_before_ = true;
   last_gate_ = now;
+  // Time blocked since the previous call is charged to the peers it waited for; every peer's
+  // charge decays with the window, so old waits are forgotten.
+  const double window = ToSeconds(options_.max_wait) / std::max(options_.straggler_wait_fraction, 1e-9);
+  const double decay = window > 0 ? std::exp(-ToSeconds(dt) / window) : 0.0;
+  for (auto& [id, waited] : waited_s_) waited *= decay;
+  if (waiting_) {
+    total_wait_ += dt;
+    for (NodeId id : blocked_on_) waited_s_[id] += ToSeconds(dt);
+  }
+  blocked_on_.clear();
   if (options_.max_lead < 0) {
     waiting_ = false;
     return d;
@@ -51,16 +63,31 @@ SoftSync::Decision SoftSync::Gate(uint64_t self_clock, const std::vector<NodeId>
     waiting_ = true;
     wait_started_ = now;
   }
-  if (now - wait_started_ < options_.max_wait) {
+  // Marked: every peer of a wait that lasted W, or a peer whose recent waits add up to W.
+  std::vector<NodeId> mark;
+  for (NodeId id : d.waiting_for) {
+    if (now - wait_started_ >= options_.max_wait || waited_s_[id] >= ToSeconds(options_.max_wait)) {
+      mark.push_back(id);
+    }
+  }
+  if (mark.empty()) {
     d.proceed = false;
+    blocked_on_ = d.waiting_for;
     return d;
   }
-  for (NodeId id : d.waiting_for) {
+  for (NodeId id : mark) {
     straggler_until_[id] = now + options_.straggler_hold;
+    waited_s_.erase(id);
     ++detected_;
   }
-  d.newly_marked = std::move(d.waiting_for);
-  d.waiting_for.clear();
+  d.newly_marked = std::move(mark);
+  // Proceed only if no unmarked peer is still too far behind.
+  std::erase_if(d.waiting_for, [&](NodeId id) { return IsStraggler(id, now); });
+  if (!d.waiting_for.empty()) {
+    d.proceed = false;
+    blocked_on_ = d.waiting_for;
+    return d;
+  }
   waiting_ = false;
   return d;
 }

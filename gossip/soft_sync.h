@@ -10,7 +10,8 @@
 // The bound is local (the peers a node mixes with), as in bounded-staleness decentralized SGD:
 // over a connected graph it holds transitively, within S times the graph's diameter, and no
 // node ever needs a fresh clock from every member. S < 0 means unbounded (fully asynchronous);
-// S = 0 is lock-step. A peer that has not taken a step yet (clock 0: starting, or restarted and
+// S = 0 is lock-step. A peer is marked after one wait of W, or once many shorter waits for it
+// add up to W within the recent window (see straggler_wait_fraction). A peer that has not taken a step yet (clock 0: starting, or restarted and
 // about to adopt a model) is not waited for.
 //
 // Sans-IO: clocks come in through Observe, time through the `now` arguments.
@@ -30,6 +31,10 @@ struct SoftSyncOptions {
   Duration max_wait = std::chrono::seconds(2);        // W
   Duration straggler_hold = std::chrono::seconds(30);  // how long a straggler is not waited for
   double staleness_scale = 16;                          // steps of lag that halve a peer's weight
+  // A peer that is never waited for W at a stretch but keeps this node waiting, in many short
+  // waits, for more than this fraction of its time (an exponentially weighted window of
+  // W / fraction) is marked too: otherwise a moderately slow peer paces everyone it mixes with.
+  double straggler_wait_fraction = 0.1;
 };
 
 class SoftSync {
@@ -68,8 +73,11 @@ class SoftSync {
   std::map<NodeId, uint64_t> clocks_;
   std::map<NodeId, TimePoint> straggler_until_;
   bool waiting_ = false;
+  bool gated_before_ = false;
   TimePoint wait_started_{};
   TimePoint last_gate_{};
+  std::vector<NodeId> blocked_on_;        // peers the last Gate call waited for
+  std::map<NodeId, double> waited_s_;    // decayed seconds spent waiting for each peer
   uint64_t detected_ = 0;
   Duration total_wait_{0};
 };

@@ -287,7 +287,7 @@ int CtlCommand::Impl::Metrics() {
     std::istringstream lines(r.body);
     std::string line;
     while (std::getline(lines, line)) {
-      if (!match.empty() && line.find(match) == std::string::npos) continue;
+      if (!match.empty() && (line.starts_with('#') || line.find(match) == std::string::npos)) continue;
       if (targets.size() > 1) {
         std::printf("%s %s\n", t.c_str(), line.c_str());
       } else {

@@ -447,10 +447,10 @@ StatusOr<GossipProgress> Runner::Run() {
     }
     const auto gate = sync_.Gate(static_cast<uint64_t>(p_.step), mixing, now);
     for (NodeId id : gate.newly_marked) {
-      MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (step {} vs {}): marked a straggler, "
-                      "not waiting for it for {:.0f} s", peer_->id(),
-                      ToSeconds(o_.soft_sync.max_wait), id, sync_.ClockOf(id), p_.step,
-                      ToSeconds(o_.soft_sync.straggler_hold));
+      MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (at a stretch or in recent short "
+                      "waits; step {} vs {}): marked a straggler, not waiting for it for {:.0f} s",
+                      peer_->id(), ToSeconds(o_.soft_sync.max_wait), id, sync_.ClockOf(id),
+                      p_.step, ToSeconds(o_.soft_sync.straggler_hold));
     }
     if (!gate.proceed) {
       const TimePoint w0 = clock_.Now();

@@ -352,6 +352,35 @@ TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
   EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
 }
 
+// A peer that is slow but never W late at a stretch (it paces the others by short waits) is
+// marked once the waits add up to W within the window; one that costs little time never is.
+TEST(SoftSyncTest, ManyShortWaitsForThePeerAddUpToAMark) {
+  auto run = [](double waited_fraction, int cycles) {
+    SoftSync s({.max_lead = 0, .max_wait = milliseconds(500), .straggler_hold = std::chrono::seconds(30),
+                .straggler_wait_fraction = 0.1});
+    TimePoint now{};
+    uint64_t self = 1;
+    const auto wait = milliseconds(static_cast<int64_t>(100 * waited_fraction));
+    for (int c = 0; c < cycles; ++c) {
+      s.Observe(2, self);  // the peer reaches this node's clock...
+      EXPECT_TRUE(s.Gate(self, {2}, now).proceed);
+      ++self;  // ...this node steps ahead and must wait for it
+      now += milliseconds(100) - wait;
+      auto d = s.Gate(self, {2}, now);
+      if (d.proceed) {
+        EXPECT_EQ(d.newly_marked, std::vector<NodeId>{2});
+        return c;
+      }
+      now += wait;
+    }
+    return -1;
+  };
+  const int marked_after = run(0.8, 1000);  // waits 80 ms of every 100 ms
+  EXPECT_GT(marked_after, 3) << "a single 80 ms wait is far below W";
+  EXPECT_LT(marked_after, 20) << "the waits add up to W = 500 ms within ~1 s";
+  EXPECT_EQ(run(0.05, 1000), -1) << "waiting 5 % of the time (below the 10 % fraction) over 100 s";
+}
+
 TEST(SoftSyncTest, AFastPeerCatchingUpEndsTheWait) {
   SoftSync s({.max_lead = 0, .max_wait = milliseconds(500)});
   TimePoint now{};
