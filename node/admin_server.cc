@@ -133,6 +133,12 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
   // Two workers: a slow scrape does not hold up a health check.
   s.new_task_queue = [] { return new httplib::ThreadPool(2); };
   s.set_payload_max_length(kMaxBody);
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second node
+  // bind the same admin port and share its traffic instead of failing.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
+  });
   s.set_read_timeout(5, 0);
   s.set_write_timeout(5, 0);
 
@@ -237,6 +243,11 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
   admin->host_ = host;
   admin->port_ = bound;
   admin->impl_->thread = std::thread([server = &s] { server->listen_after_bind(); });
+  // Server::stop() does nothing until the loop runs: wait for it, so a prompt destructor
+  // cannot leave the thread accepting forever.
+  for (int i = 0; i < 5000 && !s.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return admin;
 }
 

@@ -15,10 +15,20 @@ packages=(
   prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libxxhash-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-yaml
+  # operations: a real Prometheus (and promtool) for the metrics tests, docker-compose for
+  # offline compose validation
+  prometheus docker-compose
   # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
   dataset-fashion-mnist
 )
+
+# The Kubernetes schema check runs on Node.js with npm; images that already have them (e.g. from
+# NodeSource) keep theirs, a fresh Debian gets Debian's. kubectl is not installed here: Debian's
+# kubernetes-client (1.20) conflicts with the kubectl many images carry; without kubectl the
+# check validates the base manifests file by file.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Run-time straggler injection through the admin port, on a running 3-node gossip cluster.
+
+1. Every node becomes ready (/healthz 200 once joined). Step rates are measured from
+   murmur_steps_total (steps each node computed).
+2. `murmur ctl straggle --target node0 --slowdown 8 --for 120s` (PUT /straggler): node 0's step
+   rate drops below half of its own earlier rate, the others' stays above 60 % of theirs (they
+   stop waiting for it), and the others flag it: murmur_stragglers_detected_total rises and their
+   /status marks node 0 a straggler.
+3. `murmur ctl clear` (DELETE /straggler): node 0's rate comes back above 60 % of its first rate.
+4. Bad input on the admin port gets a 4xx with a message and changes nothing: unknown path,
+   wrong method, malformed JSON, unknown setting, out-of-range values, an oversized body; and
+   `murmur ctl` says what is wrong (bad target: exit 2; unreachable: exit 1).
+Rates on a shared 2-core machine are noisy: each is measured over 4 s and the bounds are loose.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from harness import free_ports, wait_until
+
+MURMUR = sys.argv[1]
+
+
+def http(method, url, body=None, timeout=5):
+    data = body.encode() if isinstance(body, str) else body
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def steps(target):
+    _, page = http("GET", f"http://{target}/metrics")
+    m = re.search(r"^murmur_steps_total (\S+)$", page, re.M)
+    return float(m.group(1))
+
+
+def metric(target, name):
+    _, page = http("GET", f"http://{target}/metrics")
+    m = re.search(rf"^{name} (\S+)$", page, re.M)
+    return float(m.group(1)) if m else None
+
+
+def rates(targets, seconds=4.0):
+    t0 = time.monotonic()
+    a = [steps(t) for t in targets]
+    time.sleep(seconds)
+    b = [steps(t) for t in targets]
+    dt = time.monotonic() - t0
+    return [(y - x) / dt for x, y in zip(a, b)]
+
+
+def ctl(*args):
+    r = subprocess.run([MURMUR, "ctl"] + list(args), capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout + r.stderr
+
+
+def fmt(rs):
+    return ", ".join(f"{r:.0f}/s" for r in rs)
+
+
+def injection_and_recovery(targets, ids):
+    wait_until("every node ready (/healthz 200)",
+               lambda: all(http("GET", f"http://{t}/healthz")[0] == 200 for t in targets), 30)
+    base = rates(targets)
+    print(f"ok: step rates before: {fmt(base)}")
+    assert all(r > 5 for r in base), base
+    detected_before = sum(metric(t, "murmur_stragglers_detected_total") for t in targets[1:])
+
+    rc, out = ctl("straggle", "--target", targets[0], "--slowdown", "8", "--for", "120s")
+    assert rc == 0 and "injecting slowdown=8" in out, out
+    status, body = http("GET", f"http://{targets[0]}/straggler")
+    state = json.loads(body)
+    assert status == 200 and state["active"] and state["source"] == "admin" and state["slowdown"] == 8, state
+    assert 100 < state["remaining_s"] <= 120, state
+    assert metric(targets[0], 'murmur_injection{setting="slowdown"}') == 8
+
+    def flagged():
+        return sum(metric(t, "murmur_stragglers_detected_total") for t in targets[1:]) > detected_before
+    wait_until("the other nodes marked node 0 a straggler", flagged, 20)
+    time.sleep(1)
+    slow = rates(targets)
+    print(f"ok: step rates with node 0 at slowdown 8: {fmt(slow)}")
+    assert slow[0] < 0.5 * base[0], f"node 0 did not slow down: {fmt(base)} -> {fmt(slow)}"
+    for i in (1, 2):
+        assert slow[i] > 0.6 * base[i], f"node {i} slowed down with node 0: {fmt(base)} -> {fmt(slow)}"
+    marked_by = []
+    for t in targets[1:]:
+        s = json.loads(http("GET", f"http://{t}/status")[1])
+        if any(p["id"] == ids[0] and p["straggler"] for p in s["peers"]):
+            marked_by.append(s["id"])
+    assert marked_by, "no other node's /status marks node 0 a straggler"
+    print(f"ok: node 0 (id {ids[0]}) marked a straggler in /status of node(s) {marked_by}; "
+          f"murmur_stragglers on the others: {[metric(t, 'murmur_stragglers') for t in targets[1:]]}")
+
+    rc, out = ctl("clear", "--targets", targets[0])
+    assert rc == 0, out
+    state = json.loads(http("GET", f"http://{targets[0]}/straggler")[1])
+    assert not state["active"] and state["spec"] == "", state
+    time.sleep(1)
+    back = rates(targets)
+    print(f"ok: step rates after DELETE: {fmt(back)}")
+    assert back[0] > 0.6 * base[0], f"node 0 did not recover: {fmt(base)} -> {fmt(back)}"
+
+
+def bad_input(target):
+    url = f"http://{target}"
+    before = http("GET", url + "/straggler")[1]
+    cases = [
+        ("GET", "/nope", None, 404, "no such path"),
+        ("POST", "/straggler", "{}", 405, "does not take POST"),
+        ("PUT", "/metrics", "{}", 405, "does not take PUT"),
+        ("PUT", "/straggler", "{slowdown: 4", 400, "not valid JSON"),
+        ("PUT", "/straggler", "[1, 2]", 400, "JSON object"),
+        ("PUT", "/straggler", '{"slowdwn": 4}', 400, "unknown setting 'slowdwn'"),
+        ("PUT", "/straggler", '{"slowdown": 0.5}', 400, "slowdown must be in [1, 1000]"),
+        ("PUT", "/straggler", '{"slowdown": "fast"}', 400, "expected a number"),
+        ("PUT", "/straggler", '{"drop": 1.5}', 400, "drop must be a probability"),
+        ("PUT", "/straggler", '{"delay": "20 parsecs"}', 400, "delay"),
+        ("PUT", "/straggler", '{"delay": -1}', 400, "outside [0, 86400]"),
+        ("PUT", "/straggler", '{"slowdown": 2, "for": 0}', 400, "for: must be above 0"),
+        ("PUT", "/straggler", "{}", 400, "nothing to inject"),
+        ("PUT", "/straggler", '{"spec": "slowdown=2", "delay": "1ms"}', 400, "not both"),
+        ("PUT", "/straggler", "{" + " " * 70000 + "}", 413, "larger than"),
+    ]
+    for method, path, body, want, text in cases:
+        status, reply = http(method, url + path, body)
+        assert status == want, f"{method} {path} {body[:40] if body else ''}: {status} {reply}"
+        assert text in reply, f"{method} {path}: expected '{text}' in {reply!r}"
+        assert http("GET", url + "/straggler")[1] == before, f"{method} {path} changed the injection"
+    print(f"ok: {len(cases)} bad admin requests answered 4xx with a reason; the injection is unchanged")
+    rc, out = ctl("status", "--targets", "not-a-target")
+    assert rc == 2 and "HOST:PORT" in out, out
+    (closed,) = free_ports(1)
+    rc, out = ctl("health", "--targets", f"127.0.0.1:{closed}")
+    assert rc == 1 and "unreachable" in out, out
+    rc, out = ctl("straggle", "--target", target, "--slowdown", "0.5")
+    assert rc == 2 and "slowdown must be in" in out, out
+    rc, out = ctl("status", "--targets", target, "--json")
+    assert rc == 0 and json.loads(out)[0]["mode"] == "gossip", out
+    print("ok: murmur ctl: bad target exit 2, unreachable exit 1, bad value exit 2, status --json")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="murmur-straggler-test-")
+    targets_file = os.path.join(tmp, "targets.json")
+    log = open(os.path.join(tmp, "local.log"), "w")
+    cluster = subprocess.Popen(
+        [MURMUR, "local", "--nodes", "3", "--mode", "gossip", "--epochs", "0", "--time-limit-s",
+         "90", "--progress", "none", "--prometheus-targets", targets_file],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    ok = False
+    try:
+        wait_until("murmur local wrote its admin ports", lambda: os.path.exists(targets_file), 20)
+        targets = [g["targets"][0] for g in json.load(open(targets_file))]
+        wait_until("every node has an id in /status", lambda: all(
+            json.loads(http("GET", f"http://{t}/status")[1])["id"] is not None for t in targets), 20)
+        ids = [json.loads(http("GET", f"http://{t}/status")[1])["id"] for t in targets]
+        injection_and_recovery(targets, ids)
+        bad_input(targets[1])
+        ok = True
+    finally:
+        if cluster.poll() is None:
+            os.killpg(cluster.pid, signal.SIGINT)
+            try:
+                cluster.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(cluster.pid, signal.SIGKILL)
+                cluster.wait()
+        log.close()
+        for d in re.findall(r"node logs kept in (\S+)", open(os.path.join(tmp, "local.log")).read()):
+            if ok:
+                shutil.rmtree(d, ignore_errors=True)
+            else:
+                print(f"node logs kept in {d}")
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"logs kept in {tmp}")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
