@@ -20,7 +20,8 @@ for f in prometheus-compose.yml prometheus-file-sd.yml prometheus-k8s-dns.yml; d
   promtool check config "$f" > "$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out"; fail "promtool check config $f"; }
 done
 echo "ok: promtool check config: 3 configurations"
-promtool check rules rules.yml | grep -q "SUCCESS: 6 rules found" || fail "promtool check rules"
+promtool check rules rules.yml > "$WORK/check-rules.out" 2>&1 || { cat "$WORK/check-rules.out"; fail "promtool check rules"; }
+grep -q "SUCCESS: 6 rules found" "$WORK/check-rules.out" || fail "promtool check rules: expected 6 rules"
 promtool test rules rules_test.yml > "$WORK/rules.out" 2>&1 || { cat "$WORK/rules.out"; fail "promtool test rules"; }
 echo "ok: promtool check rules (6 rules) and test rules (straggler, node down, marked straggler, non-finite loss)"
 # The rules test must catch a broken rule: a straggler threshold that never fires.
@@ -59,7 +60,9 @@ for n in nodes:
 PY
   echo "ok: docker-compose config -f $files"
 done
-NODE2_STRAGGLE=slowdown=3 docker-compose -f docker/docker-compose.yml config | grep -q "MURMUR_STRAGGLE: slowdown=3" \
+# (to a file: grep -q closing the pipe early would fail the pipeline under pipefail)
+NODE2_STRAGGLE=slowdown=3 docker-compose -f docker/docker-compose.yml config > "$WORK/straggle.yml"
+grep -q "MURMUR_STRAGGLE: slowdown=3" "$WORK/straggle.yml" \
   || fail "NODE2_STRAGGLE does not reach node2's environment"
 echo "ok: per-service straggler injection by environment (NODE2_STRAGGLE)"
 # A compose file with an error must fail the check.

@@ -221,7 +221,10 @@ def coded_metrics(tmp):
         assert status["mode"] == "coded-tree" and status["role"] == "root" and status["rank"] == 0, status
         leaf = targets_of(targets_file)[1]
         def leaf_counts():
-            page = metrics_page(leaf)
+            try:
+                page = metrics_page(leaf)
+            except Exception:  # not listening yet
+                return False
             return ((sample(page, "murmur_injected_delay_seconds_total", 'kind="compute"') or 0) > 0
                     and (sample(page, "murmur_coded_stale_results_total") or 0) > 0)
         wait_until("the slow leaf counts injected delay and stale results", leaf_counts, 20)

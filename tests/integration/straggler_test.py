@@ -42,6 +42,14 @@ def http(method, url, body=None, timeout=5):
         return e.code, e.read().decode()
 
 
+def answers(fn):
+    """fn() or False while the node is not listening yet."""
+    try:
+        return fn()
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return False
+
+
 def steps(target):
     _, page = http("GET", f"http://{target}/metrics")
     m = re.search(r"^murmur_steps_total (\S+)$", page, re.M)
@@ -73,8 +81,8 @@ def fmt(rs):
 
 
 def injection_and_recovery(targets, ids):
-    wait_until("every node ready (/healthz 200)",
-               lambda: all(http("GET", f"http://{t}/healthz")[0] == 200 for t in targets), 30)
+    wait_until("every node ready (/healthz 200)", lambda: answers(
+        lambda: all(http("GET", f"http://{t}/healthz")[0] == 200 for t in targets)), 30)
     base = rates(targets)
     print(f"ok: step rates before: {fmt(base)}")
     assert all(r > 5 for r in base), base
@@ -166,8 +174,9 @@ def main():
     try:
         wait_until("murmur local wrote its admin ports", lambda: os.path.exists(targets_file), 20)
         targets = [g["targets"][0] for g in json.load(open(targets_file))]
-        wait_until("every node has an id in /status", lambda: all(
-            json.loads(http("GET", f"http://{t}/status")[1])["id"] is not None for t in targets), 20)
+        # The targets file is written when the nodes are spawned, before they listen.
+        wait_until("every node has an id in /status", lambda: answers(lambda: all(
+            json.loads(http("GET", f"http://{t}/status")[1])["id"] is not None for t in targets)), 20)
         ids = [json.loads(http("GET", f"http://{t}/status")[1])["id"] for t in targets]
         injection_and_recovery(targets, ids)
         bad_input(targets[1])
