@@ -40,18 +40,23 @@ bool IsCodedMode(const std::string& mode) {
   return mode == "coded-tree" || mode == "tree" || mode == "gc" || mode == "ring";
 }
 
-StatusOr<StragglerOptions> ParseCodedStraggle(const std::string& mode, const std::string& spec) {
-  auto straggle = ParseStraggle(spec);
-  if (!straggle.ok()) return straggle.status();
-  if (straggle->pause_from >= 0) {
+Status CheckCodedStraggle(const std::string& mode, const StragglerOptions& options) {
+  if (options.pause_from >= 0) {
     return InvalidArgumentError("straggle: pause=A..B is for gossip mode (it waits for the "
                                 "cluster's step clock); use delay, slowdown or exp here");
   }
   // Messages of a synchronous mode are never resent: only the coded modes survive a lost answer.
-  if (straggle->drop > 0 && mode != "coded-tree" && mode != "gc") {
+  if (options.drop > 0 && mode != "coded-tree" && mode != "gc") {
     return InvalidArgumentError("straggle: drop in " + mode +
                                 " mode would stall the run (nothing there tolerates a lost message)");
   }
+  return OkStatus();
+}
+
+StatusOr<StragglerOptions> ParseCodedStraggle(const std::string& mode, const std::string& spec) {
+  auto straggle = ParseStraggle(spec);
+  if (!straggle.ok()) return straggle.status();
+  MURMUR_RETURN_IF_ERROR(CheckCodedStraggle(mode, *straggle));
   return straggle;
 }
 

@@ -34,6 +34,8 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(const std::string& mode, const Co
 // A straggle spec for a synchronous mode: ParseStraggle plus what those modes cannot do (pause;
 // drop where nothing tolerates a lost message). kInvalidArgument with the reason.
 StatusOr<StragglerOptions> ParseCodedStraggle(const std::string& mode, const std::string& spec);
+// The synchronous modes' rules alone, on parsed options (also a run-time injection's check).
+Status CheckCodedStraggle(const std::string& mode, const StragglerOptions& options);
 
 // Whether `mode` is one of the synchronous modes.
 bool IsCodedMode(const std::string& mode);

@@ -109,14 +109,9 @@ class CodedRunner {
 };
 
 void CodedRunner::ApplyInjection() {
-  if (o_.telemetry == nullptr) return;
-  StragglerControl& control = o_.telemetry->straggler();
-  if (control.version() == injection_version_) return;
-  const StragglerControl::State state = control.Current();
-  injection_version_ = state.version;
-  injector_ = StragglerInjector(state.options);
-  peer_.SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
-  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer_.id(), StraggleSpec(state.options));
+  if (o_.telemetry != nullptr) {
+    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, peer_);
+  }
 }
 
 Status CodedRunner::Assemble() {

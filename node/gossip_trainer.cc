@@ -88,19 +88,14 @@ class Runner {
   double loss_ema_ = 0;
   bool have_loss_ = false;
   TimePoint next_report_{};
-  uint64_t injection_version_ = 0;
+  uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
   Duration waited_{0};  // blocked in the gate or a pause since the last step
 };
 
 void Runner::ApplyInjection() {
-  if (o_.telemetry == nullptr) return;
-  StragglerControl& control = o_.telemetry->straggler();
-  if (control.version() == injection_version_) return;
-  const StragglerControl::State state = control.Current();
-  injection_version_ = state.version;
-  injector_ = StragglerInjector(state.options);
-  peer_->SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
-  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer_->id(), StraggleSpec(state.options));
+  if (o_.telemetry != nullptr) {
+    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
+  }
 }
 
 void Runner::CountRejected(std::string_view reason) {
@@ -408,7 +403,6 @@ StatusOr<GossipProgress> Runner::Run() {
   if (telemetry != nullptr) {
     telemetry->AttachPeer(peer_.get());
     telemetry->SetJoined(false, "joining: waiting for the cluster and its model");
-    injection_version_ = ~uint64_t{0};
     ApplyInjection();
   }
   start_ = clock_.Now();

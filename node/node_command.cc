@@ -390,7 +390,7 @@ int NodeCommand::Run() {
     auto straggle = ParseCodedStraggle(config->mode, config->gossip.straggle);
     if (straggle.ok()) initial = *straggle;
     validate = [mode = config->mode](const StragglerOptions& o) {
-      return ParseCodedStraggle(mode, StraggleSpec(o)).status();
+      return CheckCodedStraggle(mode, o);
     };
   } else if (config->mode == "gossip") {
     if (auto straggle = ParseStraggle(config->gossip.straggle); straggle.ok()) initial = *straggle;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "base/config.h"
+#include "base/log.h"
 #include "coding/update_codec.h"
 #include "node/peer_node.h"
 #include "proto/envelope_codec.h"
@@ -104,6 +105,17 @@ ProcessFigures ReadProcess() {
 }
 
 }  // namespace
+
+bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
+                          PeerNode& peer) {
+  if (control.version() == seen) return false;
+  const StragglerControl::State state = control.Current();
+  seen = state.version;
+  injector = StragglerInjector(state.options);
+  peer.SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
+  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer.id(), StraggleSpec(state.options));
+  return true;
+}
 
 nlohmann::json StragglerStateJson(const StragglerControl::State& state) {
   const StragglerOptions& o = state.options;
