@@ -1,5 +1,7 @@
 #include "kernels/device.h"
 
+#include <charconv>
+
 #include "base/config.h"
 #if MURMUR_WITH_CUDA
 #include "kernels/cuda/cuda_device.h"
@@ -7,16 +9,46 @@
 
 namespace murmur::kernels {
 
-std::string Device::ToString() const {
-  return kind == DeviceKind::kCpu ? "cpu" : "cuda:" + std::to_string(index);
-}
-
 int CudaDeviceCount() {
 #if MURMUR_WITH_CUDA
   return cuda::DeviceCount();
 #else
   return 0;
 #endif
+}
+
+StatusOr<Device> ResolveDevice(std::string_view spec) {
+  if (spec == "cpu") return Device::Cpu();
+  const int count = CudaDeviceCount();
+  if (spec == "auto") return count > 0 ? Device::Cuda(0) : Device::Cpu();
+  int index = 0;
+  if (spec.starts_with("cuda:")) {
+    std::string_view digits = spec.substr(5);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || index < 0) {
+      return InvalidArgumentError("device '" + std::string(spec) +
+                                  "': expected cuda:N with N a GPU ordinal");
+    }
+  } else if (spec != "cuda") {
+    return InvalidArgumentError("device '" + std::string(spec) +
+                                "' is not one of auto, cpu, cuda, cuda:N");
+  }
+  if (!MURMUR_WITH_CUDA) {
+    return FailedPreconditionError("device '" + std::string(spec) +
+                                   "': this build has no CUDA backend (built without nvcc, "
+                                   "MURMUR_WITH_CUDA=OFF); use --device cpu");
+  }
+  if (count == 0) {
+    return FailedPreconditionError("device '" + std::string(spec) +
+                                   "': no CUDA device is visible to this process (no GPU, no "
+                                   "driver, or CUDA_VISIBLE_DEVICES hides it); use --device cpu "
+                                   "or auto");
+  }
+  if (index >= count) {
+    return FailedPreconditionError("device '" + std::string(spec) + "': only " +
+                                   std::to_string(count) + " CUDA device(s) visible");
+  }
+  return Device::Cuda(index);
 }
 
 }  // namespace murmur::kernels

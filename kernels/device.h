@@ -4,6 +4,7 @@
 // when the build has MURMUR_WITH_CUDA.
 
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -14,14 +15,29 @@ enum class DeviceKind { kCpu, kCuda };
 struct Device {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;  // GPU ordinal for kCuda
+  // fp32 GEMMs may use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation): about
+  // 1e-3 relative error per product instead of 1e-6. Ignored on the CPU.
+  bool allow_tf32 = false;
 
   static Device Cpu() { return Device{}; }
   static Device Cuda(int index = 0) { return Device{DeviceKind::kCuda, index}; }
-  std::string ToString() const;
+  bool is_cpu() const { return kind == DeviceKind::kCpu; }
+  bool is_cuda() const { return kind == DeviceKind::kCuda; }
+  // "cpu", "cuda:0", "cuda:0+tf32". Inline: the CUDA backend, linked after kernels/, uses it.
+  std::string ToString() const {
+    if (kind == DeviceKind::kCpu) return "cpu";
+    return "cuda:" + std::to_string(index) + (allow_tf32 ? "+tf32" : "");
+  }
+  friend bool operator==(const Device&, const Device&) = default;
 };
 
 // Number of CUDA devices this process can use: 0 on a machine without a GPU or driver, and 0 in
 // a build without CUDA. Never fails: a missing driver is the same as no device.
 int CudaDeviceCount();
+
+// The device a `--device` value names: "cpu"; "cuda" or "cuda:N"; "auto" (cuda:0 when a CUDA
+// device is present, else cpu). kInvalidArgument for anything else; kFailedPrecondition when
+// CUDA is asked for and this build or machine has none, saying which.
+StatusOr<Device> ResolveDevice(std::string_view spec);
 
 }  // namespace murmur::kernels

@@ -1,9 +1,13 @@
 #include "kernels/ops.h"
 
 #include <string>
+#include <type_traits>
 
 #include "base/config.h"
 #include "kernels/cpu/cpu_ops.h"
+#if MURMUR_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace murmur::kernels {
 namespace {
@@ -66,34 +70,48 @@ Status CheckOneColumn(const char* op, ConstMatrixView<T> m, size_t targets) {
   return CheckLength(op, "targets", targets, m.rows);
 }
 
-// The CUDA backend is a separate target (kernels/cuda); until a kernel exists there the
-// dispatcher says so instead of falling back silently to the host.
-Status NoDeviceKernel(const Device& device, const char* op) {
-  if (!MURMUR_WITH_CUDA) {
-    return UnimplementedError(std::string(op) + " on " + device.ToString() +
-                              ": this build has no CUDA backend (MURMUR_WITH_CUDA=OFF)");
-  }
-  return UnimplementedError(std::string(op) + " has no CUDA kernel yet");
-}
-
-// Runs `cpu` on a CPU device; other devices get NoDeviceKernel.
-template <typename Fn>
-Status Dispatch(const Device& device, const char* op, Fn&& cpu) {
-  if (device.kind == DeviceKind::kCpu) {
+// Runs `cpu` (void) on a CPU device and `gpu` (returns Status) on a CUDA device. The CUDA
+// backend is fp32 only: double asks on a GPU are kUnimplemented, never a silent host fallback.
+template <typename Cpu, typename Gpu>
+Status Dispatch(const Device& device, Cpu&& cpu, Gpu&& gpu) {
+  if (device.is_cpu()) {
     cpu();
     return OkStatus();
   }
-  return NoDeviceKernel(device, op);
+  return gpu();
+}
+
+[[maybe_unused]] Status NoCuda(const char* op, const Device& device) {
+  return UnimplementedError(std::string(op) + " on " + device.ToString() +
+                            ": this build has no CUDA backend (MURMUR_WITH_CUDA=OFF)");
+}
+[[maybe_unused]] Status DoubleOnCuda(const char* op) {
+  return UnimplementedError(std::string(op) + ": double runs on the CPU only");
 }
 
 }  // namespace
 
+// The CUDA half of a Dispatch: `call` is a cuda:: function call, made only for float.
+#if MURMUR_WITH_CUDA
+#define MURMUR_GPU(call)                                      \
+  [&]() -> Status {                                           \
+    if constexpr (std::is_same_v<T, float>) {                 \
+      return cuda::call;                                      \
+    } else {                                                  \
+      return DoubleOnCuda(kOp);                               \
+    }                                                         \
+  }
+#else
+#define MURMUR_GPU(call) [&]() -> Status { return NoCuda(kOp, device); }
+#endif
+
 template <typename T>
 Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, T alpha,
             ConstMatrixView<T> a, ConstMatrixView<T> b, T beta, MatrixView<T> c) {
-  MURMUR_RETURN_IF_ERROR(CheckView("Gemm", "A", a));
-  MURMUR_RETURN_IF_ERROR(CheckView("Gemm", "B", b));
-  MURMUR_RETURN_IF_ERROR(CheckView<T>("Gemm", "C", c));
+  constexpr const char* kOp = "Gemm";
+  MURMUR_RETURN_IF_ERROR(CheckView(kOp, "A", a));
+  MURMUR_RETURN_IF_ERROR(CheckView(kOp, "B", b));
+  MURMUR_RETURN_IF_ERROR(CheckView<T>(kOp, "C", c));
   const int64_t m = trans_a == Transpose::kNo ? a.rows : a.cols;
   const int64_t ka = trans_a == Transpose::kNo ? a.cols : a.rows;
   const int64_t kb = trans_b == Transpose::kNo ? b.rows : b.cols;
@@ -102,37 +120,107 @@ Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, T alpha,
     return InvalidArgumentError("Gemm: op(A) is " + Shape(m, ka) + ", op(B) is " + Shape(kb, n) +
                                 ", C is " + Shape(c.rows, c.cols));
   }
-  return Dispatch(device, "Gemm", [&] { cpu::Gemm(trans_a, trans_b, alpha, a, b, beta, c); });
+  return Dispatch(device, [&] { cpu::Gemm(trans_a, trans_b, alpha, a, b, beta, c); },
+                  MURMUR_GPU(Gemm(device, trans_a, trans_b, alpha, a, b, beta, c)));
 }
 
 template <typename T>
 Status BiasAdd(const Device& device, std::span<const T> bias, MatrixView<T> y) {
-  MURMUR_RETURN_IF_ERROR(CheckView<T>("BiasAdd", "y", y));
-  MURMUR_RETURN_IF_ERROR(CheckLength("BiasAdd", "bias", bias.size(), y.cols));
-  return Dispatch(device, "BiasAdd", [&] { cpu::BiasAdd(bias, y); });
+  constexpr const char* kOp = "BiasAdd";
+  MURMUR_RETURN_IF_ERROR(CheckView<T>(kOp, "y", y));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "bias", bias.size(), y.cols));
+  return Dispatch(device, [&] { cpu::BiasAdd(bias, y); }, MURMUR_GPU(BiasAdd(device, bias, y)));
+}
+
+template <typename T>
+Status BiasReluForward(const Device& device, std::span<const T> bias, MatrixView<T> y) {
+  constexpr const char* kOp = "BiasReluForward";
+  MURMUR_RETURN_IF_ERROR(CheckView<T>(kOp, "y", y));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "bias", bias.size(), y.cols));
+  return Dispatch(device, [&] { cpu::BiasReluForward(bias, y); },
+                  MURMUR_GPU(BiasReluForward(device, bias, y)));
 }
 
 template <typename T>
 Status BiasGrad(const Device& device, ConstMatrixView<T> dy, std::span<T> db) {
-  MURMUR_RETURN_IF_ERROR(CheckView("BiasGrad", "dy", dy));
-  MURMUR_RETURN_IF_ERROR(CheckLength("BiasGrad", "db", db.size(), dy.cols));
-  return Dispatch(device, "BiasGrad", [&] { cpu::BiasGrad(dy, db); });
+  constexpr const char* kOp = "BiasGrad";
+  MURMUR_RETURN_IF_ERROR(CheckView(kOp, "dy", dy));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "db", db.size(), dy.cols));
+  return Dispatch(device, [&] { cpu::BiasGrad(dy, db); }, MURMUR_GPU(BiasGrad(device, dy, db)));
 }
 
 template <typename T>
 Status ReluForward(const Device& device, ConstMatrixView<T> x, MatrixView<T> y) {
-  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>("ReluForward", "x", x, "y", y));
-  return Dispatch(device, "ReluForward", [&] { cpu::ReluForward(x, y); });
+  constexpr const char* kOp = "ReluForward";
+  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "x", x, "y", y));
+  return Dispatch(device, [&] { cpu::ReluForward(x, y); }, MURMUR_GPU(ReluForward(device, x, y)));
 }
 
 template <typename T>
 Status ReluBackward(const Device& device, ConstMatrixView<T> y, ConstMatrixView<T> dy,
                     MatrixView<T> dx) {
-  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>("ReluBackward", "y", y, "dy", dy));
-  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>("ReluBackward", "y", y, "dx", dx));
-  return Dispatch(device, "ReluBackward", [&] { cpu::ReluBackward(y, dy, dx); });
+  constexpr const char* kOp = "ReluBackward";
+  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "y", y, "dy", dy));
+  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "y", y, "dx", dx));
+  return Dispatch(device, [&] { cpu::ReluBackward(y, dy, dx); },
+                  MURMUR_GPU(ReluBackward(device, y, dy, dx)));
 }
 
+template <typename T>
+Status ReluBackwardBiasGrad(const Device& device, ConstMatrixView<T> y, ConstMatrixView<T> dy,
+                            MatrixView<T> dx, std::span<T> db) {
+  constexpr const char* kOp = "ReluBackwardBiasGrad";
+  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "y", y, "dy", dy));
+  MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "y", y, "dx", dx));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "db", db.size(), y.cols));
+  return Dispatch(device, [&] { cpu::ReluBackwardBiasGrad(y, dy, dx, db); },
+                  MURMUR_GPU(ReluBackwardBiasGrad(device, y, dy, dx, db)));
+}
+
+template <typename T>
+Status ScaleRows(const Device& device, std::span<const T> weights, MatrixView<T> m) {
+  constexpr const char* kOp = "ScaleRows";
+  MURMUR_RETURN_IF_ERROR(CheckView<T>(kOp, "m", m));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "weights", weights.size(), m.rows));
+  return Dispatch(device, [&] { cpu::ScaleRows(weights, m); },
+                  MURMUR_GPU(ScaleRows(device, weights, m)));
+}
+
+template <typename U>
+Status GatherRows(const Device& device, ConstMatrixView<U> src, std::span<const int64_t> rows,
+                  MatrixView<U> dst) {
+  constexpr const char* kOp = "GatherRows";
+  MURMUR_RETURN_IF_ERROR(CheckView(kOp, "src", src));
+  MURMUR_RETURN_IF_ERROR(CheckView<U>(kOp, "dst", dst));
+  MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "rows", rows.size(), dst.rows));
+  if (src.cols != dst.cols) {
+    return InvalidArgumentError(std::string(kOp) + ": src " + Shape(src.rows, src.cols) +
+                                " and dst " + Shape(dst.rows, dst.cols) + " differ in columns");
+  }
+  if (device.is_cpu()) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= src.rows) {
+        return InvalidArgumentError(std::string(kOp) + ": row " + std::to_string(rows[i]) +
+                                    " at " + std::to_string(i) + " is outside [0, " +
+                                    std::to_string(src.rows) + ")");
+      }
+    }
+    cpu::GatherRows(src, rows, dst);
+    return OkStatus();
+  }
+#if MURMUR_WITH_CUDA
+  return cuda::GatherRows<U>(device, src, rows, dst);
+#else
+  return NoCuda(kOp, device);
+#endif
+}
+template Status GatherRows<float>(const Device&, ConstMatrixView<float>, std::span<const int64_t>,
+                                  MatrixView<float>);
+template Status GatherRows<int32_t>(const Device&, ConstMatrixView<int32_t>,
+                                    std::span<const int64_t>, MatrixView<int32_t>);
+
+// Labels live in device memory on a GPU: the host checks them only on the CPU, the CUDA kernels
+// check them on the device.
 template <typename T>
 Status SoftmaxCrossEntropyForward(const Device& device, ConstMatrixView<T> logits,
                                   std::span<const int32_t> labels, MatrixView<T> probs, T* loss) {
@@ -140,9 +228,10 @@ Status SoftmaxCrossEntropyForward(const Device& device, ConstMatrixView<T> logit
   MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "logits", logits, "probs", probs));
   MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "labels", labels.size(), logits.rows));
   if (logits.cols == 0 && logits.rows > 0) return InvalidArgumentError(std::string(kOp) + ": no classes");
-  MURMUR_RETURN_IF_ERROR(CheckLabels(kOp, labels, logits.cols));
+  if (device.is_cpu()) MURMUR_RETURN_IF_ERROR(CheckLabels(kOp, labels, logits.cols));
   if (loss == nullptr) return InvalidArgumentError(std::string(kOp) + ": loss is null");
-  return Dispatch(device, kOp, [&] { cpu::SoftmaxCrossEntropyForward(logits, labels, probs, loss); });
+  return Dispatch(device, [&] { cpu::SoftmaxCrossEntropyForward(logits, labels, probs, loss); },
+                  MURMUR_GPU(SoftmaxCrossEntropyForward(device, logits, labels, probs, loss)));
 }
 
 template <typename T>
@@ -151,8 +240,9 @@ Status SoftmaxCrossEntropyBackward(const Device& device, ConstMatrixView<T> prob
   constexpr const char* kOp = "SoftmaxCrossEntropyBackward";
   MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "probs", probs, "dlogits", dlogits));
   MURMUR_RETURN_IF_ERROR(CheckLength(kOp, "labels", labels.size(), probs.rows));
-  MURMUR_RETURN_IF_ERROR(CheckLabels(kOp, labels, probs.cols));
-  return Dispatch(device, kOp, [&] { cpu::SoftmaxCrossEntropyBackward(probs, labels, dlogits); });
+  if (device.is_cpu()) MURMUR_RETURN_IF_ERROR(CheckLabels(kOp, labels, probs.cols));
+  return Dispatch(device, [&] { cpu::SoftmaxCrossEntropyBackward(probs, labels, dlogits); },
+                  MURMUR_GPU(SoftmaxCrossEntropyBackward(device, probs, labels, dlogits)));
 }
 
 template <typename T>
@@ -161,7 +251,8 @@ Status SigmoidCrossEntropyForward(const Device& device, ConstMatrixView<T> logit
   constexpr const char* kOp = "SigmoidCrossEntropyForward";
   MURMUR_RETURN_IF_ERROR(CheckOneColumn(kOp, logits, targets.size()));
   if (loss == nullptr) return InvalidArgumentError(std::string(kOp) + ": loss is null");
-  return Dispatch(device, kOp, [&] { cpu::SigmoidCrossEntropyForward(logits, targets, loss); });
+  return Dispatch(device, [&] { cpu::SigmoidCrossEntropyForward(logits, targets, loss); },
+                  MURMUR_GPU(SigmoidCrossEntropyForward(device, logits, targets, loss)));
 }
 
 template <typename T>
@@ -170,8 +261,8 @@ Status SigmoidCrossEntropyBackward(const Device& device, ConstMatrixView<T> logi
   constexpr const char* kOp = "SigmoidCrossEntropyBackward";
   MURMUR_RETURN_IF_ERROR(CheckOneColumn(kOp, logits, targets.size()));
   MURMUR_RETURN_IF_ERROR(CheckSameShape<T>(kOp, "logits", logits, "dlogits", dlogits));
-  return Dispatch(device, kOp,
-                  [&] { cpu::SigmoidCrossEntropyBackward(logits, targets, dlogits); });
+  return Dispatch(device, [&] { cpu::SigmoidCrossEntropyBackward(logits, targets, dlogits); },
+                  MURMUR_GPU(SigmoidCrossEntropyBackward(device, logits, targets, dlogits)));
 }
 
 template <typename T>
@@ -180,7 +271,8 @@ Status MeanSquaredErrorForward(const Device& device, ConstMatrixView<T> predicti
   constexpr const char* kOp = "MeanSquaredErrorForward";
   MURMUR_RETURN_IF_ERROR(CheckOneColumn(kOp, predictions, targets.size()));
   if (loss == nullptr) return InvalidArgumentError(std::string(kOp) + ": loss is null");
-  return Dispatch(device, kOp, [&] { cpu::MeanSquaredErrorForward(predictions, targets, loss); });
+  return Dispatch(device, [&] { cpu::MeanSquaredErrorForward(predictions, targets, loss); },
+                  MURMUR_GPU(MeanSquaredErrorForward(device, predictions, targets, loss)));
 }
 
 template <typename T>
@@ -190,8 +282,9 @@ Status MeanSquaredErrorBackward(const Device& device, ConstMatrixView<T> predict
   MURMUR_RETURN_IF_ERROR(CheckOneColumn(kOp, predictions, targets.size()));
   MURMUR_RETURN_IF_ERROR(
       CheckSameShape<T>(kOp, "predictions", predictions, "dpredictions", dpredictions));
-  return Dispatch(device, kOp,
-                  [&] { cpu::MeanSquaredErrorBackward(predictions, targets, dpredictions); });
+  return Dispatch(
+      device, [&] { cpu::MeanSquaredErrorBackward(predictions, targets, dpredictions); },
+      MURMUR_GPU(MeanSquaredErrorBackward(device, predictions, targets, dpredictions)));
 }
 
 template <typename T>
@@ -208,7 +301,8 @@ Status SgdStep(const Device& device, const SgdOptions& options, std::span<const 
   if (!(options.learning_rate >= 0) || !(options.momentum >= 0) || !(options.weight_decay >= 0)) {
     return InvalidArgumentError("SgdStep: learning rate, momentum and weight decay must be >= 0");
   }
-  return Dispatch(device, kOp, [&] { cpu::SgdStep(options, grad, velocity, params); });
+  return Dispatch(device, [&] { cpu::SgdStep(options, grad, velocity, params); },
+                  MURMUR_GPU(SgdStep(device, options, grad, velocity, params)));
 }
 
 #define MURMUR_INSTANTIATE_OPS(T)                                                               \
@@ -216,6 +310,10 @@ Status SgdStep(const Device& device, const SgdOptions& options, std::span<const 
                           ConstMatrixView<T>, T, MatrixView<T>);                                \
   template Status BiasAdd<T>(const Device&, std::span<const T>, MatrixView<T>);                 \
   template Status BiasGrad<T>(const Device&, ConstMatrixView<T>, std::span<T>);                 \
+  template Status BiasReluForward<T>(const Device&, std::span<const T>, MatrixView<T>);         \
+  template Status ReluBackwardBiasGrad<T>(const Device&, ConstMatrixView<T>, ConstMatrixView<T>, \
+                                          MatrixView<T>, std::span<T>);                         \
+  template Status ScaleRows<T>(const Device&, std::span<const T>, MatrixView<T>);               \
   template Status ReluForward<T>(const Device&, ConstMatrixView<T>, MatrixView<T>);             \
   template Status ReluBackward<T>(const Device&, ConstMatrixView<T>, ConstMatrixView<T>,        \
                                   MatrixView<T>);                                               \

@@ -5,6 +5,10 @@
 // kInvalidArgument, touching no output, when they do not fit; a backend that lacks a kernel
 // returns kUnimplemented. Outputs may alias inputs only where a comment says so.
 // T is float or double; double exists for gradient checks and runs on the CPU only.
+// With a CUDA device every pointer is device memory (kernels/memory.h), scalar results such as
+// *loss are written to host memory, and labels are validated on the device (an out-of-range
+// label is kInvalidArgument as on the CPU). Host-side failures are reported when the call
+// returns; a kernel fault may surface at the next call that synchronizes.
 
 #include <cstdint>
 #include <span>
@@ -26,6 +30,27 @@ Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, T alpha,
 // y(r, c) += bias[c] for every row r. REQUIRES bias.size() == y.cols.
 template <typename T>
 Status BiasAdd(const Device& device, std::span<const T> bias, MatrixView<T> y);
+
+// y = max(y + bias, 0) in place: BiasAdd and ReluForward fused (one pass over y).
+template <typename T>
+Status BiasReluForward(const Device& device, std::span<const T> bias, MatrixView<T> y);
+
+// dx = dy where y > 0, else 0, and db[c] = sum over rows of dx(r, c): ReluBackward and the
+// BiasGrad of the layer below fused. dx may be dy (in place).
+template <typename T>
+Status ReluBackwardBiasGrad(const Device& device, ConstMatrixView<T> y, ConstMatrixView<T> dy,
+                            MatrixView<T> dx, std::span<T> db);
+
+// m(r, c) *= weights[r] (per-sample weights of gradient coding). REQUIRES weights.size() == rows.
+template <typename T>
+Status ScaleRows(const Device& device, std::span<const T> weights, MatrixView<T> m);
+
+// dst row i = src row rows[i]; rows must lie in [0, src.rows). U is float or int32_t (labels,
+// as a one-column matrix). Row indices are validated on the host for the CPU and on the device
+// for CUDA.
+template <typename U>
+Status GatherRows(const Device& device, ConstMatrixView<U> src, std::span<const int64_t> rows,
+                  MatrixView<U> dst);
 
 // db[c] = sum over rows of dy(r, c): the gradient of BiasAdd.
 template <typename T>

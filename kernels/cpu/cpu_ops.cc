@@ -94,6 +94,41 @@ void ReluBackward(ConstMatrixView<T> y, ConstMatrixView<T> dy, MatrixView<T> dx)
 }
 
 template <typename T>
+void BiasReluForward(std::span<const T> bias, MatrixView<T> y) {
+  if (y.size() == 0) return;
+  Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> b(bias.data(), y.cols);
+  Map<T> ym = AsEigen(y);
+  for (Eigen::Index r = 0; r < ym.rows(); ++r) {
+    ym.row(r) = (ym.row(r) + b).cwiseMax(T(0));
+  }
+}
+
+template <typename T>
+void ReluBackwardBiasGrad(ConstMatrixView<T> y, ConstMatrixView<T> dy, MatrixView<T> dx,
+                          std::span<T> db) {
+  ReluBackward(y, dy, dx);
+  BiasGrad(ConstMatrixView<T>(dx), db);
+}
+
+template <typename T>
+void ScaleRows(std::span<const T> weights, MatrixView<T> m) {
+  if (m.size() == 0) return;
+  Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> w(weights.data(), m.rows);
+  AsEigen(m) = w.asDiagonal() * AsEigen(m);
+}
+
+template <typename U>
+void GatherRows(ConstMatrixView<U> src, std::span<const int64_t> rows, MatrixView<U> dst) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy_n(src.data + rows[i] * src.stride, src.cols, dst.data + static_cast<int64_t>(i) * dst.stride);
+  }
+}
+template void GatherRows<float>(ConstMatrixView<float>, std::span<const int64_t>,
+                                MatrixView<float>);
+template void GatherRows<int32_t>(ConstMatrixView<int32_t>, std::span<const int64_t>,
+                                  MatrixView<int32_t>);
+
+template <typename T>
 void SoftmaxCrossEntropyForward(ConstMatrixView<T> logits, std::span<const int32_t> labels,
                                 MatrixView<T> probs, T* loss) {
   // Accumulate in double so the mean over a large batch does not lose digits.

@@ -13,4 +13,7 @@ namespace murmur::kernels::cpu {
 
 #include "kernels/backend_ops.inc"  // IWYU pragma: export
 
+template <typename U>
+void GatherRows(ConstMatrixView<U> src, std::span<const int64_t> rows, MatrixView<U> dst);
+
 }  // namespace murmur::kernels::cpu

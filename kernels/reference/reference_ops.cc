@@ -1,5 +1,6 @@
 #include "kernels/reference/reference_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace murmur::kernels::reference {
@@ -47,6 +48,31 @@ template <typename T>
 void ReluBackward(ConstMatrixView<T> y, ConstMatrixView<T> dy, MatrixView<T> dx) {
   for (int64_t i = 0; i < y.rows; ++i)
     for (int64_t j = 0; j < y.cols; ++j) dx(i, j) = y(i, j) > 0 ? dy(i, j) : T(0);
+}
+
+template <typename T>
+void BiasReluForward(std::span<const T> bias, MatrixView<T> y) {
+  for (int64_t i = 0; i < y.rows; ++i)
+    for (int64_t j = 0; j < y.cols; ++j) y(i, j) = std::max(y(i, j) + bias[j], T(0));
+}
+
+template <typename T>
+void ReluBackwardBiasGrad(ConstMatrixView<T> y, ConstMatrixView<T> dy, MatrixView<T> dx,
+                          std::span<T> db) {
+  for (int64_t j = 0; j < y.cols; ++j) {
+    double sum = 0;
+    for (int64_t i = 0; i < y.rows; ++i) {
+      dx(i, j) = y(i, j) > 0 ? dy(i, j) : T(0);
+      sum += dx(i, j);
+    }
+    db[j] = static_cast<T>(sum);
+  }
+}
+
+template <typename T>
+void ScaleRows(std::span<const T> weights, MatrixView<T> m) {
+  for (int64_t i = 0; i < m.rows; ++i)
+    for (int64_t j = 0; j < m.cols; ++j) m(i, j) *= weights[i];
 }
 
 template <typename T>

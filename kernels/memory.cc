@@ -1,0 +1,88 @@
+#include "kernels/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "base/config.h"
+#if MURMUR_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#endif
+
+namespace murmur::kernels {
+namespace {
+
+// Host allocations are 64-byte aligned (a cache line; AVX-512 loads).
+constexpr size_t kHostAlignment = 64;
+
+[[maybe_unused]] Status NoCuda(const Device& device) {
+  return UnavailableError(device.ToString() +
+                          ": this build has no CUDA backend (MURMUR_WITH_CUDA=OFF)");
+}
+
+}  // namespace
+
+StatusOr<void*> AllocateBytes(const Device& device, size_t bytes) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  if (device.is_cpu()) {
+    void* p = ::operator new(bytes, std::align_val_t(kHostAlignment), std::nothrow);
+    if (p == nullptr) {
+      return ResourceExhaustedError("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+    return p;
+  }
+#if MURMUR_WITH_CUDA
+  return cuda::Allocate(device, bytes);
+#else
+  return NoCuda(device);
+#endif
+}
+
+void FreeBytes(const Device& device, void* pointer) {
+  if (pointer == nullptr) return;
+  if (device.is_cpu()) {
+    ::operator delete(pointer, std::align_val_t(kHostAlignment));
+    return;
+  }
+#if MURMUR_WITH_CUDA
+  cuda::Free(device, pointer);
+#endif
+}
+
+Status CopyBytes(const Device& dst_device, void* dst, const Device& src_device, const void* src,
+                 size_t bytes) {
+  if (bytes == 0) return OkStatus();
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memmove(dst, src, bytes);
+    return OkStatus();
+  }
+#if MURMUR_WITH_CUDA
+  return cuda::Copy(dst_device, dst, src_device, src, bytes);
+#else
+  return NoCuda(dst_device.is_cpu() ? src_device : dst_device);
+#endif
+}
+
+Status ZeroBytes(const Device& device, void* pointer, size_t bytes) {
+  if (bytes == 0) return OkStatus();
+  if (device.is_cpu()) {
+    std::memset(pointer, 0, bytes);
+    return OkStatus();
+  }
+#if MURMUR_WITH_CUDA
+  return cuda::Zero(device, pointer, bytes);
+#else
+  return NoCuda(device);
+#endif
+}
+
+Status Synchronize(const Device& device) {
+  if (device.is_cpu()) return OkStatus();
+#if MURMUR_WITH_CUDA
+  return cuda::Synchronize(device);
+#else
+  return NoCuda(device);
+#endif
+}
+
+}  // namespace murmur::kernels
