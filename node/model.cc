@@ -89,13 +89,24 @@ void Model<T>::Initialize(std::span<T> params, uint64_t seed) const {
 }
 
 template <typename T>
-void Model<T>::EnsureScratch(int64_t batch) {
-  if (batch <= scratch_rows_) return;
-  scratch_rows_ = batch;
+Status Model<T>::EnsureScratch(int64_t batch) {
+  if (batch <= scratch_rows_) return OkStatus();
   for (size_t l = 0; l < NumLayers(); ++l) {
-    activations_[l].resize(static_cast<size_t>(batch * spec_.layer_sizes[l + 1]));
-    deltas_[l].resize(static_cast<size_t>(batch * spec_.layer_sizes[l + 1]));
+    const auto n = static_cast<size_t>(batch * spec_.layer_sizes[l + 1]);
+    MURMUR_ASSIGN_OR_RETURN(activations_[l], kernels::Buffer<T>::Create(device_, n));
+    MURMUR_ASSIGN_OR_RETURN(deltas_[l], kernels::Buffer<T>::Create(device_, n));
   }
+  scratch_rows_ = batch;
+  return OkStatus();
+}
+
+template <typename T>
+StatusOr<std::vector<T>> Model<T>::LastOutputsOnHost() const {
+  std::vector<T> out(static_cast<size_t>(last_rows_ * NumOutputs()));
+  if (out.empty()) return out;
+  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), out.data(), device_,
+                                            activations_.back().data(), out.size() * sizeof(T)));
+  return out;
 }
 
 template <typename T>
@@ -110,7 +121,7 @@ StatusOr<ConstMatrixView<T>> Model<T>::Forward(std::span<const T> params, ConstM
                                 std::to_string(NumInputs()) + " features, batch has " +
                                 std::to_string(x.cols));
   }
-  EnsureScratch(x.rows);
+  MURMUR_RETURN_IF_ERROR(EnsureScratch(x.rows));
   last_rows_ = x.rows;
   ConstMatrixView<T> input = x;
   for (size_t l = 0; l < NumLayers(); ++l) {
@@ -121,8 +132,11 @@ StatusOr<ConstMatrixView<T>> Model<T>::Forward(std::span<const T> params, ConstM
     MatrixView<T> y(activations_[l].data(), x.rows, out);
     MURMUR_RETURN_IF_ERROR(
         kernels::Gemm<T>(device_, Transpose::kNo, Transpose::kYes, T(1), input, w, T(0), y));
-    MURMUR_RETURN_IF_ERROR(kernels::BiasAdd<T>(device_, b, y));
-    if (l + 1 < NumLayers()) MURMUR_RETURN_IF_ERROR(kernels::ReluForward<T>(device_, y, y));
+    if (l + 1 < NumLayers()) {
+      MURMUR_RETURN_IF_ERROR(kernels::BiasReluForward<T>(device_, b, y));
+    } else {
+      MURMUR_RETURN_IF_ERROR(kernels::BiasAdd<T>(device_, b, y));
+    }
     input = y;
   }
   return input;
@@ -175,12 +189,13 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
       return InvalidArgumentError("batch has " + std::to_string(rows) + " rows and " +
                                   std::to_string(batch.weights.size()) + " sample weights");
     }
-    // Host loop: the delta buffer lives on the host for every backend built today.
-    for (int64_t i = 0; i < rows; ++i) {
-      T* row = dlogits.data + i * dlogits.stride;
-      for (int64_t j = 0; j < dlogits.cols; ++j) row[j] *= batch.weights[static_cast<size_t>(i)];
-    }
+    MURMUR_RETURN_IF_ERROR(kernels::ScaleRows<T>(device_, batch.weights, dlogits));
   }
+  // The last layer's bias gradient; each hidden layer's comes fused with its ReLU backward.
+  MURMUR_RETURN_IF_ERROR(kernels::BiasGrad<T>(
+      device_, ConstMatrixView<T>(dlogits),
+      std::span<T>(grad.data() + BiasOffset(NumLayers() - 1),
+                   static_cast<size_t>(spec_.layer_sizes.back()))));
   for (size_t l = NumLayers(); l-- > 0;) {
     const int64_t in = spec_.layer_sizes[l];
     const int64_t out = spec_.layer_sizes[l + 1];
@@ -188,18 +203,19 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
     ConstMatrixView<T> input =
         l == 0 ? batch.x : ConstMatrixView<T>(activations_[l - 1].data(), rows, in);
     MatrixView<T> dw(grad.data() + offsets_[l], out, in);
-    std::span<T> db(grad.data() + BiasOffset(l), static_cast<size_t>(out));
-    // dW = delta^T * input; db = column sums of delta.
+    // dW = delta^T * input.
     MURMUR_RETURN_IF_ERROR(
         kernels::Gemm<T>(device_, Transpose::kYes, Transpose::kNo, T(1), delta, input, T(0), dw));
-    MURMUR_RETURN_IF_ERROR(kernels::BiasGrad<T>(device_, delta, db));
     if (l == 0) break;  // no gradient wrt the data
-    // d input = delta * W, then through the ReLU that produced `input`.
+    // d input = delta * W, then through the ReLU that produced `input`, with the layer below's
+    // bias gradient (column sums of its delta) in the same pass.
     ConstMatrixView<T> w(params.data() + offsets_[l], out, in);
     MatrixView<T> dinput(deltas_[l - 1].data(), rows, in);
     MURMUR_RETURN_IF_ERROR(
         kernels::Gemm<T>(device_, Transpose::kNo, Transpose::kNo, T(1), delta, w, T(0), dinput));
-    MURMUR_RETURN_IF_ERROR(kernels::ReluBackward<T>(device_, input, dinput, dinput));
+    std::span<T> db_below(grad.data() + BiasOffset(l - 1), static_cast<size_t>(in));
+    MURMUR_RETURN_IF_ERROR(
+        kernels::ReluBackwardBiasGrad<T>(device_, input, dinput, dinput, db_below));
   }
   return loss;
 }

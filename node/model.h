@@ -9,6 +9,10 @@
 //
 // T is float for training; double exists for finite-difference gradient checks.
 // Thread safety: a Model owns scratch buffers; use one Model per thread.
+//
+// Device: a Model computes on the device it was created for (kernels/device.h). Every span and
+// view it takes or returns — parameters, gradient, batch, outputs — is memory of that device
+// (kernels/memory.h); only the returned loss is a host value. Move-only.
 
 #include <cstdint>
 #include <span>
@@ -17,6 +21,7 @@
 
 #include "base/status.h"
 #include "kernels/device.h"
+#include "kernels/memory.h"
 #include "kernels/tensor.h"
 
 namespace murmur::node {
@@ -55,6 +60,7 @@ class Model {
                                 kernels::Device device = kernels::Device::Cpu());
 
   const ModelSpec& spec() const { return spec_; }
+  const kernels::Device& device() const { return device_; }
   int64_t NumParams() const { return num_params_; }
   int64_t NumInputs() const { return spec_.layer_sizes.front(); }
   int64_t NumOutputs() const { return spec_.layer_sizes.back(); }
@@ -78,6 +84,8 @@ class Model {
   kernels::ConstMatrixView<T> LastOutputs() const {
     return kernels::ConstMatrixView<T>(activations_.back().data(), last_rows_, NumOutputs());
   }
+  // The same outputs copied to host memory (a plain view of them on the CPU).
+  StatusOr<std::vector<T>> LastOutputsOnHost() const;
 
   // Offsets of layer l's weights and bias in the flat vector.
   int64_t WeightOffset(size_t layer) const { return offsets_[layer]; }
@@ -86,7 +94,7 @@ class Model {
  private:
   Model(ModelSpec spec, kernels::Device device);
   size_t NumLayers() const { return spec_.layer_sizes.size() - 1; }
-  void EnsureScratch(int64_t batch);
+  Status EnsureScratch(int64_t batch);
 
   ModelSpec spec_;
   kernels::Device device_;
@@ -94,8 +102,9 @@ class Model {
   std::vector<int64_t> offsets_;               // per layer: start of W
   int64_t scratch_rows_ = 0;
   int64_t last_rows_ = 0;
-  std::vector<std::vector<T>> activations_;    // per layer: batch x out (post-ReLU if hidden)
-  std::vector<std::vector<T>> deltas_;         // per layer: batch x out, gradient wrt its output
+  // On device_. Per layer: batch x out (post-ReLU if hidden), and the gradient wrt its output.
+  std::vector<kernels::Buffer<T>> activations_;
+  std::vector<kernels::Buffer<T>> deltas_;
 };
 
 }  // namespace murmur::node

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -13,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "kernels/memory.h"
 #include "kernels/ops.h"
 #include "node/dataset.h"
 #include "node/model.h"
@@ -63,21 +65,36 @@ struct TrainSummary {
   std::vector<Evaluation> test_per_epoch;
 };
 
-// Accuracy and mean loss of `params` on `data`, in batches.
+// Accuracy and mean loss of `params` (memory of the model's device) on `data` (host), in batches;
+// on a GPU each batch is copied over and only the outputs come back.
 template <typename T>
 StatusOr<Evaluation> Evaluate(Model<T>& model, std::span<const T> params, const Dataset& data,
                               int64_t batch_size = 1000);
 
+// Trains on the model's device. On a GPU the parameters, gradient, momentum, activations and
+// this node's training rows stay in device memory; a step sends 8 bytes per row of the batch
+// (the rows' positions go up once per epoch) and brings back the loss.
 class Trainer {
  public:
   // `rows` are the rows of `train` this node owns (a shard); `test` may be null. All references
-  // must outlive the Trainer.
+  // must outlive the Trainer. kResourceExhausted / kUnavailable when the model's device cannot
+  // hold the parameters and the shard.
+  static StatusOr<std::unique_ptr<Trainer>> Create(Model<float>& model, const Dataset& train,
+                                                   std::vector<int64_t> rows, const Dataset* test,
+                                                   TrainOptions options, Clock& clock);
+  // The same on the CPU, where allocation cannot fail short of running out of memory.
+  // REQUIRES model.device() is the CPU.
   Trainer(Model<float>& model, const Dataset& train, std::vector<int64_t> rows,
           const Dataset* test, TrainOptions options, Clock& clock);
 
   // Initializes parameters from the seed (call once, or set params() yourself).
   void InitializeParams();
-  std::span<float> params() { return params_; }
+  // The parameters in the model's device memory (host memory on the CPU).
+  std::span<float> params() { return params_.span(); }
+  const kernels::Device& device() const { return device_; }
+  // The parameters copied to the host, and replaced from the host.
+  StatusOr<std::vector<float>> ParamsOnHost() const;
+  Status SetParams(std::span<const float> host);
 
   // One optimizer step on the next mini-batch of the current epoch, reshuffling at epoch
   // boundaries. Returns the batch loss; last_batch_rows() says how many rows it used. kFailedPrecondition when the loss is not finite
@@ -85,6 +102,7 @@ class Trainer {
   StatusOr<float> Step();
 
   // Trains options.epochs epochs, evaluating after each, calling `on_progress` after every step.
+  // options.gradient_hook, when set, receives the gradient in the model's device memory.
   StatusOr<TrainSummary> Run(const std::function<void(const TrainProgress&)>& on_progress);
 
   // Zeroes the momentum buffer: after the parameters were replaced (a node adopting a peer's
@@ -96,8 +114,12 @@ class Trainer {
   int64_t last_batch_rows() const { return last_batch_rows_; }
 
  private:
-  void Shuffle();
-  Batch<float> Gather(int64_t begin, int64_t count);
+  struct Uninitialized {};
+  Trainer(Uninitialized, Model<float>& model, const Dataset& train, std::vector<int64_t> rows,
+          const Dataset* test, TrainOptions options, Clock& clock);
+  Status Allocate();
+  Status Shuffle();
+  StatusOr<Batch<float>> Gather(int64_t begin, int64_t count);
 
   Model<float>& model_;
   const Dataset& train_;
@@ -106,14 +128,21 @@ class Trainer {
   TrainOptions options_;
   Clock& clock_;
   std::mt19937_64 rng_;
-  kernels::Device device_ = kernels::Device::Cpu();
+  kernels::Device device_;
 
-  std::vector<float> params_;
-  std::vector<float> grad_;
-  std::vector<float> velocity_;
-  std::vector<float> batch_x_;
-  std::vector<int32_t> batch_labels_;
-  std::vector<float> batch_targets_;
+  // On device_.
+  kernels::Buffer<float> params_;
+  kernels::Buffer<float> grad_;
+  kernels::Buffer<float> velocity_;
+  kernels::Buffer<float> batch_x_;
+  kernels::Buffer<int32_t> batch_labels_;
+  kernels::Buffer<float> batch_targets_;
+  // A GPU's copy of the training set and of this epoch's row order (the CPU reads train_ and
+  // rows_ directly).
+  kernels::Buffer<float> features_;
+  kernels::Buffer<int32_t> labels_;
+  kernels::Buffer<float> targets_;
+  kernels::Buffer<int64_t> order_;
   int64_t cursor_ = 0;  // next position in rows_ within the current epoch
   int64_t steps_ = 0;
   int64_t last_batch_rows_ = 0;

@@ -26,7 +26,11 @@ Status CheckLaunch(const char* what) { return Check(cudaGetLastError(), what); }
 StatusOr<Context*> GetContext(const Device& device) {
   thread_local std::vector<Context*> contexts;  // by ordinal; see the header on teardown
   if (device.index < 0) return InvalidArgumentError("negative CUDA ordinal");
-  MURMUR_RETURN_IF_ERROR(Check(cudaSetDevice(device.index), "cudaSetDevice"));
+  if (const cudaError_t error = cudaSetDevice(device.index); error != cudaSuccess) {
+    cudaGetLastError();
+    return UnavailableError(device.ToString() + ": no such CUDA device (" +
+                            cudaGetErrorString(error) + ")");
+  }
   const auto index = static_cast<size_t>(device.index);
   if (index < contexts.size() && contexts[index] != nullptr) return contexts[index];
   auto context = std::make_unique<Context>();

@@ -295,9 +295,17 @@ TEST(SgdTest, RejectsBadOptions) {
 }
 
 TEST(DispatchTest, CudaDeviceNeverFallsBackToHost) {
-  std::vector<float> x(4, 1.0f);
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present (murmur_cuda_test covers it)";
+  // Host memory handed to a CUDA device that is not there: an error, and nothing computed here.
+  std::vector<float> x(4, -1.0f);
   Status s = ReluForward<float>(Device::Cuda(0), ConstMatrixView<float>(x.data(), 2, 2),
                                 MatrixView<float>(x.data(), 2, 2));
+  EXPECT_TRUE(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kUnimplemented) << s;
+  EXPECT_EQ(x, std::vector<float>(4, -1.0f));
+  // Double never runs on a GPU, whatever the machine.
+  std::vector<double> d(4, -1.0);
+  s = ReluForward<double>(Device::Cuda(0), ConstMatrixView<double>(d.data(), 2, 2),
+                          MatrixView<double>(d.data(), 2, 2));
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s;
   EXPECT_GE(CudaDeviceCount(), 0);
   EXPECT_EQ(Device::Cuda(1).ToString(), "cuda:1");
