@@ -1,0 +1,382 @@
+#pragma once
+// Kernel conformance on one Device, included by murmur_kernels_test (the CPU) and
+// murmur_cuda_test (a GPU, skipped without one). Every kernel runs on fresh seeded random inputs
+// over edge sizes — 0, 1, odd, and a large size the binary chooses (10^8 on a GPU) — with its
+// outputs poisoned with NaN first, and is compared with the naive reference (kernels/reference)
+// or, for the compression kernels, with their host versions bit for bit (they define the ties
+// and the rounding). Relative error bound: 1e-5 in fp32, 3e-4 with TF32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/compress_ops.h"
+#include "kernels/device.h"
+#include "kernels/memory.h"
+#include "kernels/ops.h"
+#include "kernels/reference/reference_ops.h"
+
+namespace murmur::kernels::conformance {
+
+constexpr uint64_t kSeed = 8080;
+
+struct Case {
+  Device device;
+  int64_t large = 0;  // the large size of the sweep, in elements
+  std::string name;
+};
+
+class DeviceConformance : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (device().is_cuda() && CudaDeviceCount() == 0) {
+      GTEST_SKIP() << "no CUDA device on this machine";
+    }
+    std::printf("device %s, seed %llu, large size %lld\n", device().ToString().c_str(),
+                static_cast<unsigned long long>(kSeed), static_cast<long long>(GetParam().large));
+  }
+  const Device& device() const { return GetParam().device; }
+  double tol() const { return device().allow_tf32 ? 3e-4 : 1e-5; }
+  std::vector<int64_t> Sizes() const { return {0, 1, 7, 1023, 4097, GetParam().large}; }
+
+  template <typename T>
+  Buffer<T> Up(const std::vector<T>& host) {
+    auto b = Buffer<T>::FromHost(device(), host);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return std::move(*b);
+  }
+  template <typename T>
+  Buffer<T> Poisoned(size_t n) {
+    std::vector<T> host(n);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::fill(host.begin(), host.end(), std::numeric_limits<T>::quiet_NaN());
+    } else {
+      std::fill(host.begin(), host.end(), static_cast<T>(0x5a5a5a5a));
+    }
+    return Up(host);
+  }
+  template <typename T>
+  std::vector<T> Down(const Buffer<T>& b) {
+    std::vector<T> host(b.size());
+    EXPECT_TRUE(b.CopyToHost(host).ok());
+    return host;
+  }
+};
+
+inline std::vector<float> Random(size_t n, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// max over i of |got - want| / max(1, |want|), NaN counting as infinite.
+inline double RelativeError(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::abs(double{got[i]} - want[i]) / std::max(1.0, std::abs(double{want[i]}));
+    if (!(e <= worst)) worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+  }
+  return worst;
+}
+
+TEST_P(DeviceConformance, GemmMatchesReference) {
+  // Shapes with 0, 1 and odd extents, a thin one, and one whose C has `large` elements on a GPU.
+  std::vector<std::array<int64_t, 3>> shapes = {{0, 3, 2}, {1, 1, 1},     {7, 0, 5},
+                                                {1, 300, 1}, {33, 65, 17}, {128, 784, 256}};
+  if (GetParam().large >= 100'000'000) shapes.push_back({10000, 16, 10000});
+  for (auto [m, k, n] : shapes) {
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes}) {
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes}) {
+        for (float beta : {0.0f, 0.5f}) {
+          SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " ta " << int(ta)
+                                            << " tb " << int(tb) << " beta " << beta);
+          const int64_t ar = ta == Transpose::kNo ? m : k, ac = ta == Transpose::kNo ? k : m;
+          const int64_t br = tb == Transpose::kNo ? k : n, bc = tb == Transpose::kNo ? n : k;
+          auto a = Random(ar * ac, kSeed + m), b = Random(br * bc, kSeed + n);
+          auto c0 = Random(m * n, kSeed + k);
+          std::vector<float> want = beta == 0 ? std::vector<float>(m * n, NAN) : c0;
+          reference::Gemm<float>(ta, tb, 1.5f, {a.data(), ar, ac}, {b.data(), br, bc}, beta,
+                                 {want.data(), m, n});
+          auto da = Up(a), db = Up(b);
+          auto dc = beta == 0 ? Poisoned<float>(m * n) : Up(c0);
+          ASSERT_TRUE(Gemm<float>(device(), ta, tb, 1.5f, {da.data(), ar, ac},
+                                  {db.data(), br, bc}, beta, {dc.data(), m, n})
+                          .ok());
+          // Products of k terms: scale the bound by sqrt(k) (the error grows like it).
+          EXPECT_LE(RelativeError(Down(dc), want),
+                    tol() * std::max(1.0, std::sqrt(static_cast<double>(k))));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(DeviceConformance, RowKernelsMatchReference) {
+  for (int64_t size : Sizes()) {
+    // rows x cols with odd column counts; the large case as many rows of 10 columns.
+    for (int64_t cols : {int64_t{1}, int64_t{10}, int64_t{257}}) {
+      const int64_t rows = size / cols;
+      if (rows * cols != size && size > 4097) continue;
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+      const size_t n = static_cast<size_t>(rows * cols);
+      auto x = Random(n, kSeed + n), dy = Random(n, kSeed + n + 1), bias = Random(cols, kSeed);
+      std::vector<float> w = Random(rows, kSeed + 3);
+      auto dx_ = Up(x), ddy = Up(dy), dbias = Up(bias), dw = Up(w);
+      // BiasReluForward in place.
+      std::vector<float> want = x;
+      reference::BiasReluForward<float>(bias, {want.data(), rows, cols});
+      auto y = Up(x);
+      ASSERT_TRUE(BiasReluForward<float>(device(), dbias.span(), {y.data(), rows, cols}).ok());
+      auto got_y = Down(y);
+      EXPECT_LE(RelativeError(got_y, want), tol());
+      // ReluBackwardBiasGrad against the reference, out of place into poisoned memory.
+      std::vector<float> want_dx(n), want_db(cols);
+      reference::ReluBackwardBiasGrad<float>({want.data(), rows, cols}, {dy.data(), rows, cols},
+                                             {want_dx.data(), rows, cols}, want_db);
+      auto out = Poisoned<float>(n);
+      auto db = Poisoned<float>(cols);
+      ASSERT_TRUE(ReluBackwardBiasGrad<float>(device(), {y.data(), rows, cols},
+                                              {ddy.data(), rows, cols}, {out.data(), rows, cols},
+                                              db.span())
+                      .ok());
+      EXPECT_LE(RelativeError(Down(out), want_dx), tol());
+      EXPECT_LE(RelativeError(Down(db), want_db), tol());
+      // BiasGrad, ReluForward, ReluBackward, ScaleRows, BiasAdd.
+      std::vector<float> want_bg(cols);
+      reference::BiasGrad<float>({dy.data(), rows, cols}, want_bg);
+      auto bg = Poisoned<float>(cols);
+      ASSERT_TRUE(BiasGrad<float>(device(), {ddy.data(), rows, cols}, bg.span()).ok());
+      EXPECT_LE(RelativeError(Down(bg), want_bg), tol());
+      std::vector<float> want_r(n);
+      reference::ReluForward<float>({x.data(), rows, cols}, {want_r.data(), rows, cols});
+      auto r = Poisoned<float>(n);
+      ASSERT_TRUE(ReluForward<float>(device(), {dx_.data(), rows, cols}, {r.data(), rows, cols}).ok());
+      EXPECT_EQ(Down(r), want_r);
+      std::vector<float> want_s = dy;
+      reference::ScaleRows<float>(w, {want_s.data(), rows, cols});
+      auto s = Up(dy);
+      ASSERT_TRUE(ScaleRows<float>(device(), dw.span(), {s.data(), rows, cols}).ok());
+      EXPECT_LE(RelativeError(Down(s), want_s), tol());
+    }
+  }
+}
+
+TEST_P(DeviceConformance, LossesMatchReference) {
+  for (int64_t size : Sizes()) {
+    const int64_t classes = 10, rows = std::max<int64_t>(size / classes, size > 0 ? 1 : 0);
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    auto logits = Random(rows * classes, kSeed + rows, 3.0);
+    std::vector<int32_t> labels(rows);
+    std::mt19937_64 rng(kSeed);
+    for (auto& l : labels) l = static_cast<int32_t>(rng() % classes);
+    std::vector<float> want_p(rows * classes);
+    float want_loss = 0;
+    reference::SoftmaxCrossEntropyForward<float>({logits.data(), rows, classes}, labels,
+                                                 {want_p.data(), rows, classes}, &want_loss);
+    auto dl = Up(logits);
+    auto dlab = Up(labels);
+    auto p = Poisoned<float>(rows * classes);
+    float loss = NAN;
+    ASSERT_TRUE(SoftmaxCrossEntropyForward<float>(device(), {dl.data(), rows, classes},
+                                                  dlab.span(), {p.data(), rows, classes}, &loss)
+                    .ok());
+    EXPECT_LE(RelativeError(Down(p), want_p), tol());
+    EXPECT_LE(std::abs(loss - want_loss), tol() * std::max(1.0f, std::abs(want_loss)));
+    std::vector<float> want_g(rows * classes);
+    reference::SoftmaxCrossEntropyBackward<float>({want_p.data(), rows, classes}, labels,
+                                                  {want_g.data(), rows, classes});
+    auto g = Poisoned<float>(rows * classes);
+    ASSERT_TRUE(SoftmaxCrossEntropyBackward<float>(device(), {p.data(), rows, classes},
+                                                   dlab.span(), {g.data(), rows, classes})
+                    .ok());
+    EXPECT_LE(RelativeError(Down(g), want_g), tol());
+    // One-column losses.
+    auto z = Random(rows, kSeed + 9, 4.0);
+    std::vector<float> t(rows);
+    for (auto& v : t) v = static_cast<float>(rng() % 2);
+    auto dz = Up(z), dt = Up(t);
+    float want_s = 0, got_s = NAN, want_m = 0, got_m = NAN;
+    reference::SigmoidCrossEntropyForward<float>({z.data(), rows, 1}, t, &want_s);
+    reference::MeanSquaredErrorForward<float>({z.data(), rows, 1}, t, &want_m);
+    ASSERT_TRUE(SigmoidCrossEntropyForward<float>(device(), {dz.data(), rows, 1}, dt.span(), &got_s).ok());
+    ASSERT_TRUE(MeanSquaredErrorForward<float>(device(), {dz.data(), rows, 1}, dt.span(), &got_m).ok());
+    EXPECT_LE(std::abs(got_s - want_s), tol() * std::max(1.0f, want_s));
+    EXPECT_LE(std::abs(got_m - want_m), tol() * std::max(1.0f, want_m));
+    std::vector<float> want_ds(rows), want_dm(rows);
+    reference::SigmoidCrossEntropyBackward<float>({z.data(), rows, 1}, t, {want_ds.data(), rows, 1});
+    reference::MeanSquaredErrorBackward<float>({z.data(), rows, 1}, t, {want_dm.data(), rows, 1});
+    auto ds = Poisoned<float>(rows), dm = Poisoned<float>(rows);
+    ASSERT_TRUE(SigmoidCrossEntropyBackward<float>(device(), {dz.data(), rows, 1}, dt.span(), {ds.data(), rows, 1}).ok());
+    ASSERT_TRUE(MeanSquaredErrorBackward<float>(device(), {dz.data(), rows, 1}, dt.span(), {dm.data(), rows, 1}).ok());
+    EXPECT_LE(RelativeError(Down(ds), want_ds), tol());
+    EXPECT_LE(RelativeError(Down(dm), want_dm), tol());
+  }
+}
+
+TEST_P(DeviceConformance, OutOfRangeLabelsAndRowsAreRejected) {
+  std::vector<float> logits(6, 0.5f);
+  std::vector<int32_t> labels = {0, 3};  // 3 classes: 3 is out of range
+  auto dl = Up(logits);
+  auto dlab = Up(labels);
+  auto p = Poisoned<float>(6);
+  float loss = 0;
+  Status s = SoftmaxCrossEntropyForward<float>(device(), {dl.data(), 2, 3}, dlab.span(),
+                                               {p.data(), 2, 3}, &loss);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  std::vector<int64_t> rows = {0, 5};
+  auto drows = Up(rows);
+  auto out = Poisoned<float>(6);
+  s = GatherRows<float>(device(), {dl.data(), 2, 3}, drows.span(), {out.data(), 2, 3});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+}
+
+TEST_P(DeviceConformance, SgdMatchesReference) {
+  for (int64_t size : Sizes()) {
+    for (int mode = 0; mode < 4; ++mode) {
+      SgdOptions o;
+      o.learning_rate = 0.05;
+      o.momentum = mode >= 1 ? 0.9 : 0;
+      o.weight_decay = mode >= 2 ? 1e-3 : 0;
+      o.nesterov = mode == 3;
+      const auto n = static_cast<size_t>(size);
+      auto p = Random(n, kSeed + 1), g = Random(n, kSeed + 2), v = Random(n, kSeed + 3);
+      auto wp = p, wv = v;
+      reference::SgdStep<float>(o, g, wv, wp);
+      auto dp = Up(p), dg = Up(g), dv = Up(v);
+      ASSERT_TRUE(SgdStep<float>(device(), o, dg.span(), dv.span(), dp.span()).ok());
+      EXPECT_LE(RelativeError(Down(dp), wp), tol()) << "mode " << mode << " size " << size;
+      if (o.momentum > 0) {
+        EXPECT_LE(RelativeError(Down(dv), wv), tol());
+      }
+    }
+  }
+}
+
+TEST_P(DeviceConformance, CompressionKernelsMatchHostBitForBit) {
+  const Device host = Device::Cpu();
+  for (int64_t size : Sizes()) {
+    SCOPED_TRACE(::testing::Message() << "size " << size);
+    const auto n = static_cast<size_t>(size);
+    auto v = Random(n, kSeed + n);
+    // Ties and zeros: every 5th value repeats a magnitude, every 7th is zero.
+    for (size_t i = 0; i < n; i += 5) v[i] = (i % 2 ? -0.75f : 0.75f);
+    for (size_t i = 0; i < n; i += 7) v[i] = 0.0f;
+    auto dv = Up(v);
+    for (int64_t k : {int64_t{0}, int64_t{1}, size / 100 + 1, size / 5, size + 3}) {
+      const auto cap = static_cast<size_t>(std::min<int64_t>(k, size));
+      std::vector<uint32_t> wi(cap);
+      std::vector<float> wval(cap);
+      int64_t want = -1, got = -1;
+      ASSERT_TRUE(TopK(host, v, k, wi, wval, &want).ok());
+      Buffer<uint32_t> gi = Poisoned<uint32_t>(cap);
+      Buffer<float> gv = Poisoned<float>(cap);
+      ASSERT_TRUE(TopK(device(), dv.span(), k, gi.span(), gv.span(), &got).ok());
+      ASSERT_EQ(got, want) << "k " << k;
+      wi.resize(want);
+      wval.resize(want);
+      std::vector<uint32_t> hi = Down(gi);
+      std::vector<float> hv = Down(gv);
+      hi.resize(got);
+      hv.resize(got);
+      EXPECT_EQ(hi, wi) << "k " << k;
+      EXPECT_EQ(hv, wval) << "k " << k;
+    }
+    for (float tau : {0.5f, 0.75f, 3.0f}) {
+      std::vector<uint32_t> wi(n);
+      std::vector<float> wval(n);
+      int64_t want = 0, got = 0;
+      ASSERT_TRUE(SelectAtLeast(host, v, tau, wi, wval, &want).ok());
+      Buffer<uint32_t> gi = Poisoned<uint32_t>(n);
+      Buffer<float> gv_ = Poisoned<float>(n);
+      ASSERT_TRUE(SelectAtLeast(device(), dv.span(), tau, gi.span(), gv_.span(), &got).ok());
+      ASSERT_EQ(got, want);
+      std::vector<uint32_t> hi = Down(gi);
+      std::vector<float> hv = Down(gv_);
+      hi.resize(got);
+      hv.resize(got);
+      wi.resize(want);
+      wval.resize(want);
+      EXPECT_EQ(hi, wi);
+      EXPECT_EQ(hv, wval);
+    }
+    // Signs, levels, halves, scatter-add and the reductions.
+    std::vector<uint32_t> words((n + 31) / 32);
+    ASSERT_TRUE(PackSigns(host, v, words).ok());
+    auto dwords = Poisoned<uint32_t>(words.size());
+    ASSERT_TRUE(PackSigns(device(), dv.span(), dwords.span()).ok());
+    EXPECT_EQ(Down(dwords), words);
+    std::vector<float> unpacked(n);
+    ASSERT_TRUE(UnpackSigns(host, words, 0.25f, unpacked).ok());
+    auto du = Poisoned<float>(n);
+    ASSERT_TRUE(UnpackSigns(device(), std::span<const uint32_t>(dwords.span()), 0.25f, du.span()).ok());
+    EXPECT_EQ(Down(du), unpacked);
+    std::vector<int8_t> levels(n);
+    ASSERT_TRUE(StochasticLevels<int8_t>(host, v, 40.0, 127, kSeed, levels).ok());
+    auto dlev = Poisoned<int8_t>(n);
+    ASSERT_TRUE(StochasticLevels<int8_t>(device(), dv.span(), 40.0, 127, kSeed, dlev.span()).ok());
+    EXPECT_EQ(Down(dlev), levels);
+    std::vector<float> lf(n);
+    ASSERT_TRUE(LevelsToFloat<int8_t>(host, levels, 3.5f, 127, lf).ok());
+    auto dlf = Poisoned<float>(n);
+    ASSERT_TRUE(LevelsToFloat<int8_t>(device(), std::span<const int8_t>(dlev.span()), 3.5f, 127, dlf.span()).ok());
+    EXPECT_EQ(Down(dlf), lf);
+    std::vector<uint16_t> half(n);
+    ASSERT_TRUE(FloatToHalf(host, v, half).ok());
+    auto dh = Poisoned<uint16_t>(n);
+    ASSERT_TRUE(FloatToHalf(device(), dv.span(), dh.span()).ok());
+    EXPECT_EQ(Down(dh), half);
+    std::vector<float> back(n);
+    ASSERT_TRUE(HalfToFloat(host, half, back).ok());
+    auto db = Poisoned<float>(n);
+    ASSERT_TRUE(HalfToFloat(device(), std::span<const uint16_t>(dh.span()), db.span()).ok());
+    EXPECT_EQ(Down(db), back);
+    double squares = 0, dsq = 0;
+    float max = 0, dmax = 0;
+    int64_t bad = -1;
+    ASSERT_TRUE(SumOfSquares(host, v, &squares).ok());
+    ASSERT_TRUE(SumOfSquares(device(), dv.span(), &dsq).ok());
+    EXPECT_NEAR(dsq, squares, 1e-9 * std::max(1.0, squares));
+    ASSERT_TRUE(MaxAbs(host, v, &max).ok());
+    ASSERT_TRUE(MaxAbs(device(), dv.span(), &dmax).ok());
+    EXPECT_EQ(dmax, max);
+    ASSERT_TRUE(CountNonFinite(device(), dv.span(), &bad).ok());
+    EXPECT_EQ(bad, 0);
+    // Scatter-add of every third position, then Axpy.
+    std::vector<uint32_t> idx;
+    std::vector<float> val;
+    for (size_t i = 0; i < n; i += 3) {
+      idx.push_back(static_cast<uint32_t>(i));
+      val.push_back(static_cast<float>(i % 11) - 5.0f);
+    }
+    std::vector<float> x = v;
+    ASSERT_TRUE(ScatterAdd(host, idx, val, -0.5f, x).ok());
+    ASSERT_TRUE(Axpy(host, 2.0f, v, x).ok());
+    Buffer<float> dx = Up(v);
+    Buffer<uint32_t> didx = Up(idx);
+    Buffer<float> dval = Up(val);
+    ASSERT_TRUE(ScatterAdd(device(), std::span<const uint32_t>(didx.span()),
+                           std::span<const float>(dval.span()), -0.5f, dx.span()).ok());
+    ASSERT_TRUE(Axpy(device(), 2.0f, dv.span(), dx.span()).ok());
+    EXPECT_EQ(Down(dx), x);
+  }
+}
+
+TEST_P(DeviceConformance, NonFiniteValuesAreCounted) {
+  std::vector<float> v = {1.0f, NAN, -INFINITY, 2.0f, INFINITY};
+  auto dv = Up(v);
+  int64_t bad = 0;
+  ASSERT_TRUE(CountNonFinite(device(), dv.span(), &bad).ok());
+  EXPECT_EQ(bad, 3);
+  float max = 0;
+  ASSERT_TRUE(MaxAbs(device(), dv.span(), &max).ok());
+  EXPECT_EQ(max, INFINITY);  // NaN skipped, infinity counted, as on the host
+}
+
+}  // namespace murmur::kernels::conformance
