@@ -42,7 +42,6 @@ DeviceCompressor::DeviceCompressor(const CompressorOptions& options, size_t dime
       dimension_(dimension),
       device_(device),
       adaptive_(options.tau, options.adaptive_options),
-      threshold_(options.tau),
       rng_(options.seed) {}
 
 StatusOr<DeviceCompressor> DeviceCompressor::Create(const CompressorOptions& options,
