@@ -5,12 +5,15 @@
 // the way, and it counts the bytes the encoded updates would have cost.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "coding/compressor.h"
+#include "coding/device_compressor.h"
+#include "kernels/device.h"
 #include "coding/update.h"
 
 namespace murmur::node {
@@ -26,18 +29,25 @@ struct CompressionReport {
 
 class GradientCompression {
  public:
-  static StatusOr<GradientCompression> Create(std::string_view spec, size_t dimension);
+  // On a GPU the operator runs there (coding::DeviceCompressor): the gradient and the residual
+  // stay in device memory, the compressed update comes to the host (where its bytes are
+  // counted) and goes back up to be decoded in place, as a receiving peer would.
+  static StatusOr<GradientCompression> Create(std::string_view spec, size_t dimension,
+                                              const kernels::Device& device = kernels::Device::Cpu());
 
-  // Compresses `gradient` and overwrites it with the decoded update. kInvalidArgument (gradient
-  // left as it was) for a non-finite gradient.
+  // Compresses `gradient` (memory of the device) and overwrites it with the decoded update.
+  // kInvalidArgument (gradient left as it was) for a non-finite gradient.
   Status Apply(std::span<float> gradient);
 
   CompressionReport Report() const;
-  const coding::Compressor& compressor() const { return compressor_; }
+  const coding::CompressorOptions& options() const;
+  size_t dimension() const;
 
  private:
-  explicit GradientCompression(coding::Compressor compressor) : compressor_(std::move(compressor)) {}
-  coding::Compressor compressor_;
+  GradientCompression() = default;
+  std::optional<coding::Compressor> compressor_;              // the CPU
+  std::optional<coding::DeviceCompressor> device_compressor_;  // a GPU
+  coding::DeviceUpdateStaging staging_;
   coding::Update update_;
   int64_t steps_ = 0;
   double density_sum_ = 0;

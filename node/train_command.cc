@@ -42,7 +42,13 @@ int TrainCommand::Run() {
     std::fprintf(stderr, "murmur train: %s\n", data.status().ToString().c_str());
     return 1;
   }
-  StatusOr<Model<float>> model = Model<float>::Create(TrainModelSpec(config, data->train));
+  StatusOr<kernels::Device> device = kernels::ResolveDevice(config.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(device.status().message()).c_str());
+    return 2;
+  }
+  device->allow_tf32 = config.tf32;
+  StatusOr<Model<float>> model = Model<float>::Create(TrainModelSpec(config, data->train), *device);
   if (!model.ok()) {
     std::fprintf(stderr, "murmur train: %s\n", std::string(model.status().message()).c_str());
     return 2;
@@ -56,15 +62,16 @@ int TrainCommand::Run() {
   const RunInfo info{config.task, model->spec().ToString(), model->NumParams(),
                      static_cast<int64_t>(rows->size()), data->test.rows};
   MURMUR_LOG_INFO("training {} on {} ({} of {} rows, shard {}/{}), {} parameters, {} epochs, "
-                  "batch {}",
+                  "batch {}, on {}",
                   info.model, config.task, info.train_rows, data->train.rows,
                   config.shard_index, config.shard_count, info.params, config.epochs,
-                  config.batch_size);
+                  config.batch_size, device->ToString());
 
   TrainOptions options = TrainOptionsFrom(config);
   std::optional<GradientCompression> compression;
   if (config.compress != "none") {
-    auto created = GradientCompression::Create(config.compress, static_cast<size_t>(info.params));
+    auto created =
+        GradientCompression::Create(config.compress, static_cast<size_t>(info.params), *device);
     if (!created.ok()) {
       std::fprintf(stderr, "murmur train: compress: %s\n",
                    std::string(created.status().message()).c_str());
@@ -73,10 +80,16 @@ int TrainCommand::Run() {
     compression.emplace(std::move(*created));
     options.gradient_hook = [&compression](std::span<float> g) { return compression->Apply(g); };
     MURMUR_LOG_INFO("compressing the gradient with {}",
-                    coding::CompressorSpec(compression->compressor().options()));
+                    coding::CompressorSpec(compression->options()));
   }
   RealClock clock;
-  Trainer trainer(*model, data->train, std::move(*rows), &data->test, std::move(options), clock);
+  StatusOr<std::unique_ptr<Trainer>> created =
+      Trainer::Create(*model, data->train, std::move(*rows), &data->test, std::move(options), clock);
+  if (!created.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", created.status().ToString().c_str());
+    return 1;
+  }
+  Trainer& trainer = **created;
   trainer.InitializeParams();
   ProgressReporter reporter(ResolveProgressMode(config.progress, stderr), stderr, clock);
   StatusOr<TrainSummary> summary =

@@ -40,6 +40,11 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
               "compress each gradient as a peer would receive it, with error feedback: none, "
               "fp16, topk:R, dgc:R, threshold:T, onebit:T, qsgd:S, int8 [,key=value...] "
               "(coding/compressor.h)")
+        .Text("device", &C::device, "auto",
+              "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, "
+              "cuda:N")
+        .Bool("tf32", &C::tf32, false,
+              "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error)")
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
@@ -59,6 +64,10 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.compress != "none") {
     const auto spec = coding::ParseCompressorSpec(c.compress);
     if (!spec.ok()) return InvalidArgumentError("compress: " + std::string(spec.status().message()));
+  }
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda" &&
+      !c.device.starts_with("cuda:")) {
+    return InvalidArgumentError("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
   }
   if (c.nesterov && c.momentum == 0) {
     return InvalidArgumentError("nesterov needs momentum > 0");

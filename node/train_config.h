@@ -32,6 +32,8 @@ struct TrainConfig {
   int64_t samples = 0;            // synthetic tasks: training rows
   int64_t features = 0;           // synthetic tasks: d
   std::string compress;           // compression spec applied to the gradient; "none": off
+  std::string device;             // auto, cpu, cuda, cuda:N (kernels::ResolveDevice)
+  bool tf32 = false;              // GEMMs on a GPU may use TF32
   std::string progress;           // auto, tty, plain, none
   bool json = false;
   std::string log_level;

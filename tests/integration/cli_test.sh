@@ -32,6 +32,13 @@ check "bad compression spec exits 2" 2 "$murmur" train --compress zip:3
 contains "bad compression spec says why" "$tmp/err" "compress: compression spec 'zip:3': unknown operator 'zip'"
 check "compression that cannot fit exits 2" 2 "$murmur" train --compress topk:2 --max-train-samples 100
 contains "compression misfit says why" "$tmp/err" "ratio 2 must be in (0, 1]"
+check "unknown device exits 2" 2 "$murmur" train --device tpu
+contains "unknown device lists the choices" "$tmp/err" "device 'tpu' is not one of auto, cpu, cuda, cuda:N"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  check "cuda without a GPU exits 2" 2 "$murmur" train --device cuda --epochs 1 --max-train-samples 100
+  contains "cuda without a GPU says why" "$tmp/err" "use --device cpu or auto"
+  check "auto without a GPU trains on the CPU" 0 "$murmur" train --device auto --epochs 1 --max-train-samples 500 --progress none
+fi
 check "compressed run reports its bytes" 0 "$murmur" train --compress topk:0.05,values=fp16 --epochs 1 --max-train-samples 2000 --json --progress none
 python3 - "$tmp/out" <<'PY' || fail=1
 import json, sys
