@@ -102,7 +102,9 @@ def injection_and_recovery(targets, ids):
     time.sleep(1)
     slow = rates(targets)
     print(f"ok: step rates with node 0 at slowdown 8: {fmt(slow)}")
-    assert slow[0] < 0.5 * base[0], f"node 0 did not slow down: {fmt(base)} -> {fmt(slow)}"
+    # Against the other nodes in the same window (a base window shared with other ctest jobs on
+    # 2 cores can read low for everyone).
+    assert slow[0] < 0.5 * min(slow[1:]), f"node 0 did not slow down: {fmt(base)} -> {fmt(slow)}"
     for i in (1, 2):
         assert slow[i] > 0.6 * base[i], f"node {i} slowed down with node 0: {fmt(base)} -> {fmt(slow)}"
     marked_by = []
