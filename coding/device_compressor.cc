@@ -77,25 +77,25 @@ size_t DeviceCompressor::KeptCount() const {
 }
 
 Status DeviceCompressor::EnsureSelection(size_t capacity) {
-  if (indices_.size() >= capacity) return OkStatus();
-  MURMUR_ASSIGN_OR_RETURN(indices_, Buffer<uint32_t>::Create(device_, capacity));
-  MURMUR_ASSIGN_OR_RETURN(values_, Buffer<float>::Create(device_, capacity));
+  if (selection_.indices.size() >= capacity) return OkStatus();
+  MURMUR_ASSIGN_OR_RETURN(selection_.indices, Buffer<uint32_t>::Create(device_, capacity));
+  MURMUR_ASSIGN_OR_RETURN(selection_.values, Buffer<float>::Create(device_, capacity));
   return OkStatus();
 }
 
 Status DeviceCompressor::FetchSelection(size_t count, Update& out) {
   out.indices.resize(count);
   out.values.resize(count);
-  MURMUR_RETURN_IF_ERROR(Download<uint32_t>(device_, indices_.span().first(count), out.indices,
+  MURMUR_RETURN_IF_ERROR(Download<uint32_t>(device_, selection_.indices.span().first(count), out.indices,
                                             transfer_bytes_));
-  return Download<float>(device_, values_.span().first(count), out.values, transfer_bytes_);
+  return Download<float>(device_, selection_.values.span().first(count), out.values, transfer_bytes_);
 }
 
 Status DeviceCompressor::SelectTopK(std::span<const float> source, size_t k, Update& out) {
   MURMUR_RETURN_IF_ERROR(EnsureSelection(std::max<size_t>(k, 1)));
   int64_t count = 0;
   MURMUR_RETURN_IF_ERROR(kernels::TopK(device_, source, static_cast<int64_t>(k),
-                                       indices_.span().first(k), values_.span().first(k), &count));
+                                       selection_.indices.span().first(k), selection_.values.span().first(k), &count));
   return FetchSelection(static_cast<size_t>(count), out);
 }
 
@@ -105,8 +105,8 @@ Status DeviceCompressor::SelectAtLeast(std::span<const float> source, float tau,
   int64_t total = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
     MURMUR_RETURN_IF_ERROR(
-        kernels::SelectAtLeast(device_, source, tau, indices_.span(), values_.span(), &total));
-    if (static_cast<size_t>(total) <= indices_.size()) break;
+        kernels::SelectAtLeast(device_, source, tau, selection_.indices.span(), selection_.values.span(), &total));
+    if (static_cast<size_t>(total) <= selection_.indices.size()) break;
     MURMUR_RETURN_IF_ERROR(EnsureSelection(static_cast<size_t>(total)));
   }
   return FetchSelection(static_cast<size_t>(total), out);
@@ -173,12 +173,11 @@ Status DeviceCompressor::Fp16(std::span<const float> source, Update& out) {
   // are remembered so error feedback subtracts exactly what was sent.
   const std::vector<float> rounded = out.values;
   out.format = QuantizeFloats(out.values, 10);
-  fp16_fix_indices_.clear();
-  fp16_fix_values_.clear();
+  fp16_fixes_.Clear(Operator::kFp16, static_cast<uint32_t>(dimension_));
   for (size_t i = 0; i < dimension_; ++i) {
     if (out.values[i] != rounded[i]) {
-      fp16_fix_indices_.push_back(static_cast<uint32_t>(i));
-      fp16_fix_values_.push_back(out.values[i] - rounded[i]);
+      fp16_fixes_.indices.push_back(static_cast<uint32_t>(i));
+      fp16_fixes_.values.push_back(out.values[i] - rounded[i]);
     }
   }
   return OkStatus();
@@ -272,23 +271,11 @@ Status DeviceCompressor::SubtractSent(const Update& out) {
     }
     MURMUR_RETURN_IF_ERROR(kernels::HalfToFloat(device_, half_.span(), dense_.span()));
     MURMUR_RETURN_IF_ERROR(kernels::Axpy(device_, -1.0f, dense_.span(), residual_.span()));
-    Update fixes;
-    fixes.dimension = static_cast<uint32_t>(dimension_);
-    fixes.indices = fp16_fix_indices_;
-    fixes.values = fp16_fix_values_;
-    transfer_bytes_ += fixes.values.size() * 8;
-    DeviceUpdateStaging staging{std::move(indices_), std::move(values_)};
-    Status s = AddTo(device_, fixes, -1.0f, residual_.span(), staging);
-    indices_ = std::move(staging.indices);
-    values_ = std::move(staging.values);
-    return s;
+    transfer_bytes_ += fp16_fixes_.values.size() * 8;
+    return AddTo(device_, fp16_fixes_, -1.0f, residual_.span(), selection_);
   }
-  DeviceUpdateStaging staging{std::move(indices_), std::move(values_)};
-  Status s = AddTo(device_, out, -1.0f, residual_.span(), staging);
-  indices_ = std::move(staging.indices);
-  values_ = std::move(staging.values);
   transfer_bytes_ += out.values.size() * sizeof(float) + out.indices.size() * sizeof(uint32_t);
-  return s;
+  return AddTo(device_, out, -1.0f, residual_.span(), selection_);
 }
 
 Status DeviceCompressor::Compress(std::span<const float> input, Update& out) {

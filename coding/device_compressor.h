@@ -27,6 +27,12 @@
 
 namespace murmur::coding {
 
+// Device buffers for an update's indices and values (AddTo's staging).
+struct DeviceUpdateStaging {
+  kernels::Buffer<uint32_t> indices;
+  kernels::Buffer<float> values;
+};
+
 class DeviceCompressor {
  public:
   // As Compressor::Create, plus kUnimplemented for what has no device version yet (residual
@@ -77,16 +83,15 @@ class DeviceCompressor {
   kernels::Buffer<float> residual_;   // error feedback
   kernels::Buffer<float> source_;     // residual + input of the step in progress
   kernels::Buffer<float> dense_;      // a decoded dense update (fp16, QSGD)
-  kernels::Buffer<uint32_t> indices_;  // a selection's positions and values
-  kernels::Buffer<float> values_;
+  // A selection's positions and values; also the staging AddTo uploads the sent update into.
+  DeviceUpdateStaging selection_;
   kernels::Buffer<float> sample_;     // DGC's sample
   kernels::Buffer<uint16_t> half_;    // fp16
   kernels::Buffer<int8_t> levels8_;   // QSGD / int8 levels
   kernels::Buffer<int16_t> levels16_;
   // Host staging.
   std::vector<uint16_t> host_half_;
-  std::vector<uint32_t> fp16_fix_indices_;  // where the wire's fp16 window changed a half
-  std::vector<float> fp16_fix_values_;
+  Update fp16_fixes_;  // where the wire's fp16 window changed a half, and by how much
   std::vector<int8_t> host_levels8_;
   std::vector<int16_t> host_levels16_;
 };
@@ -94,10 +99,6 @@ class DeviceCompressor {
 // x += alpha * update on `device` (x in device memory): the receiving end of a compressed
 // update. The update's indices and values go up (a dense update: all of it); `staging` holds
 // them between calls.
-struct DeviceUpdateStaging {
-  kernels::Buffer<uint32_t> indices;
-  kernels::Buffer<float> values;
-};
 Status AddTo(const kernels::Device& device, const Update& update, float alpha, std::span<float> x,
              DeviceUpdateStaging& staging);
 

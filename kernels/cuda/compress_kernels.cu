@@ -79,11 +79,11 @@ StatusOr<Scalars> Reduce(const Device& device, std::span<const float> v, const c
 
 // Runs a CUB algorithm twice (size query, then the work) with the context's scratch.
 template <typename F>
-Status RunCub(Context& context, size_t extra_offset, F f, const char* what) {
+Status RunCub(Context& context, F f, const char* what) {
   size_t bytes = 0;
   MURMUR_RETURN_IF_ERROR(Check(f(nullptr, bytes), what));
-  MURMUR_ASSIGN_OR_RETURN(void* temp, Temp(context, extra_offset + bytes));
-  return Check(f(static_cast<char*>(temp) + extra_offset, bytes), what);
+  MURMUR_ASSIGN_OR_RETURN(void* temp, Temp(context, bytes));
+  return Check(f(temp, bytes), what);
 }
 
 // Selected position j of input position i goes to (indices, values)[j] while j < capacity.
@@ -113,7 +113,7 @@ StatusOr<int64_t> Compact(const Device& device, std::span<const float> v, Pred p
       Emit{indices.data(), values.data(), v.data(), static_cast<int64_t>(indices.size())});
   auto* selected = &context->device_scalars->count;
   MURMUR_RETURN_IF_ERROR(RunCub(
-      *context, 0,
+      *context,
       [&](void* temp, size_t& bytes) {
         return cub::DeviceSelect::If(temp, bytes, thrust::counting_iterator<uint32_t>(0), out,
                                      selected, n, pred);
@@ -252,7 +252,8 @@ Status TopK(const Device& device, std::span<const float> v, int64_t k,
   if (k == 0 || n == 0) return OkStatus();
   if (k > n) k = n;
   MURMUR_ASSIGN_OR_RETURN(Context * context, GetContext(device));
-  // Scratch layout: state, 4 histograms of 256; CUB's storage follows (RunCub's offset).
+  // Scratch layout: the state, then 4 histograms of 256 (the selection reuses the scratch once
+  // the threshold has been read back).
   constexpr size_t kHeader = 256 + 4 * 256 * sizeof(unsigned long long);
   MURMUR_ASSIGN_OR_RETURN(void* temp, Temp(*context, kHeader));
   auto* state = static_cast<RadixState*>(temp);
@@ -289,7 +290,7 @@ Status TopK(const Device& device, std::span<const float> v, int64_t k,
     auto flags = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
                                                  TieFlag{v.data(), threshold});
     Status scanned = RunCub(
-        *context, 0,
+        *context,
         [&](void* t, size_t& bytes) {
           return cub::DeviceScan::ExclusiveSum(t, bytes, flags, rank, n);
         },

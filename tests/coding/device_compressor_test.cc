@@ -10,6 +10,8 @@
 #include <random>
 
 #include "coding/compressor.h"
+#include "coding/selection.h"
+#include "kernels/compress_ops.h"
 #include "kernels/device.h"
 
 namespace murmur::coding {
@@ -24,6 +26,52 @@ std::vector<float> Random(size_t n, uint64_t seed) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+// The host versions of kernels/compress_ops.h are the reference the CUDA kernels are held to
+// bit for bit; here they are checked against coding's own selections and known fp16 codes.
+TEST(CompressKernelsTest, HostVersionsAgreeWithCodingSelections) {
+  for (size_t d : {size_t{0}, size_t{1}, size_t{9}, size_t{4099}, size_t{100003}}) {
+    auto v = Random(d, kSeed + d);
+    for (size_t i = 0; i < d; i += 5) v[i] = i % 2 ? -0.75f : 0.75f;  // ties
+    for (size_t i = 0; i < d; i += 7) v[i] = 0.0f;                   // zeros
+    for (size_t k : {size_t{0}, size_t{1}, d / 100 + 1, d / 5, d + 3}) {
+      SCOPED_TRACE(::testing::Message() << "d " << d << " k " << k);
+      std::vector<uint32_t> want_i, got_i(std::min(k, d));
+      std::vector<float> want_v, got_v(std::min(k, d));
+      ASSERT_TRUE(TopK(v, k, want_i, want_v));
+      int64_t count = -1;
+      ASSERT_TRUE(kernels::TopK(kCpu, v, static_cast<int64_t>(k), got_i, got_v, &count).ok());
+      got_i.resize(static_cast<size_t>(count));
+      got_v.resize(static_cast<size_t>(count));
+      EXPECT_EQ(got_i, want_i);
+      EXPECT_EQ(got_v, want_v);
+    }
+    std::vector<uint32_t> want_i, got_i(d);
+    std::vector<float> want_v, got_v(d);
+    ASSERT_TRUE(AtLeast(v, 0.75f, want_i, want_v));
+    int64_t total = -1;
+    ASSERT_TRUE(kernels::SelectAtLeast(kCpu, v, 0.75f, got_i, got_v, &total).ok());
+    got_i.resize(static_cast<size_t>(total));
+    got_v.resize(static_cast<size_t>(total));
+    EXPECT_EQ(got_i, want_i);
+    EXPECT_EQ(got_v, want_v);
+  }
+  // IEEE binary16: 1, -2, the largest half, a value rounding to it, overflow, the smallest
+  // subnormal, and a tie rounding to even.
+  const std::vector<float> in = {1.0f, -2.0f, 65504.0f, 65519.0f, 65520.0f, 0x1p-24f,
+                                 1.0f + 0x1p-11f};
+  const std::vector<uint16_t> want = {0x3c00, 0xc000, 0x7bff, 0x7bff, 0x7c00, 0x0001, 0x3c00};
+  std::vector<uint16_t> got(in.size());
+  ASSERT_TRUE(kernels::FloatToHalf(kCpu, in, got).ok());
+  EXPECT_EQ(got, want);
+  std::vector<uint32_t> words(2);
+  std::vector<float> signs(33, 1.0f);
+  signs[0] = -1.0f;
+  signs[31] = -0.0f;
+  signs[32] = -3.0f;
+  ASSERT_TRUE(kernels::PackSigns(kCpu, signs, words).ok());
+  EXPECT_EQ(words, (std::vector<uint32_t>{0x80000001u, 0x1u}));
 }
 
 TEST(DeviceCompressorTest, DeterministicOperatorsMatchTheHostCompressor) {

