@@ -22,8 +22,8 @@
 #include "kernels/compress_ops.h"
 #include "kernels/device.h"
 #include "kernels/memory.h"
-#include "node/model.h"
-#include "node/trainer.h"
+#include "node/train/model.h"
+#include "node/train/trainer.h"
 
 using namespace murmur;
 using kernels::Buffer;

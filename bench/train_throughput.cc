@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "node/dataset.h"
-#include "node/model.h"
-#include "node/sharding.h"
-#include "node/trainer.h"
+#include "node/train/dataset.h"
+#include "node/train/model.h"
+#include "node/train/sharding.h"
+#include "node/train/trainer.h"
 
 using namespace murmur;
 

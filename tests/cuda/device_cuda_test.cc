@@ -12,10 +12,10 @@
 #include "kernels/device.h"
 #include "kernels/memory.h"
 #include "kernels/ops.h"
-#include "node/fashion_mnist.h"
-#include "node/model.h"
-#include "node/sharding.h"
-#include "node/trainer.h"
+#include "node/train/fashion_mnist.h"
+#include "node/train/model.h"
+#include "node/train/sharding.h"
+#include "node/train/trainer.h"
 #include "tests/kernels/device_conformance.h"
 
 namespace murmur::kernels {

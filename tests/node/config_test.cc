@@ -1,4 +1,4 @@
-#include "node/train_config.h"
+#include "node/app/train_config.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "node/fashion_mnist.h"
+#include "node/train/fashion_mnist.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

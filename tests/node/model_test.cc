@@ -1,7 +1,7 @@
 // Finite-difference gradient checks in double: every loss and layer kernel against central
 // differences, then whole models (which chain dense layers, ReLU and each loss) parameter by
 // parameter.
-#include "node/model.h"
+#include "node/train/model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // A real node on loopback ZeroMQ, fed every kind of malformed or foreign message over a real
 // socket: each is rejected and counted, and the node keeps serving its peer.
 
-#include "node/peer_node.h"
+#include "node/peer/peer_node.h"
 
 #include <gtest/gtest.h>
 

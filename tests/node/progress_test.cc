@@ -1,4 +1,4 @@
-#include "node/progress.h"
+#include "node/app/progress.h"
 
 #include <gtest/gtest.h>
 

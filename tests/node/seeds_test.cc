@@ -1,4 +1,4 @@
-#include "node/seeds.h"
+#include "node/peer/seeds.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "node/sharding.h"
+#include "node/train/sharding.h"
 
 #include <gtest/gtest.h>
 

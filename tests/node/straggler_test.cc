@@ -1,4 +1,4 @@
-#include "node/straggler.h"
+#include "node/peer/straggler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "node/synthetic.h"
+#include "node/train/synthetic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // NodeTelemetry's exposition, StragglerControl, the PUT /straggler body parser, and the admin
 // server over real loopback HTTP (cpp-httplib client).
-#include "node/telemetry.h"
+#include "node/observe/telemetry.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "base/config.h"
-#include "node/admin_server.h"
+#include "node/observe/admin_server.h"
 
 namespace murmur::node {
 namespace {

@@ -1,13 +1,13 @@
-#include "node/trainer.h"
+#include "node/train/trainer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "node/fashion_mnist.h"
-#include "node/gradient_compression.h"
-#include "node/sharding.h"
-#include "node/synthetic.h"
+#include "node/train/fashion_mnist.h"
+#include "node/train/gradient_compression.h"
+#include "node/train/sharding.h"
+#include "node/train/synthetic.h"
 
 namespace murmur::node {
 namespace {

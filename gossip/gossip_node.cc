@@ -1,0 +1,455 @@
+#include "gossip/gossip_node.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/log.h"
+#include "coding/update_codec.h"
+
+namespace murmur::gossip {
+
+std::vector<NodeId> LiveIds(const MemberView& view, NodeId self) {
+  std::vector<NodeId> out;
+  bool has_self = false;
+  for (const MemberEntry& m : view.members) {
+    if (m.id == self) {
+      has_self = true;
+      out.push_back(m.id);
+    } else if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
+      out.push_back(m.id);
+    }
+  }
+  if (!has_self) out.push_back(self);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+const char* GossipPhaseName(GossipNode::Phase phase) {
+  switch (phase) {
+    case GossipNode::Phase::kJoining: return "joining";
+    case GossipNode::Phase::kAwaitingModel: return "awaiting_model";
+    case GossipNode::Phase::kTraining: return "training";
+    case GossipNode::Phase::kLingering: return "lingering";
+    case GossipNode::Phase::kOver: return "over";
+  }
+  return "?";
+}
+
+Status GossipNodeOptions::Validate() const {
+  if (local_steps < 1 || post_local_steps < 1) {
+    return InvalidArgumentError("local_steps and post_local_steps must be at least 1");
+  }
+  if (join_attempts < 1) return InvalidArgumentError("join_attempts must be at least 1");
+  if (shard_rows < 1) return InvalidArgumentError("shard_rows must be at least 1");
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<GossipNode>> GossipNode::Create(const GossipNodeOptions& options,
+                                                         std::span<float> model,
+                                                         std::vector<float> initial,
+                                                         bool from_initial, TimePoint now) {
+  MURMUR_RETURN_IF_ERROR(options.Validate());
+  if (model.empty() || initial.size() != model.size()) {
+    return InvalidArgumentError("the model and the initial model must have the same, non-zero size");
+  }
+  return std::unique_ptr<GossipNode>(
+      new GossipNode(options, model, std::move(initial), from_initial, now));
+}
+
+GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
+                       std::vector<float> initial, bool from_initial, TimePoint now)
+    : o_(options),
+      x_(model),
+      initial_(std::move(initial)),
+      from_initial_(from_initial),
+      sync_(options.soft_sync),
+      start_(now),
+      join_deadline_(now + (options.expect_members > 0 ? options.expect_wait : options.join_wait)) {}
+
+std::vector<NodeAction> GossipNode::TakeOutput() { return std::exchange(output_, {}); }
+
+void GossipNode::Emit(NodeAction action) {
+  // Only the latest Wait matters.
+  if (std::holds_alternative<Wait>(action) && !output_.empty() &&
+      std::holds_alternative<Wait>(output_.back())) {
+    output_.back() = std::move(action);
+    return;
+  }
+  output_.push_back(std::move(action));
+}
+
+void GossipNode::Reject(std::string_view reason, NodeId from, const std::string& why) {
+  ++s_.rejected_messages;
+  if (observer_ != nullptr) observer_->Rejected(reason);
+  if (rejections_logged_++ % 1000 == 0) {
+    MURMUR_LOG_WARN("node {}: message from {} rejected ({}, {} so far): {}", o_.self, from, reason,
+                    s_.rejected_messages, why);
+  }
+}
+
+void GossipNode::Step(const MemberView& view, TimePoint now) {
+  members_ = view.members;
+  view_ = LiveIds(view, o_.self);
+  best_clock_ = 0;
+  s_.cluster_samples = 0;
+  s_.live_members = 1;
+  for (const MemberEntry& m : members_) {
+    s_.cluster_samples += static_cast<int64_t>(m.id == o_.self ? s_.samples : m.samples);
+    if (m.id == o_.self) continue;
+    if (m.finished) peer_finished_ = true;
+    if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
+      ++s_.live_members;
+      sync_.Observe(m.id, m.step_clock);
+      best_clock_ = std::max(best_clock_, sync_.ClockOf(m.id));
+    } else {
+      sync_.Forget(m.id);
+      if (choco_) choco_->Forget(m.id);
+    }
+  }
+  Advance(now);
+}
+
+void GossipNode::Step(const Incoming& m, TimePoint now) {
+  if (const auto* r = std::get_if<SnapshotRequest>(&m.payload); r != nullptr && r->model) {
+    sync_.Observe(m.from, m.step_clock);
+    ServeModel(m.from);
+    return;
+  }
+  if (const auto* r = std::get_if<SnapshotReply>(&m.payload); r != nullptr && r->model) {
+    OnSnapshotReply(m, *r);
+  } else if (std::holds_alternative<CodedMessage>(m.payload)) {
+    Reject(kRejectWrongMode, m.from,
+           "a CodedReduce message in gossip mode: is every node started with the same --mode?");
+    return;
+  } else if (choco_) {
+    const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
+    ++s_.verdicts[ChocoVerdictName(result.verdict)];
+    if (observer_ != nullptr) {
+      if (result.verdict == ChocoVerdict::kApplied && std::holds_alternative<UpdateHeader>(m.payload)) {
+        observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));
+      } else if (result.verdict == ChocoVerdict::kAwaitingSnapshot ||
+                 result.verdict == ChocoVerdict::kStaleIncarnation) {
+        observer_->LateDropped();
+      }
+    }
+    for (ChocoOutgoing& out : choco_->TakeOutput()) {
+      Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
+    }
+    if (result.verdict == ChocoVerdict::kRejected) {
+      Reject(result.failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                            : coding::DecodeFailureName(result.failure),
+             m.from, result.status.ToString());
+      return;
+    }
+    sync_.Observe(m.from, m.step_clock);
+  } else {
+    return;  // still joining: the streams start afterwards
+  }
+  Advance(now);
+}
+
+void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
+  if (m.from != awaiting_model_from_) return;  // late or unasked: ignored
+  coding::Update u;
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(x_.size()), u, &failure);
+  if (!s.ok() || !u.dense) {
+    Reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol : coding::DecodeFailureName(failure),
+           m.from, "model snapshot: " + s.ToString());
+    return;
+  }
+  sync_.Observe(m.from, m.step_clock);
+  received_model_ = std::move(u.values);
+  received_model_clock_ = std::max(r.round, m.step_clock);
+}
+
+void GossipNode::ServeModel(NodeId to) {
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeDense(x_, *bytes);
+  Emit(SendTo{to, SnapshotReply{s_.step, static_cast<uint32_t>(x_.size()), true}, std::move(bytes)});
+}
+
+void GossipNode::Step(const StepComputed& done, TimePoint now) {
+  if (!computing_) return;  // not asked for: nothing to account
+  computing_ = false;
+  if (!done.ok) {
+    ++s_.skipped_steps;
+    MURMUR_LOG_WARN("node {}: step {} skipped: the loss was not finite", o_.self, s_.step + 1);
+  } else {
+    s_.loss = s_.have_loss ? 0.98 * s_.loss + 0.02 * done.loss : done.loss;
+    s_.have_loss = true;
+  }
+  ++s_.step;
+  ++s_.local_steps;
+  s_.samples += done.samples;
+  s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
+  if (s_.local_steps % CurrentH() == 0) {
+    Round(now);
+    if (phase_ == Phase::kOver) return;
+  }
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
+  uint64_t lag = 0;
+  for (NodeId id : step_mixing_) lag = std::max(lag, sync_.Lag(s_.step, id));
+  s_.max_lag = lag;
+  if (o_.eval_every > 0 && s_.local_steps % o_.eval_every == 0) {
+    evaluating_ = true;
+    Emit(Evaluate{false, x_});
+    return;
+  }
+  Advance(now);
+}
+
+void GossipNode::Step(const Evaluated& result, TimePoint now) {
+  if (!evaluating_) return;
+  evaluating_ = false;
+  if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
+    s_.accuracy = result.accuracy;
+    s_.accuracy_step = s_.step;
+  }
+  if (phase_ == Phase::kLingering) linger_until_ = now + o_.linger;
+  Advance(now);
+}
+
+void GossipNode::Step(const StopRequested&, TimePoint now) {
+  stop_requested_ = true;
+  Advance(now);
+}
+
+void GossipNode::Tick(TimePoint now) { Advance(now); }
+
+void GossipNode::Advance(TimePoint now) {
+  switch (phase_) {
+    case Phase::kJoining:
+    case Phase::kAwaitingModel:
+      AdvanceJoin(now);
+      return;
+    case Phase::kTraining:
+      AdvanceTraining(now);
+      return;
+    case Phase::kLingering:
+      if (evaluating_) return;
+      if (now >= linger_until_) {
+        phase_ = Phase::kOver;
+        Emit(RunOver{OkStatus()});
+      } else {
+        Emit(Wait{linger_until_});
+      }
+      return;
+    case Phase::kOver:
+      return;
+  }
+}
+
+bool GossipNode::AskForModel(TimePoint now) {
+  NodeId best = 0;
+  uint64_t clock = 0;
+  for (const MemberEntry& m : members_) {
+    if (m.id != o_.self && m.state == MemberState::kAlive && sync_.ClockOf(m.id) > clock) {
+      best = m.id, clock = sync_.ClockOf(m.id);
+    }
+  }
+  if (best == 0) return false;
+  awaiting_model_from_ = best;
+  model_asked_at_ = now;
+  Emit(SendTo{best, SnapshotRequest{0, true}, nullptr});
+  return true;
+}
+
+void GossipNode::AdvanceJoin(TimePoint now) {
+  if (phase_ == Phase::kJoining) {
+    const bool enough = o_.expect_members > 0 && static_cast<int>(s_.live_members) >= o_.expect_members;
+    if (!enough && now < join_deadline_ && !stop_requested_) {
+      Emit(Wait{std::min(join_deadline_, now + std::chrono::milliseconds(20))});
+      return;
+    }
+    // Peers only a few steps in are starting together with this node, which starts like them.
+    const bool running = best_clock_ > static_cast<uint64_t>(o_.join_after_steps);
+    if (running && !stop_requested_ && AskForModel(now)) {
+      phase_ = Phase::kAwaitingModel;
+      join_attempt_ = 1;
+      ++s_.join_requests;
+      Emit(Wait{now + o_.snapshot_timeout});
+      return;
+    }
+    return StartTraining(now);
+  }
+  if (received_model_.has_value()) {
+    AdoptReceivedModel();
+    s_.joined_by_snapshot = true;
+    from_initial_ = false;
+    MURMUR_LOG_INFO("node {}: joined a running cluster at step {} with a peer's model", o_.self, s_.step);
+    return StartTraining(now);
+  }
+  if (stop_requested_) return StartTraining(now);
+  if (now - model_asked_at_ < o_.snapshot_timeout) {
+    Emit(Wait{model_asked_at_ + o_.snapshot_timeout});
+    return;
+  }
+  MURMUR_LOG_WARN("node {}: no model snapshot from {} in {:.1f} s (attempt {} of {})", o_.self,
+                  awaiting_model_from_, ToSeconds(o_.snapshot_timeout), join_attempt_, o_.join_attempts);
+  if (join_attempt_ < o_.join_attempts && AskForModel(now)) {
+    ++join_attempt_;
+    ++s_.join_requests;
+    Emit(Wait{now + o_.snapshot_timeout});
+    return;
+  }
+  awaiting_model_from_ = 0;
+  MURMUR_LOG_WARN("node {}: starting from its own model", o_.self);
+  StartTraining(now);
+}
+
+void GossipNode::StartTraining(TimePoint now) {
+  ChocoOptions c;
+  c.self = o_.self;
+  c.incarnation = o_.incarnation;
+  c.dimension = static_cast<uint32_t>(x_.size());
+  c.compressor = o_.compressor;
+  c.gamma = o_.gamma;
+  c.sampling = o_.sampling;
+  auto choco = ChocoGossip::Create(c, x_, initial_, from_initial_);
+  if (!choco.ok()) {
+    phase_ = Phase::kOver;
+    Emit(RunOver{choco.status()});
+    return;
+  }
+  choco_ = *std::move(choco);
+  s_.gamma = choco_->gamma();
+  phase_ = Phase::kTraining;
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
+  AdvanceTraining(now);
+}
+
+bool GossipNode::BudgetSpent(TimePoint now) {
+  if (o_.budget_samples > 0 && s_.cluster_samples >= o_.budget_samples) {
+    s_.end_reason = "epochs";
+  } else if (o_.target_accuracy > 0 && s_.accuracy >= o_.target_accuracy) {
+    s_.end_reason = "accuracy";
+  } else if (o_.time_limit.count() > 0 && now - start_ >= o_.time_limit) {
+    s_.end_reason = "time";
+  } else if (peer_finished_) {
+    s_.end_reason = "peer";
+  } else if (stop_requested_) {
+    s_.end_reason = "stopped";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void GossipNode::Finish(TimePoint now) {
+  phase_ = Phase::kLingering;
+  linger_until_ = now + o_.linger;
+  evaluating_ = true;
+  Emit(Evaluate{true, x_});
+  Emit(Finished{s_.end_reason});
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), true});
+}
+
+std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {
+  std::vector<NodeId> out;
+  for (const auto& n : choco_->Peers(view, s_.rounds).receive_from) out.push_back(n.id);
+  return out;
+}
+
+int GossipNode::CurrentH() const {
+  if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return o_.post_local_steps;
+  return o_.local_steps;
+}
+
+void GossipNode::AdvanceTraining(TimePoint now) {
+  if (computing_ || evaluating_) return;
+  if (BudgetSpent(now)) return Finish(now);
+  const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
+  const std::vector<NodeId> mixing = MixingPeers(view);
+  if (sync_.ShouldCatchUp(s_.step, best_clock_)) CatchUp(view, mixing, now);
+  if (received_model_.has_value()) {
+    AdoptReceivedModel();
+    ++s_.catchups;
+  }
+  const auto gate = sync_.Gate(s_.step, mixing, now);
+  for (NodeId id : gate.newly_marked) {
+    MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits; "
+                    "step {} vs {}): marked a straggler, not waiting for it for {:.0f} s",
+                    o_.self, ToSeconds(o_.soft_sync.max_wait), id, sync_.ClockOf(id), s_.step,
+                    ToSeconds(o_.soft_sync.straggler_hold));
+  }
+  if (!gate.proceed) {
+    Emit(Wait{now + std::chrono::milliseconds(1)});
+    return;
+  }
+  step_view_ = view;
+  step_mixing_ = mixing;
+  computing_ = true;
+  Emit(ComputeStep{s_.step + 1});
+}
+
+void GossipNode::AdoptReceivedModel() {
+  if (received_model_->size() == x_.size()) {
+    std::copy(received_model_->begin(), received_model_->end(), x_.begin());
+    Emit(ResetOptimizer{});
+    s_.step = std::max(s_.step, received_model_clock_);
+  }
+  received_model_.reset();
+  awaiting_model_from_ = 0;
+}
+
+void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing,
+                         TimePoint now) {
+  std::vector<float> average(x_.size());
+  uint64_t clock = 0;
+  for (NodeId id : mixing) clock = std::max(clock, sync_.ClockOf(id));
+  if (clock > s_.step && choco_->NeighbourAverage(view, average)) {
+    std::copy(average.begin(), average.end(), x_.begin());
+    Emit(ResetOptimizer{});
+    MURMUR_LOG_DEBUG("node {}: caught up from step {} to {} with the neighbours' average", o_.self,
+                     s_.step, clock);
+    s_.step = clock;
+    ++s_.catchups;
+    return;
+  }
+  // No fresher neighbour copy. A dense model costs as much as ~100 compressed rounds, so only a
+  // node far behind (4 S: it was stopped or cut off, not merely slow) asks the most advanced
+  // member for its model, at most once per model_retry.
+  const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
+  if (best_clock_ < s_.step + far) return;
+  if (awaiting_model_from_ != 0 && now - model_asked_at_ < o_.model_retry) return;
+  if (AskForModel(now)) ++s_.model_requests;
+}
+
+void GossipNode::Round(TimePoint now) {
+  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
+  auto stats = choco_->Round(x_, step_view_.empty() ? view_ : step_view_, s_.rounds, damping);
+  if (!stats.ok()) {
+    MURMUR_LOG_ERROR("node {}: {}", o_.self, stats.status().ToString());
+    phase_ = Phase::kOver;
+    Emit(RunOver{stats.status()});
+    return;
+  }
+  ++s_.rounds;
+  for (ChocoOutgoing& out : choco_->TakeOutput()) {
+    Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
+  }
+  s_.consensus_distance = stats->consensus_distance;
+  if (observer_ != nullptr) {
+    const auto x_hat = choco_->public_copy();
+    double residual = 0;
+    for (size_t i = 0; i < x_.size() && i < x_hat.size(); ++i) {
+      const double d = static_cast<double>(x_[i]) - static_cast<double>(x_hat[i]);
+      residual += d * d;
+    }
+    observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
+                     std::sqrt(residual), stats->consensus_distance);
+  }
+  s_.gamma = choco_->gamma();
+  s_.gamma_halvings = choco_->gamma_halvings();
+  if (stats->gamma_halved) {
+    MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
+                    "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
+                    o_.self, choco_->options().guard_checks, stats->consensus_distance,
+                    choco_->gamma());
+  }
+  (void)now;
+}
+
+}  // namespace murmur::gossip

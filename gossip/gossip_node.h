@@ -1,0 +1,197 @@
+#pragma once
+// One node of gossip training (`--mode gossip`) as a sans-IO machine: every decision the node
+// makes between two optimizer steps. CHOCO averaging (choco.h) and soft synchronization
+// (soft_sync.h) are its parts; this machine decides when each runs.
+//
+//   joining   wait for `expect_members` live members (up to `expect_wait`), or `join_wait` for
+//             whoever is there. A cluster further along than `join_after_steps` is running: ask
+//             its most advanced live member for its model (SnapshotRequest{model}), adopt the
+//             model and the step clock of the reply; a reply that does not come within
+//             `snapshot_timeout` is asked again of the then most advanced member, up to
+//             `join_attempts` times, then the node starts from its own model. Then the public-copy
+//             stream starts (from the cluster's initial model, or from the adopted one).
+//   training  per step: the budget (epochs of the whole data set over every member's samples,
+//             a target accuracy, a time limit; a member that finished ends it for everyone); the
+//             catch-up of a node more than S behind the most advanced live member (the mixing
+//             neighbours' public-copy average; if none is fresher, a model snapshot from the most
+//             advanced member once 4 S behind, re-asked every `model_retry`); a snapshot that
+//             arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour more
+//             than S behind, then mark it a straggler); then ComputeStep. When it is done: every
+//             H-th step a CHOCO round on the model, the progress announced, a periodic Evaluate.
+//   finished  a full Evaluate, "finished" announced so every member stops, `linger` spent
+//             answering peers, then RunOver.
+// The model is the caller's span (the trainer's parameters): the machine reads it for rounds
+// and snapshots and writes it only between steps (rounds, adoption, catch-up), never while a
+// ComputeStep is outstanding. Snapshot requests for the model are answered in every phase.
+//
+// Inputs: Step(Incoming | MemberView | StepComputed | Evaluated | StopRequested, now), Tick(now).
+// Outputs (node_io.h): SendTo, Announce, ComputeStep, ResetOptimizer, Evaluate, Wait, Finished,
+// RunOver. Counters for the node's metrics go to an optional observer.
+// Thread safety: none; one driver thread.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "coding/compressor.h"
+#include "gossip/choco.h"
+#include "gossip/node_io.h"
+#include "gossip/peer_sampling.h"
+#include "gossip/soft_sync.h"
+
+namespace murmur::gossip {
+
+struct GossipNodeOptions {
+  NodeId self = 0;
+  Incarnation incarnation = 0;
+  coding::CompressorOptions compressor;
+  double gamma = 0;  // 0: DefaultGamma
+  PeerSamplingOptions sampling;
+  SoftSyncOptions soft_sync;
+  int local_steps = 1;          // H: local steps per gossip round
+  double post_local_epoch = -1;  // from this local epoch on, H = post_local_steps (< 0: never)
+  int post_local_steps = 1;
+  int64_t shard_rows = 1;       // this node's rows (local epochs)
+  // Budget: the run ends at the first of these (0 = not used).
+  int64_t budget_samples = 0;   // samples over every member
+  double target_accuracy = 0;
+  Duration time_limit{0};
+  int64_t eval_every = 0;       // steps between periodic evaluations (0: only the final one)
+  int expect_members = 0;
+  Duration expect_wait = std::chrono::seconds(30);
+  Duration join_wait = std::chrono::seconds(3);
+  int64_t join_after_steps = 20;
+  Duration snapshot_timeout = std::chrono::seconds(5);
+  int join_attempts = 3;
+  Duration model_retry = std::chrono::seconds(2);
+  Duration linger = std::chrono::milliseconds(500);
+
+  Status Validate() const;
+};
+
+// What a node's metrics count as it goes; every method may be left as is.
+class GossipNodeObserver {
+ public:
+  virtual ~GossipNodeObserver() = default;
+  virtual void Rejected(std::string_view /*reason*/) {}
+  virtual void Staleness(double /*steps*/) {}
+  virtual void LateDropped() {}
+  virtual void Round(double /*density*/, double /*residual_norm*/, double /*consensus*/) {}
+};
+
+// The node's state as its reports show it.
+struct GossipNodeState {
+  uint64_t step = 0;          // the step clock (adopted steps included)
+  int64_t local_steps = 0;    // steps this node computed
+  int64_t samples = 0;
+  double local_epoch = 0;
+  int64_t cluster_samples = 0;
+  double loss = 0;            // running mean of recent batch losses
+  bool have_loss = false;
+  double accuracy = -1;       // last evaluation (-1: none yet)
+  uint64_t accuracy_step = 0;
+  uint64_t rounds = 0;
+  uint64_t max_lag = 0;
+  double consensus_distance = 0;
+  double gamma = 0;
+  uint64_t catchups = 0;
+  uint64_t model_requests = 0;   // dense model snapshots asked for after joining
+  uint64_t join_requests = 0;    // ... while joining
+  uint64_t gamma_halvings = 0;
+  size_t live_members = 1;
+  std::map<std::string, uint64_t> verdicts;  // CHOCO message outcomes
+  uint64_t rejected_messages = 0;
+  uint64_t skipped_steps = 0;
+  bool joined_by_snapshot = false;
+  std::string end_reason;
+};
+
+class GossipNode {
+ public:
+  enum class Phase : uint8_t { kJoining, kAwaitingModel, kTraining, kLingering, kOver };
+
+  // `model` holds this node's starting model and stays the caller's (the trainer's parameters);
+  // `initial` is the cluster's seeded initial model (the same values unless every node drew its
+  // own: `from_initial` false).
+  static StatusOr<std::unique_ptr<GossipNode>> Create(const GossipNodeOptions& options,
+                                                      std::span<float> model,
+                                                      std::vector<float> initial,
+                                                      bool from_initial, TimePoint now);
+
+  void Step(const Incoming& message, TimePoint now);
+  void Step(const MemberView& view, TimePoint now);
+  void Step(const StepComputed& done, TimePoint now);
+  void Step(const Evaluated& result, TimePoint now);
+  void Step(const StopRequested& stop, TimePoint now);
+  void Tick(TimePoint now);
+  std::vector<NodeAction> TakeOutput();
+
+  Phase phase() const { return phase_; }
+  bool joined() const { return phase_ >= Phase::kTraining; }
+  const GossipNodeState& state() const { return s_; }
+  uint64_t best_clock() const { return best_clock_; }  // most advanced live member
+  std::vector<NodeId> Stragglers(TimePoint now) const { return sync_.Stragglers(now); }
+  const SoftSync& soft_sync() const { return sync_; }
+  const ChocoGossip* choco() const { return choco_.get(); }
+  NodeId id() const { return o_.self; }
+  void set_observer(GossipNodeObserver* observer) { observer_ = observer; }
+
+ private:
+  GossipNode(const GossipNodeOptions& options, std::span<float> model, std::vector<float> initial,
+             bool from_initial, TimePoint now);
+  void Advance(TimePoint now);
+  void AdvanceJoin(TimePoint now);
+  void StartTraining(TimePoint now);
+  void AdvanceTraining(TimePoint now);
+  bool BudgetSpent(TimePoint now);
+  void Finish(TimePoint now);
+  void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
+  bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
+  void AdoptReceivedModel();
+  void Round(TimePoint now);
+  void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
+  void ServeModel(NodeId to);
+  void Reject(std::string_view reason, NodeId from, const std::string& why);
+  void Emit(NodeAction action);
+  std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
+  int CurrentH() const;
+
+  const GossipNodeOptions o_;
+  std::span<float> x_;
+  std::vector<float> initial_;
+  bool from_initial_;
+  SoftSync sync_;
+  std::unique_ptr<ChocoGossip> choco_;
+  GossipNodeObserver* observer_ = nullptr;
+  GossipNodeState s_;
+  Phase phase_ = Phase::kJoining;
+  TimePoint start_{};
+  TimePoint join_deadline_{};
+  int join_attempt_ = 0;
+  bool stop_requested_ = false;
+  bool computing_ = false;
+  bool evaluating_ = false;
+  bool peer_finished_ = false;
+  std::vector<MemberEntry> members_;
+  std::vector<NodeId> view_;      // live ids, sorted, with this node
+  uint64_t best_clock_ = 0;
+  std::vector<NodeId> step_view_;  // the view the current step's round mixes over
+  std::vector<NodeId> step_mixing_;
+  NodeId awaiting_model_from_ = 0;
+  TimePoint model_asked_at_{};
+  std::optional<std::vector<float>> received_model_;
+  uint64_t received_model_clock_ = 0;
+  TimePoint linger_until_{};
+  uint64_t rejections_logged_ = 0;
+  std::vector<NodeAction> output_;
+};
+
+const char* GossipPhaseName(GossipNode::Phase phase);
+
+}  // namespace murmur::gossip

@@ -1,0 +1,118 @@
+#pragma once
+// The vocabulary of the node machines (GossipNode, SyncNode; gossip/README.md "Driving a
+// machine"): a machine takes inputs through Step(input, now) and Tick(now) and hands back what to
+// do through TakeOutput(). Nothing here reads a clock, touches a socket or computes a gradient:
+// computing is an output (ComputeStep, ComputeGradient, Evaluate) and its completion an input
+// (StepComputed, GradientComputed, Evaluated), so the real driver (node/driver/) runs a machine
+// with a Trainer and ZeroMQ, and a test or a simulator runs the same machine in virtual time.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "gossip/envelope.h"
+
+namespace murmur::gossip {
+
+// Why a machine refused a message (the label of murmur_rejected_messages_total).
+inline constexpr std::string_view kRejectWrongMode = "wrong_mode";
+inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
+inline constexpr std::string_view kRejectProtocol = "protocol";
+inline constexpr std::string_view kRejectFrames = "frames";
+
+// ---- Inputs ----
+
+// A training message whose envelope passed the node's decode limits (cluster, version, size).
+struct Incoming {
+  NodeId from = 0;
+  Incarnation incarnation = 0;
+  uint64_t step_clock = 0;
+  Payload payload;
+  std::span<const std::byte> frame;  // the first tensor frame; empty when none came
+  size_t frames = 0;                 // tensor frames that came
+};
+// Every known member, this node first (Membership::Members()); alive and suspect members count
+// as live.
+struct MemberView {
+  std::vector<MemberEntry> members;
+};
+// The step asked for by ComputeStep is done: the model was updated in place (unless !ok: the
+// loss was not finite and nothing was applied).
+struct StepComputed {
+  bool ok = true;
+  double loss = 0;
+  int64_t samples = 0;  // rows of the mini-batch
+};
+// This rank's weighted partial gradient for ComputeGradient.
+struct GradientComputed {
+  uint64_t iteration = 0;
+  std::vector<float> partial;
+};
+// The result of an Evaluate; accuracy < 0 or NaN when the task has none.
+struct Evaluated {
+  double accuracy = -1;
+  double loss = 0;
+};
+// The operator asked the node to stop (Ctrl-C, SIGTERM): the run ends at the next boundary.
+struct StopRequested {};
+
+// ---- Outputs ----
+
+// A message to one member; `frame` (shared by every receiver of one round) is null for
+// header-only payloads.
+struct SendTo {
+  NodeId to = 0;
+  Payload payload;
+  std::shared_ptr<const std::vector<std::byte>> frame;
+};
+// This node's progress, for its member entry and every envelope (soft sync and the budget).
+struct Announce {
+  uint64_t step_clock = 0;
+  uint64_t samples = 0;
+  bool finished = false;
+};
+// Take one local optimizer step on the model in place, then Step(StepComputed).
+struct ComputeStep {
+  uint64_t step = 0;  // the step clock once it is done
+};
+// Compute this rank's weighted partial gradient at `model`, then Step(GradientComputed).
+struct ComputeGradient {
+  uint64_t iteration = 0;
+  std::vector<float> model;
+};
+// The model was replaced (a snapshot, a catch-up): optimizer state (momentum) no longer fits.
+struct ResetOptimizer {};
+// Evaluate `model` (the full test set, or the periodic subset), then Step(Evaluated).
+struct Evaluate {
+  bool full = false;
+  std::span<const float> model;  // valid until the next input
+};
+// The machine has nothing to do before `until` unless an input arrives.
+struct Wait {
+  TimePoint until{};
+};
+// The budget is spent (or the run was stopped): `reason` is "epochs", "accuracy", "time",
+// "iterations", "peer" or "stopped". The machine lingers to answer peers, then emits RunOver.
+struct Finished {
+  std::string reason;
+};
+// The run is over: leave the cluster. A non-OK status is a failure (the cluster never
+// assembled, a round could not run).
+struct RunOver {
+  Status status;
+};
+
+using NodeAction = std::variant<SendTo, Announce, ComputeStep, ComputeGradient, ResetOptimizer,
+                                Evaluate, Wait, Finished, RunOver>;
+
+// Alive and suspect members (this node included), sorted by id: the view peer sampling and rank
+// assembly use (Membership::LiveView, computed from a MemberView).
+std::vector<NodeId> LiveIds(const MemberView& view, NodeId self);
+
+}  // namespace murmur::gossip

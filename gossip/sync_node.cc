@@ -1,0 +1,410 @@
+#include "gossip/sync_node.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "coding/update_codec.h"
+#include "coding/vector_ops.h"
+#include "kernels/ops.h"
+
+namespace murmur::gossip {
+
+StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed) {
+  if (!IsSyncMode(mode)) {
+    return InvalidArgumentError("mode '" + std::string(ModeName(mode)) +
+                                "': expected coded-tree, tree, gc or ring");
+  }
+  SyncPlan plan;
+  plan.mode = mode;
+  MURMUR_ASSIGN_OR_RETURN(coding::TreeLayout tree, coding::TreeLayout::Create(n, layers));
+  plan.workers = tree.workers();
+  if (mode == Mode::kCodedTree || mode == Mode::kTree) {
+    if (mode == Mode::kCodedTree && (s < 0 || s >= n)) {
+      return InvalidArgumentError(fmt::format("coded-tree: s = {} must be in [0, n) = [0, {})", s, n));
+    }
+    MURMUR_ASSIGN_OR_RETURN(coding::GradientCode code,
+                            coding::GradientCode::Create({.n = n, .s = mode == Mode::kTree ? 0 : s,
+                                                          .seed = code_seed}));
+    plan.layout = tree;
+    plan.code = std::move(code);
+    plan.processes = tree.size();
+  } else if (mode == Mode::kGc) {
+    if (plan.workers > coding::kMaxCodeWorkers) {
+      return InvalidArgumentError(fmt::format(
+          "gc: {} workers under one aggregator; flat gradient coding supports up to {}",
+          plan.workers, coding::kMaxCodeWorkers));
+    }
+    if (s < 0 || s >= plan.workers) {
+      return InvalidArgumentError(fmt::format("gc: s = {} must be in [0, N) = [0, {})", s, plan.workers));
+    }
+    MURMUR_ASSIGN_OR_RETURN(coding::TreeLayout flat,
+                            coding::TreeLayout::Create(static_cast<int>(plan.workers), 1));
+    MURMUR_ASSIGN_OR_RETURN(coding::GradientCode code,
+                            coding::GradientCode::Create({.n = static_cast<int>(plan.workers),
+                                                          .s = s, .seed = code_seed}));
+    plan.layout = flat;
+    plan.code = std::move(code);
+    plan.processes = flat.size();
+  } else {
+    plan.processes = plan.workers;
+  }
+  return plan;
+}
+
+Status SyncNodeOptions::Validate() const {
+  if (iterations < 1) return InvalidArgumentError("iterations must be >= 1");
+  if (batch < 1) return InvalidArgumentError("the batch must have at least one position");
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<SyncNode>> SyncNode::Create(SyncPlan plan, const SyncNodeOptions& options,
+                                                     std::vector<float> initial_model,
+                                                     TimePoint now) {
+  MURMUR_RETURN_IF_ERROR(options.Validate());
+  if (initial_model.empty()) return InvalidArgumentError("the model has no parameters");
+  if (plan.processes < 1 || (plan.mode != Mode::kRing && (!plan.layout || !plan.code))) {
+    return InvalidArgumentError("the plan has no shape: build it with MakeSyncPlan");
+  }
+  return std::unique_ptr<SyncNode>(new SyncNode(std::move(plan), options, std::move(initial_model), now));
+}
+
+SyncNode::SyncNode(SyncPlan plan, const SyncNodeOptions& options, std::vector<float> initial,
+                   TimePoint now)
+    : plan_(std::move(plan)), o_(options), created_(now), params_(std::move(initial)) {
+  s_.loss = std::nan("");
+  s_.accuracy = std::nan("");
+  detail_ = fmt::format("assembling the {}: waiting for {} nodes", ModeName(plan_.mode), plan_.processes);
+}
+
+std::string SyncNode::role() const {
+  if (rank_ < 0) return "";
+  if (plan_.mode == Mode::kRing) return "ring";
+  if (rank_ == 0) return "root";
+  return plan_.layout->IsLeaf(rank_) ? "leaf" : "parent";
+}
+
+CodedStats SyncNode::stats() const {
+  if (tree_) return tree_->stats();
+  if (ring_) return ring_->stats();
+  return {};
+}
+
+std::vector<NodeAction> SyncNode::TakeOutput() { return std::exchange(output_, {}); }
+
+void SyncNode::Emit(NodeAction action) {
+  if (std::holds_alternative<Wait>(action) && !output_.empty() &&
+      std::holds_alternative<Wait>(output_.back())) {
+    output_.back() = std::move(action);
+    return;
+  }
+  output_.push_back(std::move(action));
+}
+
+void SyncNode::Fail(Status status) {
+  phase_ = Phase::kOver;
+  detail_ = std::string(status.message());
+  Emit(RunOver{std::move(status)});
+}
+
+void SyncNode::Step(const MemberView& view, TimePoint now) {
+  for (const MemberEntry& m : view.members) {
+    if (m.id != o_.self && m.finished && rank_of_.count(m.id)) peer_finished_ = true;
+  }
+  if (phase_ == Phase::kAssembling) Assemble(LiveIds(view, o_.self), now);
+  Tick(now);
+}
+
+void SyncNode::Assemble(const std::vector<NodeId>& live, TimePoint now) {
+  const auto need = static_cast<size_t>(plan_.processes);
+  if (live.size() > need) {
+    return Fail(FailedPreconditionError(fmt::format(
+        "{} mode needs exactly {} nodes and the cluster has {} alive: check --n/--L and the "
+        "number of nodes started", ModeName(plan_.mode), plan_.processes, live.size())));
+  }
+  if (live.size() < need) {
+    if (!candidate_.empty()) {
+      ++s_.refused_views;
+      MURMUR_LOG_WARN("node {}: the {}-node view lost a member before it settled ({} live): "
+                      "assembly starts over", o_.self, need, live.size());
+      candidate_.clear();
+    }
+    detail_ = fmt::format("assembling the {}: {} of {} nodes alive", ModeName(plan_.mode),
+                          live.size(), plan_.processes);
+    return;
+  }
+  if (candidate_ != live) {
+    if (!candidate_.empty()) {
+      ++s_.refused_views;
+      MURMUR_LOG_WARN("node {}: the view changed while the {} was assembling (a member was "
+                      "replaced): refused, assembly starts over", o_.self, ModeName(plan_.mode));
+    }
+    candidate_ = live;
+    candidate_since_ = now;
+  }
+  detail_ = fmt::format("assembling the {}: {} of {} nodes alive, settling", ModeName(plan_.mode),
+                        live.size(), plan_.processes);
+  if (now - candidate_since_ < o_.settle) return;
+  ids_ = candidate_;
+  for (size_t r = 0; r < ids_.size(); ++r) rank_of_[ids_[r]] = static_cast<int64_t>(r);
+  auto self = rank_of_.find(o_.self);
+  MURMUR_CHECK(self != rank_of_.end()) << "LiveIds always holds this node";
+  rank_ = self->second;
+  StartRunning(now);
+}
+
+void SyncNode::StartRunning(TimePoint now) {
+  const auto dim = static_cast<uint32_t>(params_.size());
+  if (plan_.mode == Mode::kRing) {
+    const int64_t n = plan_.processes;
+    for (int64_t p = o_.batch * rank_ / n; p < o_.batch * (rank_ + 1) / n; ++p) own_.push_back({p, 1.0});
+    ring_.emplace(RingAllReduce::Options{rank_, plan_.processes, dim});
+  } else {
+    auto alloc = coding::AllocateTree(*plan_.layout, *plan_.code, o_.batch);
+    MURMUR_CHECK_OK(alloc.status());
+    own_ = std::move(alloc->own[static_cast<size_t>(rank_)]);
+    tree_.emplace(*plan_.layout, *plan_.code, TreeAggregator::Options{rank_, dim, o_.report_after});
+  }
+  phase_ = Phase::kRunning;
+  detail_ = "assembled";
+  start_ = now;  // iteration times and the time limit count from the assembled cluster
+  MURMUR_LOG_INFO("node {}: {} rank {} of {} ({}), {} weighted samples per iteration of {}", o_.self,
+                  ModeName(plan_.mode), rank_, plan_.processes, role(), own_.size(), o_.batch);
+  if (ring_) {
+    pending_ = ComputeRequest{0, params_};
+  } else if (rank_ == 0) {
+    iteration_start_ = now;
+    tree_->StartIteration(0, params_, now);
+    Dispatch(tree_->TakeActions(), now);
+  }
+  MaybeCompute(now);
+  // Messages that came before the ranks were known.
+  std::deque<Early> early = std::move(early_);
+  early_.clear();
+  for (Early& e : early) {
+    e.message.frame = e.frame;
+    Handle(e.message, now);
+  }
+}
+
+void SyncNode::Reject(std::string_view reason, NodeId from, const std::string& why) {
+  ++s_.rejected_messages;
+  if (observer_ != nullptr) observer_->Rejected(reason);
+  if (rejections_logged_++ % 1000 == 0) {
+    MURMUR_LOG_WARN("node {} ({} rank {}): message from {} rejected ({} so far): {}", o_.self,
+                    ModeName(plan_.mode), rank_, from, s_.rejected_messages, why);
+  }
+}
+
+void SyncNode::Step(const Incoming& m, TimePoint now) {
+  if (phase_ == Phase::kAssembling) {
+    if (early_.size() >= kMaxEarlyMessages) {
+      ++s_.early_dropped;
+      return;
+    }
+    Early e{m, std::vector<std::byte>(m.frame.begin(), m.frame.end())};
+    e.message.frame = {};
+    early_.push_back(std::move(e));
+    return;
+  }
+  if (phase_ == Phase::kOver) return;
+  Handle(m, now);
+}
+
+void SyncNode::Handle(const Incoming& m, TimePoint now) {
+  const auto* header = std::get_if<CodedMessage>(&m.payload);
+  if (header == nullptr) {
+    return Reject(kRejectWrongMode, m.from,
+                  "not a CodedReduce message (is every node started with the same --mode?)");
+  }
+  auto it = rank_of_.find(m.from);
+  if (it == rank_of_.end()) {
+    return Reject(kRejectUnknownSender, m.from, "sender is not a member of this run's tree or ring");
+  }
+  if (m.frames != 1) return Reject(kRejectFrames, m.from, "expected one tensor frame");
+  size_t expected = params_.size();
+  if (ring_) {
+    if (header->tree_position >= 2 * (plan_.processes - 1)) {
+      return Reject(kRejectProtocol, m.from, "ring step out of range");
+    }
+    expected = ring_->ExpectedLength(header->tree_position);
+  }
+  coding::Update u;
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  if (Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(expected), u, &failure);
+      !s.ok() || !u.dense) {
+    return Reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                          : coding::DecodeFailureName(failure),
+                  m.from, fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
+  }
+  if (auto bad = coding::FirstNonFinite(u.values)) {
+    return Reject(coding::DecodeFailureName(coding::DecodeFailure::kNonFinite), m.from,
+                  fmt::format("non-finite value at index {}", *bad));
+  }
+  if (observer_ != nullptr) {
+    observer_->Staleness(static_cast<double>(s_.iteration) - static_cast<double>(header->iteration));
+  }
+  const uint64_t before = stats().rejected;
+  if (tree_) {
+    tree_->Step(it->second, *header, u.values, now);
+    Dispatch(tree_->TakeActions(), now);
+  } else {
+    ring_->Step(it->second, *header, u.values);
+    Dispatch(ring_->TakeActions(), now);
+  }
+  if (stats().rejected != before) {
+    Reject(kRejectProtocol, m.from, "the protocol refused it (wrong sender, kind, length or iteration)");
+  }
+  MaybeCompute(now);
+}
+
+void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
+  for (CodedAction& action : actions) {
+    if (auto* send = std::get_if<CodedSend>(&action)) {
+      auto bytes = std::make_shared<std::vector<std::byte>>();
+      coding::EncodeDense(send->vector, *bytes);
+      Emit(SendTo{ids_[static_cast<size_t>(send->to)], send->header, std::move(bytes)});
+    } else if (auto* compute = std::get_if<ComputeRequest>(&action)) {
+      pending_ = std::move(*compute);  // only the newest model is worth computing on
+    } else if (auto* done = std::get_if<Aggregated>(&action)) {
+      s_.iteration_ms.push_back(1e3 * ToSeconds(now - iteration_start_));
+      Update(done->gradient);
+      ++s_.iteration;
+      Emit(Announce{s_.iteration, 0, false});
+      if (o_.eval_every > 0 && s_.iteration % static_cast<uint64_t>(o_.eval_every) == 0 && rank_ == 0) {
+        s_.evaluated_at = s_.iteration;
+        Emit(Evaluate{true, params_});
+      }
+      if (BudgetSpent(now)) {
+        Finish(now, static_cast<int64_t>(s_.iteration) >= o_.iterations ? "iterations" : "time");
+        return;
+      }
+      if (tree_) {
+        iteration_start_ = now;
+        tree_->StartIteration(s_.iteration, params_, now);
+        Dispatch(tree_->TakeActions(), now);
+      } else if (!ring_->busy() && s_.iteration == ring_started_) {
+        pending_ = ComputeRequest{ring_started_, params_};
+      }
+    } else if (auto* report = std::get_if<CodedReport>(&action)) {
+      MURMUR_LOG_WARN("{}", report->text);
+    }
+  }
+}
+
+void SyncNode::MaybeCompute(TimePoint now) {
+  if (computing_ || !pending_ || phase_ != Phase::kRunning) return;
+  computing_ = true;
+  if (ring_) iteration_start_ = now;  // a ring iteration starts with its own computation
+  Emit(ComputeGradient{pending_->iteration, std::move(pending_->model)});
+  pending_.reset();
+}
+
+void SyncNode::Step(const GradientComputed& result, TimePoint now) {
+  if (!computing_) return;
+  computing_ = false;
+  if (phase_ != Phase::kRunning) return;
+  if (result.partial.size() != params_.size()) {
+    return Fail(InvalidArgumentError(fmt::format("a partial gradient of {} values for a model of {}",
+                                                 result.partial.size(), params_.size())));
+  }
+  if (ring_) {
+    ring_->Start(result.iteration, result.partial);
+    ring_started_ = result.iteration + 1;
+    Dispatch(ring_->TakeActions(), now);
+  } else {
+    // Newer models that arrived meanwhile make this result stale (the aggregator drops it).
+    tree_->OwnResult(result.iteration, result.partial, now);
+    Dispatch(tree_->TakeActions(), now);
+    if (rank_ != 0) s_.iteration = tree_->stats().iterations;
+  }
+  MaybeCompute(now);
+  Tick(now);
+}
+
+void SyncNode::Update(const std::vector<float>& sum) {
+  step_grad_.resize(sum.size());
+  const float inv = 1.0f / static_cast<float>(std::max<int64_t>(o_.batch, 1));
+  for (size_t i = 0; i < sum.size(); ++i) step_grad_[i] = sum[i] * inv;
+  kernels::SgdOptions sgd{.learning_rate = o_.lr, .momentum = o_.momentum,
+                          .weight_decay = o_.weight_decay};
+  if (o_.momentum > 0) velocity_.resize(params_.size(), 0.0f);
+  MURMUR_CHECK_OK(kernels::SgdStep<float>(kernels::Device::Cpu(), sgd, step_grad_, velocity_, params_));
+}
+
+void SyncNode::Step(const Evaluated& result, TimePoint now) {
+  s_.loss = result.loss;
+  s_.accuracy = result.accuracy;
+  if (evaluating_final_) {
+    evaluating_final_ = false;
+    linger_until_ = now + o_.linger;
+  }
+  Tick(now);
+}
+
+void SyncNode::Step(const StopRequested&, TimePoint now) {
+  stop_requested_ = true;
+  Tick(now);
+}
+
+bool SyncNode::BudgetSpent(TimePoint now) const {
+  if (static_cast<int64_t>(s_.iteration) >= o_.iterations) return true;
+  return o_.time_limit.count() > 0 && now - start_ >= o_.time_limit;
+}
+
+void SyncNode::Finish(TimePoint now, std::string reason) {
+  if (phase_ != Phase::kRunning) return;
+  phase_ = Phase::kLingering;
+  s_.end_reason = reason;
+  linger_until_ = now + o_.linger;
+  if (rank_ == 0) {
+    evaluating_final_ = true;
+    s_.evaluated_at = s_.iteration;
+    Emit(Evaluate{true, params_});
+  }
+  Emit(Finished{std::move(reason)});
+  Emit(Announce{s_.iteration, 0, true});
+}
+
+void SyncNode::Tick(TimePoint now) {
+  switch (phase_) {
+    case Phase::kAssembling:
+      if (now - created_ > o_.join_timeout || stop_requested_) {
+        return Fail(DeadlineExceededError(fmt::format(
+            "{} mode needs {} nodes; only {} joined within {:.0f} s", ModeName(plan_.mode),
+            plan_.processes, candidate_.empty() ? 0 : candidate_.size(), ToSeconds(o_.join_timeout))));
+      }
+      Emit(Wait{now + std::chrono::milliseconds(20)});
+      return;
+    case Phase::kRunning: {
+      if (tree_) {
+        tree_->Tick(now);
+        Dispatch(tree_->TakeActions(), now);
+        if (phase_ != Phase::kRunning) return;
+      }
+      const bool root = tree_ && rank_ == 0;
+      if (stop_requested_) return Finish(now, "stopped");
+      if (peer_finished_ && !root) return Finish(now, "peer");
+      if (root && o_.time_limit.count() > 0 && BudgetSpent(now)) return Finish(now, "time");
+      MaybeCompute(now);
+      Emit(Wait{now + std::chrono::milliseconds(20)});
+      return;
+    }
+    case Phase::kLingering:
+      if (evaluating_final_) return;
+      if (now >= linger_until_) {
+        phase_ = Phase::kOver;
+        Emit(RunOver{OkStatus()});
+      } else {
+        Emit(Wait{linger_until_});
+      }
+      return;
+    case Phase::kOver:
+      return;
+  }
+}
+
+}  // namespace murmur::gossip

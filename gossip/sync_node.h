@@ -1,0 +1,181 @@
+#pragma once
+// One node of the synchronous modes (coded-tree, tree, gc, ring) as a sans-IO machine: rank
+// assembly from the membership view, the rank's weighted samples, the TreeAggregator or
+// RingAllReduce of its rank (coded_reduce.h), the root's (ring: every rank's) SGD step, the
+// iteration budget and the end of the run.
+//
+//   assembling  the run needs exactly `plan.processes` live members. Once the live view has that
+//               many, it must stay the same set for `settle`; a view that changes meanwhile (a
+//               member replaced, one gone) is refused with the reason (counted in
+//               refused_views) and assembly starts over; more live members than the plan needs
+//               fail the run (FailedPrecondition); no full view within `join_timeout`, or a stop,
+//               fails it (DeadlineExceeded). Ranks are the positions of the ids in the sorted
+//               view, so every node that assembled the same view has the same ranks. Training
+//               messages that come before assembly wait (up to kMaxEarlyMessages) and are
+//               handled once the ranks are known.
+//   running     CodedSend → SendTo (the vector encoded once, checksummed), ComputeRequest →
+//               ComputeGradient (only the newest model is worth computing on: a request that
+//               comes while one is computing replaces the queued one), Aggregated → the SGD
+//               step, a periodic Evaluate at the root (rank 0 of a ring), the next iteration.
+//               The run ends after `iterations` or `time_limit` (the root; a ring rank when it
+//               completes one), or when a member of this run announced that it finished (every
+//               rank but the root), or on a stop.
+//   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
+//               late messages, then RunOver.
+// Inputs: Step(Incoming | MemberView | GradientComputed | Evaluated | StopRequested, now),
+// Tick(now). Outputs (node_io.h): SendTo, Announce, ComputeGradient, Evaluate, Wait, Finished,
+// RunOver.
+// Thread safety: none; one driver thread.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "coding/coded_tree.h"
+#include "coding/gradient_code.h"
+#include "gossip/coded_reduce.h"
+#include "gossip/mode.h"
+#include "gossip/node_io.h"
+
+namespace murmur::gossip {
+
+// The shape a synchronous mode runs: its layout and code (none for ring) and how many processes
+// it needs.
+struct SyncPlan {
+  Mode mode = Mode::kCodedTree;
+  int64_t workers = 0;    // N
+  int64_t processes = 0;  // N + 1 with a root, N for ring
+  std::optional<coding::TreeLayout> layout;
+  std::optional<coding::GradientCode> code;
+};
+// kInvalidArgument for a mode that is not synchronous, a bad shape, or gc with more than 64
+// workers; kFailedPrecondition for an ill-conditioned code.
+StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed);
+
+struct SyncNodeOptions {
+  NodeId self = 0;
+  int64_t batch = 1;           // B: positions per iteration
+  int64_t iterations = 100;
+  Duration time_limit{0};      // 0: none
+  double lr = 0.1;
+  double momentum = 0;
+  double weight_decay = 0;
+  int64_t eval_every = 10;     // root / ring rank 0: every this many iterations (0: at the end)
+  Duration report_after = std::chrono::seconds(5);
+  Duration join_timeout = std::chrono::seconds(30);
+  Duration settle = std::chrono::milliseconds(200);
+  Duration linger = std::chrono::milliseconds(500);
+
+  Status Validate() const;
+};
+
+struct SyncNodeState {
+  uint64_t iteration = 0;          // iterations completed (root / ring: model updates)
+  double loss = 0;                 // at the latest evaluation (NaN before any)
+  double accuracy = 0;             // NaN for regression or before any
+  uint64_t evaluated_at = 0;
+  std::vector<double> iteration_ms;  // root / ring: wall time of each iteration
+  uint64_t rejected_messages = 0;
+  uint64_t refused_views = 0;      // views that changed mid-assembly
+  uint64_t early_dropped = 0;      // messages before assembly beyond kMaxEarlyMessages
+  std::string end_reason;
+};
+
+// What a synchronous node's metrics count as it goes.
+class SyncNodeObserver {
+ public:
+  virtual ~SyncNodeObserver() = default;
+  virtual void Rejected(std::string_view /*reason*/) {}
+  virtual void Staleness(double /*iterations*/) {}
+};
+
+class SyncNode {
+ public:
+  enum class Phase : uint8_t { kAssembling, kRunning, kLingering, kOver };
+  static constexpr size_t kMaxEarlyMessages = 1024;
+
+  // `initial_model` is the run's seeded initial model (every rank draws the same).
+  static StatusOr<std::unique_ptr<SyncNode>> Create(SyncPlan plan, const SyncNodeOptions& options,
+                                                    std::vector<float> initial_model, TimePoint now);
+
+  void Step(const Incoming& message, TimePoint now);
+  void Step(const MemberView& view, TimePoint now);
+  void Step(const GradientComputed& result, TimePoint now);
+  void Step(const Evaluated& result, TimePoint now);
+  void Step(const StopRequested& stop, TimePoint now);
+  void Tick(TimePoint now);
+  std::vector<NodeAction> TakeOutput();
+
+  Phase phase() const { return phase_; }
+  bool assembled() const { return phase_ != Phase::kAssembling && rank_ >= 0; }
+  int64_t rank() const { return rank_; }
+  std::string role() const;  // root, parent, leaf, ring ("" before assembly)
+  const std::vector<NodeId>& ranks() const { return ids_; }  // rank -> node id
+  // This rank's (position, weight) pairs of every iteration's B positions.
+  const std::vector<coding::WeightedSample>& own() const { return own_; }
+  const SyncPlan& plan() const { return plan_; }
+  const SyncNodeState& state() const { return s_; }
+  CodedStats stats() const;
+  // Why the node is not assembled yet, or "assembled".
+  const std::string& detail() const { return detail_; }
+  std::span<const float> model() const { return params_; }
+  void set_observer(SyncNodeObserver* observer) { observer_ = observer; }
+
+ private:
+  struct Early {
+    Incoming message;
+    std::vector<std::byte> frame;
+  };
+  SyncNode(SyncPlan plan, const SyncNodeOptions& options, std::vector<float> initial, TimePoint now);
+  void Assemble(const std::vector<NodeId>& live, TimePoint now);
+  void StartRunning(TimePoint now);
+  void Handle(const Incoming& m, TimePoint now);
+  void Dispatch(std::vector<CodedAction> actions, TimePoint now);
+  void MaybeCompute(TimePoint now);
+  void Update(const std::vector<float>& sum);
+  bool BudgetSpent(TimePoint now) const;
+  void Finish(TimePoint now, std::string reason);
+  void Fail(Status status);
+  void Reject(std::string_view reason, NodeId from, const std::string& why);
+  void Emit(NodeAction action);
+
+  const SyncPlan plan_;
+  const SyncNodeOptions o_;
+  SyncNodeObserver* observer_ = nullptr;
+  Phase phase_ = Phase::kAssembling;
+  TimePoint created_{};
+  TimePoint start_{};
+  std::string detail_;
+  std::vector<NodeId> candidate_;  // the full view being settled
+  TimePoint candidate_since_{};
+  std::deque<Early> early_;
+  int64_t rank_ = -1;
+  std::vector<NodeId> ids_;
+  std::map<NodeId, int64_t> rank_of_;
+  std::vector<coding::WeightedSample> own_;
+  std::optional<TreeAggregator> tree_;
+  std::optional<RingAllReduce> ring_;
+  std::vector<float> params_;
+  std::vector<float> velocity_;
+  std::vector<float> step_grad_;
+  std::optional<ComputeRequest> pending_;
+  bool computing_ = false;
+  uint64_t ring_started_ = 0;
+  TimePoint iteration_start_{};
+  bool peer_finished_ = false;
+  bool stop_requested_ = false;
+  bool evaluating_final_ = false;
+  TimePoint linger_until_{};
+  uint64_t rejections_logged_ = 0;
+  SyncNodeState s_;
+  std::vector<NodeAction> output_;
+};
+
+}  // namespace murmur::gossip

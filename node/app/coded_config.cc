@@ -1,0 +1,87 @@
+#include "node/app/coded_config.h"
+
+#include "gossip/sync_node.h"
+
+namespace murmur::node {
+
+const ConfigSchema<CodedConfig>& CodedSchema() {
+  static const ConfigSchema<CodedConfig>* schema = [] {
+    using C = CodedConfig;
+    auto* s = new ConfigSchema<CodedConfig>();
+    s->Integer("n", &C::n, 3, 1, 64,
+               "coded-tree, tree: children per parent; every mode runs N = n + n^2 + ... + n^L "
+               "workers")
+        .Integer("L", &C::L, 2, 1, 8, "coded-tree, tree: layers of workers under the root")
+        .Integer("s", &C::s, 1, 0, 63,
+                 "coded-tree: stragglers tolerated among each parent's n children; gc: among "
+                 "all N workers (tree uses 0, ring none)")
+        .Integer("code_seed", &C::code_seed, int64_t{1}, int64_t{0}, int64_t{1} << 62,
+                 "seed of the cyclic gradient code (fractional repetition needs none)")
+        .Integer("iterations", &C::iterations, int64_t{100}, int64_t{1}, int64_t{1} << 40,
+                 "budget: model updates (the time limit may end the run sooner)")
+        .Integer("global_batch", &C::global_batch, int64_t{0}, int64_t{0}, int64_t{1} << 40,
+                 "samples per iteration over the whole cluster; 0: the whole training set "
+                 "(full-batch gradient descent)")
+        .Real("report_after_s", &C::report_after_s, "5", 0.001, 86400,
+              "a parent still short of decodable children after this long says so (and keeps "
+              "waiting)")
+        .Real("join_timeout_s", &C::join_timeout_s, "30", 0.1, 86400,
+              "give up when the tree or ring has not assembled (all its nodes alive) by then");
+    return s;
+  }();
+  return *schema;
+}
+
+std::vector<std::string> CodedKeyNames() {
+  std::vector<std::string> out;
+  for (const auto& key : CodedSchema().keys()) out.push_back(key.name);
+  return out;
+}
+
+
+Status CheckCodedStraggle(gossip::Mode mode, const StragglerOptions& options) {
+  if (options.pause_from >= 0) {
+    return InvalidArgumentError("straggle: pause=A..B is for gossip mode (it waits for the "
+                                "cluster's step clock); use delay, slowdown or exp here");
+  }
+  // Messages of a synchronous mode are never resent: only the coded modes survive a lost answer.
+  if (options.drop > 0 && mode != gossip::Mode::kCodedTree && mode != gossip::Mode::kGc) {
+    return InvalidArgumentError("straggle: drop in " + std::string(gossip::ModeName(mode)) +
+                                " mode would stall the run (nothing there tolerates a lost message)");
+  }
+  return OkStatus();
+}
+
+StatusOr<StragglerOptions> ParseCodedStraggle(gossip::Mode mode, const std::string& spec) {
+  auto straggle = ParseStraggle(spec);
+  if (!straggle.ok()) return straggle.status();
+  MURMUR_RETURN_IF_ERROR(CheckCodedStraggle(mode, *straggle));
+  return straggle;
+}
+
+StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedConfig& coded,
+                                               const GossipConfig& gossip) {
+  CodedTrainerOptions o;
+  o.mode = mode;
+  o.n = coded.n;
+  o.layers = coded.L;
+  o.s = coded.s;
+  o.code_seed = static_cast<uint64_t>(coded.code_seed);
+  o.iterations = coded.iterations;
+  o.global_batch = coded.global_batch;
+  o.report_after = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.report_after_s));
+  o.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.join_timeout_s));
+  o.lr = gossip.train.lr;
+  o.momentum = gossip.train.momentum;
+  o.weight_decay = gossip.train.weight_decay;
+  o.seed = gossip.train.seed;
+  o.time_limit = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gossip.time_limit_s));
+  o.eval_every = gossip.eval_every;
+  auto straggle = ParseCodedStraggle(mode, gossip.straggle);
+  if (!straggle.ok()) return straggle.status();
+  o.straggle = *straggle;
+  MURMUR_RETURN_IF_ERROR(gossip::MakeSyncPlan(mode, o.n, o.layers, o.s, o.code_seed).status());
+  return o;
+}
+
+}  // namespace murmur::node

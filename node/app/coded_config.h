@@ -1,0 +1,41 @@
+#pragma once
+// The keys of the synchronous modes (`--mode coded-tree|tree|gc|ring` of `murmur node` and
+// `murmur local`): the tree shape, the code, the iteration budget and the batch. The model,
+// optimizer, data, time limit, evaluation and straggler keys are the gossip mode's (GossipConfig).
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/driver/sync_driver.h"
+#include "node/app/config_schema.h"
+#include "node/app/gossip_config.h"
+
+namespace murmur::node {
+
+struct CodedConfig {
+  int n = 0;       // children per parent
+  int L = 0;       // layers
+  int s = 0;       // stragglers tolerated per parent
+  int64_t code_seed = 0;
+  int64_t iterations = 0;
+  int64_t global_batch = 0;
+  double report_after_s = 0;
+  double join_timeout_s = 0;
+};
+
+const ConfigSchema<CodedConfig>& CodedSchema();
+std::vector<std::string> CodedKeyNames();
+
+// kInvalidArgument naming the key (a bad straggle spec, for instance).
+StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedConfig& coded,
+                                               const GossipConfig& gossip);
+
+// A straggle spec for a synchronous mode: ParseStraggle plus what those modes cannot do (pause;
+// drop where nothing tolerates a lost message). kInvalidArgument with the reason.
+StatusOr<StragglerOptions> ParseCodedStraggle(gossip::Mode mode, const std::string& spec);
+// The synchronous modes' rules alone, on parsed options (also a run-time injection's check).
+Status CheckCodedStraggle(gossip::Mode mode, const StragglerOptions& options);
+
+
+}  // namespace murmur::node

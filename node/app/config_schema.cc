@@ -1,0 +1,106 @@
+#include "node/app/config_schema.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+namespace murmur::node {
+
+std::string FlagName(std::string_view key) {
+  std::string out = "--";
+  for (char c : key) out += c == '_' ? '-' : c;
+  return out;
+}
+
+std::string EnvName(std::string_view key) {
+  std::string out = "MURMUR_";
+  for (char c : key) out += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return out;
+}
+
+StatusOr<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return InvalidArgumentError("not an integer");
+  }
+  if (v < lo || v > hi) return InvalidArgumentError("out of range");
+  return v;
+}
+
+StatusOr<double> ParseReal(std::string_view text, double lo, double hi) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return InvalidArgumentError("not a number");
+  }
+  if (!std::isfinite(v) || v < lo || v > hi) return InvalidArgumentError("out of range");
+  return v;
+}
+
+StatusOr<bool> ParseBool(std::string_view text) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+  return InvalidArgumentError("not a boolean");
+}
+
+StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    MURMUR_ASSIGN_OR_RETURN(int64_t v, ParseInteger(item, lo, hi));
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+StatusOr<std::map<std::string, std::string>> ReadTomlFile(const std::string& path) {
+  if (!std::filesystem::exists(path)) return NotFoundError("config file " + path + " not found");
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return InvalidArgumentError(path + ":" + std::to_string(where.line) + ":" +
+                                std::to_string(where.column) + ": " + std::string(e.description()));
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, node] : table) {
+    const std::string key(k.str());
+    std::string text;
+    if (auto s = node.value<std::string>(); s && node.is_string()) {
+      text = *s;
+    } else if (node.is_integer()) {
+      text = std::to_string(*node.value<int64_t>());
+    } else if (node.is_floating_point()) {
+      text = fmt::format("{}", *node.value<double>());
+    } else if (node.is_boolean()) {
+      text = *node.value<bool>() ? "true" : "false";
+    } else if (const toml::array* array = node.as_array()) {
+      for (size_t i = 0; i < array->size(); ++i) {
+        const auto item = (*array)[i].value<int64_t>();
+        if (!item) {
+          return InvalidArgumentError(path + ": '" + key + "' must be an array of integers");
+        }
+        text += (i ? "," : "") + std::to_string(*item);
+      }
+    } else {
+      return InvalidArgumentError(path + ": '" + key +
+                                  "' must be a string, number, boolean or array of integers");
+    }
+    out[key] = text;
+  }
+  return out;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,273 @@
+#pragma once
+// One table of configuration keys per command, and their resolution with the precedence
+//   flag (--batch-size 32)  >  environment (MURMUR_BATCH_SIZE=32)  >  TOML file (batch_size = 32)
+//   >  default.
+// A key is declared once (name, default, allowed values, help); its flag, environment variable
+// and file key are derived from the name, and every source goes through the same parser, so a
+// bad value gets the same message wherever it came from: the key, the value, what is allowed.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "gossip/mode.h"
+
+namespace murmur::node {
+
+// Parsers shared by every schema. Each returns kInvalidArgument saying what is allowed.
+StatusOr<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi);
+StatusOr<double> ParseReal(std::string_view text, double lo, double hi);
+StatusOr<bool> ParseBool(std::string_view text);
+StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t lo, int64_t hi);
+
+// Converts a TOML file's top-level keys to text, in the form the flag parser accepts
+// (arrays become "a,b,c"). kInvalidArgument on a parse error (with line and column) and for
+// nested tables; kNotFound when the file is missing.
+StatusOr<std::map<std::string, std::string>> ReadTomlFile(const std::string& path);
+
+template <typename C>
+class ConfigSchema {
+ public:
+  using Setter = std::function<Status(std::string_view text, C& config)>;
+  struct Key {
+    std::string name;  // snake_case; flag --kebab-case, env MURMUR_UPPER_CASE
+    std::string default_text;
+    std::string allowed;  // "an integer in [1, 100000]"
+    std::string help;
+    bool is_bool = false;
+    Setter set;
+  };
+
+  template <typename M>
+  ConfigSchema& Integer(std::string name, M C::*member, M def, M lo, M hi, std::string help) {
+    std::string allowed = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    return Add({std::move(name), std::to_string(def), std::move(allowed), std::move(help), false,
+                [member, lo, hi](std::string_view text, C& c) -> Status {
+                  MURMUR_ASSIGN_OR_RETURN(int64_t v, ParseInteger(text, lo, hi));
+                  c.*member = static_cast<M>(v);
+                  return OkStatus();
+                }});
+  }
+  ConfigSchema& Real(std::string name, double C::*member, std::string def, double lo, double hi,
+                     std::string help) {
+    std::string allowed = "a number in [" + Trim(lo) + ", " + Trim(hi) + "]";
+    return Add({std::move(name), std::move(def), std::move(allowed), std::move(help), false,
+                [member, lo, hi](std::string_view text, C& c) -> Status {
+                  MURMUR_ASSIGN_OR_RETURN(c.*member, ParseReal(text, lo, hi));
+                  return OkStatus();
+                }});
+  }
+  ConfigSchema& Bool(std::string name, bool C::*member, bool def, std::string help) {
+    return Add({std::move(name), def ? "true" : "false", "true or false", std::move(help), true,
+                [member](std::string_view text, C& c) -> Status {
+                  MURMUR_ASSIGN_OR_RETURN(c.*member, ParseBool(text));
+                  return OkStatus();
+                }});
+  }
+  ConfigSchema& Choice(std::string name, std::string C::*member, std::string def,
+                       std::vector<std::string> choices, std::string help) {
+    std::string allowed = "one of ";
+    for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i];
+    return Add({std::move(name), std::move(def), std::move(allowed), std::move(help), false,
+                [member, choices](std::string_view text, C& c) -> Status {
+                  for (const auto& choice : choices) {
+                    if (text == choice) {
+                      c.*member = choice;
+                      return OkStatus();
+                    }
+                  }
+                  return InvalidArgumentError("not a known choice");
+                }});
+  }
+  // One of `choices` by name, stored as its enum value.
+  template <typename E>
+  ConfigSchema& Enum(std::string name, E C::*member, std::string def,
+                     std::vector<std::pair<std::string, E>> choices, std::string help) {
+    std::string allowed = "one of ";
+    for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i].first;
+    return Add({std::move(name), std::move(def), std::move(allowed), std::move(help), false,
+                [member, choices](std::string_view text, C& c) -> Status {
+                  for (const auto& [choice, value] : choices) {
+                    if (text == choice) {
+                      c.*member = value;
+                      return OkStatus();
+                    }
+                  }
+                  return InvalidArgumentError("not a known choice");
+                }});
+  }
+  ConfigSchema& Text(std::string name, std::string C::*member, std::string def,
+                     std::string help) {
+    return Add({std::move(name), std::move(def), "any text", std::move(help), false,
+                [member](std::string_view text, C& c) -> Status {
+                  c.*member = std::string(text);
+                  return OkStatus();
+                }});
+  }
+  ConfigSchema& IntegerList(std::string name, std::vector<int64_t> C::*member, std::string def,
+                            int64_t lo, int64_t hi, std::string help) {
+    std::string allowed = "a comma-separated list of integers in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]";
+    return Add({std::move(name), std::move(def), std::move(allowed), std::move(help), false,
+                [member, lo, hi](std::string_view text, C& c) -> Status {
+                  MURMUR_ASSIGN_OR_RETURN(c.*member, ParseIntegerList(text, lo, hi));
+                  return OkStatus();
+                }});
+  }
+
+  // Adds the keys of `sub` (a schema of a member struct), except those named in `skip`, with the
+  // defaults in `defaults` replacing sub's: one command can take another's keys without
+  // repeating their table.
+  template <typename S>
+  ConfigSchema& Embed(const ConfigSchema<S>& sub, S C::*member, const std::vector<std::string>& skip,
+                      const std::map<std::string, std::string>& defaults = {}) {
+    for (const auto& key : sub.keys()) {
+      if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
+      auto d = defaults.find(key.name);
+      Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed, key.help, key.is_bool,
+           [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); }});
+    }
+    return *this;
+  }
+
+  const std::vector<Key>& keys() const { return keys_; }
+
+ private:
+  ConfigSchema& Add(Key key) {
+    keys_.push_back(std::move(key));
+    return *this;
+  }
+  static std::string Trim(double v) {
+    std::string s = std::to_string(v);
+    while (s.size() > 1 && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+  std::vector<Key> keys_;
+};
+
+// Every mode by name, for an Enum key.
+inline std::vector<std::pair<std::string, gossip::Mode>> ModeChoices() {
+  std::vector<std::pair<std::string, gossip::Mode>> out;
+  for (std::string_view name : gossip::ModeNames()) out.emplace_back(name, *gossip::ParseMode(name));
+  return out;
+}
+
+std::string FlagName(std::string_view key);  // "batch_size" -> "--batch-size"
+std::string EnvName(std::string_view key);   // "batch_size" -> "MURMUR_BATCH_SIZE"
+
+// Binds a schema to one CLI11 (sub)command and resolves the final config after parsing.
+template <typename C>
+class ConfigParser {
+ public:
+  explicit ConfigParser(const ConfigSchema<C>& schema) : schema_(schema) {}
+
+  // Adds --config FILE and one option per key (a flag for booleans: --nesterov, or
+  // --nesterov=false). Help text shows the default, the allowed values and the env variable.
+  void AddOptions(CLI::App& app) {
+    app.add_option("--config", config_path_, "TOML file with any of the keys below (snake_case)")
+        ->envname("MURMUR_CONFIG");
+    flag_values_.resize(schema_.keys().size());
+    options_.resize(schema_.keys().size());
+    for (size_t i = 0; i < schema_.keys().size(); ++i) {
+      const auto& key = schema_.keys()[i];
+      const std::string desc = key.help + " [" + key.default_text + "; " + key.allowed + "; env " +
+                               EnvName(key.name) + "]";
+      if (key.is_bool) {
+        options_[i] = app.add_flag(FlagName(key.name) + "{true}", flag_values_[i], desc);
+      } else {
+        options_[i] = app.add_option(FlagName(key.name), flag_values_[i], desc);
+      }
+    }
+  }
+
+  // The flags given on the command line, as "--flag", "value" pairs (for keys in `only` when it
+  // is not empty), plus --config when given: what a parent passes on to child processes, which
+  // inherit the environment and so resolve the same configuration.
+  std::vector<std::string> GivenFlags(const std::vector<std::string>& only = {}) const {
+    std::vector<std::string> out;
+    if (!config_path_.empty()) out.insert(out.end(), {"--config", config_path_});
+    for (size_t i = 0; i < schema_.keys().size(); ++i) {
+      const auto& key = schema_.keys()[i];
+      if (options_[i] == nullptr || options_[i]->count() == 0) continue;
+      if (!only.empty() && std::find(only.begin(), only.end(), key.name) == only.end()) continue;
+      out.push_back(FlagName(key.name) + "=" + flag_values_[i]);
+    }
+    return out;
+  }
+
+  // Applies default, file, environment and flags in that order. `getenv` is injected so tests
+  // control the environment. Errors are kInvalidArgument (or kNotFound for a missing file) with a
+  // message naming the key, the value, where it came from and what is allowed.
+  StatusOr<C> Resolve(const std::function<const char*(const char*)>& getenv) const {
+    C config{};
+    for (const auto& key : schema_.keys()) {
+      Status s = key.set(key.default_text, config);
+      if (!s.ok()) return InternalError("default of " + key.name + " is invalid: " + s.ToString());
+    }
+    std::string path = config_path_;
+    if (path.empty()) {
+      if (const char* p = getenv("MURMUR_CONFIG")) path = p;
+    }
+    if (!path.empty()) {
+      MURMUR_ASSIGN_OR_RETURN(auto file, ReadTomlFile(path));
+      for (const auto& [name, text] : file) {
+        const Key* key = Find(name);
+        if (key == nullptr) {
+          return InvalidArgumentError("unknown key '" + name + "' in " + path + " (known: " +
+                                      KnownKeys() + ")");
+        }
+        MURMUR_RETURN_IF_ERROR(Apply(*key, text, "'" + key->name + "' in " + path, config));
+      }
+    }
+    for (const auto& key : schema_.keys()) {
+      const std::string env = EnvName(key.name);
+      if (const char* value = getenv(env.c_str())) {
+        MURMUR_RETURN_IF_ERROR(Apply(key, value, "environment variable " + env, config));
+      }
+    }
+    for (size_t i = 0; i < schema_.keys().size(); ++i) {
+      if (options_[i] != nullptr && options_[i]->count() > 0) {
+        const auto& key = schema_.keys()[i];
+        MURMUR_RETURN_IF_ERROR(Apply(key, flag_values_[i], "flag " + FlagName(key.name), config));
+      }
+    }
+    return config;
+  }
+
+ private:
+  using Key = typename ConfigSchema<C>::Key;
+  const Key* Find(const std::string& name) const {
+    for (const auto& key : schema_.keys()) {
+      if (key.name == name || FlagName(key.name) == "--" + name) return &key;
+    }
+    return nullptr;
+  }
+  std::string KnownKeys() const {
+    std::string out;
+    for (const auto& key : schema_.keys()) out += (out.empty() ? "" : ", ") + key.name;
+    return out;
+  }
+  static Status Apply(const Key& key, std::string_view text, const std::string& source,
+                      C& config) {
+    Status s = key.set(text, config);
+    if (s.ok()) return s;
+    return InvalidArgumentError("invalid value '" + std::string(text) + "' for " + key.name +
+                                " (from " + source + "): expected " + key.allowed);
+  }
+
+  const ConfigSchema<C>& schema_;
+  std::string config_path_;
+  std::vector<std::string> flag_values_;
+  std::vector<CLI::Option*> options_;
+};
+
+}  // namespace murmur::node

@@ -1,0 +1,108 @@
+#include "node/app/gossip_config.h"
+
+#include <cmath>
+
+namespace murmur::node {
+
+const ConfigSchema<GossipConfig>& GossipSchema() {
+  static const ConfigSchema<GossipConfig>* schema = [] {
+    using C = GossipConfig;
+    auto* s = new ConfigSchema<GossipConfig>();
+    s->Embed(TrainSchema(), &C::train,
+             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count"},
+             // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
+             // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
+             {{"lr", "0.05"}})
+        .Real("epochs", &C::epochs, "3", 0, 100000,
+              "budget: passes over the whole training set, counted over every node's samples "
+              "(0: none)")
+        .Text("compress", &C::compress, "topk:0.01,values=fp16",
+              "compression operator for the model differences CHOCO sends (see `murmur train "
+              "--help` for the syntax; error feedback is implicit)")
+        .Real("gamma", &C::gamma, "0", 0, 1,
+              "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
+        .Choice("topology", &C::topology, "ring", {"ring", "exponential", "random"},
+                "who mixes with whom each round")
+        .Integer("random_peers", &C::random_peers, 2, 1, 64, "peers per node for topology random")
+        .Integer("local_steps", &C::local_steps, 1, 1, 100000,
+                 "H: local SGD steps between gossip rounds (1: plain decentralized SGD)")
+        .Real("post_local_epoch", &C::post_local_epoch, "-1", -1, 100000,
+              "post-local SGD: from this local epoch on use post_local_steps (-1: never)")
+        .Integer("post_local_steps", &C::post_local_steps, 4, 1, 100000,
+                 "H after post_local_epoch")
+        .Integer("max_lead", &C::max_lead, 32, -1, 1 << 30,
+                 "S: steps a node may run ahead of a neighbour (-1: unbounded, 0: lock-step)")
+        .Integer("max_wait_ms", &C::max_wait_ms, 2000, 0, 3600000,
+                 "W: longest wait for a neighbour before marking it a straggler")
+        .Real("straggler_hold_s", &C::straggler_hold_s, "30", 0, 86400,
+              "how long a straggler is not waited for")
+        .Real("staleness_scale", &C::staleness_scale, "16", 0, 1e9,
+              "steps of lag that halve a neighbour's mixing weight (0: no damping)")
+        .Real("target_accuracy", &C::target_accuracy, "0", 0, 1,
+              "budget: stop when a node's test accuracy reaches this (0: none)")
+        .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9, "budget: seconds of training (0: none)")
+        .Integer("eval_every", &C::eval_every, 0, 0, 1 << 30,
+                 "steps between test evaluations on eval_samples rows (0: only at the end)")
+        .Integer("eval_samples", &C::eval_samples, 2000, 1, 1 << 30,
+                 "test rows of the periodic evaluations (the final one uses all)")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection for this node: slowdown=F, delay=D, exp=D, pause=A..B, "
+              "send_delay=D, drop=P (e.g. slowdown=4)")
+        .Choice("init", &C::init, "common", {"common", "per-node"},
+                "initial model: the cluster's seeded one, or a different one per node");
+    return s;
+  }();
+  return *schema;
+}
+
+std::vector<std::string> GossipKeyNames() {
+  std::vector<std::string> out;
+  for (const auto& key : GossipSchema().keys()) out.push_back(key.name);
+  return out;
+}
+
+StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
+  GossipTrainerOptions o;
+  TrainConfig train = c.train;
+  train.compress = "none";
+  train.shard_index = 0;  // per node, checked by the node
+  train.shard_count = 1;
+  MURMUR_RETURN_IF_ERROR(ValidateTrainConfig(train));
+  o.train = TrainOptionsFrom(train);
+  o.init_seed = c.train.seed;
+  o.per_node_init = c.init == "per-node";
+  auto compressor = coding::ParseCompressorSpec(c.compress);
+  if (!compressor.ok()) return InvalidArgumentError("compress: " + std::string(compressor.status().message()));
+  if (auto check = coding::Compressor::Create(*compressor, 1); !check.ok()) {
+    return InvalidArgumentError("compress: " + std::string(check.status().message()));
+  }
+  o.compressor = *compressor;
+  o.gamma = c.gamma;
+  auto topology = gossip::ParseTopology(c.topology);
+  if (!topology.ok()) return InvalidArgumentError("topology: " + std::string(topology.status().message()));
+  o.sampling.topology = *topology;
+  o.sampling.random_peers = c.random_peers;
+  o.local_steps = c.local_steps;
+  o.post_local_epoch = c.post_local_epoch;
+  o.post_local_steps = c.post_local_steps;
+  o.soft_sync.max_lead = c.max_lead;
+  o.soft_sync.max_wait = std::chrono::milliseconds(c.max_wait_ms);
+  o.soft_sync.straggler_hold = std::chrono::milliseconds(static_cast<int64_t>(c.straggler_hold_s * 1000));
+  o.soft_sync.staleness_scale = c.staleness_scale;
+  o.epochs = c.epochs;
+  o.target_accuracy = c.target_accuracy;
+  o.time_limit = std::chrono::milliseconds(static_cast<int64_t>(c.time_limit_s * 1000));
+  o.eval_every = c.eval_every;
+  o.eval_samples = c.eval_samples;
+  auto straggle = ParseStraggle(c.straggle);
+  if (!straggle.ok()) return straggle.status();
+  o.straggler = *straggle;
+  if (c.epochs <= 0 && c.target_accuracy <= 0 && c.time_limit_s <= 0) {
+    return InvalidArgumentError(
+        "no budget: set epochs, target_accuracy or time_limit_s (a gossip run ends on a "
+        "cluster-wide budget)");
+  }
+  return o;
+}
+
+}  // namespace murmur::node

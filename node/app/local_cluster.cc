@@ -1,0 +1,257 @@
+#include "node/app/local_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "node/app/config_schema.h"
+#include "node/peer/straggler.h"
+
+namespace murmur::node {
+namespace {
+
+// Free loopback ports, all held open while choosing so they differ.
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+}  // namespace
+
+Status LocalCluster::Spawn() {
+  const int n = config_.nodes;
+  std::vector<std::string> endpoints, admins;
+  // Transport and admin ports drawn together so they all differ.
+  const int need = (config_.transport == "tcp" ? n : 0) + (config_.admin ? n : 0);
+  const std::vector<int> ports = FreePorts(need);
+  if (static_cast<int>(ports.size()) != need) return UnavailableError("could not find free ports");
+  size_t next_port = 0;
+  if (config_.admin) {
+    for (int i = 0; i < n; ++i) admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
+  }
+  if (config_.transport == "tcp") {
+    for (int i = 0; i < n; ++i) endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ports[next_port++]));
+  } else {
+    for (int i = 0; i < n; ++i) endpoints.push_back("ipc://" + (dir_ / ("node-" + std::to_string(i) + ".sock")).string());
+  }
+  // Two seeds: any node can join while one of them is down.
+  std::string seeds = endpoints[0] + (n > 1 ? "," + endpoints[1] : "");
+  char exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return InternalError("cannot find the murmur executable (/proc/self/exe)");
+  exe[len] = '\0';
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> args = {
+        exe, "node", "--id", std::to_string(i + 1), "--listen", endpoints[i], "--seeds", seeds,
+        "--cluster", config_.cluster, "--probe-interval-ms",
+        std::to_string(config_.probe_interval_ms), "--probe-timeout-ms",
+        std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
+        "200", "--log-level", config_.node_log_level};
+    if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
+    if (extra_args_) {
+      for (auto& a : extra_args_(i)) args.push_back(std::move(a));
+    } else {
+      args.insert(args.end(), {"--mode", "membership"});
+    }
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
+    const std::string log = (dir_ / ("node-" + std::to_string(i) + ".log")).string();
+    const pid_t pid = ::fork();
+    if (pid < 0) return InternalError("fork failed");
+    if (pid == 0) {
+      ::dup2(pipe_fds[1], STDOUT_FILENO);
+      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
+      // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
+      // the parent dies without stopping them (SIGKILL), they leave on their own.
+      ::signal(SIGINT, SIG_IGN);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(exe, argv.data());
+      ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+    Child c;
+    c.pid = pid;
+    c.out_fd = pipe_fds[0];
+    c.endpoint = endpoints[i];
+    if (config_.admin) c.admin = admins[i];
+    children_.push_back(std::move(c));
+  }
+  if (config_.admin) {
+    std::string list;
+    for (int i = 0; i < n; ++i) list += (i ? ", " : "") + admins[i];
+    std::fprintf(stderr, "murmur local: admin ports (node 0..%d): %s\n", n - 1, list.c_str());
+  }
+  if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
+  return OkStatus();
+}
+
+Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const {
+  if (admins.empty()) return InvalidArgumentError("--prometheus-targets needs --admin");
+  nlohmann::json groups = nlohmann::json::array();
+  for (size_t i = 0; i < admins.size(); ++i) {
+    groups.push_back({{"targets", {admins[i]}},
+                      {"labels", {{"node", std::to_string(i)}, {"mode", config_.mode}}}});
+  }
+  const std::string tmp = config_.prometheus_targets + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << groups.dump(2) << "\n";
+    if (!out) return UnavailableError("cannot write '" + tmp + "'");
+  }
+  // Renamed into place: Prometheus never reads a half-written file.
+  if (std::rename(tmp.c_str(), config_.prometheus_targets.c_str()) != 0) {
+    return UnavailableError("cannot write '" + config_.prometheus_targets + "'");
+  }
+  return OkStatus();
+}
+
+void LocalCluster::Poll(std::chrono::milliseconds wait) {
+  std::vector<pollfd> fds;
+  for (auto& c : children_) {
+    if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0});
+  }
+  ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  for (auto& c : children_) {
+    if (c.out_fd < 0) continue;
+    char buf[65536];
+    ssize_t got;
+    while ((got = ::read(c.out_fd, buf, sizeof(buf))) > 0) c.buffer.append(buf, static_cast<size_t>(got));
+    if (got == 0) {
+      ::close(c.out_fd);
+      c.out_fd = -1;
+    }
+    size_t nl;
+    while ((nl = c.buffer.find('\n')) != std::string::npos) {
+      auto parsed = nlohmann::json::parse(c.buffer.substr(0, nl), nullptr, false);
+      if (!parsed.is_discarded()) Absorb(c, parsed);
+      c.buffer.erase(0, nl + 1);
+    }
+  }
+  for (auto& c : children_) {
+    if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.exited = true;
+  }
+}
+
+char LocalCluster::View(size_t i, size_t j) const {
+  if (i == j) return '=';
+  const auto& sees = children_[i].sees;
+  auto it = sees.find(j + 1);
+  return it == sees.end() ? '.' : it->second;
+}
+
+bool LocalCluster::AllSeeAllAlive() const {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i].exited) return false;
+    for (size_t j = 0; j < children_.size(); ++j) {
+      const char v = View(i, j);
+      if (v != '=' && v != 'A') return false;
+    }
+  }
+  return true;
+}
+
+std::string LocalCluster::Table(double t) const {
+  std::string out = fmt::format(
+      "murmur local: {} nodes, cluster '{}', {:.1f} s   (A alive, S suspect, D dead, L left, "
+      ". unknown)\n",
+      children_.size(), config_.cluster, t);
+  out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}\n", "node", "endpoint", "sees",
+                     std::max<size_t>(4, children_.size() * 2), "alive", "heartbeat", "rejected");
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const Child& c = children_[i];
+    std::string row;
+    for (size_t j = 0; j < children_.size(); ++j) {
+      row += View(i, j);
+      row += ' ';
+    }
+    out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}{}\n", i, c.endpoint, row,
+                       std::max<size_t>(4, children_.size() * 2), c.alive, c.heartbeat, c.rejected,
+                       c.exited ? "  (exited)" : "");
+  }
+  return out;
+}
+
+int LocalCluster::Stop(std::chrono::milliseconds grace) {
+  for (auto& c : children_) {
+    if (!c.exited) ::kill(c.pid, SIGTERM);
+  }
+  const auto end = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < end) {
+    Poll(std::chrono::milliseconds(20));
+    bool all = true;
+    for (auto& c : children_) all &= c.exited;
+    if (all) break;
+  }
+  int killed = 0;
+  for (auto& c : children_) {
+    if (c.exited) continue;
+    ::kill(c.pid, SIGKILL);
+    ::waitpid(c.pid, &c.status, 0);
+    c.exited = true;
+    ++killed;
+  }
+  for (auto& c : children_) {
+    if (c.out_fd >= 0) ::close(c.out_fd);
+    c.out_fd = -1;
+  }
+  return killed;
+}
+
+// `--straggle node=K,<spec>;...` -> spec per node index.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes) {
+  std::map<int, std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t semi = text.find(';', start);
+    const std::string item = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+    start = semi == std::string::npos ? text.size() + 1 : semi + 1;
+    if (item.empty()) continue;
+    if (item.rfind("node=", 0) != 0) {
+      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node)");
+    }
+    const size_t comma = item.find(',');
+    const std::string index = item.substr(5, comma == std::string::npos ? std::string::npos : comma - 5);
+    auto k = ParseInteger(index, 0, nodes - 1);
+    if (!k.ok()) {
+      return InvalidArgumentError("straggle: node '" + index + "' is not a node index in [0, " +
+                                  std::to_string(nodes - 1) + "]");
+    }
+    const std::string spec = comma == std::string::npos ? "" : item.substr(comma + 1);
+    MURMUR_RETURN_IF_ERROR(ParseStraggle(spec).status());
+    out[static_cast<int>(*k)] = spec;
+  }
+  return out;
+}
+
+}  // namespace murmur::node

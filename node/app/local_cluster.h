@@ -1,0 +1,82 @@
+#pragma once
+// The processes of `murmur local`: N `murmur node` children on loopback (TCP on free ports or
+// Unix sockets), their report lines read as they come, and a clean stop (SIGTERM: each node
+// leaves gracefully; SIGKILL after a grace period).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/app/node_report.h"
+
+namespace murmur::node {
+
+struct LocalClusterOptions {
+  int nodes = 1;
+  std::string mode;       // the Prometheus targets' label
+  std::string cluster = "local";
+  std::string transport = "tcp";  // tcp or ipc
+  int probe_interval_ms = 200;
+  int probe_timeout_ms = 80;
+  std::string node_log_level = "info";
+  bool admin = true;
+  std::string prometheus_targets;  // file_sd file to write ("" none)
+};
+
+// One `murmur node` process of the local cluster, with what its report lines said.
+struct Child : ChildReport {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string endpoint;
+  std::string buffer;
+  std::string straggle;  // injected into this node
+  std::string admin;     // HOST:PORT of its admin port ("" without)
+  bool exited = false;
+  int status = 0;
+};
+
+class LocalCluster {
+ public:
+  LocalCluster(LocalClusterOptions config, std::filesystem::path dir,
+               std::function<std::vector<std::string>(int)> extra_args = nullptr)
+      : config_(std::move(config)), dir_(std::move(dir)), extra_args_(std::move(extra_args)) {}
+
+  Status Spawn();
+
+  // Prometheus file_sd: one target group per node, labelled with its index and the mode.
+  Status WriteTargets(const std::vector<std::string>& admins) const;
+
+  // Reads whatever the children printed, waiting up to `wait`.
+  void Poll(std::chrono::milliseconds wait);
+
+  // node i's view of node j: 'A', 'S', 'D', 'L', '.' (unknown) or '=' (itself).
+  char View(size_t i, size_t j) const;
+  bool AllSeeAllAlive() const;
+
+  std::string Table(double t) const;
+
+  // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
+  // to be killed.
+  int Stop(std::chrono::milliseconds grace);
+
+  const std::vector<Child>& children() const { return children_; }
+  std::vector<Child>& children() { return children_; }
+
+ private:
+  const LocalClusterOptions config_;
+  std::filesystem::path dir_;
+  std::function<std::vector<std::string>(int)> extra_args_;
+  std::vector<Child> children_;
+};
+
+// `node=K,<spec>;...` (K 0-based) -> the straggle spec of each node index; kInvalidArgument
+// for a bad index or spec.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes);
+
+}  // namespace murmur::node

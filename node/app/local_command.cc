@@ -1,0 +1,594 @@
+// `murmur local`: N `murmur node` processes on loopback (local_cluster.h), a live table, a
+// report at the end, and a clean stop on Ctrl-C or when done. One run loop serves every mode;
+// a LocalMode says what a mode adds: its nodes' arguments, its table, its report.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "gossip/sync_node.h"
+#include "node/app/local_cluster.h"
+#include "node/app/node_command.h"
+#include "node/train/model_file.h"
+
+namespace murmur::node {
+namespace {
+
+using gossip::Mode;
+
+struct LocalConfig {
+  Mode mode = Mode::kGossip;
+  int nodes = 0;
+  double duration = 0;
+  std::string cluster;
+  std::string transport;
+  int probe_interval_ms = 0;
+  int probe_timeout_ms = 0;
+  std::string progress;
+  bool json = false;
+  std::string node_log_level;
+  bool keep_logs = false;
+  bool admin = true;
+  std::string prometheus_targets;
+  std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
+  GossipConfig gossip;
+  CodedConfig coded;
+};
+
+const ConfigSchema<LocalConfig>& LocalSchema() {
+  static const ConfigSchema<LocalConfig>* schema = [] {
+    using C = LocalConfig;
+    auto* s = new ConfigSchema<LocalConfig>();
+    s->Enum("mode", &C::mode, "gossip", ModeChoices(),
+              "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
+              "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
+              "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
+        .Integer("nodes", &C::nodes, 4, 1, 256,
+                 "node processes to start on 127.0.0.1 (gossip, membership; the other modes "
+                 "start as many as their shape needs)")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run before stopping every node; 0: until the budget is spent "
+              "(gossip) or Ctrl-C (membership)")
+        .Text("cluster", &C::cluster, "local", "cluster id given to every node")
+        .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
+                "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
+                 "SWIM protocol period of every node")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,
+                 "direct-ack wait of every node")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "live table on stderr: redrawn (tty), a line per second (plain), or none")
+        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Choice("node_log_level", &C::node_log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"},
+                "log level of the node processes (their logs go to files, listed at the end)")
+        .Bool("keep_logs", &C::keep_logs, false,
+              "keep the node logs after a run that succeeded (a failed run always keeps them)")
+        .Bool("admin", &C::admin, true,
+              "give every node an admin HTTP port on 127.0.0.1 (/metrics, /healthz, /status, "
+              "/straggler); the ports are printed at the start")
+        .Text("prometheus_targets", &C::prometheus_targets, "",
+              "write the nodes' admin ports to this file as Prometheus file_sd targets (see "
+              "ops/prometheus/prometheus-local.yml)")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
+              "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
+        .Embed(GossipSchema(), &C::gossip, {"straggle"})
+        .Embed(CodedSchema(), &C::coded, {});
+    return s;
+  }();
+  return *schema;
+}
+
+std::string Cell(const nlohmann::json& j, const char* key, const char* format, double scale = 1) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "-";
+  return fmt::format(fmt::runtime(format), j[key].get<double>() * scale);
+}
+
+bool Finished(const Child& c) {
+  return c.final_report.is_object() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+}
+
+// What one mode adds to the common run of `murmur local`.
+class LocalMode {
+ public:
+  virtual ~LocalMode() = default;
+  virtual int processes() const = 0;
+  // The mode's arguments of node i (after the common ones: id, endpoints, cluster, report).
+  virtual std::vector<std::string> NodeArgs(int i) const = 0;
+  virtual std::string Table(const LocalCluster& cluster, double t) const = 0;
+  // A plain (not a terminal) progress line, every plain_period seconds.
+  virtual std::string Plain(const LocalCluster& cluster, double t) const { return Table(cluster, t); }
+  virtual double plain_period() const { return 2; }
+  // After every read of the children's output.
+  virtual void Observe(LocalCluster& /*cluster*/, double /*t*/) {}
+  // The run ends once every node exited (training modes) or only on Ctrl-C / --duration.
+  virtual bool ends_when_all_exit() const { return true; }
+  // Membership: the final table and the full-view check happen before the nodes leave.
+  virtual bool final_table_before_stop() const { return false; }
+  virtual void BeforeStop(const LocalCluster& /*cluster*/, double /*t*/) {}
+  virtual bool Succeeded(const LocalCluster& cluster, int killed) const = 0;
+  // The report on stdout: text, or one JSON object with `json`.
+  // `keep`: the node logs stay in `dir`.
+  virtual void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json,
+                     bool keep, const std::string& dir) const = 0;
+};
+
+// The loop every mode shares: spawn, poll and draw until done, stop, report, clean up.
+int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::path& dir,
+             const std::map<int, std::string>& straggle) {
+  LocalClusterOptions co;
+  co.nodes = mode.processes();
+  co.mode = std::string(gossip::ModeName(config.mode));
+  co.cluster = config.cluster;
+  co.transport = config.transport;
+  co.probe_interval_ms = config.probe_interval_ms;
+  co.probe_timeout_ms = config.probe_timeout_ms;
+  co.node_log_level = config.node_log_level;
+  co.admin = config.admin;
+  co.prometheus_targets = config.prometheus_targets;
+  LocalCluster cluster(co, dir, [&](int i) {
+    std::vector<std::string> a = mode.NodeArgs(i);
+    if (auto it = straggle.find(i); it != straggle.end()) a.insert(a.end(), {"--straggle", it->second});
+    return a;
+  });
+  InstallStopSignals();
+  if (Status s = cluster.Spawn(); !s.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
+    cluster.Stop(std::chrono::milliseconds(2000));
+    return 1;
+  }
+  for (const auto& [i, spec] : straggle) cluster.children()[static_cast<size_t>(i)].straggle = spec;
+  const bool tty = config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO));
+  const bool plain = config.progress == "plain" || (config.progress == "auto" && !tty);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto all_exited = [&] {
+    return std::all_of(cluster.children().begin(), cluster.children().end(),
+                       [](const Child& c) { return c.exited; });
+  };
+  double next_draw = 0, next_line = 1;
+  size_t drawn_lines = 0;
+  auto draw = [&](const std::string& table) {
+    if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+    std::fputs(table.c_str(), stderr);
+    drawn_lines = tty ? static_cast<size_t>(std::count(table.begin(), table.end(), '\n')) : 0;
+  };
+  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration) &&
+         !(mode.ends_when_all_exit() && all_exited())) {
+    cluster.Poll(std::chrono::milliseconds(50));
+    const double t = elapsed();
+    mode.Observe(cluster, t);
+    if (tty && t >= next_draw) {
+      next_draw = t + 0.25;
+      draw(mode.Table(cluster, t));
+    } else if (plain && t >= next_line) {
+      next_line = t + mode.plain_period();
+      std::fputs(mode.Plain(cluster, t).c_str(), stderr);
+    }
+  }
+  double wall = elapsed();
+  const bool show = config.progress != "none";
+  if (mode.final_table_before_stop()) {
+    mode.BeforeStop(cluster, wall);
+    if (show) draw(mode.Table(cluster, wall));
+  }
+  const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  if (show && !mode.final_table_before_stop()) draw(mode.Table(cluster, wall));
+  const bool ok = mode.Succeeded(cluster, killed);
+  const bool keep = !ok || config.keep_logs;
+  mode.Print(cluster, wall, killed, ok, config.json, keep, dir.string());
+  if (!keep) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  return ok ? 0 : 1;
+}
+
+// The keys `murmur local` forwards to its nodes as flags, when the user gave them.
+std::vector<std::string> Forwarded(const ConfigParser<LocalConfig>& parser, bool coded) {
+  std::vector<std::string> keys = coded ? CodedKeyNames() : std::vector<std::string>{};
+  for (const auto& k : GossipKeyNames()) {
+    if (k != "straggle") keys.push_back(k);
+  }
+  return parser.GivenFlags(keys);
+}
+
+class MembershipLocal : public LocalMode {
+ public:
+  explicit MembershipLocal(const LocalConfig& config) : config_(config) {}
+  int processes() const override { return config_.nodes; }
+  std::vector<std::string> NodeArgs(int) const override { return {"--mode", "membership"}; }
+  std::string Table(const LocalCluster& cluster, double t) const override {
+    return cluster.Table(t);
+  }
+  double plain_period() const override { return 1; }
+  std::string Plain(const LocalCluster& cluster, double t) const override {
+    size_t seeing_all = 0;
+    const size_t n = cluster.children().size();
+    for (size_t i = 0; i < n; ++i) {
+      bool all = true;
+      for (size_t j = 0; j < n; ++j) all &= cluster.View(i, j) == '=' || cluster.View(i, j) == 'A';
+      seeing_all += all;
+    }
+    return fmt::format("murmur local: {:.1f} s, {}/{} nodes see every node alive\n", t, seeing_all, n);
+  }
+  void Observe(LocalCluster& cluster, double t) override {
+    if (converged_at_ < 0 && cluster.AllSeeAllAlive()) {
+      converged_at_ = t;
+      if (config_.progress == "plain" || (config_.progress == "auto" && !::isatty(STDERR_FILENO))) {
+        std::fprintf(stderr, "murmur local: full view after %.2f s\n", t);
+      }
+    }
+  }
+  bool ends_when_all_exit() const override { return false; }
+  bool final_table_before_stop() const override { return true; }
+  void BeforeStop(const LocalCluster& cluster, double) override { final_ok_ = cluster.AllSeeAllAlive(); }
+  bool Succeeded(const LocalCluster&, int) const override { return converged_at_ >= 0 && final_ok_; }
+  void Print(const LocalCluster&, double wall, int killed, bool, bool json, bool keep,
+             const std::string& dir) const override {
+    if (json) {
+      nlohmann::json j;
+      j["nodes"] = config_.nodes;
+      j["wall_s"] = wall;
+      j["converged"] = converged_at_ >= 0;
+      j["converged_after_s"] = converged_at_;
+      j["full_view_at_end"] = final_ok_;
+      j["killed_at_stop"] = killed;
+      j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
+    std::printf("%d nodes: %s; %s at the end; stopped %s; node logs %s %s\n", config_.nodes,
+                converged_at_ >= 0 ? fmt::format("full view after {:.2f} s", converged_at_).c_str()
+                                   : "never reached a full view",
+                final_ok_ ? "full view" : "NOT a full view",
+                killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(),
+                keep ? "kept in" : "removed from", dir.c_str());
+  }
+
+ private:
+  const LocalConfig& config_;
+  double converged_at_ = -1;
+  bool final_ok_ = false;
+};
+
+class GossipLocal : public LocalMode {
+ public:
+  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded, std::filesystem::path dir)
+      : config_(config), forwarded_(std::move(forwarded)), dir_(std::move(dir)),
+        what_(fmt::format("CHOCO-SGD {} on a {}", config.gossip.compress, config.gossip.topology)) {}
+  int processes() const override { return config_.nodes; }
+  std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i) + ".model")).string(); }
+  std::vector<std::string> NodeArgs(int i) const override {
+    std::vector<std::string> a = {"--mode", "gossip", "--shard-index", std::to_string(i),
+                                  "--shard-count", std::to_string(config_.nodes),
+                                  "--expect-members", std::to_string(config_.nodes),
+                                  "--save-model", ModelPath(i)};
+    a.insert(a.end(), forwarded_.begin(), forwarded_.end());
+    return a;
+  }
+  void Observe(LocalCluster& cluster, double t) override {
+    bool fresh = false, all_have = true;
+    double sum = 0;
+    for (auto& c : cluster.children()) {
+      fresh |= c.new_accuracy;
+      c.new_accuracy = false;
+      if (!c.progress.is_object() || c.progress["accuracy"].is_null()) {
+        all_have = false;
+        continue;
+      }
+      sum += c.progress["accuracy"].get<double>();
+      for (const auto& id : c.progress["stragglers"]) flagged_.insert(id.get<size_t>() - 1);
+    }
+    if (fresh && all_have) timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
+  }
+  std::string Table(const LocalCluster& cluster, double t) const override {
+    int64_t samples = 0, budget = 0;
+    for (const auto& c : cluster.children()) {
+      if (!c.progress.is_object()) continue;
+      samples = std::max<int64_t>(samples, c.progress.value("cluster_samples", int64_t{0}));
+      budget = std::max<int64_t>(budget, c.progress.value("budget_samples", int64_t{0}));
+    }
+    std::string out = fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(), what_, t);
+    if (budget > 0) {
+      out += fmt::format(", {:.0f}% of the budget ({} of {} samples)",
+                         100.0 * static_cast<double>(samples) / static_cast<double>(budget), samples, budget);
+    }
+    out += "\n";
+    out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}\n", "node", "step",
+                       "epoch", "loss", "accuracy", "sent MB", "stale", "wait s", "straggler");
+    for (size_t i = 0; i < cluster.children().size(); ++i) {
+      const Child& c = cluster.children()[i];
+      const nlohmann::json& p = c.progress;
+      std::string flag = flagged_.count(i) ? "yes" : "";
+      if (!c.straggle.empty()) flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
+      std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+      out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i,
+                         Cell(p, "step", "{:.0f}"), Cell(p, "epoch", "{:.2f}"), Cell(p, "loss", "{:.4f}"),
+                         Cell(p, "accuracy", "{:.4f}"), Cell(p, "bytes_sent", "{:.2f}", 1e-6),
+                         Cell(p, "lag", "{:.0f}"), Cell(p, "wait_s", "{:.1f}"), flag, state);
+    }
+    return out;
+  }
+  bool Succeeded(const LocalCluster& cluster, int killed) const override {
+    return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), Finished);
+  }
+  void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json, bool keep,
+             const std::string& dir) const override;
+
+ private:
+  const LocalConfig& config_;
+  const std::vector<std::string> forwarded_;
+  const std::filesystem::path dir_;
+  const std::string what_;
+  std::set<size_t> flagged_;                          // nodes some other node marked a straggler
+  nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
+};
+
+// The report: accuracy per node, consensus over the saved models, bytes against ring all-reduce.
+void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json,
+                        bool keep, const std::string& dir) const {
+  const size_t n = cluster.children().size();
+  std::vector<double> accuracy;
+  std::vector<int64_t> steps;
+  uint64_t bytes = 0;
+  int64_t local_steps = 0;
+  std::string end_reason;
+  std::vector<std::vector<float>> models;
+  for (size_t i = 0; i < n; ++i) {
+    const Child& c = cluster.children()[i];
+    if (!Finished(c)) continue;
+    const nlohmann::json& f = c.final_report;
+    accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
+    steps.push_back(f["step"].get<int64_t>());
+    bytes += f["bytes_sent"].get<uint64_t>();
+    local_steps += f["local_steps"].get<int64_t>();
+    if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
+    if (auto m = LoadParams(ModelPath(static_cast<int>(i))); m.ok()) models.push_back(*std::move(m));
+  }
+  double mean = 0;
+  for (double a : accuracy) mean += a / static_cast<double>(std::max<size_t>(1, accuracy.size()));
+  double consensus = -1, relative = -1;
+  const size_t d = models.empty() ? 0 : models[0].size();
+  if (!models.empty()) {
+    std::vector<double> avg(d, 0.0);
+    for (const auto& m : models) {
+      for (size_t k = 0; k < d; ++k) avg[k] += m[k] / static_cast<double>(models.size());
+    }
+    double dist = 0, norm = 0;
+    for (const auto& m : models) {
+      for (size_t k = 0; k < d; ++k) dist += (m[k] - avg[k]) * (m[k] - avg[k]);
+    }
+    for (double v : avg) norm += v * v;
+    consensus = dist / static_cast<double>(models.size());
+    relative = norm > 0 ? consensus / norm : 0;
+  }
+  // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
+  const double allreduce = static_cast<double>(local_steps) * 2.0 * static_cast<double>(n - 1) /
+                           static_cast<double>(n) * 4.0 * static_cast<double>(d);
+  if (json) {
+    nlohmann::json j;
+    j["mode"] = "gossip";
+    j["nodes"] = n;
+    j["ok"] = ok;
+    j["wall_s"] = wall;
+    j["end"] = end_reason;
+    j["accuracy"] = accuracy;
+    j["mean_accuracy"] = mean;
+    j["steps"] = steps;
+    j["local_steps_total"] = local_steps;
+    j["bytes_sent_total"] = bytes;
+    j["allreduce_bytes"] = allreduce;
+    j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;
+    j["consensus_distance"] = consensus;
+    j["relative_consensus_distance"] = relative;
+    j["stragglers_flagged"] = flagged_;
+    j["accuracy_timeline"] = timeline_;
+    j["killed_at_stop"] = killed;
+    j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
+              end_reason.empty() ? "?" : end_reason.c_str(), wall,
+              ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
+  std::printf("  test accuracy per node:");
+  for (double a : accuracy) std::printf(" %.4f", a);
+  std::printf("\n  mean test accuracy %.4f\n", mean);
+  if (consensus >= 0) {
+    std::printf("  consensus distance (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
+                consensus, relative);
+  }
+  std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
+              static_cast<double>(bytes) / 1e6, allreduce / 1e6,
+              bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+  std::printf("  node logs %s %s\n", keep ? "kept in" : "removed from", dir.c_str());
+}
+
+class CodedLocal : public LocalMode {
+ public:
+  CodedLocal(const LocalConfig& config, gossip::SyncPlan plan, std::vector<std::string> forwarded)
+      : config_(config), plan_(std::move(plan)), forwarded_(std::move(forwarded)) {
+    what_ = std::string(gossip::ModeName(config.mode));
+    if (plan_.code) what_ += ": " + plan_.code->ToString();
+    what_ += fmt::format(", N = {} workers", plan_.workers);
+    if (config.mode != Mode::kGc && config.mode != Mode::kRing) {
+      what_ += fmt::format(" (n = {}, L = {})", config.coded.n, config.coded.L);
+    }
+  }
+  int processes() const override { return static_cast<int>(plan_.processes); }
+  std::vector<std::string> NodeArgs(int) const override {
+    std::vector<std::string> a = {"--mode", std::string(gossip::ModeName(config_.mode))};
+    a.insert(a.end(), forwarded_.begin(), forwarded_.end());
+    return a;
+  }
+  std::string Table(const LocalCluster& cluster, double t) const override {
+    const auto& children = cluster.children();
+    std::string out = fmt::format("murmur local: {} processes, {}, {:.1f} s\n", children.size(), what_, t);
+    const nlohmann::json& head = children.empty() ? nlohmann::json() : children[0].progress;
+    if (head.is_object()) {
+      out += fmt::format("  iterations {}, loss {} (at {}), iteration {} ms mean, {} ms p95\n",
+                         Cell(head, "iteration", "{:.0f}"), Cell(head, "loss", "{:.5f}"),
+                         Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
+                         Cell(head, "iteration_ms_p95", "{:.1f}"));
+    }
+    out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}\n", "node",
+                       "role", "iters", "samples", "compute s", "inject s", "late", "ignored",
+                       "waiting", "injection");
+    for (size_t i = 0; i < children.size(); ++i) {
+      const Child& c = children[i];
+      const nlohmann::json& p = c.progress;
+      std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+      out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i,
+                         p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
+                         Cell(p, "own_samples", "{:.0f}"), Cell(p, "compute_s", "{:.2f}"),
+                         Cell(p, "injected_s", "{:.2f}"), Cell(p, "late_dropped", "{:.0f}"),
+                         Cell(p, "children_ignored", "{:.0f}"), Cell(p, "undecodable_waits", "{:.0f}"),
+                         c.straggle, state);
+    }
+    return out;
+  }
+  bool Succeeded(const LocalCluster& cluster, int killed) const override {
+    return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), Finished);
+  }
+  void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json, bool keep,
+             const std::string& dir) const override {
+    nlohmann::json late = nlohmann::json::array();
+    uint64_t rejected = 0;
+    for (const Child& c : cluster.children()) {
+      late.push_back(Finished(c) ? c.final_report.value("late_dropped", uint64_t{0}) : uint64_t{0});
+      if (Finished(c)) rejected += c.final_report.value("rejected", uint64_t{0});
+    }
+    const nlohmann::json head = cluster.children()[0].final_report;
+    const bool have = head.is_object();
+    const std::vector<double> times = have ? head["iteration_ms"].get<std::vector<double>>() : std::vector<double>{};
+    const auto [mean, p95] = MeanAndP95(times);
+    if (json) {
+      nlohmann::json j;
+      j["mode"] = std::string(gossip::ModeName(config_.mode));
+      j["n"] = config_.coded.n;
+      j["L"] = config_.coded.L;
+      j["s"] = config_.mode == Mode::kTree || config_.mode == Mode::kRing ? 0 : config_.coded.s;
+      j["workers"] = plan_.workers;
+      j["processes"] = plan_.processes;
+      j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
+      j["ok"] = ok;
+      j["wall_s"] = wall;
+      j["iterations"] = have ? head["iteration"] : nlohmann::json(nullptr);
+      j["loss"] = have ? head["loss"] : nlohmann::json(nullptr);
+      j["accuracy"] = have ? head["accuracy"] : nlohmann::json(nullptr);
+      j["iteration_ms_mean"] = mean;
+      j["iteration_ms_p95"] = p95;
+      j["iteration_ms"] = times;
+      j["late_dropped"] = late;
+      j["rejected"] = rejected;
+      j["killed_at_stop"] = killed;
+      j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
+    std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
+                ok ? "" : " (not every node finished cleanly)");
+    if (have) {
+      std::printf("  %s iterations; final training loss %s, test accuracy %s\n",
+                  head["iteration"].dump().c_str(), head["loss"].dump().c_str(),
+                  head["accuracy"].dump().c_str());
+      std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
+    }
+    std::printf("  late answers dropped per node:");
+    for (const auto& l : late) std::printf(" %s", l.dump().c_str());
+    std::printf("\n  node logs %s %s\n", keep ? "kept in" : "removed from", dir.c_str());
+  }
+
+ private:
+  const LocalConfig& config_;
+  const gossip::SyncPlan plan_;
+  const std::vector<std::string> forwarded_;
+  std::string what_;
+};
+
+int Refuse(const std::string& what) {
+  std::fprintf(stderr, "murmur local: %s\n", what.c_str());
+  return 2;
+}
+
+}  // namespace
+
+struct LocalCommand::Impl {
+  ConfigParser<LocalConfig> parser{LocalSchema()};
+};
+
+LocalCommand::LocalCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  subcommand_ = app.add_subcommand(
+      "local", "Start N node processes on loopback and show who sees whom, live");
+  impl_->parser.AddOptions(*subcommand_);
+}
+
+LocalCommand::~LocalCommand() = default;
+
+int LocalCommand::Run() {
+  StatusOr<LocalConfig> resolved = impl_->parser.Resolve(std::getenv);
+  if (resolved.ok() && resolved->probe_timeout_ms >= resolved->probe_interval_ms) {
+    resolved = InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
+  }
+  if (!resolved.ok()) return Refuse(std::string(resolved.status().message()));
+  const LocalConfig& config = *resolved;
+  // Check everything before any process starts: a bad shape or injection is exit 2.
+  std::unique_ptr<LocalMode> mode;
+  int processes = config.nodes;
+  std::optional<gossip::SyncPlan> plan;
+  if (gossip::IsSyncMode(config.mode)) {
+    auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
+    if (!options.ok()) return Refuse(std::string(options.status().message()));
+    auto made = gossip::MakeSyncPlan(config.mode, config.coded.n, config.coded.L, config.coded.s,
+                                     static_cast<uint64_t>(config.coded.code_seed));
+    if (!made.ok()) return Refuse(std::string(made.status().message()));
+    if (made->processes > 256) {
+      return Refuse(fmt::format("{} needs {} processes; local runs start at most 256",
+                                gossip::ModeName(config.mode), made->processes));
+    }
+    processes = static_cast<int>(made->processes);
+    plan = *std::move(made);
+  } else if (config.mode == Mode::kGossip) {
+    if (auto options = GossipOptionsFrom(config.gossip); !options.ok()) {
+      return Refuse(std::string(options.status().message()));
+    }
+  }
+  auto straggle = ParseStraggleList(config.straggle, processes);
+  if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
+  if (plan.has_value()) {
+    for (const auto& [i, spec] : *straggle) {
+      if (auto o = ParseCodedStraggle(config.mode, spec); !o.ok()) {
+        return Refuse(fmt::format("node {}: {}", i, o.status().message()));
+      }
+    }
+  }
+  char dir_template[] = "/tmp/murmur-local-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");
+    return 1;
+  }
+  const std::filesystem::path dir = dir_template;
+  if (plan.has_value()) {
+    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(impl_->parser, true));
+  } else if (config.mode == Mode::kGossip) {
+    mode = std::make_unique<GossipLocal>(config, Forwarded(impl_->parser, false), dir);
+  } else {
+    mode = std::make_unique<MembershipLocal>(config);
+  }
+  return RunLocal(config, *mode, dir, *straggle);
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,358 @@
+#include "node/app/node_command.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include <prometheus/registry.h>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "node/observe/admin_server.h"
+#include "node/observe/telemetry.h"
+#include "node/peer/seeds.h"
+#include "node/train/sharding.h"
+#include "node/app/train_config.h"
+#include <fmt/format.h>
+#include <cmath>
+
+namespace murmur::node {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+}  // namespace
+
+void InstallStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = &OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool StopRequested() { return g_stop.load(); }
+
+const ConfigSchema<NodeConfig>& NodeSchema() {
+  static const ConfigSchema<NodeConfig>* schema = [] {
+    using C = NodeConfig;
+    auto* s = new ConfigSchema<NodeConfig>();
+    s->Enum("mode", &C::mode, "gossip", ModeChoices(),
+              "gossip: train with CHOCO-SGD over compressed gossip; coded-tree: CodedReduce tree "
+              "aggregation; tree, gc, ring: its baselines (uncoded tree, flat gradient coding, "
+              "ring all-reduce); membership: only keep membership (no training)")
+        .Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
+               "node id, unique in the cluster; 0 derives one from the advertised address")
+        .Text("listen", &C::listen, "tcp://127.0.0.1:7070",
+              "endpoint to bind: tcp://HOST:PORT (port 0: any free one) or ipc://PATH")
+        .Text("advertise", &C::advertise, "",
+              "endpoint peers use to reach this node (default: the bound one; required when "
+              "listening on 0.0.0.0)")
+        .Text("seeds", &C::seeds, "",
+              "comma-separated HOST:PORT, tcp:// or ipc:// endpoints to join through; DNS names "
+              "resolving to several addresses (a headless Service) give one seed each")
+        .Text("cluster", &C::cluster, "murmur",
+              "cluster id; messages from other clusters are rejected")
+        .Integer("incarnation", &C::incarnation, int64_t{0}, int64_t{0}, int64_t{1} << 62,
+                 "starting incarnation; 0 uses wall-clock milliseconds so a restart counts up")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 500, 10, 600000,
+                 "SWIM protocol period: one probe and one digest round per period")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 200, 1, 600000,
+                 "wait for a direct ack before asking others to probe (below the interval)")
+        .Integer("suspicion_multiplier", &C::suspicion_multiplier, 4, 1, 1000,
+                 "suspicion timeout = multiplier * max(1, log10 n) * probe interval")
+        .Integer("gossip_fanout", &C::gossip_fanout, 3, 1, 64,
+                 "members that receive this node's heartbeat digest each period")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run, then leave; 0 runs until SIGINT or SIGTERM")
+        .Choice("report", &C::report, "none", {"none", "text", "json"},
+                "periodic view on stdout: none, a text line, or one JSON object per line")
+        .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,
+                 "period of --report")
+        .Choice("log_level", &C::log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)")
+        .Text("admin", &C::admin, "",
+              "HOST:PORT of the admin HTTP port (/metrics, /healthz, /status, /straggler); "
+              "port 0 takes a free one; empty: no admin port. Containers use 0.0.0.0:9100")
+        .Embed(GossipSchema(), &C::gossip, {})
+        .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20,
+                 "gossip: this node's shard of the training set (0-based)")
+        .Integer("shard_count", &C::shard_count, 1, 1, 1 << 20,
+                 "gossip: number of shards (the cluster size when every node has one)")
+        .Integer("expect_members", &C::expect_members, 0, 0, 1 << 20,
+                 "gossip: wait (up to 30 s) for this many live members before training; 0 waits "
+                 "3 s for whoever is there")
+        .Text("save_model", &C::save_model, "",
+              "gossip: write the final parameters to this file (raw float32)")
+        .Embed(CodedSchema(), &C::coded, {});
+    return s;
+  }();
+  return *schema;
+}
+
+StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
+  PeerNodeOptions o;
+  o.id = static_cast<gossip::NodeId>(c.id);
+  o.listen = c.listen;
+  if (Status s = transport::ValidateEndpoint(c.listen); !s.ok()) {
+    return InvalidArgumentError("listen: " + std::string(s.message()));
+  }
+  o.advertise = c.advertise;
+  if (!c.advertise.empty()) {
+    if (Status s = transport::ValidateEndpoint(c.advertise); !s.ok()) {
+      return InvalidArgumentError("advertise: " + std::string(s.message()));
+    }
+  }
+  auto seeds = ParseSeedList(c.seeds);
+  if (!seeds.ok()) return InvalidArgumentError("seeds: " + std::string(seeds.status().message()));
+  o.seeds = *seeds;
+  if (c.cluster.empty() || c.cluster.size() > 128) {
+    return InvalidArgumentError("cluster: must be 1 to 128 characters");
+  }
+  o.cluster_id = c.cluster;
+  o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
+  o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
+  o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
+  o.membership.suspicion_multiplier = c.suspicion_multiplier;
+  o.membership.gossip_fanout = c.gossip_fanout;
+  o.membership.join_retry = std::max<Duration>(o.membership.probe_interval * 2, std::chrono::milliseconds(200));
+  o.membership.dead_gossip = o.membership.probe_interval * 5;
+  if (c.probe_timeout_ms >= c.probe_interval_ms) {
+    return InvalidArgumentError("probe_timeout_ms (" + std::to_string(c.probe_timeout_ms) +
+                                ") must be below probe_interval_ms (" +
+                                std::to_string(c.probe_interval_ms) + ")");
+  }
+  return o;
+}
+
+
+struct NodeCommand::Impl {
+  ConfigParser<NodeConfig> parser{NodeSchema()};
+};
+
+NodeCommand::NodeCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  subcommand_ = app.add_subcommand(
+      "node", "Run one peer: join the cluster through its seeds and keep membership");
+  impl_->parser.AddOptions(*subcommand_);
+}
+
+NodeCommand::~NodeCommand() = default;
+
+
+
+namespace {
+
+int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
+                 NodeTelemetry* telemetry) {
+  auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  auto data = LoadTrainData(config.gossip.train);
+  if (!data.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
+    return 2;
+  }
+  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
+  if (!model.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
+    return 2;
+  }
+  auto peer = PeerNode::Start(peer_options);
+  if (!peer.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", peer.status().ToString().c_str());
+    return peer.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  options->telemetry = telemetry;
+  if (telemetry != nullptr) telemetry->AttachPeer(peer->get());
+  struct Detach {
+    NodeTelemetry* t;
+    ~Detach() {
+      if (t != nullptr) t->AttachPeer(nullptr);
+    }
+  } detach{telemetry};
+  const bool json = config.report == "json";
+  std::function<void(const CodedProgress&)> report;
+  if (config.report != "none") report = [&](const CodedProgress& p) {
+    if (json) {
+      std::printf("%s\n", CodedProgressJson(p).c_str());
+    } else {
+      const auto [mean, p95] = MeanAndP95(p.iteration_ms);
+      std::printf("node %llu: %s rank %lld (%s), iteration %llu, loss %s, iteration %.1f ms mean "
+                  "%.1f ms p95, late %llu\n",
+                  static_cast<unsigned long long>((*peer)->id()), p.mode.c_str(),
+                  static_cast<long long>(p.rank), p.role.c_str(),
+                  static_cast<unsigned long long>(p.iteration),
+                  std::isfinite(p.loss) ? fmt::format("{:.5f}", p.loss).c_str() : "-", mean, p95,
+                  static_cast<unsigned long long>(p.stats.late_dropped));
+    }
+    std::fflush(stdout);
+  };
+  auto result = RunCodedTrainer(*options, **peer, *model, data->train, &data->test,
+                                std::chrono::milliseconds(config.report_interval_ms), report,
+                                StopRequested);
+  if (!result.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  (*peer)->Leave();
+  return 0;
+}
+
+int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
+                  NodeTelemetry* telemetry) {
+  auto options = GossipOptionsFrom(config.gossip);
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (config.shard_index >= config.shard_count) {
+    std::fprintf(stderr, "murmur node: shard_index %d must be less than shard_count %d\n",
+                 config.shard_index, config.shard_count);
+    return 2;
+  }
+  auto data = LoadTrainData(config.gossip.train);
+  if (!data.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
+    return 2;
+  }
+  auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
+  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
+  if (!rows.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", rows.status().ToString().c_str());
+    return 2;
+  }
+  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
+  if (!model.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
+    return 2;
+  }
+  options->peer = peer;
+  options->telemetry = telemetry;
+  options->dataset_rows = data->train.rows;
+  options->expect_members = config.expect_members;
+  options->save_model = config.save_model;
+  // Each node shuffles its own shard in its own order.
+  options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
+  options->report_interval = std::chrono::milliseconds(config.report_interval_ms);
+  const bool json = config.report == "json";
+  GossipProgressFn report;
+  if (config.report != "none") report = [&](const GossipProgress& p) {
+    if (json) {
+      std::printf("%s\n", GossipProgressJson(p, false).c_str());
+    } else {
+      std::printf("node %llu: step %lld, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
+                  static_cast<unsigned long long>(p.id), static_cast<long long>(p.step), p.loss,
+                  p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
+                  static_cast<double>(p.bytes_sent) / 1e6, static_cast<unsigned long long>(p.max_lag));
+    }
+    std::fflush(stdout);
+  };
+  auto result = RunGossipTrainer(*options, *model, data->train, *std::move(rows), &data->test,
+                                 report, StopRequested);
+  if (!result.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", GossipProgressJson(*result, true).c_str());
+  } else if (config.report != "none") {
+    std::printf("node %llu: done (%s) at step %lld, test accuracy %.4f, %.2f MB sent\n",
+                static_cast<unsigned long long>(result->id), result->end_reason.c_str(),
+                static_cast<long long>(result->step), result->accuracy,
+                static_cast<double>(result->bytes_sent) / 1e6);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int NodeCommand::Run() {
+  StatusOr<NodeConfig> config = impl_->parser.Resolve(std::getenv);
+  StatusOr<PeerNodeOptions> options =
+      config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  MURMUR_CHECK_OK(SetLogLevel(config->log_level));
+  InstallStopSignals();
+  // The injection from flag/env/file; the admin port may replace it at run time.
+  StragglerOptions initial;
+  AdminServer::Validator validate;
+  if (gossip::IsSyncMode(config->mode)) {
+    auto straggle = ParseCodedStraggle(config->mode, config->gossip.straggle);
+    if (straggle.ok()) initial = *straggle;
+    validate = [mode = config->mode](const StragglerOptions& o) {
+      return CheckCodedStraggle(mode, o);
+    };
+  } else if (config->mode == gossip::Mode::kGossip) {
+    if (auto straggle = ParseStraggle(config->gossip.straggle); straggle.ok()) initial = *straggle;
+  } else {
+    validate = [](const StragglerOptions&) {
+      return FailedPreconditionError("membership mode trains nothing: there is nothing to slow down");
+    };
+  }
+  // Metrics live in a registry owned here and handed to the telemetry (never a global one).
+  prometheus::Registry registry;
+  NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config->mode)), initial);
+  std::unique_ptr<AdminServer> admin;
+  if (!config->admin.empty()) {
+    auto started = AdminServer::Start(config->admin, telemetry, validate);
+    if (!started.ok()) {
+      std::fprintf(stderr, "murmur node: %s\n", std::string(started.status().message()).c_str());
+      return 2;
+    }
+    admin = *std::move(started);
+    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler)",
+                    admin->host(), admin->port());
+  }
+  if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, &telemetry);
+  if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry);
+  auto node = PeerNode::Start(*options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());
+    return node.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  telemetry.AttachPeer(node->get());
+  const auto start = std::chrono::steady_clock::now();
+  auto next_report = start;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (!StopRequested() && (config->duration <= 0 || elapsed() < config->duration)) {
+    const size_t live = (*node)->LiveView().size();
+    telemetry.SetJoined(live > 1 || options->seeds.empty(),
+                        "no other member seen yet (seeds: " + config->seeds + ")");
+    if (config->report != "none" && std::chrono::steady_clock::now() >= next_report) {
+      next_report += std::chrono::milliseconds(config->report_interval_ms);
+      const PeerSnapshot s = (*node)->Snapshot();
+      if (config->report == "json") {
+        std::printf("%s\n", SnapshotJson(s, elapsed()).c_str());
+      } else {
+        size_t alive = 0;
+        for (const auto& m : s.members) alive += m.state == gossip::MemberState::kAlive;
+        std::printf("node %llu: %zu members, %zu alive, view epoch %llu\n",
+                    static_cast<unsigned long long>(s.id), s.members.size(), alive,
+                    static_cast<unsigned long long>(s.view_epoch));
+      }
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  MURMUR_LOG_INFO("node {}: leaving", (*node)->id());
+  telemetry.AttachPeer(nullptr);
+  (*node)->Leave();
+  return 0;
+}
+
+}  // namespace murmur::node

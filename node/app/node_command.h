@@ -1,0 +1,80 @@
+#pragma once
+// `murmur node`: one peer (what a container or a pod runs) and `murmur local`: N node processes
+// on loopback with a live table of who sees whom.
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "node/app/config_schema.h"
+#include "node/app/coded_config.h"
+#include "node/app/gossip_config.h"
+#include "node/app/node_report.h"
+#include "node/peer/peer_node.h"
+
+namespace murmur::node {
+
+struct NodeConfig {
+  gossip::Mode mode = gossip::Mode::kGossip;
+  int64_t id = 0;
+  std::string listen;
+  std::string advertise;
+  std::string seeds;
+  std::string cluster;
+  int64_t incarnation = 0;
+  int probe_interval_ms = 0;
+  int probe_timeout_ms = 0;
+  int suspicion_multiplier = 0;
+  int gossip_fanout = 0;
+  double duration = 0;  // seconds; 0 runs until SIGINT/SIGTERM
+  std::string report;   // none, text, json
+  int report_interval_ms = 0;
+  std::string log_level;
+  std::string admin;  // HOST:PORT of the admin HTTP port; empty: none
+  // Gossip training (mode gossip).
+  GossipConfig gossip;
+  int shard_index = 0;
+  int shard_count = 0;
+  int expect_members = 0;
+  std::string save_model;
+  // Synchronous modes (coded-tree, tree, gc, ring).
+  CodedConfig coded;
+};
+
+const ConfigSchema<NodeConfig>& NodeSchema();
+// Checks cross-key rules and builds the runtime options (kInvalidArgument naming the key).
+StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& config);
+
+class NodeCommand {
+ public:
+  explicit NodeCommand(CLI::App& app);
+  ~NodeCommand();
+  CLI::App* subcommand() const { return subcommand_; }
+  int Run();  // 0 clean stop, 1 runtime failure, 2 bad configuration
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  CLI::App* subcommand_;
+};
+
+class LocalCommand {
+ public:
+  explicit LocalCommand(CLI::App& app);
+  ~LocalCommand();
+  CLI::App* subcommand() const { return subcommand_; }
+  int Run();  // 0 when every node saw every other alive, 1 otherwise, 2 bad configuration
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  CLI::App* subcommand_;
+};
+
+// SIGINT/SIGTERM set a flag that long-running commands poll; installed once.
+void InstallStopSignals();
+bool StopRequested();
+
+}  // namespace murmur::node

@@ -1,0 +1,151 @@
+#include "node/app/node_report.h"
+
+#include <cmath>
+
+#include "proto/envelope_codec.h"
+
+namespace murmur::node {
+namespace {
+
+char StateChar(const std::string& state) {
+  if (state == "alive") return 'A';
+  if (state == "suspect") return 'S';
+  if (state == "dead") return 'D';
+  if (state == "left") return 'L';
+  return '?';
+}
+
+}  // namespace
+
+std::string SnapshotJson(const PeerSnapshot& s, double uptime_s) {
+  nlohmann::json j;
+  j["id"] = s.id;
+  j["endpoint"] = s.endpoint;
+  j["incarnation"] = s.incarnation;
+  j["uptime_s"] = uptime_s;
+  j["view_epoch"] = s.view_epoch;
+  nlohmann::json members = nlohmann::json::array();
+  size_t alive = 0;
+  for (const auto& m : s.members) {
+    members.push_back({{"id", m.id},
+                       {"address", m.address},
+                       {"state", gossip::MemberStateName(m.state)},
+                       {"incarnation", m.incarnation},
+                       {"heartbeat", m.heartbeat}});
+    if (m.state == gossip::MemberState::kAlive) ++alive;
+  }
+  j["alive"] = alive;
+  j["members"] = members;
+  nlohmann::json rejected = nlohmann::json::object();
+  for (size_t r = 1; r < s.rejected.size(); ++r) {
+    rejected[std::string(proto::RejectionName(static_cast<proto::Rejection>(r)))] = s.rejected[r];
+  }
+  j["rejected"] = rejected;
+  j["id_conflicts"] = s.id_conflicts;
+  j["messages"] = {{"received", s.received},
+                   {"sent", s.sent},
+                   {"bytes_sent", s.transport.sent_bytes},
+                   {"bytes_received", s.transport.received_bytes},
+                   {"dropped", s.transport.dropped_updates + s.transport.dropped_control},
+                   {"refused", s.transport.refused_malformed}};
+  return j.dump();
+}
+
+std::string GossipProgressJson(const GossipProgress& p, bool final) {
+  nlohmann::json j;
+  j["kind"] = final ? "final" : "train";
+  j["id"] = p.id;
+  j["step"] = p.step;
+  j["local_steps"] = p.local_steps;
+  j["samples"] = p.samples;
+  j["epoch"] = p.local_epoch;
+  j["cluster_samples"] = p.cluster_samples;
+  j["budget_samples"] = p.budget_samples;
+  j["loss"] = std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["accuracy"] = p.accuracy >= 0 ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
+  j["accuracy_step"] = p.accuracy_step;
+  j["elapsed_s"] = p.elapsed_s;
+  j["bytes_sent"] = p.bytes_sent;
+  j["bytes_received"] = p.bytes_received;
+  j["rounds"] = p.rounds;
+  j["lag"] = p.max_lag;
+  j["consensus"] = p.consensus_distance;
+  j["gamma"] = p.gamma;
+  j["wait_s"] = p.wait_s;
+  j["catchups"] = p.catchups;
+  j["model_requests"] = p.model_requests;
+  j["gamma_halvings"] = p.gamma_halvings;
+  j["stragglers"] = p.stragglers;
+  j["stragglers_detected"] = p.stragglers_detected;
+  j["members"] = p.live_members;
+  j["verdicts"] = p.verdicts;
+  j["rejected"] = p.rejected_messages;
+  j["skipped_steps"] = p.skipped_steps;
+  j["joined_by_snapshot"] = p.joined_by_snapshot;
+  j["finished"] = p.finished;
+  j["end"] = p.end_reason;
+  return j.dump();
+}
+
+std::string CodedProgressJson(const CodedProgress& p) {
+  nlohmann::json j;
+  j["kind"] = p.final ? "final" : "coded";
+  j["mode"] = p.mode;
+  j["rank"] = p.rank;
+  j["role"] = p.role;
+  j["iteration"] = p.iteration;
+  j["own_samples"] = p.own_samples;
+  j["loss"] = std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["accuracy"] = std::isfinite(p.accuracy) ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
+  j["evaluated_at"] = p.evaluated_at;
+  j["compute_s"] = p.compute_s;
+  j["injected_s"] = p.injected_s;
+  const auto [mean, p95] = MeanAndP95(p.iteration_ms);
+  j["iteration_ms_mean"] = mean;
+  j["iteration_ms_p95"] = p95;
+  if (p.final) j["iteration_ms"] = p.iteration_ms;
+  j["decodes"] = p.stats.decodes;
+  j["children_waited"] = p.stats.children_waited;
+  j["children_ignored"] = p.stats.children_ignored;
+  j["late_dropped"] = p.stats.late_dropped;
+  j["stale_own"] = p.stats.stale_own;
+  j["duplicates"] = p.stats.duplicates;
+  j["undecodable_waits"] = p.stats.undecodable_waits;
+  j["rejected"] = p.rejected_messages;
+  j["elapsed_s"] = p.elapsed_s;
+  return j.dump();
+}
+
+// Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
+// have that shape is ignored: the table shows the previous one.
+void Absorb(ChildReport& c, const nlohmann::json& report) {
+  if (report.contains("kind") && report.contains("mode")) {  // coded progress (CodedProgressJson)
+    if (report["kind"] == "final") c.final_report = report;
+    c.progress = report;
+    return;
+  }
+  if (report.contains("kind")) {  // gossip progress (GossipProgressJson)
+    if (!report.contains("accuracy") || !report.contains("step")) return;
+    const auto& before = c.progress;
+    c.new_accuracy |= !report["accuracy"].is_null() &&
+                      (before.is_null() || before.value("accuracy_step", -1) != report["accuracy_step"]);
+    if (report["kind"] == "final") c.final_report = report;
+    c.progress = report;
+    return;
+  }
+  try {
+    std::map<uint64_t, char> sees;
+    for (const auto& m : report.at("members")) {
+      sees[m.at("id").get<uint64_t>()] = StateChar(m.at("state").get<std::string>());
+    }
+    uint64_t rejected = 0;
+    for (const auto& [k, v] : report.at("rejected").items()) rejected += v.get<uint64_t>();
+    c.heartbeat = report.at("members").at(0).at("heartbeat").get<uint64_t>();
+    c.alive = report.at("alive").get<uint64_t>();
+    c.rejected = rejected;
+    c.sees = std::move(sees);
+  } catch (const nlohmann::json::exception&) {
+  }
+}
+
+}  // namespace murmur::node

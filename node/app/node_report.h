@@ -1,0 +1,38 @@
+#pragma once
+// The report lines a `murmur node` prints with `--report json` (one JSON object per line) and
+// what `murmur local` reads back from them: written and parsed here, in one place, so the two
+// sides cannot drift apart.
+//   membership  SnapshotJson: the node's member table, rejections and traffic;
+//   gossip      GossipProgressJson: kind "train" while training, "final" once;
+//   coded modes CodedProgressJson: kind "coded", then "final", with "mode".
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "node/driver/gossip_driver.h"
+#include "node/driver/sync_driver.h"
+#include "node/peer/peer_node.h"
+
+namespace murmur::node {
+
+// One line describing `snapshot` (membership mode).
+std::string SnapshotJson(const PeerSnapshot& snapshot, double uptime_s);
+// One line with a gossip node's progress; `final` marks the last one.
+std::string GossipProgressJson(const GossipProgress& progress, bool final);
+// One line with a synchronous node's progress (kind "coded", or "final").
+std::string CodedProgressJson(const CodedProgress& progress);
+
+// What `murmur local` keeps of one child's report lines.
+struct ChildReport {
+  std::map<uint64_t, char> sees;  // membership: member id -> A, S, D, L
+  uint64_t heartbeat = 0, alive = 0, rejected = 0;
+  nlohmann::json progress;      // gossip and coded modes: the latest line
+  nlohmann::json final_report;  // ... and the final one
+  bool new_accuracy = false;    // gossip: an evaluation newer than the previous line's
+};
+// Takes one parsed line; a line of none of the shapes above is ignored.
+void Absorb(ChildReport& report, const nlohmann::json& line);
+
+}  // namespace murmur::node

@@ -1,0 +1,111 @@
+#include "node/app/train_command.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "base/clock.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "node/train/gradient_compression.h"
+#include "node/app/progress.h"
+#include "node/train/sharding.h"
+#include "node/app/train_config.h"
+#include "node/train/trainer.h"
+
+namespace murmur::node {
+
+struct TrainCommand::Impl {
+  ConfigParser<TrainConfig> parser{TrainSchema()};
+};
+
+TrainCommand::TrainCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  subcommand_ = app.add_subcommand(
+      "train", "Train one node on its shard (default: MLP 784-256-128-10 on Fashion-MNIST)");
+  impl_->parser.AddOptions(*subcommand_);
+}
+
+TrainCommand::~TrainCommand() = default;
+
+int TrainCommand::Run() {
+  StatusOr<TrainConfig> resolved = impl_->parser.Resolve(std::getenv);
+  Status valid = resolved.ok() ? ValidateTrainConfig(*resolved) : resolved.status();
+  if (!valid.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(valid.message()).c_str());
+    return 2;
+  }
+  const TrainConfig& config = *resolved;
+  MURMUR_CHECK_OK(SetLogLevel(config.log_level));
+
+  StatusOr<TrainTest> data = LoadTrainData(config);
+  if (!data.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", data.status().ToString().c_str());
+    return 1;
+  }
+  StatusOr<kernels::Device> device = kernels::ResolveDevice(config.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(device.status().message()).c_str());
+    return 2;
+  }
+  device->allow_tf32 = config.tf32;
+  StatusOr<Model<float>> model = Model<float>::Create(TrainModelSpec(config, data->train), *device);
+  if (!model.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(model.status().message()).c_str());
+    return 2;
+  }
+  auto strategy = ParseShardStrategy(config.shard_strategy);
+  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
+  if (!rows.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(rows.status().message()).c_str());
+    return 2;
+  }
+  const RunInfo info{config.task, model->spec().ToString(), model->NumParams(),
+                     static_cast<int64_t>(rows->size()), data->test.rows};
+  MURMUR_LOG_INFO("training {} on {} ({} of {} rows, shard {}/{}), {} parameters, {} epochs, "
+                  "batch {}, on {}",
+                  info.model, config.task, info.train_rows, data->train.rows,
+                  config.shard_index, config.shard_count, info.params, config.epochs,
+                  config.batch_size, device->ToString());
+
+  TrainOptions options = TrainOptionsFrom(config);
+  std::optional<GradientCompression> compression;
+  if (config.compress != "none") {
+    auto created =
+        GradientCompression::Create(config.compress, static_cast<size_t>(info.params), *device);
+    if (!created.ok()) {
+      std::fprintf(stderr, "murmur train: compress: %s\n",
+                   std::string(created.status().message()).c_str());
+      return 2;
+    }
+    compression.emplace(std::move(*created));
+    options.gradient_hook = [&compression](std::span<float> g) { return compression->Apply(g); };
+    MURMUR_LOG_INFO("compressing the gradient with {}",
+                    coding::CompressorSpec(compression->options()));
+  }
+  RealClock clock;
+  StatusOr<std::unique_ptr<Trainer>> created =
+      Trainer::Create(*model, data->train, std::move(*rows), &data->test, std::move(options), clock);
+  if (!created.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", created.status().ToString().c_str());
+    return 1;
+  }
+  Trainer& trainer = **created;
+  trainer.InitializeParams();
+  ProgressReporter reporter(ResolveProgressMode(config.progress, stderr), stderr, clock);
+  StatusOr<TrainSummary> summary =
+      trainer.Run([&](const TrainProgress& p) { reporter.Update(p); });
+  reporter.Finish();
+  if (!summary.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", summary.status().ToString().c_str());
+    return 1;
+  }
+  std::optional<CompressionReport> report;
+  if (compression.has_value()) report = compression->Report();
+  const CompressionReport* r = report.has_value() ? &*report : nullptr;
+  const std::string out = config.json ? SummaryJson(info, *summary, r) + "\n"
+                                      : SummaryText(info, *summary, r);
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace murmur::node

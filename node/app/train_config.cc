@@ -1,0 +1,110 @@
+#include "node/app/train_config.h"
+
+#include <limits>
+
+#include "coding/compressor.h"
+#include "node/train/fashion_mnist.h"
+#include "node/train/synthetic.h"
+
+namespace murmur::node {
+
+const ConfigSchema<TrainConfig>& TrainSchema() {
+  static const ConfigSchema<TrainConfig>* schema = [] {
+    auto* s = new ConfigSchema<TrainConfig>();
+    using C = TrainConfig;
+    s->Choice("task", &C::task, "fashion-mnist", {"fashion-mnist", "linear", "logistic"},
+              "what to train: an MLP on Fashion-MNIST, or linear/logistic regression on "
+              "synthetic data")
+        .Text("data_dir", &C::data_dir, kFashionMnistDir, "directory of the Fashion-MNIST files")
+        .IntegerList("hidden", &C::hidden, "256,128", 1, 1 << 16,
+                     "hidden layer widths of the MLP (empty: softmax regression)")
+        .Integer("epochs", &C::epochs, 3, 1, 100000, "passes over this node's training rows")
+        .Integer<int64_t>("batch_size", &C::batch_size, 64, 1, 1 << 20, "mini-batch size")
+        .Real("lr", &C::lr, "0.01", 0, 100, "SGD learning rate")
+        .Real("momentum", &C::momentum, "0.9", 0, 0.9999, "SGD momentum (0: none)")
+        .Bool("nesterov", &C::nesterov, false, "Nesterov momentum")
+        .Real("weight_decay", &C::weight_decay, "0", 0, 1, "L2 weight decay")
+        .Integer<uint64_t>("seed", &C::seed, 1, 0, std::numeric_limits<uint32_t>::max(),
+                           "seed for initialization, shuffling and synthetic data")
+        .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20, "this node's shard (0-based)")
+        .Integer("shard_count", &C::shard_count, 1, 1, 1 << 20, "number of shards")
+        .Choice("shard_strategy", &C::shard_strategy, "contiguous", {"contiguous", "strided"},
+                "how rows are split into shards")
+        .Integer<int64_t>("max_train_samples", &C::max_train_samples, 0, 0,
+                          std::numeric_limits<int32_t>::max(),
+                          "use only the first N training rows (0: all)")
+        .Integer<int64_t>("samples", &C::samples, 10000, 1, 1 << 26,
+                          "synthetic tasks: training rows")
+        .Integer<int64_t>("features", &C::features, 50, 1, 1 << 16, "synthetic tasks: features")
+        .Text("compress", &C::compress, "none",
+              "compress each gradient as a peer would receive it, with error feedback: none, "
+              "fp16, topk:R, dgc:R, threshold:T, onebit:T, qsgd:S, int8 [,key=value...] "
+              "(coding/compressor.h)")
+        .Text("device", &C::device, "auto",
+              "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, "
+              "cuda:N")
+        .Bool("tf32", &C::tf32, false,
+              "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error)")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
+        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Choice("log_level", &C::log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity");
+    return s;
+  }();
+  return *schema;
+}
+
+Status ValidateTrainConfig(const TrainConfig& c) {
+  if (c.shard_index >= c.shard_count) {
+    return InvalidArgumentError("shard_index " + std::to_string(c.shard_index) +
+                                " must be less than shard_count " +
+                                std::to_string(c.shard_count));
+  }
+  if (c.compress != "none") {
+    const auto spec = coding::ParseCompressorSpec(c.compress);
+    if (!spec.ok()) return InvalidArgumentError("compress: " + std::string(spec.status().message()));
+  }
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda" &&
+      !c.device.starts_with("cuda:")) {
+    return InvalidArgumentError("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
+  }
+  if (c.nesterov && c.momentum == 0) {
+    return InvalidArgumentError("nesterov needs momentum > 0");
+  }
+  return OkStatus();
+}
+
+StatusOr<TrainTest> LoadTrainData(const TrainConfig& c) {
+  StatusOr<TrainTest> data = [&]() -> StatusOr<TrainTest> {
+    if (c.task == "fashion-mnist") return LoadFashionMnist(c.data_dir);
+    SyntheticOptions o;
+    o.train_samples = c.samples;
+    o.test_samples = std::max<int64_t>(1, c.samples / 5);
+    o.features = c.features;
+    o.seed = c.seed;
+    return c.task == "linear" ? MakeLinearRegression(o) : MakeGaussianMixture(o);
+  }();
+  if (data.ok() && c.max_train_samples > 0) data->train.Truncate(c.max_train_samples);
+  return data;
+}
+
+ModelSpec TrainModelSpec(const TrainConfig& c, const Dataset& train) {
+  if (c.task == "linear") return ModelSpec::LinearRegression(train.cols);
+  if (c.task == "logistic") return ModelSpec::LogisticRegression(train.cols);
+  return ModelSpec::Mlp(train.cols, c.hidden, train.num_classes);
+}
+
+TrainOptions TrainOptionsFrom(const TrainConfig& c) {
+  TrainOptions o;
+  o.epochs = c.epochs;
+  o.batch_size = c.batch_size;
+  o.sgd.learning_rate = c.lr;
+  o.sgd.momentum = c.momentum;
+  o.sgd.nesterov = c.nesterov;
+  o.sgd.weight_decay = c.weight_decay;
+  o.seed = c.seed;
+  return o;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,326 @@
+#include "node/driver/gossip_driver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "base/log.h"
+#include "gossip/gossip_node.h"
+#include "node/observe/telemetry.h"
+
+namespace murmur::node {
+namespace {
+
+using gossip::NodeId;
+
+class GossipDriver : public gossip::GossipNodeObserver {
+ public:
+  GossipDriver(const GossipTrainerOptions& o, Model<float>& model, const Dataset& train,
+               std::vector<int64_t> rows, const Dataset* test, const GossipProgressFn& on_progress,
+               const std::function<bool()>& stop)
+      : o_(o),
+        model_(model),
+        trainer_(model, train, std::move(rows), test, o.train, clock_),
+        test_(test),
+        on_progress_(on_progress),
+        stop_(stop),
+        injector_(o.straggler) {
+    if (test != nullptr) {
+      eval_subset_ = *test;
+      eval_subset_.Truncate(o.eval_samples);
+    }
+  }
+  ~GossipDriver() override {
+    if (o_.telemetry != nullptr) o_.telemetry->AttachPeer(nullptr);  // before peer_ goes
+  }
+
+  StatusOr<GossipProgress> Run();
+
+  // GossipNodeObserver: the machine's counters go to the metrics.
+  void Rejected(std::string_view reason) override {
+    if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
+  }
+  void Staleness(double steps) override {
+    if (o_.telemetry != nullptr) o_.telemetry->ObserveStaleness(steps);
+  }
+  void LateDropped() override {
+    if (o_.telemetry != nullptr) o_.telemetry->AddLateDropped(1);
+  }
+  void Round(double density, double residual_norm, double consensus) override {
+    if (o_.telemetry == nullptr) return;
+    o_.telemetry->SetCompression(density, residual_norm);
+    o_.telemetry->SetConsensusDistance(consensus);
+  }
+
+ private:
+  Status Start();
+  // Feeds what arrived (waiting up to `wait` for the first message) to the machine.
+  void Drain(Duration wait);
+  void RefreshMembers(TimePoint now);
+  // Runs the machine's outputs; false once it emitted RunOver.
+  bool Perform(std::vector<gossip::NodeAction> actions);
+  void ComputeStep();
+  void Evaluate(const gossip::Evaluate& e);
+  void Report(bool force);
+  bool Stopping() const { return stop_ && stop_(); }
+
+  const GossipTrainerOptions& o_;
+  Model<float>& model_;
+  RealClock clock_;
+  Trainer trainer_;
+  const Dataset* test_;
+  Dataset eval_subset_;
+  const GossipProgressFn& on_progress_;
+  const std::function<bool()>& stop_;
+  StragglerInjector injector_;
+  std::unique_ptr<PeerNode> peer_;
+  std::unique_ptr<gossip::GossipNode> node_;
+  TimePoint start_{};
+  TimePoint last_refresh_{};
+  TimePoint last_step_end_{};
+  TimePoint wait_until_{};
+  TimePoint next_report_{};
+  bool compute_asked_ = false;
+  bool stop_sent_ = false;
+  std::optional<Status> over_;
+  uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
+  Duration waited_{0};  // blocked in the gate or a pause since the last step
+  GossipProgress p_;
+};
+
+Status GossipDriver::Start() {
+  MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
+  p_.id = peer_->id();
+  peer_->SetSendInjection(o_.straggler.send_delay, o_.straggler.drop, o_.straggler.seed);
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->AttachPeer(peer_.get());
+    o_.telemetry->SetJoined(false, "joining: waiting for the cluster and its model");
+    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
+  }
+  start_ = clock_.Now();
+  p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
+  // The cluster's common initial model, or one of this node's own.
+  std::vector<float> x0(static_cast<size_t>(model_.NumParams()));
+  model_.Initialize(std::span<float>(x0), o_.init_seed);
+  auto x = trainer_.params();
+  if (o_.per_node_init) {
+    model_.Initialize(x, o_.init_seed ^ (peer_->id() * 0x9E3779B97F4A7C15ULL));
+  } else {
+    std::copy(x0.begin(), x0.end(), x.begin());
+  }
+  gossip::GossipNodeOptions g;
+  g.self = peer_->id();
+  g.incarnation = peer_->Snapshot().incarnation;
+  g.compressor = o_.compressor;
+  g.gamma = o_.gamma;
+  g.sampling = o_.sampling;
+  g.soft_sync = o_.soft_sync;
+  g.local_steps = o_.local_steps;
+  g.post_local_epoch = o_.post_local_epoch;
+  g.post_local_steps = o_.post_local_steps;
+  g.shard_rows = std::max<int64_t>(1, trainer_.shard_rows());
+  g.budget_samples = p_.budget_samples;
+  g.target_accuracy = o_.target_accuracy;
+  g.time_limit = o_.time_limit;
+  g.eval_every = o_.eval_every;
+  g.expect_members = o_.expect_members;
+  g.join_wait = o_.join_wait;
+  g.join_after_steps = o_.join_after_steps;
+  g.linger = o_.linger;
+  MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
+  node_->set_observer(this);
+  return OkStatus();
+}
+
+void GossipDriver::Drain(Duration wait) {
+  auto m = peer_->TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  for (int i = 0; m.has_value() && i < 4096; ++i) {
+    const gossip::Envelope& e = m->envelope;
+    gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, m->frames.size()};
+    if (!m->frames.empty()) in.frame = m->frames[0].bytes();
+    node_->Step(in, clock_.Now());
+    m = peer_->TakeTraining(std::chrono::milliseconds(0));
+  }
+}
+
+void GossipDriver::RefreshMembers(TimePoint now) {
+  node_->Step(gossip::MemberView{peer_->Members()}, now);
+  if (o_.telemetry != nullptr) {
+    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
+    o_.telemetry->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
+    if (node_->joined()) o_.telemetry->SetJoined(true, "joined");
+  }
+  last_refresh_ = now;
+}
+
+bool GossipDriver::Perform(std::vector<gossip::NodeAction> actions) {
+  for (gossip::NodeAction& action : actions) {
+    if (auto* send = std::get_if<gossip::SendTo>(&action)) {
+      std::vector<transport::Frame> frames;
+      if (send->frame) frames.push_back(SharedFrame(std::move(send->frame)));
+      peer_->SendTo(send->to, std::move(send->payload), std::move(frames));
+    } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
+      peer_->SetProgress(a->step_clock, a->samples, a->finished);
+    } else if (std::holds_alternative<gossip::ComputeStep>(action)) {
+      compute_asked_ = true;
+    } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
+      trainer_.ResetOptimizerState();
+    } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
+      Evaluate(*e);
+    } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
+      wait_until_ = w->until;
+    } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
+      if (o_.telemetry != nullptr) o_.telemetry->SetFinished(f->reason);
+      p_.finished = true;
+    } else if (auto* over = std::get_if<gossip::RunOver>(&action)) {
+      over_ = over->status;
+      return false;
+    }
+  }
+  return true;
+}
+
+void GossipDriver::Evaluate(const gossip::Evaluate& e) {
+  double accuracy = -1;
+  if (test_ != nullptr) {
+    auto r = node::Evaluate<float>(model_, trainer_.params(), e.full ? *test_ : eval_subset_);
+    if (r.ok()) {
+      accuracy = r->accuracy;
+      if (o_.telemetry != nullptr) o_.telemetry->SetAccuracy(accuracy);
+    }
+  }
+  node_->Step(gossip::Evaluated{accuracy, 0}, clock_.Now());
+  // A fresh accuracy is always reported (time-to-accuracy reads it).
+  if (!e.full) Report(true);
+}
+
+void GossipDriver::ComputeStep() {
+  const TimePoint t0 = clock_.Now();
+  auto loss = trainer_.Step();
+  const Duration compute = clock_.Now() - t0;
+  const Duration pause = injector_.AfterStep(compute);
+  if (pause.count() > 0) std::this_thread::sleep_for(pause);
+  compute_asked_ = false;
+  Drain(Duration(0));  // what arrived meanwhile is applied before the round
+  if (!loss.ok()) {
+    if (o_.telemetry != nullptr) o_.telemetry->CountNonFiniteStep();
+    MURMUR_LOG_WARN("node {}: step skipped: {}", peer_->id(), loss.status().ToString());
+  }
+  node_->Step(gossip::StepComputed{loss.ok(), loss.ok() ? *loss : 0.0, trainer_.last_batch_rows()},
+              clock_.Now());
+  if (o_.telemetry != nullptr) {
+    // The step's wall time since the previous one ended, by phase; what is neither compute,
+    // injection nor waiting is communication (handling messages, compressing, encoding).
+    const TimePoint end = clock_.Now();
+    StepTimes t;
+    t.compute = compute;
+    t.injected = pause;
+    t.waiting = waited_;
+    t.communication = std::max(Duration(0), (end - last_step_end_) - compute - pause - waited_);
+    o_.telemetry->ObserveStep(t, trainer_.last_batch_rows());
+    o_.telemetry->SetStepClock(static_cast<int64_t>(node_->state().step));
+    if (node_->state().have_loss) o_.telemetry->SetLoss(node_->state().loss);
+    last_step_end_ = end;
+  }
+  waited_ = Duration(0);
+  Report(false);
+}
+
+// Progress for the caller, at most once per report_interval (building it takes the peer's locks).
+void GossipDriver::Report(bool force) {
+  const TimePoint now = clock_.Now();
+  if (!on_progress_ || (!force && now < next_report_)) return;
+  next_report_ = now + o_.report_interval;
+  const gossip::GossipNodeState& s = node_->state();
+  const auto snap = peer_->Snapshot();
+  p_.step = static_cast<int64_t>(s.step);
+  p_.local_steps = s.local_steps;
+  p_.samples = s.samples;
+  p_.local_epoch = s.local_epoch;
+  p_.cluster_samples = s.cluster_samples;
+  p_.loss = s.loss;
+  p_.accuracy = s.accuracy;
+  p_.accuracy_step = static_cast<int64_t>(s.accuracy_step);
+  p_.bytes_sent = snap.transport.sent_bytes;
+  p_.bytes_received = snap.transport.received_bytes;
+  p_.rounds = s.rounds;
+  p_.max_lag = s.max_lag;
+  p_.consensus_distance = s.consensus_distance;
+  p_.gamma = s.gamma;
+  p_.wait_s = ToSeconds(node_->soft_sync().total_wait());
+  p_.catchups = s.catchups;
+  p_.model_requests = s.model_requests;
+  p_.gamma_halvings = s.gamma_halvings;
+  p_.stragglers = node_->Stragglers(now);
+  p_.stragglers_detected = node_->soft_sync().stragglers_detected();
+  p_.live_members = s.live_members;
+  p_.verdicts = s.verdicts;
+  p_.rejected_messages = s.rejected_messages;
+  p_.skipped_steps = s.skipped_steps;
+  p_.joined_by_snapshot = s.joined_by_snapshot;
+  p_.end_reason = s.end_reason;
+  p_.elapsed_s = ToSeconds(now - start_);
+  on_progress_(p_);
+}
+
+StatusOr<GossipProgress> GossipDriver::Run() {
+  MURMUR_RETURN_IF_ERROR(Start());
+  last_step_end_ = clock_.Now();
+  RefreshMembers(clock_.Now());
+  while (Perform(node_->TakeOutput())) {
+    const TimePoint now = clock_.Now();
+    if (now - last_refresh_ >= std::chrono::milliseconds(20)) RefreshMembers(now);
+    if (!stop_sent_ && Stopping()) {
+      stop_sent_ = true;
+      node_->Step(gossip::StopRequested{}, now);
+      continue;
+    }
+    if (compute_asked_) {
+      if (!injector_.Paused(static_cast<int64_t>(node_->state().step), node_->best_clock())) {
+        ComputeStep();
+        continue;
+      }
+      // An injected pause: the node keeps answering its peers but computes nothing.
+      wait_until_ = now + std::chrono::milliseconds(10);
+    }
+    const Duration wait = std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20));
+    Drain(wait);
+    if (node_->phase() == gossip::GossipNode::Phase::kTraining) waited_ += clock_.Now() - now;
+    node_->Tick(clock_.Now());
+  }
+  Report(true);
+  if (!over_->ok()) return *over_;
+  if (!o_.save_model.empty()) MURMUR_RETURN_IF_ERROR(SaveParams(o_.save_model, trainer_.params()));
+  MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {:.4f}", peer_->id(), p_.end_reason,
+                  p_.step, p_.accuracy);
+  peer_->Leave();
+  return p_;
+}
+
+}  // namespace
+
+Status GossipTrainerOptions::Validate() const {
+  if (epochs <= 0 && target_accuracy <= 0 && time_limit.count() <= 0) {
+    return InvalidArgumentError("gossip training needs a budget: epochs, target_accuracy or time_limit");
+  }
+  if (epochs > 0 && dataset_rows <= 0) return InvalidArgumentError("an epoch budget needs the data set size");
+  if (local_steps < 1 || post_local_steps < 1) {
+    return InvalidArgumentError("local_steps and post_local_steps must be at least 1");
+  }
+  if (target_accuracy < 0 || target_accuracy > 1) {
+    return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
+  }
+  if (eval_samples < 1) return InvalidArgumentError("eval_samples must be at least 1");
+  return OkStatus();
+}
+
+StatusOr<GossipProgress> RunGossipTrainer(const GossipTrainerOptions& options, Model<float>& model,
+                                          const Dataset& train, std::vector<int64_t> rows,
+                                          const Dataset* test, const GossipProgressFn& on_progress,
+                                          const std::function<bool()>& stop) {
+  MURMUR_RETURN_IF_ERROR(options.Validate());
+  GossipDriver driver(options, model, train, std::move(rows), test, on_progress, stop);
+  return driver.Run();
+}
+
+}  // namespace murmur::node

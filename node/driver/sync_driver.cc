@@ -1,0 +1,357 @@
+#include "node/driver/sync_driver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "gossip/sync_node.h"
+#include "node/observe/telemetry.h"
+#include "node/train/trainer.h"
+
+namespace murmur::node {
+namespace {
+
+using gossip::NodeId;
+
+constexpr int64_t kComputeChunk = 4096;   // rows per forward/backward call
+constexpr int64_t kEvalTrainRows = 10000;  // training loss is measured on at most this many rows
+
+class SyncDriver : public gossip::SyncNodeObserver {
+ public:
+  SyncDriver(const CodedTrainerOptions& o, PeerNode& peer, Model<float>& model, const Dataset& train,
+             const Dataset* test, Duration report_interval,
+             const std::function<void(const CodedProgress&)>& on_progress,
+             const std::function<bool()>& stop)
+      : o_(o),
+        peer_(peer),
+        model_(model),
+        train_(train),
+        test_(test),
+        report_interval_(report_interval),
+        on_progress_(on_progress),
+        stop_(stop),
+        injector_(o.straggle),
+        batch_(o.global_batch > 0 ? o.global_batch : train.rows) {}
+
+  StatusOr<CodedProgress> Run(gossip::SyncPlan plan);
+
+  void Rejected(std::string_view reason) override {
+    if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
+  }
+  void Staleness(double iterations) override {
+    if (o_.telemetry != nullptr) o_.telemetry->ObserveStaleness(iterations);
+  }
+
+ private:
+  int64_t SampleAt(uint64_t iteration, int64_t position);
+  Status ComputeOwn(uint64_t iteration, std::span<const float> params, std::vector<float>& out);
+  // Computes this rank's part for `iteration` at `params`, then sleeps the injected delay.
+  std::vector<float> ComputeWithInjection(uint64_t iteration, std::span<const float> params);
+  void Drain(Duration wait);
+  bool Perform(std::vector<gossip::NodeAction> actions);
+  void OnAssembled();
+  void Evaluate(std::span<const float> params);
+  void Report(bool final);
+  void ApplyInjection() {
+    if (o_.telemetry != nullptr) {
+      ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, peer_);
+    }
+  }
+
+  const CodedTrainerOptions& o_;
+  PeerNode& peer_;
+  Model<float>& model_;
+  const Dataset& train_;
+  const Dataset* test_;
+  const Duration report_interval_;
+  const std::function<void(const CodedProgress&)>& on_progress_;
+  const std::function<bool()>& stop_;
+  RealClock clock_;
+  StragglerInjector injector_;
+  const int64_t batch_;  // B: positions per iteration
+  std::unique_ptr<gossip::SyncNode> node_;
+
+  TimePoint start_{};
+  TimePoint last_report_{};
+  TimePoint last_refresh_{};
+  TimePoint wait_until_{};
+  bool assembled_ = false;
+  bool stop_sent_ = false;
+  std::optional<Status> over_;
+  // Full batch: this rank's rows gathered once.
+  bool gathered_ = false;
+  std::vector<float> x_, targets_, weights_;
+  std::vector<int32_t> labels_;
+  std::vector<float> grad_;
+  uint64_t perm_epoch_ = ~uint64_t{0};
+  std::vector<int64_t> perm_;
+  std::optional<Dataset> eval_train_;
+  uint64_t injection_version_ = ~uint64_t{0};
+  Duration waited_{0};  // blocked waiting for messages since the last own computation
+  TimePoint last_compute_end_{};
+  CodedProgress p_;
+};
+
+int64_t SyncDriver::SampleAt(uint64_t iteration, int64_t position) {
+  if (o_.global_batch <= 0) return position;  // full batch: the identity
+  const auto m = static_cast<uint64_t>(train_.rows);
+  const uint64_t k = iteration * static_cast<uint64_t>(batch_) + static_cast<uint64_t>(position);
+  const uint64_t epoch = k / m;
+  if (epoch != perm_epoch_) {
+    perm_.resize(m);
+    std::iota(perm_.begin(), perm_.end(), int64_t{0});
+    std::mt19937_64 rng(o_.seed * 1000003 + epoch);
+    std::shuffle(perm_.begin(), perm_.end(), rng);
+    perm_epoch_ = epoch;
+  }
+  return perm_[k % m];
+}
+
+Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params,
+                              std::vector<float>& out) {
+  const auto& own = node_->own();
+  out.assign(static_cast<size_t>(model_.NumParams()), 0.0f);
+  if (own.empty()) return OkStatus();
+  const int64_t cols = train_.cols;
+  const bool classes = train_.task == TaskKind::kMulticlass;
+  if (!gathered_ || o_.global_batch > 0) {
+    const size_t rows = own.size();
+    x_.resize(rows * static_cast<size_t>(cols));
+    weights_.resize(rows);
+    labels_.resize(classes ? rows : 0);
+    targets_.resize(classes ? 0 : rows);
+    for (size_t i = 0; i < rows; ++i) {
+      const int64_t sample = SampleAt(iteration, own[i].sample);
+      std::copy_n(train_.features.begin() + sample * cols, cols, x_.begin() + static_cast<int64_t>(i) * cols);
+      weights_[i] = static_cast<float>(own[i].weight);
+      if (classes) {
+        labels_[i] = train_.labels[static_cast<size_t>(sample)];
+      } else {
+        targets_[i] = train_.targets[static_cast<size_t>(sample)];
+      }
+    }
+    gathered_ = true;
+  }
+  grad_.resize(out.size());
+  const auto rows = static_cast<int64_t>(own.size());
+  for (int64_t begin = 0; begin < rows; begin += kComputeChunk) {
+    const int64_t count = std::min(kComputeChunk, rows - begin);
+    Batch<float> b;
+    b.x = kernels::ConstMatrixView<float>(x_.data() + begin * cols, count, cols);
+    b.weights = std::span<const float>(weights_.data() + begin, static_cast<size_t>(count));
+    if (classes) {
+      b.labels = std::span<const int32_t>(labels_.data() + begin, static_cast<size_t>(count));
+    } else {
+      b.targets = std::span<const float>(targets_.data() + begin, static_cast<size_t>(count));
+    }
+    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params, b, grad_).status());
+    // The loss is a mean over the chunk: scale back to a sum of weighted per-sample gradients.
+    const auto scale = static_cast<float>(count);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += scale * grad_[i];
+  }
+  return OkStatus();
+}
+
+std::vector<float> SyncDriver::ComputeWithInjection(uint64_t iteration,
+                                                    std::span<const float> params) {
+  std::vector<float> partial;
+  const TimePoint t0 = clock_.Now();
+  Status s = ComputeOwn(iteration, params, partial);
+  MURMUR_CHECK_OK(s);  // shapes were checked when the run started
+  const Duration compute = clock_.Now() - t0;
+  p_.compute_s += ToSeconds(compute);
+  const Duration extra = injector_.AfterStep(compute);
+  if (extra.count() > 0) {
+    p_.injected_s += ToSeconds(extra);
+    std::this_thread::sleep_for(extra);
+  }
+  if (o_.telemetry != nullptr) {
+    // One own computation is this rank's step: since the previous one ended it waited for the
+    // model (or the ring's neighbours), handled messages, computed and slept the injection.
+    const TimePoint end = clock_.Now();
+    StepTimes t;
+    t.compute = compute;
+    t.injected = extra;
+    t.waiting = std::min(waited_, std::max(Duration(0), t0 - last_compute_end_));
+    t.communication = std::max(Duration(0), (t0 - last_compute_end_) - t.waiting);
+    o_.telemetry->ObserveStep(t, static_cast<int64_t>(node_->own().size()));
+    last_compute_end_ = end;
+  }
+  waited_ = Duration(0);
+  return partial;
+}
+
+void SyncDriver::Drain(Duration wait) {
+  const TimePoint w0 = clock_.Now();
+  auto m = peer_.TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  if (wait.count() > 0) waited_ += clock_.Now() - w0;
+  for (int i = 0; m.has_value() && i < 4096; ++i) {
+    const gossip::Envelope& e = m->envelope;
+    gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, m->frames.size()};
+    if (!m->frames.empty()) in.frame = m->frames[0].bytes();
+    node_->Step(in, clock_.Now());
+    m = peer_.TakeTraining(std::chrono::milliseconds(0));
+  }
+}
+
+void SyncDriver::OnAssembled() {
+  assembled_ = true;
+  p_.rank = node_->rank();
+  p_.role = node_->role();
+  p_.own_samples = static_cast<int64_t>(node_->own().size());
+  start_ = clock_.Now();
+  last_compute_end_ = start_;
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->SetRole(p_.rank, p_.role);
+    o_.telemetry->SetJoined(true, "assembled");
+    ApplyInjection();
+  }
+}
+
+bool SyncDriver::Perform(std::vector<gossip::NodeAction> actions) {
+  for (gossip::NodeAction& action : actions) {
+    if (!assembled_ && node_->assembled()) OnAssembled();
+    if (auto* send = std::get_if<gossip::SendTo>(&action)) {
+      std::vector<transport::Frame> frames;
+      if (send->frame) frames.push_back(SharedFrame(std::move(send->frame)));
+      peer_.SendTo(send->to, std::move(send->payload), std::move(frames));
+    } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
+      peer_.SetProgress(a->step_clock, a->samples, a->finished);
+    } else if (auto* c = std::get_if<gossip::ComputeGradient>(&action)) {
+      std::vector<float> partial = ComputeWithInjection(c->iteration, c->model);
+      Drain(Duration(0));  // newer models that arrived meanwhile make this result stale
+      node_->Step(gossip::GradientComputed{c->iteration, std::move(partial)}, clock_.Now());
+    } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
+      Evaluate(e->model);
+    } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
+      wait_until_ = w->until;
+    } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
+      if (o_.telemetry != nullptr) {
+        o_.telemetry->SetFinished(f->reason == "iterations" || f->reason == "time" ? "iterations" : "stopped");
+      }
+    } else if (auto* over = std::get_if<gossip::RunOver>(&action)) {
+      over_ = over->status;
+      return false;
+    }
+  }
+  return true;
+}
+
+void SyncDriver::Evaluate(std::span<const float> params) {
+  if (!eval_train_) {
+    eval_train_ = train_;
+    eval_train_->Truncate(kEvalTrainRows);
+  }
+  auto loss = murmur::node::Evaluate<float>(model_, params, *eval_train_);
+  double accuracy = std::nan("");
+  if (test_ != nullptr && test_->rows > 0) {
+    auto acc = murmur::node::Evaluate<float>(model_, params, *test_);
+    if (acc.ok()) accuracy = acc->accuracy;
+  }
+  node_->Step(gossip::Evaluated{accuracy, loss.ok() ? loss->loss : std::nan("")}, clock_.Now());
+}
+
+void SyncDriver::Report(bool final) {
+  const TimePoint now = clock_.Now();
+  const gossip::SyncNodeState& s = node_->state();
+  if (assembled_) ApplyInjection();
+  if (o_.telemetry != nullptr) {
+    if (!assembled_) o_.telemetry->SetJoined(false, node_->detail());
+    o_.telemetry->SetCodedStats(node_->stats());
+    o_.telemetry->SetStepClock(static_cast<int64_t>(s.iteration));
+    o_.telemetry->SetLoss(s.loss);
+    o_.telemetry->SetAccuracy(s.accuracy);
+  }
+  if (!final && now - last_report_ < report_interval_) return;
+  last_report_ = now;
+  p_.iteration = s.iteration;
+  p_.loss = s.loss;
+  p_.accuracy = s.accuracy;
+  p_.evaluated_at = s.evaluated_at;
+  p_.iteration_ms = s.iteration_ms;
+  p_.rejected_messages = s.rejected_messages;
+  p_.refused_views = s.refused_views;
+  p_.elapsed_s = assembled_ ? ToSeconds(now - start_) : 0;
+  p_.stats = node_->stats();
+  p_.final = final;
+  if (on_progress_ && (assembled_ || final)) on_progress_(p_);
+}
+
+StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
+  p_.mode = std::string(gossip::ModeName(o_.mode));
+  p_.accuracy = std::nan("");
+  p_.loss = std::nan("");
+  std::vector<float> initial(static_cast<size_t>(model_.NumParams()));
+  model_.Initialize(initial, o_.seed);
+  gossip::SyncNodeOptions so;
+  so.self = peer_.id();
+  so.batch = batch_;
+  so.iterations = o_.iterations;
+  so.time_limit = o_.time_limit;
+  so.lr = o_.lr;
+  so.momentum = o_.momentum;
+  so.weight_decay = o_.weight_decay;
+  so.eval_every = o_.eval_every;
+  so.report_after = o_.report_after;
+  so.join_timeout = o_.join_timeout;
+  so.settle = o_.settle;
+  MURMUR_ASSIGN_OR_RETURN(node_, gossip::SyncNode::Create(std::move(plan), so, std::move(initial), clock_.Now()));
+  node_->set_observer(this);
+  if (o_.straggle.send_delay.count() > 0 || o_.straggle.drop > 0) {
+    peer_.SetSendInjection(o_.straggle.send_delay, o_.straggle.drop, o_.straggle.seed);
+  }
+  node_->Step(gossip::MemberView{peer_.Members()}, clock_.Now());
+  last_refresh_ = clock_.Now();
+  while (Perform(node_->TakeOutput())) {
+    const TimePoint now = clock_.Now();
+    if (now - last_refresh_ >= std::chrono::milliseconds(20)) {
+      node_->Step(gossip::MemberView{peer_.Members()}, now);
+      last_refresh_ = now;
+    }
+    if (!stop_sent_ && stop_ && stop_()) {
+      stop_sent_ = true;
+      node_->Step(gossip::StopRequested{}, now);
+    }
+    Report(false);
+    Drain(std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20)));
+    node_->Tick(clock_.Now());
+  }
+  if (!over_->ok()) return *over_;
+  Report(true);
+  return p_;
+}
+
+}  // namespace
+
+std::pair<double, double> MeanAndP95(std::vector<double> values) {
+  if (values.empty()) return {0, 0};
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  std::sort(values.begin(), values.end());
+  const size_t k = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(values.size()))) - 1;
+  return {mean, values[std::min(k, values.size() - 1)]};
+}
+
+StatusOr<CodedProgress> RunCodedTrainer(const CodedTrainerOptions& options, PeerNode& peer,
+                                        Model<float>& model, const Dataset& train,
+                                        const Dataset* test, Duration report_interval,
+                                        const std::function<void(const CodedProgress&)>& on_progress,
+                                        const std::function<bool()>& stop) {
+  MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
+                          gossip::MakeSyncPlan(options.mode, options.n, options.layers, options.s,
+                                               options.code_seed));
+  if (options.iterations < 1) return InvalidArgumentError("iterations must be >= 1");
+  if (train.rows < 1) return InvalidArgumentError("the training set is empty");
+  if (train.cols != model.NumInputs()) {
+    return InvalidArgumentError(fmt::format("model takes {} features, data has {}",
+                                            model.NumInputs(), train.cols));
+  }
+  SyncDriver driver(options, peer, model, train, test, report_interval, on_progress, stop);
+  return driver.Run(std::move(plan));
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,260 @@
+#include "node/observe/admin_server.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/log.h"
+
+namespace murmur::node {
+namespace {
+
+constexpr size_t kMaxBody = 64 * 1024;
+constexpr std::string_view kPaths = "/metrics, /healthz, /status, /straggler";
+
+// A duration setting: "20ms" / "1.5s" / "40us", or a number of seconds.
+StatusOr<std::string> DurationSetting(const std::string& key, const nlohmann::json& v) {
+  if (v.is_string()) {
+    auto d = ParseDurationText(v.get<std::string>());
+    if (!d.ok()) return InvalidArgumentError(fmt::format("{}: {}", key, d.status().message()));
+    return v.get<std::string>();
+  }
+  if (v.is_number()) {
+    const double s = v.get<double>();
+    if (!std::isfinite(s) || s < 0 || s > 86400) {
+      return InvalidArgumentError(fmt::format("{}: {} seconds is outside [0, 86400]", key, s));
+    }
+    return fmt::format("{}us", std::llround(s * 1e6));
+  }
+  return InvalidArgumentError(fmt::format(
+      "{}: expected a duration such as \"20ms\" or a number of seconds, got {}", key, v.dump()));
+}
+
+StatusOr<std::string> NumberSetting(const std::string& key, const nlohmann::json& v) {
+  if (!v.is_number()) {
+    return InvalidArgumentError(fmt::format("{}: expected a number, got {}", key, v.dump()));
+  }
+  return fmt::format("{}", v.get<double>());
+}
+
+std::string ErrorJson(std::string_view message) {
+  return nlohmann::json{{"error", std::string(message)}}.dump() + "\n";
+}
+
+}  // namespace
+
+StatusOr<StraggleRequest> ParseStraggleRequest(std::string_view body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return InvalidArgumentError("the body is not valid JSON; send an object such as "
+                                "{\"slowdown\": 4, \"for\": \"60s\"}");
+  }
+  if (!j.is_object()) {
+    return InvalidArgumentError("the body must be a JSON object such as {\"slowdown\": 4}");
+  }
+  StraggleRequest request;
+  std::string spec;
+  auto add = [&](const std::string& key, const std::string& value) {
+    spec += (spec.empty() ? "" : ",") + key + "=" + value;
+  };
+  bool has_spec = false, has_keys = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "for") {
+      MURMUR_ASSIGN_OR_RETURN(std::string text, DurationSetting("for", value));
+      MURMUR_ASSIGN_OR_RETURN(request.for_duration, ParseDurationText(text));
+      if (request.for_duration.count() <= 0) {
+        return InvalidArgumentError("for: must be above 0 (leave it out to keep the injection "
+                                    "until changed)");
+      }
+    } else if (key == "spec") {
+      if (!value.is_string()) return InvalidArgumentError("spec: expected a string like \"slowdown=4\"");
+      has_spec = true;
+      spec = value.get<std::string>() + (spec.empty() ? "" : "," + spec);
+    } else if (key == "delay" || key == "exp" || key == "send_delay") {
+      MURMUR_ASSIGN_OR_RETURN(std::string text, DurationSetting(key, value));
+      add(key, text);
+      has_keys = true;
+    } else if (key == "slowdown" || key == "exp_slowdown" || key == "drop" || key == "seed") {
+      MURMUR_ASSIGN_OR_RETURN(std::string text, NumberSetting(key, value));
+      add(key, text);
+      has_keys = true;
+    } else if (key == "pause") {
+      if (!value.is_string()) return InvalidArgumentError("pause: expected \"FROM..TO\" steps");
+      add(key, value.get<std::string>());
+      has_keys = true;
+    } else {
+      return InvalidArgumentError(fmt::format(
+          "unknown setting '{}' (slowdown, delay, exp, exp_slowdown, pause, send_delay, drop, "
+          "seed, spec, for)", key));
+    }
+  }
+  if (has_spec && has_keys) {
+    return InvalidArgumentError("give either \"spec\" or the settings as keys, not both");
+  }
+  auto options = ParseStraggle(spec);
+  if (!options.ok()) return options.status();
+  if (!options->active()) {
+    return InvalidArgumentError("nothing to inject: give at least one setting (DELETE "
+                                "/straggler stops an injection)");
+  }
+  request.options = *options;
+  return request;
+}
+
+StatusOr<std::pair<std::string, int>> ParseHostPort(std::string_view address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgumentError(fmt::format("admin address '{}' must be HOST:PORT", address));
+  }
+  const std::string_view port_text = address.substr(colon + 1);
+  int port = -1;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return InvalidArgumentError(fmt::format("admin address '{}': port must be 0 to 65535", address));
+  }
+  return std::make_pair(std::string(address.substr(0, colon)), port);
+}
+
+struct AdminServer::Impl {
+  httplib::Server server;
+  std::thread thread;
+};
+
+StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& address,
+                                                         NodeTelemetry& telemetry,
+                                                         Validator validate) {
+  MURMUR_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
+  std::unique_ptr<AdminServer> admin(new AdminServer());
+  admin->impl_ = std::make_unique<Impl>();
+  httplib::Server& s = admin->impl_->server;
+  // Two workers: a slow scrape does not hold up a health check.
+  s.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  s.set_payload_max_length(kMaxBody);
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second node
+  // bind the same admin port and share its traffic instead of failing.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
+  });
+  s.set_read_timeout(5, 0);
+  s.set_write_timeout(5, 0);
+
+  auto json_reply = [](httplib::Response& res, int status, const std::string& body) {
+    res.status = status;
+    res.set_content(body, "application/json");
+  };
+  auto error = [json_reply](httplib::Response& res, int status, std::string_view message) {
+    json_reply(res, status, ErrorJson(message));
+  };
+  NodeTelemetry* t = &telemetry;
+
+  s.Get("/metrics", [t](const httplib::Request&, httplib::Response& res) {
+    res.set_content(t->Exposition(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/healthz", [t](const httplib::Request&, httplib::Response& res) {
+    const NodeHealth h = t->Health();
+    res.status = h.ready ? 200 : 503;
+    res.set_content((h.ready ? "ok: " : "not ready: ") + h.detail + "\n", "text/plain");
+  });
+  s.Get("/status", [t, json_reply](const httplib::Request&, httplib::Response& res) {
+    json_reply(res, 200, t->StatusJson() + "\n");
+  });
+  s.Get("/straggler", [t, json_reply](const httplib::Request&, httplib::Response& res) {
+    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+  });
+  s.Put("/straggler", [t, json_reply, error, validate](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    auto request = ParseStraggleRequest(req.body);
+    if (request.ok() && validate) {
+      if (Status v = validate(request->options); !v.ok()) request = v;
+    }
+    if (!request.ok()) {
+      MURMUR_LOG_WARN("admin: PUT /straggler refused: {}", request.status().message());
+      return error(res, 400, request.status().message());
+    }
+    t->straggler().Set(request->options, request->for_duration, "admin");
+    MURMUR_LOG_INFO("admin: straggler injection set to '{}'{}", StraggleSpec(request->options),
+                    request->for_duration.count() > 0
+                        ? fmt::format(" for {:.1f} s", ToSeconds(request->for_duration))
+                        : std::string());
+    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+  });
+  s.Delete("/straggler", [t, json_reply](const httplib::Request&, httplib::Response& res) {
+    t->straggler().Clear();
+    MURMUR_LOG_INFO("admin: straggler injection stopped");
+    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+  });
+  // Known paths with another method: 405 and what the path takes.
+  auto not_allowed = [error](const httplib::Request& req, httplib::Response& res) {
+    const bool straggler = req.path == "/straggler";
+    const bool known = straggler || req.path == "/metrics" || req.path == "/healthz" ||
+                       req.path == "/status";
+    if (!known) {
+      return error(res, 404, fmt::format("no such path '{}' (paths: {})", req.path, kPaths));
+    }
+    res.set_header("Allow", straggler ? "GET, PUT, DELETE" : "GET");
+    error(res, 405, fmt::format("{} does not take {} (allowed: {})", req.path, req.method,
+                                straggler ? "GET, PUT, DELETE" : "GET"));
+  };
+  s.Post(".*", not_allowed);
+  s.Put(".*", not_allowed);
+  s.Delete(".*", not_allowed);
+  s.Patch(".*", not_allowed);
+  // Unmatched GETs (and the 413 the library raises itself) get a JSON error body.
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message;
+    if (res.status == 404) {
+      message = fmt::format("no such path '{}' (paths: {})", req.path, kPaths);
+    } else if (res.status == 413) {
+      message = fmt::format("the body is larger than {} bytes", kMaxBody);
+    } else {
+      message = fmt::format("HTTP {}", res.status);
+    }
+    res.set_content(ErrorJson(message), "application/json");
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.set_content(ErrorJson("internal error: " + what), "application/json");
+  });
+
+  const auto& [host, port] = host_port;
+  int bound = port;
+  if (port == 0) {
+    bound = s.bind_to_any_port(host);
+    if (bound <= 0) {
+      return UnavailableError(fmt::format("admin: cannot bind {} (is the host an address of this "
+                                          "machine?)", address));
+    }
+  } else if (!s.bind_to_port(host, port)) {
+    return UnavailableError(fmt::format("admin: cannot bind {} (port in use, or the host is not "
+                                        "an address of this machine)", address));
+  }
+  admin->host_ = host;
+  admin->port_ = bound;
+  admin->impl_->thread = std::thread([server = &s] { server->listen_after_bind(); });
+  // Server::stop() does nothing until the loop runs: wait for it, so a prompt destructor
+  // cannot leave the thread accepting forever.
+  for (int i = 0; i < 5000 && !s.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return admin;
+}
+
+AdminServer::~AdminServer() {
+  if (!impl_) return;
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace murmur::node

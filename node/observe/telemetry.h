@@ -1,0 +1,135 @@
+#pragma once
+// What a running node tells its operators: Prometheus metrics (in a registry the caller owns and
+// passes in; never a global one), the state behind /healthz and /status, and the run-time
+// straggler control behind /straggler. The trainers push what they measure per step; counters
+// kept elsewhere (the peer's traffic, membership, rejections) and the process's own figures are
+// pulled when a scrape asks for them.
+//
+// Metric names follow the Prometheus conventions (reference/ops-ecosystem.md §1.1): `murmur_`
+// prefix, base units (seconds, bytes, ratios), `_total` counters, histograms only, and labels
+// with a fixed set of values (phase, kind, state, reason); node identity is in
+// murmur_build_info and in the scrape's target labels, never a per-peer label. Process metrics
+// use the names every Prometheus client library exports (process_cpu_seconds_total, ...), which
+// prometheus-cpp lacks.
+// Thread safety: every method may be called from any thread.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "gossip/coded_reduce.h"
+#include "gossip/envelope.h"
+#include "node/peer/straggler.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace murmur::node {
+
+class PeerNode;
+
+// One training step (gossip: a local SGD step with its gossip round; coded modes: one iteration
+// as this rank saw it). The phases add up to the step's wall time.
+struct StepTimes {
+  Duration compute{0};        // forward/backward and the optimizer
+  Duration communication{0};  // encoding, compression, handling received messages
+  Duration waiting{0};        // blocked on peers: the soft-sync gate, children, the next model
+  Duration injected{0};       // straggler injection slept
+};
+
+// Trainer-level reasons a message is refused (the envelope's own reasons come from
+// proto::RejectionName; the payload's from coding::DecodeFailureName).
+inline constexpr std::string_view kRejectWrongMode = "wrong_mode";
+inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
+inline constexpr std::string_view kRejectProtocol = "protocol";
+inline constexpr std::string_view kRejectFrames = "frames";
+
+struct NodeHealth {
+  bool ready = false;
+  std::string detail;  // why not (yet), or "joined"
+};
+
+// Takes a run-time change of the injection (the control's version differs from `seen`, which it
+// updates): rebuilds `injector` and the peer's send injection, and logs it. False when nothing
+// changed. Called by the training thread at step boundaries; `seen` = ~0 forces the first take.
+bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
+                          PeerNode& peer);
+
+// The injection as /straggler and /status show it: every setting, the canonical spec, where it
+// came from, and the seconds left of a timed one.
+nlohmann::json StragglerStateJson(const StragglerControl::State& state);
+
+class NodeTelemetry {
+ public:
+  // Registers every metric family in `registry`, which must outlive this object.
+  NodeTelemetry(prometheus::Registry& registry, std::string mode, StragglerOptions initial);
+  ~NodeTelemetry();
+  NodeTelemetry(const NodeTelemetry&) = delete;
+  NodeTelemetry& operator=(const NodeTelemetry&) = delete;
+
+  // The peer whose traffic and membership a scrape reads; nullptr before it starts and after it
+  // stops. The caller detaches before destroying the peer.
+  void AttachPeer(const PeerNode* peer);
+  // /healthz answers 200 only once the node has joined (gossip: the cluster seen and the model
+  // taken; coded modes: the tree or ring assembled; membership: a member besides itself).
+  void SetJoined(bool joined, std::string detail);
+  void SetRole(int64_t rank, std::string role);
+  void SetFinished(std::string reason);
+
+  // Pushed by the training thread.
+  void ObserveStep(const StepTimes& times, int64_t samples);
+  void SetStepClock(int64_t step);
+  void ObserveStaleness(double steps);
+  // A NaN before any finite value means "none yet"; after one, it is reported (and alerted on).
+  void SetLoss(double loss);
+  void CountNonFiniteStep();
+  void SetAccuracy(double accuracy);
+  void SetConsensusDistance(double distance);
+  void SetCompression(double density, double residual_norm);
+  void SetStragglers(std::vector<gossip::NodeId> current, uint64_t detected_total);
+  void AddLateDropped(uint64_t count);
+  void SetCodedStats(const gossip::CodedStats& stats);
+  void CountRejected(std::string_view reason);
+
+  StragglerControl& straggler() { return straggler_; }
+  const std::string& mode() const { return mode_; }
+
+  // For the admin server: the exposition text (pulled values refreshed first), the /status
+  // document, and readiness.
+  std::string Exposition();
+  std::string StatusJson();
+  NodeHealth Health();
+
+ private:
+  struct Metrics;
+  void PullLocked();
+
+  RealClock clock_;
+  const std::string mode_;
+  const TimePoint start_;
+  StragglerControl straggler_;
+  prometheus::Registry& registry_;
+  std::unique_ptr<Metrics> m_;
+
+  std::mutex mu_;  // guards what follows
+  const PeerNode* peer_ = nullptr;
+  bool joined_ = false;
+  std::string join_detail_ = "starting";
+  int64_t rank_ = -1;
+  std::string role_;
+  std::string finished_;
+  int64_t step_clock_ = 0;
+  int64_t steps_ = 0;
+  double loss_ = 0;
+  bool have_loss_ = false;
+  double accuracy_ = -1;
+  std::vector<gossip::NodeId> stragglers_;
+};
+
+}  // namespace murmur::node
