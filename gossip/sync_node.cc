@@ -120,6 +120,7 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
 
 void SyncNode::Assemble(const std::vector<NodeId>& live, TimePoint now) {
   const auto need = static_cast<size_t>(plan_.processes);
+  live_seen_ = live.size();
   if (live.size() > need) {
     return Fail(FailedPreconditionError(fmt::format(
         "{} mode needs exactly {} nodes and the cluster has {} alive: check --n/--L and the "
@@ -375,7 +376,7 @@ void SyncNode::Tick(TimePoint now) {
       if (now - created_ > o_.join_timeout || stop_requested_) {
         return Fail(DeadlineExceededError(fmt::format(
             "{} mode needs {} nodes; only {} joined within {:.0f} s", ModeName(plan_.mode),
-            plan_.processes, candidate_.empty() ? 0 : candidate_.size(), ToSeconds(o_.join_timeout))));
+            plan_.processes, live_seen_, ToSeconds(o_.join_timeout))));
       }
       Emit(Wait{now + std::chrono::milliseconds(20)});
       return;

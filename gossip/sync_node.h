@@ -155,6 +155,7 @@ class SyncNode {
   std::string detail_;
   std::vector<NodeId> candidate_;  // the full view being settled
   TimePoint candidate_since_{};
+  size_t live_seen_ = 1;
   std::deque<Early> early_;
   int64_t rank_ = -1;
   std::vector<NodeId> ids_;

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "coding/update_codec.h"
-#include "tests/coding/test_vectors.h"
+#include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "coding/compressor.h"
-#include "tests/coding/test_vectors.h"
+#include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "tests/coding/test_vectors.h"
+#include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "coding/compressor.h"
-#include "tests/coding/test_vectors.h"
+#include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
 namespace {

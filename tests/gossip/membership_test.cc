@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "tests/gossip/sim_network.h"
+#include "tests/testing/sim_cluster.h"
 
 namespace murmur::gossip {
 namespace {

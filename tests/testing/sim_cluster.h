@@ -1,35 +1,30 @@
 #pragma once
-// A deterministic fake network for the membership state machine: a manual clock, per-message
-// delay, drop and duplication drawn from a seeded generator, partitions, crashes and restarts.
-// Every node is node i with id i + 1 and address "sim://i".
+// N membership state machines on the shared fake network (fake_network.h): a manual clock,
+// per-message delay, drop and duplication drawn from a seeded generator, partitions, crashes
+// and restarts. Every node is node i with id i + 1 and address "sim://i".
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "gossip/membership.h"
+#include "tests/testing/fake_network.h"
 
 namespace murmur::gossip::testing {
 
-struct SimFaults {
-  Duration min_delay = std::chrono::milliseconds(1);
-  Duration max_delay = std::chrono::milliseconds(5);
-  double drop = 0.0;
-  double duplicate = 0.0;
-};
+using murmur::testing::FakeNetwork;
+
+using SimFaults = murmur::testing::Faults;
 
 class SimCluster {
  public:
   static constexpr Duration kStep = std::chrono::milliseconds(5);
 
   SimCluster(size_t n, MembershipOptions base, uint64_t seed)
-      : base_(std::move(base)), rng_(seed), group_(n, 0) {
+      : base_(std::move(base)), rng_(seed), net_(n, seed ^ 0x5EEDULL) {
     for (size_t i = 0; i < n; ++i) base_.seeds.push_back(Address(i));
     nodes_.resize(n);
     for (size_t i = 0; i < n; ++i) Start(i, 0);
@@ -39,11 +34,14 @@ class SimCluster {
   static NodeId Id(size_t i) { return i + 1; }
   size_t size() const { return nodes_.size(); }
   TimePoint now() const { return now_; }
-  SimFaults& faults() { return faults_; }
+  SimFaults& faults() { return net_.faults(); }
   bool up(size_t i) const { return nodes_[i] != nullptr; }
   Membership& node(size_t i) { return *nodes_[i]; }
 
-  void Crash(size_t i) { nodes_[i].reset(); }
+  void Crash(size_t i) {
+    nodes_[i].reset();
+    net_.SetDown(i, true);
+  }
   void Start(size_t i, Incarnation incarnation) {
     MembershipOptions o = base_;
     o.id = Id(i);
@@ -51,10 +49,11 @@ class SimCluster {
     o.incarnation = incarnation;
     o.rng_seed = rng_();
     nodes_[i] = std::make_unique<Membership>(o, now_);
+    net_.SetDown(i, false);
   }
   // Nodes in different groups cannot reach each other.
-  void Partition(std::vector<int> group) { group_ = std::move(group); }
-  void Heal() { std::fill(group_.begin(), group_.end(), 0); }
+  void Partition(std::vector<int> group) { net_.Partition(std::move(group)); }
+  void Heal() { net_.Heal(); }
 
   // Called after every step; return true to stop early.
   using Until = std::function<bool()>;
@@ -133,17 +132,6 @@ class SimCluster {
   std::function<void(const Delivery&)> on_send;
 
  private:
-  struct InFlight {
-    TimePoint at;
-    uint64_t order;
-    size_t from;
-    size_t to;
-    Envelope envelope;
-    bool operator>(const InFlight& o) const {
-      return at != o.at ? at > o.at : order > o.order;
-    }
-  };
-
   void Collect(size_t i) {
     for (Outgoing& out : nodes_[i]->TakeOutput()) {
       if (!out.address.starts_with("sim://")) continue;
@@ -155,38 +143,23 @@ class SimCluster {
       e.incarnation = nodes_[i]->incarnation();
       e.payload = std::move(out.payload);
       if (on_send) on_send({i, to, e.payload});
-      const int copies = Chance(faults_.duplicate) ? 2 : 1;
-      for (int c = 0; c < copies; ++c) {
-        if (Chance(faults_.drop)) continue;
-        const auto span = (faults_.max_delay - faults_.min_delay).count();
-        const Duration delay = faults_.min_delay + Duration(span > 0 ? rng_() % span : 0);
-        queue_.push({now_ + delay, order_++, i, to, e});
-      }
+      net_.Send(i, to, std::move(e), now_);
     }
   }
 
   void Deliver() {
-    while (!queue_.empty() && queue_.top().at <= now_) {
-      InFlight m = queue_.top();
-      queue_.pop();
-      if (!nodes_[m.to] || group_[m.from] != group_[m.to]) continue;
-      nodes_[m.to]->Step(m.envelope, now_);
-      Collect(m.to);
-    }
-  }
-
-  bool Chance(double p) {
-    return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+    net_.DeliverDue(now_, [&](size_t to, size_t, Envelope& e, TimePoint) {
+      if (!nodes_[to]) return;
+      nodes_[to]->Step(e, now_);
+      Collect(to);
+    });
   }
 
   MembershipOptions base_;
   std::mt19937_64 rng_;
+  FakeNetwork<Envelope> net_;
   std::vector<std::unique_ptr<Membership>> nodes_;
-  std::vector<int> group_;
-  SimFaults faults_;
   TimePoint now_{};
-  uint64_t order_ = 0;
-  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> queue_;
   std::vector<Event> events_;
 };
 

@@ -1,0 +1,254 @@
+// GossipNode, the gossip node's decisions, on the shared fake network and a manual clock
+// (tests/testing/node_cluster.h): joining by snapshot, retrying a lost snapshot, catching up,
+// the cluster budget, and never waiting for a crashed member past W. Every property is checked
+// over 20 seeds; a failure names its seed.
+
+#include "gossip/gossip_node.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "coding/update_codec.h"
+#include "tests/testing/node_cluster.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+using Cluster = murmur::testing::NodeCluster<GossipNode>;
+
+constexpr uint64_t kSeeds = 20;
+
+MembershipOptions FastMembership() {
+  MembershipOptions m;
+  m.probe_interval = milliseconds(100);
+  m.probe_timeout = milliseconds(40);
+  m.join_retry = milliseconds(200);
+  m.dead_gossip = milliseconds(500);
+  return m;
+}
+
+GossipNodeOptions BaseOptions() {
+  GossipNodeOptions o;
+  o.compressor = *coding::ParseCompressorSpec("topk:0.25");
+  o.gamma = 0.2;
+  o.join_wait = milliseconds(300);
+  o.join_after_steps = 20;
+  o.snapshot_timeout = milliseconds(500);
+  o.linger = milliseconds(100);
+  return o;
+}
+
+Cluster MakeCluster(size_t n, uint64_t seed, const GossipNodeOptions& base) {
+  return Cluster(n, FastMembership(), seed, [base](size_t i, Cluster::Node& node, TimePoint now) {
+    GossipNodeOptions o = base;
+    o.self = Cluster::Id(i);
+    o.incarnation = node.membership->incarnation();
+    std::vector<float> initial(node.x.size(), 0.0f);
+    auto machine = GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
+    EXPECT_TRUE(machine.ok()) << machine.status().ToString();
+    return *std::move(machine);
+  });
+}
+
+// What a joining node asked for and what it was sent.
+struct JoinTrace {
+  NodeId asked = 0;
+  int requests = 0;
+  TimePoint first_request{};
+  std::vector<float> served;
+  uint64_t served_round = 0;
+};
+
+void TraceJoin(Cluster& cluster, size_t joiner, JoinTrace& trace) {
+  cluster.on_output = [&cluster, joiner, &trace](size_t i, const NodeAction& action) {
+    const auto* send = std::get_if<SendTo>(&action);
+    if (send == nullptr) return;
+    if (i == joiner) {
+      if (const auto* r = std::get_if<SnapshotRequest>(&send->payload); r != nullptr && r->model) {
+        if (trace.requests++ == 0) trace.first_request = cluster.now();
+        trace.asked = send->to;
+      }
+    } else if (send->to == Cluster::Id(joiner)) {
+      if (const auto* r = std::get_if<SnapshotReply>(&send->payload); r != nullptr && r->model) {
+        coding::Update u;
+        ASSERT_TRUE(coding::DecodeUpdate(*send->frame, r->dimension, u).ok());
+        trace.served = u.values;
+        trace.served_round = r->round;
+      }
+    }
+  };
+}
+
+TEST(GossipNodeTest, JoiningNodeAdoptsTheMostAdvancedPeersModelAndClock) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = -1;  // unbounded: the clocks spread with the speeds
+    Cluster cluster = MakeCluster(4, seed, base);
+    for (size_t i = 0; i < 3; ++i) {
+      cluster.node(i).step_time = milliseconds(1 + i);  // node 0 is the most advanced
+      cluster.Start(i);
+    }
+    cluster.RunFor(milliseconds(1500));
+    JoinTrace trace;
+    TraceJoin(cluster, 3, trace);
+    cluster.Start(3);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(3).joined(); }));
+    const GossipNodeState& s = cluster.machine(3).state();
+    EXPECT_TRUE(s.joined_by_snapshot);
+    EXPECT_EQ(trace.asked, Cluster::Id(0));
+    EXPECT_EQ(trace.requests, 1);
+    EXPECT_GT(trace.served_round, static_cast<uint64_t>(base.join_after_steps));
+    EXPECT_EQ(s.step, trace.served_round);
+    EXPECT_EQ(cluster.node(3).x, trace.served);  // bit for bit, before its first step lands
+    EXPECT_GE(cluster.node(3).resets, 1u);
+    // Whoever was asked was ahead of every other member when the joiner asked.
+    EXPECT_GE(trace.served_round, cluster.machine(1).state().step);
+  }
+}
+
+TEST(GossipNodeTest, NodesStartingTogetherDoNotAskForSnapshots) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Cluster cluster = MakeCluster(4, seed, BaseOptions());
+    JoinTrace trace;
+    TraceJoin(cluster, 3, trace);
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(800));
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_TRUE(cluster.machine(i).joined()) << "node " << i;
+      EXPECT_FALSE(cluster.machine(i).state().joined_by_snapshot) << "node " << i;
+      EXPECT_GT(cluster.machine(i).state().step, 0u) << "node " << i;
+    }
+    EXPECT_EQ(trace.requests, 0);
+  }
+}
+
+TEST(GossipNodeTest, LostSnapshotReplyIsAskedForAgain) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = -1;
+    Cluster cluster = MakeCluster(4, seed, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(1000));
+    int lost = 0;
+    cluster.net().drop_if = [&lost](size_t, size_t to, const murmur::testing::Packet& p) {
+      const auto* r = std::get_if<SnapshotReply>(&p.envelope.payload);
+      return to == 3 && r != nullptr && r->model && lost++ == 0;  // the first reply is lost
+    };
+    JoinTrace trace;
+    TraceJoin(cluster, 3, trace);
+    cluster.Start(3);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(3).joined(); }));
+    const GossipNodeState& s = cluster.machine(3).state();
+    EXPECT_EQ(lost, 2);  // both replies went out; the first was lost
+    EXPECT_TRUE(s.joined_by_snapshot);
+    EXPECT_EQ(s.join_requests, 2u);
+    EXPECT_GE(cluster.now() - trace.first_request, base.snapshot_timeout);
+    EXPECT_EQ(cluster.node(3).x, trace.served);
+  }
+}
+
+TEST(GossipNodeTest, NodeFiveSBehindCatchesUp) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = 4;
+    base.soft_sync.max_wait = milliseconds(100);
+    Cluster cluster = MakeCluster(3, seed, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.node(2).step_time = std::chrono::hours(1);  // stuck in its first step
+    const uint64_t S = 4;
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] {
+      return cluster.machine(0).state().step > 5 * S + 10 && cluster.machine(1).state().step > 5 * S + 10;
+    }));
+    ASSERT_LE(cluster.machine(2).state().step, 1u);
+    cluster.node(2).step_time = milliseconds(2);
+    cluster.node(2).compute_done = cluster.now();  // the stuck step ends now
+    const TimePoint released = cluster.now();
+    ASSERT_TRUE(cluster.RunFor(milliseconds(500), [&] { return cluster.machine(2).state().catchups > 0; }));
+    const GossipNodeState& s = cluster.machine(2).state();
+    const uint64_t behind = std::min(cluster.machine(0).state().step, cluster.machine(1).state().step);
+    EXPECT_GE(s.step + S, behind) << "caught up to " << s.step << " of " << behind;
+    EXPECT_GE(cluster.node(2).resets, 1u);
+    EXPECT_LE(cluster.now() - released, milliseconds(50));
+  }
+}
+
+TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
+  const Duration period = FastMembership().probe_interval;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 6000;  // 10 samples a step: 600 steps over the cluster
+    Cluster cluster = MakeCluster(4, seed, base);
+    std::vector<uint64_t> samples(4, 0);
+    std::optional<TimePoint> spent;  // when the members' samples first reached the budget
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      if (const auto* a = std::get_if<Announce>(&action)) samples[i] = a->samples;
+      uint64_t total = 0;
+      for (uint64_t v : samples) total += v;
+      if (!spent && total >= static_cast<uint64_t>(base.budget_samples)) spent = cluster.now();
+    };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(400));
+    const bool crash = seed % 2 == 1;  // odd seeds crash node 3, even ones pause it
+    if (crash) {
+      cluster.Crash(3);
+    } else {
+      cluster.Hold(3, true);
+    }
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      return cluster.node(0).finished && cluster.node(1).finished && cluster.node(2).finished;
+    }));
+    ASSERT_TRUE(spent.has_value());
+    TimePoint first = cluster.node(0).finished_at, last = first;
+    for (size_t i = 0; i < 3; ++i) {
+      first = std::min(first, cluster.node(i).finished_at);
+      last = std::max(last, cluster.node(i).finished_at);
+    }
+    const Duration slack = milliseconds(20);  // a step in flight, network delay, ticks
+    EXPECT_LE(first - *spent, period + slack);
+    EXPECT_LE(last - first, period + slack);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(2), [&] {
+      return cluster.node(0).over && cluster.node(1).over && cluster.node(2).over;
+    }));
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(cluster.node(i).over->ok()) << "node " << i;
+    if (!crash) {  // the paused member stops too once it runs again
+      cluster.Hold(3, false);
+      ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(2), [&] { return cluster.node(3).finished.has_value(); }));
+    }
+  }
+}
+
+TEST(GossipNodeTest, CrashedMemberIsNeverWaitedForPastW) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = 2;
+    base.soft_sync.max_wait = milliseconds(150);
+    base.soft_sync.straggler_hold = milliseconds(300);  // the mark runs out before death is known
+    Cluster cluster = MakeCluster(3, seed, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(300));
+    cluster.Crash(2);
+    const TimePoint crashed = cluster.now();
+    cluster.RunFor(std::chrono::seconds(3));
+    for (size_t i = 0; i < 2; ++i) {
+      const auto& ends = cluster.node(i).step_ends;
+      Duration longest{0};
+      for (size_t k = 1; k < ends.size(); ++k) {
+        if (ends[k - 1] >= crashed) longest = std::max(longest, ends[k] - ends[k - 1]);
+      }
+      EXPECT_LE(longest, base.soft_sync.max_wait + milliseconds(10)) << "node " << i;
+      EXPECT_GT(cluster.machine(i).state().step, 500u) << "node " << i;  // it kept training
+      EXPECT_GE(cluster.machine(i).soft_sync().stragglers_detected(), 1u) << "node " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace murmur::gossip
