@@ -211,7 +211,9 @@ void SyncNode::Step(const Incoming& m, TimePoint now) {
     early_.push_back(std::move(e));
     return;
   }
-  if (phase_ == Phase::kOver) return;
+  // After the end nothing changes any more: a late answer must not complete an iteration (an
+  // SGD step after the final evaluation, "finished" announced as false again).
+  if (phase_ != Phase::kRunning) return;
   Handle(m, now);
 }
 

@@ -39,5 +39,25 @@ for layer in "${!allowed[@]}"; do
     esac
   done < <(grep -rnE '^\s*#\s*include\s*"' "$layer" 2>/dev/null)
 done
+# Finer rules inside a layer: a folder and the include prefixes it may use (own folders only).
+check_folder() {  # folder, allowed prefixes...
+  local folder=$1 line inc top ok p
+  shift
+  [ -d "$folder" ] || return 0
+  while IFS= read -r line; do
+    inc=$(sed -nE 's/.*#\s*include\s*"([^"]+)".*/\1/p' <<<"$line")
+    top=${inc%%/*}
+    [ -n "$inc" ] && [ -d "$top" ] || continue
+    ok=0
+    for p in "$@"; do [[ $inc == "$p"* ]] && ok=1; done
+    [ $ok -eq 1 ] || report "${line%%:*} includes $inc (allowed for $folder/: $*)"
+  done < <(grep -rnE '^\s*#\s*include\s*"' "$folder" 2>/dev/null)
+}
+check_folder gossip/transport base/ gossip/transport/
+check_folder node/train base/ kernels/ coding/ node/train/
+check_folder node/peer base/ gossip/ proto/ node/peer/
+check_folder node/observe base/ coding/ gossip/ proto/ node/peer/ node/observe/
+check_folder node/driver base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/
+
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

@@ -1,4 +1,14 @@
-#include "node/app/ctl_command.h"
+// `murmur ctl`: talks to running nodes' admin ports (see node/admin_server.h).
+//   murmur ctl status   --targets h:p,h:p [--json]   id, mode, step, peers, injection per node
+//   murmur ctl health   --targets ...                 exit 1 unless every node is ready
+//   murmur ctl straggle --target h:p --slowdown 4 [--delay 20ms ...] [--for 60s]
+//   murmur ctl clear    --targets ...                 stop injecting
+//   murmur ctl metrics  --target h:p [--match murmur_step]
+// --target and --targets are the same option: one HOST:PORT or a comma-separated list.
+// Exit status: 0 when every target answered 2xx, 1 when one did not (its error is printed),
+// 2 for a usage error.
+
+#include "node/app/command.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -75,7 +85,12 @@ std::vector<std::string> SplitTargets(const std::vector<std::string>& items) {
 
 }  // namespace
 
-struct CtlCommand::Impl {
+class CtlCommand : public Command {
+ public:
+  explicit CtlCommand(CLI::App& app);
+  int Run() override;
+
+ private:
   CLI::App* status = nullptr;
   CLI::App* health = nullptr;
   CLI::App* straggle = nullptr;
@@ -94,21 +109,21 @@ struct CtlCommand::Impl {
   int Metrics();
 };
 
-CtlCommand::CtlCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  subcommand_ = app.add_subcommand("ctl", "Query and steer running nodes through their admin ports");
-  subcommand_->require_subcommand(1);
-  Impl& i = *impl_;
+CtlCommand::CtlCommand(CLI::App& app)
+    : Command(app, "ctl", "Query and steer running nodes through their admin ports") {
+  subcommand()->require_subcommand(1);
+  CtlCommand& i = *this;
   auto targets = [&](CLI::App* sub) {
     sub->add_option("--targets,--target", i.targets,
                     "admin ports: HOST:PORT, comma-separated or repeated")
         ->required();
   };
-  i.status = subcommand_->add_subcommand("status", "Show each node's id, mode, step, peers and injection");
+  i.status = subcommand()->add_subcommand("status", "Show each node's id, mode, step, peers and injection");
   targets(i.status);
   i.status->add_flag("--json", i.json, "print the nodes' /status documents as one JSON array");
-  i.health = subcommand_->add_subcommand("health", "Check /healthz; exit 1 unless all are ready");
+  i.health = subcommand()->add_subcommand("health", "Check /healthz; exit 1 unless all are ready");
   targets(i.health);
-  i.straggle = subcommand_->add_subcommand(
+  i.straggle = subcommand()->add_subcommand(
       "straggle", "Inject a straggler at run time (replaces the node's current injection)");
   targets(i.straggle);
   i.straggle->add_option("--slowdown", i.slowdown, "sleep (F-1) x compute after each step (F >= 1)");
@@ -121,17 +136,15 @@ CtlCommand::CtlCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
   i.straggle->add_option("--drop", i.drop, "lose each outgoing message with this probability");
   i.straggle->add_option("--seed", i.seed, "seed of the random draws");
   i.straggle->add_option("--for", i.for_duration, "end the injection by itself after this long (60s)");
-  i.clear = subcommand_->add_subcommand("clear", "Stop injecting on the nodes");
+  i.clear = subcommand()->add_subcommand("clear", "Stop injecting on the nodes");
   targets(i.clear);
-  i.metrics = subcommand_->add_subcommand("metrics", "Print /metrics (optionally only matching lines)");
+  i.metrics = subcommand()->add_subcommand("metrics", "Print /metrics (optionally only matching lines)");
   targets(i.metrics);
   i.metrics->add_option("--match", i.match, "print only lines containing this text");
 }
 
-CtlCommand::~CtlCommand() = default;
-
 int CtlCommand::Run() {
-  Impl& i = *impl_;
+  CtlCommand& i = *this;
   i.targets = SplitTargets(i.targets);
   for (const auto& t : i.targets) {
     if (auto hp = ParseTarget(t); !hp.ok()) {
@@ -147,7 +160,7 @@ int CtlCommand::Run() {
   return 2;
 }
 
-int CtlCommand::Impl::Status() {
+int CtlCommand::Status() {
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
   if (!json) {
@@ -198,7 +211,7 @@ int CtlCommand::Impl::Status() {
   return rc;
 }
 
-int CtlCommand::Impl::Health() {
+int CtlCommand::Health() {
   int rc = 0;
   for (const auto& t : targets) {
     Reply r = Call(t, "GET", "/healthz");
@@ -215,7 +228,7 @@ int CtlCommand::Impl::Health() {
   return rc;
 }
 
-int CtlCommand::Impl::Straggle() {
+int CtlCommand::Straggle() {
   nlohmann::json body = nlohmann::json::object();
   auto number = [&](const char* key, const std::string& text) -> bool {
     if (text.empty()) return true;
@@ -261,7 +274,7 @@ int CtlCommand::Impl::Straggle() {
   return rc;
 }
 
-int CtlCommand::Impl::Clear() {
+int CtlCommand::Clear() {
   int rc = 0;
   for (const auto& t : targets) {
     Reply r = Call(t, "DELETE", "/straggler");
@@ -275,7 +288,7 @@ int CtlCommand::Impl::Clear() {
   return rc;
 }
 
-int CtlCommand::Impl::Metrics() {
+int CtlCommand::Metrics() {
   int rc = 0;
   for (const auto& t : targets) {
     Reply r = Call(t, "GET", "/metrics");
@@ -297,5 +310,7 @@ int CtlCommand::Impl::Metrics() {
   }
   return rc;
 }
+
+std::unique_ptr<Command> MakeCtlCommand(CLI::App& app) { return std::make_unique<CtlCommand>(app); }
 
 }  // namespace murmur::node

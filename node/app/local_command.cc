@@ -17,6 +17,7 @@
 
 #include "gossip/sync_node.h"
 #include "node/app/local_cluster.h"
+#include "node/app/command.h"
 #include "node/app/node_command.h"
 #include "node/train/model_file.h"
 
@@ -526,20 +527,17 @@ int Refuse(const std::string& what) {
 
 }  // namespace
 
-struct LocalCommand::Impl {
-  ConfigParser<LocalConfig> parser{LocalSchema()};
+class LocalCommand : public ConfiguredCommand<LocalConfig> {
+ public:
+  explicit LocalCommand(CLI::App& app)
+      : ConfiguredCommand(app, "local",
+                          "Start N node processes on loopback and show who sees whom, live",
+                          LocalSchema()) {}
+  int Run() override;
 };
 
-LocalCommand::LocalCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  subcommand_ = app.add_subcommand(
-      "local", "Start N node processes on loopback and show who sees whom, live");
-  impl_->parser.AddOptions(*subcommand_);
-}
-
-LocalCommand::~LocalCommand() = default;
-
 int LocalCommand::Run() {
-  StatusOr<LocalConfig> resolved = impl_->parser.Resolve(std::getenv);
+  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv);
   if (resolved.ok() && resolved->probe_timeout_ms >= resolved->probe_interval_ms) {
     resolved = InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
   }
@@ -582,13 +580,15 @@ int LocalCommand::Run() {
   }
   const std::filesystem::path dir = dir_template;
   if (plan.has_value()) {
-    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(impl_->parser, true));
+    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(parser_, true));
   } else if (config.mode == Mode::kGossip) {
-    mode = std::make_unique<GossipLocal>(config, Forwarded(impl_->parser, false), dir);
+    mode = std::make_unique<GossipLocal>(config, Forwarded(parser_, false), dir);
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }
   return RunLocal(config, *mode, dir, *straggle);
 }
+
+std::unique_ptr<Command> MakeLocalCommand(CLI::App& app) { return std::make_unique<LocalCommand>(app); }
 
 }  // namespace murmur::node

@@ -1,3 +1,4 @@
+#include "node/app/command.h"
 #include "node/app/node_command.h"
 
 #include <signal.h>
@@ -133,21 +134,34 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
 }
 
 
-struct NodeCommand::Impl {
-  ConfigParser<NodeConfig> parser{NodeSchema()};
+class NodeCommand : public ConfiguredCommand<NodeConfig> {
+ public:
+  explicit NodeCommand(CLI::App& app)
+      : ConfiguredCommand(app, "node",
+                          "Run one peer: join the cluster through its seeds and keep membership",
+                          NodeSchema()) {}
+  int Run() override;
 };
 
-NodeCommand::NodeCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  subcommand_ = app.add_subcommand(
-      "node", "Run one peer: join the cluster through its seeds and keep membership");
-  impl_->parser.AddOptions(*subcommand_);
+namespace {
+
+// A bad configuration: exit 2 with what and why.
+int Refuse(const Status& status) {
+  std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());
+  return 2;
 }
 
-NodeCommand::~NodeCommand() = default;
-
-
-
-namespace {
+// What a training node works on: the whole data set and the model.
+struct Workload {
+  TrainTest data;
+  Model<float> model;
+};
+StatusOr<Workload> LoadWorkload(const NodeConfig& config) {
+  MURMUR_ASSIGN_OR_RETURN(TrainTest data, LoadTrainData(config.gossip.train));
+  MURMUR_ASSIGN_OR_RETURN(Model<float> model,
+                          Model<float>::Create(TrainModelSpec(config.gossip.train, data.train)));
+  return Workload{std::move(data), std::move(model)};
+}
 
 int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
                  NodeTelemetry* telemetry) {
@@ -156,16 +170,10 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
     return 2;
   }
-  auto data = LoadTrainData(config.gossip.train);
-  if (!data.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
-    return 2;
-  }
-  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
-  if (!model.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
-    return 2;
-  }
+  auto work = LoadWorkload(config);
+  if (!work.ok()) return Refuse(work.status());
+  auto& data = work->data;
+  auto& model = work->model;
   auto peer = PeerNode::Start(peer_options);
   if (!peer.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", peer.status().ToString().c_str());
@@ -196,7 +204,7 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
     }
     std::fflush(stdout);
   };
-  auto result = RunCodedTrainer(*options, **peer, *model, data->train, &data->test,
+  auto result = RunCodedTrainer(*options, **peer, model, data.train, &data.test,
                                 std::chrono::milliseconds(config.report_interval_ms), report,
                                 StopRequested);
   if (!result.ok()) {
@@ -219,25 +227,16 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
                  config.shard_index, config.shard_count);
     return 2;
   }
-  auto data = LoadTrainData(config.gossip.train);
-  if (!data.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", data.status().ToString().c_str());
-    return 2;
-  }
+  auto work = LoadWorkload(config);
+  if (!work.ok()) return Refuse(work.status());
+  auto& data = work->data;
+  auto& model = work->model;
   auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
-  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
-  if (!rows.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", rows.status().ToString().c_str());
-    return 2;
-  }
-  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train));
-  if (!model.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", model.status().ToString().c_str());
-    return 2;
-  }
+  auto rows = ShardRows(data.train.rows, config.shard_index, config.shard_count, *strategy);
+  if (!rows.ok()) return Refuse(rows.status());
   options->peer = peer;
   options->telemetry = telemetry;
-  options->dataset_rows = data->train.rows;
+  options->dataset_rows = data.train.rows;
   options->expect_members = config.expect_members;
   options->save_model = config.save_model;
   // Each node shuffles its own shard in its own order.
@@ -256,7 +255,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
     }
     std::fflush(stdout);
   };
-  auto result = RunGossipTrainer(*options, *model, data->train, *std::move(rows), &data->test,
+  auto result = RunGossipTrainer(*options, model, data.train, *std::move(rows), &data.test,
                                  report, StopRequested);
   if (!result.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
@@ -277,7 +276,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
 }  // namespace
 
 int NodeCommand::Run() {
-  StatusOr<NodeConfig> config = impl_->parser.Resolve(std::getenv);
+  StatusOr<NodeConfig> config = parser_.Resolve(std::getenv);
   StatusOr<PeerNodeOptions> options =
       config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
   if (!options.ok()) {
@@ -354,5 +353,7 @@ int NodeCommand::Run() {
   (*node)->Leave();
   return 0;
 }
+
+std::unique_ptr<Command> MakeNodeCommand(CLI::App& app) { return std::make_unique<NodeCommand>(app); }
 
 }  // namespace murmur::node

@@ -1,8 +1,7 @@
 #pragma once
-// `murmur node`: one peer (what a container or a pod runs) and `murmur local`: N node processes
-// on loopback with a live table of who sees whom.
-
-#include <CLI/CLI.hpp>
+// `murmur node`: one peer (what a container or a pod runs): its configuration keys, and the
+// stop flag that `murmur node` and `murmur local` poll. The command itself is made by
+// MakeNodeCommand (command.h).
 
 #include <memory>
 #include <string>
@@ -46,32 +45,6 @@ struct NodeConfig {
 const ConfigSchema<NodeConfig>& NodeSchema();
 // Checks cross-key rules and builds the runtime options (kInvalidArgument naming the key).
 StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& config);
-
-class NodeCommand {
- public:
-  explicit NodeCommand(CLI::App& app);
-  ~NodeCommand();
-  CLI::App* subcommand() const { return subcommand_; }
-  int Run();  // 0 clean stop, 1 runtime failure, 2 bad configuration
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  CLI::App* subcommand_;
-};
-
-class LocalCommand {
- public:
-  explicit LocalCommand(CLI::App& app);
-  ~LocalCommand();
-  CLI::App* subcommand() const { return subcommand_; }
-  int Run();  // 0 when every node saw every other alive, 1 otherwise, 2 bad configuration
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  CLI::App* subcommand_;
-};
 
 // SIGINT/SIGTERM set a flag that long-running commands poll; installed once.
 void InstallStopSignals();

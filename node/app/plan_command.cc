@@ -1,4 +1,8 @@
-#include "node/app/plan_command.h"
+// `murmur plan`: prints what a synchronous mode would run, without running it: the tree, the
+// gradient code (its matrix B and conditioning), who holds which parts of the data with which
+// coefficients, and every worker's computation load against uncoded data parallelism.
+
+#include "node/app/command.h"
 
 #include "gossip/sync_node.h"
 
@@ -45,20 +49,17 @@ std::string Range(int64_t first, int64_t count) {
 
 }  // namespace
 
-struct PlanCommand::Impl {
-  ConfigParser<PlanConfig> parser{PlanSchema()};
+class PlanCommand : public ConfiguredCommand<PlanConfig> {
+ public:
+  explicit PlanCommand(CLI::App& app)
+      : ConfiguredCommand(app, "plan",
+                          "Describe a CodedReduce tree (or a baseline): code, data allocation, loads",
+                          PlanSchema()) {}
+  int Run() override;
 };
 
-PlanCommand::PlanCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  subcommand_ = app.add_subcommand(
-      "plan", "Describe a CodedReduce tree (or a baseline): code, data allocation, loads");
-  impl_->parser.AddOptions(*subcommand_);
-}
-
-PlanCommand::~PlanCommand() = default;
-
 int PlanCommand::Run() {
-  StatusOr<PlanConfig> resolved = impl_->parser.Resolve(std::getenv);
+  StatusOr<PlanConfig> resolved = parser_.Resolve(std::getenv);
   if (!resolved.ok()) {
     std::fprintf(stderr, "murmur plan: %s\n", std::string(resolved.status().message()).c_str());
     return 2;
@@ -165,5 +166,7 @@ int PlanCommand::Run() {
   }
   return 0;
 }
+
+std::unique_ptr<Command> MakePlanCommand(CLI::App& app) { return std::make_unique<PlanCommand>(app); }
 
 }  // namespace murmur::node

@@ -1,4 +1,6 @@
-#include "node/app/train_command.h"
+// `murmur train`: single-node training with live progress and a final summary.
+
+#include "node/app/command.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,20 +17,17 @@
 
 namespace murmur::node {
 
-struct TrainCommand::Impl {
-  ConfigParser<TrainConfig> parser{TrainSchema()};
+class TrainCommand : public ConfiguredCommand<TrainConfig> {
+ public:
+  explicit TrainCommand(CLI::App& app)
+      : ConfiguredCommand(app, "train",
+                          "Train one node on its shard (default: MLP 784-256-128-10 on Fashion-MNIST)",
+                          TrainSchema()) {}
+  int Run() override;
 };
 
-TrainCommand::TrainCommand(CLI::App& app) : impl_(std::make_unique<Impl>()) {
-  subcommand_ = app.add_subcommand(
-      "train", "Train one node on its shard (default: MLP 784-256-128-10 on Fashion-MNIST)");
-  impl_->parser.AddOptions(*subcommand_);
-}
-
-TrainCommand::~TrainCommand() = default;
-
 int TrainCommand::Run() {
-  StatusOr<TrainConfig> resolved = impl_->parser.Resolve(std::getenv);
+  StatusOr<TrainConfig> resolved = parser_.Resolve(std::getenv);
   Status valid = resolved.ok() ? ValidateTrainConfig(*resolved) : resolved.status();
   if (!valid.ok()) {
     std::fprintf(stderr, "murmur train: %s\n", std::string(valid.message()).c_str());
@@ -107,5 +106,7 @@ int TrainCommand::Run() {
   std::fputs(out.c_str(), stdout);
   return 0;
 }
+
+std::unique_ptr<Command> MakeTrainCommand(CLI::App& app) { return std::make_unique<TrainCommand>(app); }
 
 }  // namespace murmur::node

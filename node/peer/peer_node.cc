@@ -6,7 +6,6 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "coding/update_codec.h"
 #include "gossip/transport/zmq_transport.h"
 #include "node/peer/seeds.h"
 
@@ -303,10 +302,5 @@ transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes
   return transport::Frame(std::move(bytes), view);
 }
 
-transport::Frame DenseFrame(std::span<const float> values) {
-  auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeDense(values, *bytes);
-  return SharedFrame(std::move(bytes));
-}
 
 }  // namespace murmur::node

@@ -162,8 +162,6 @@ class PeerNode {
 
 // A frame that owns `bytes` (zero-copy hand-off to the transport).
 transport::Frame SharedFrame(std::shared_ptr<const std::vector<std::byte>> bytes);
-// A dense float vector in the update wire format (coding::EncodeDense: checksummed), as a frame.
-transport::Frame DenseFrame(std::span<const float> values);
 
 // The id a node takes when none is configured: a 63-bit hash of its advertised endpoint.
 gossip::NodeId DeriveNodeId(const std::string& endpoint);

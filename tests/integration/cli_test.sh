@@ -19,6 +19,14 @@ check() {  # name, expected exit code, command...
 contains() {  # name, file, text
   if grep -qF -- "$3" "$2"; then echo "ok   $1"; else echo "FAIL $1: '$3' not in $2:"; head -5 "$2"; fail=1; fi
 }
+# Waits until FILE has a line matching PATTERN (grep), at most SECONDS; 1 when it never does.
+wait_for() {  # file, pattern, seconds
+  local end=$((SECONDS + $3))
+  until grep -q "$2" "$1" 2>/dev/null; do
+    [ "$SECONDS" -ge "$end" ] && return 1
+    sleep 0.1
+  done
+}
 
 check "help exits 0" 0 "$murmur" train --help
 contains "help lists keys with env names" "$tmp/out" "MURMUR_BATCH_SIZE"
@@ -75,10 +83,11 @@ assert d["converged"] and d["full_view_at_end"] and d["killed_at_stop"] == 0, d
 print("ok   local cluster summary:", d)
 PY
 contains "local progress says when the view is full" "$tmp/err" "full view after"
-# Ctrl-C stops every node cleanly (each leaves; none has to be killed).
-"$murmur" local --mode membership --nodes 3 --duration 60 --progress none >"$tmp/out" 2>"$tmp/err" &
+# Ctrl-C stops every node cleanly (each leaves; none has to be killed): sent once every node
+# sees every other (the progress line says so), never after a guessed delay.
+"$murmur" local --mode membership --nodes 3 --duration 60 --progress plain >"$tmp/out" 2>"$tmp/err" &
 local_pid=$!
-sleep 1.5
+wait_for "$tmp/err" "full view after" 30 || echo "FAIL no full view within 30 s: $(tail -3 "$tmp/err")"
 kill -INT "$local_pid"
 wait "$local_pid"; got=$?
 if [ "$got" = 0 ] && grep -q "stopped cleanly" "$tmp/out"; then
@@ -108,9 +117,10 @@ contains "straggle node out of range says why" "$tmp/err" "not a node index in [
 check "bad compressor exits 2" 2 "$murmur" local --nodes 2 --compress topk:2
 contains "bad compressor says why" "$tmp/err" "compress:"
 # Ctrl-C stops a gossip cluster cleanly too: every node ends, reports and leaves.
-"$murmur" local --nodes 2 --epochs 1000 --progress none >"$tmp/out" 2>"$tmp/err" &
+"$murmur" local --nodes 2 --epochs 1000 --progress plain >"$tmp/out" 2>"$tmp/err" &
 local_pid=$!
-sleep 3
+# Once node 0 has taken steps (its row of the plain table shows a step count).
+wait_for "$tmp/err" "^ *0 *[0-9][0-9]* " 60 || echo "FAIL no steps within 60 s: $(tail -3 "$tmp/err")"
 kill -INT "$local_pid"
 wait "$local_pid"; got=$?
 if grep -q "ended by stopped" "$tmp/out" && grep -q "mean test accuracy" "$tmp/out"; then
