@@ -105,7 +105,9 @@ void TreeAggregator::Step(int64_t from, const CodedMessage& header, std::span<co
   TryFinish();
 }
 
-void TreeAggregator::OwnResult(uint64_t iteration, std::span<const float> partial, TimePoint now) {
+void TreeAggregator::Step(const OwnPart& own, TimePoint now) {
+  const uint64_t iteration = own.iteration;
+  const std::span<const float> partial = own.partial;
   if (!has_iteration_ || iteration != current_ || done_ || own_ready_ || root_) {
     ++stats_.stale_own;
     return;
@@ -175,7 +177,7 @@ void TreeAggregator::Tick(TimePoint now) {
                   code_.s())});
 }
 
-std::vector<CodedAction> TreeAggregator::TakeActions() { return std::exchange(actions_, {}); }
+std::vector<CodedAction> TreeAggregator::TakeOutput() { return std::exchange(actions_, {}); }
 
 // ---- RingAllReduce ----
 
@@ -200,7 +202,9 @@ size_t RingAllReduce::ExpectedLength(uint32_t step) const {
   return e - b;
 }
 
-void RingAllReduce::Start(uint64_t iteration, std::span<const float> local) {
+void RingAllReduce::Step(const OwnPart& own) {
+  const uint64_t iteration = own.iteration;
+  const std::span<const float> local = own.partial;
   MURMUR_CHECK(!active_);
   MURMUR_CHECK(!started_ || iteration > iteration_);
   MURMUR_CHECK_EQ(local.size(), options_.dimension);
@@ -315,6 +319,6 @@ void RingAllReduce::Drain() {
   }
 }
 
-std::vector<CodedAction> RingAllReduce::TakeActions() { return std::exchange(actions_, {}); }
+std::vector<CodedAction> RingAllReduce::TakeOutput() { return std::exchange(actions_, {}); }
 
 }  // namespace murmur::gossip

@@ -1,6 +1,6 @@
 #pragma once
 // CodedReduce aggregation (algorithms.md §2.3) and the synchronous baselines, as sans-IO state
-// machines: the driver feeds arrived messages (Step), its own computed part (OwnResult) and time
+// machines: the driver feeds arrived messages and its own computed part (Step) and time
 // (Tick), and takes an ordered list of actions (sends, compute requests, results, reports).
 //
 // TreeAggregator is one rank's role in a TreeLayout; the same machine runs
@@ -11,7 +11,7 @@
 //   root:     StartIteration(t, model) sends the model to its children;
 //   non-root: a model for t > current (from its parent) is first forwarded to its children,
 //             then asked of the driver as Compute{t, model} (the forward-before-compute order of
-//             §2.3 step 1); a leaf sends OwnResult straight up; a parent waits for its own part
+//             §2.3 step 1); a leaf sends its own part straight up; a parent waits for its own part
 //             and for a decodable set of children (the code says when: n - s of them, or one per
 //             group for fractional repetition), decodes with the least-squares coefficients for
 //             exactly the children that answered, and sends own + sum a_k M_k up;
@@ -51,7 +51,8 @@ struct CodedSend {
   CodedMessage header;
   std::vector<float> vector;
 };
-// The driver computes this rank's own weighted partial gradient at `model` and calls OwnResult.
+// The driver computes this rank's own weighted partial gradient at `model` and steps it in as
+// an OwnPart.
 struct ComputeRequest {
   uint64_t iteration = 0;
   std::vector<float> model;
@@ -65,6 +66,12 @@ struct CodedReport {
   uint64_t iteration = 0;
   std::string text;
 };
+// This rank's own part of an iteration (a tree rank's weighted partial gradient, a ring rank's
+// local vector): an input, like a message.
+struct OwnPart {
+  uint64_t iteration = 0;
+  std::span<const float> partial;
+};
 using CodedAction = std::variant<CodedSend, ComputeRequest, Aggregated, CodedReport>;
 
 struct CodedStats {
@@ -73,7 +80,7 @@ struct CodedStats {
   uint64_t children_waited = 0;    // parents: children answers used by the decodes
   uint64_t children_ignored = 0;   // parents: children of the iteration not waited for
   uint64_t late_dropped = 0;       // answers or models for an iteration already done
-  uint64_t stale_own = 0;          // OwnResult for an iteration no longer current
+  uint64_t stale_own = 0;          // an own part for an iteration no longer current
   uint64_t duplicates = 0;         // a second answer from the same child for an iteration
   uint64_t rejected = 0;           // wrong sender, kind, length, or a future iteration
   uint64_t undecodable_waits = 0;  // iterations reported as waiting for more than s children
@@ -95,11 +102,11 @@ class TreeAggregator {
   // A message from rank `from`.
   void Step(int64_t from, const CodedMessage& header, std::span<const float> vector,
             TimePoint now);
-  // This rank's own weighted partial gradient for `iteration` (the answer to ComputeRequest).
-  void OwnResult(uint64_t iteration, std::span<const float> partial, TimePoint now);
+  // This rank's own weighted partial gradient (the answer to ComputeRequest).
+  void Step(const OwnPart& own, TimePoint now);
   void Tick(TimePoint now);
 
-  std::vector<CodedAction> TakeActions();
+  std::vector<CodedAction> TakeOutput();
   const CodedStats& stats() const { return stats_; }
   uint64_t current_iteration() const { return current_; }
   bool has_iteration() const { return has_iteration_; }
@@ -136,11 +143,11 @@ class RingAllReduce {
   };
   explicit RingAllReduce(Options options);
 
-  // Begin all-reducing `local` for iteration t (> every earlier one; the previous one must be
-  // done). With one rank the sum is ready at once.
-  void Start(uint64_t iteration, std::span<const float> local);
+  // Begin all-reducing this rank's part for its iteration (> every earlier one; the previous one
+  // must be done). With one rank the sum is ready at once.
+  void Step(const OwnPart& own);
   void Step(int64_t from, const CodedMessage& header, std::span<const float> vector);
-  std::vector<CodedAction> TakeActions();
+  std::vector<CodedAction> TakeOutput();
   const CodedStats& stats() const { return stats_; }
   bool busy() const { return active_; }
   // [begin, end) of chunk c.

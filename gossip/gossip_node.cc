@@ -216,6 +216,11 @@ void GossipNode::Step(const StopRequested&, TimePoint now) {
   Advance(now);
 }
 
+void GossipNode::Step(const InjectedPause& pause, TimePoint now) {
+  pause_ = pause;
+  Advance(now);
+}
+
 void GossipNode::Tick(TimePoint now) { Advance(now); }
 
 void GossipNode::Advance(TimePoint now) {
@@ -360,6 +365,12 @@ int GossipNode::CurrentH() const {
 void GossipNode::AdvanceTraining(TimePoint now) {
   if (computing_ || evaluating_) return;
   if (BudgetSpent(now)) return Finish(now);
+  paused_ = pause_.from >= 0 && s_.step >= static_cast<uint64_t>(pause_.from) &&
+            best_clock_ < static_cast<uint64_t>(std::max<int64_t>(pause_.until, 0));
+  if (paused_) {
+    Emit(Wait{now + std::chrono::milliseconds(10)});
+    return;
+  }
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
   if (sync_.ShouldCatchUp(s_.step, best_clock_)) CatchUp(view, mixing, now);

@@ -14,7 +14,8 @@
 //             a target accuracy, a time limit; a member that finished ends it for everyone); the
 //             catch-up of a node more than S behind the most advanced live member (the mixing
 //             neighbours' public-copy average; if none is fresher, a model snapshot from the most
-//             advanced member once 4 S behind, re-asked every `model_retry`); a snapshot that
+//             advanced member once 4 S behind, re-asked every `model_retry`); an injected pause (nothing
+//             computed, peers still answered); a snapshot that
 //             arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour more
 //             than S behind, then mark it a straggler); then ComputeStep. When it is done: every
 //             H-th step a CHOCO round on the model, the progress announced, a periodic Evaluate.
@@ -24,7 +25,8 @@
 // and snapshots and writes it only between steps (rounds, adoption, catch-up), never while a
 // ComputeStep is outstanding. Snapshot requests for the model are answered in every phase.
 //
-// Inputs: Step(Incoming | MemberView | StepComputed | Evaluated | StopRequested, now), Tick(now).
+// Inputs: Step(Incoming | MemberView | StepComputed | Evaluated | StopRequested | InjectedPause,
+// now), Tick(now).
 // Outputs (node_io.h): SendTo, Announce, ComputeStep, ResetOptimizer, Evaluate, Wait, Finished,
 // RunOver. Counters for the node's metrics go to an optional observer.
 // Thread safety: none; one driver thread.
@@ -129,11 +131,14 @@ class GossipNode {
   void Step(const StepComputed& done, TimePoint now);
   void Step(const Evaluated& result, TimePoint now);
   void Step(const StopRequested& stop, TimePoint now);
+  void Step(const InjectedPause& pause, TimePoint now);
   void Tick(TimePoint now);
   std::vector<NodeAction> TakeOutput();
 
   Phase phase() const { return phase_; }
   bool joined() const { return phase_ >= Phase::kTraining; }
+  // Held by an injected pause at the latest decision.
+  bool paused() const { return paused_; }
   const GossipNodeState& state() const { return s_; }
   uint64_t best_clock() const { return best_clock_; }  // most advanced live member
   std::vector<NodeId> Stragglers(TimePoint now) const { return sync_.Stragglers(now); }
@@ -175,6 +180,8 @@ class GossipNode {
   TimePoint join_deadline_{};
   int join_attempt_ = 0;
   bool stop_requested_ = false;
+  InjectedPause pause_;
+  bool paused_ = false;
   bool computing_ = false;
   bool evaluating_ = false;
   bool peer_finished_ = false;

@@ -61,6 +61,13 @@ struct Evaluated {
 };
 // The operator asked the node to stop (Ctrl-C, SIGTERM): the run ends at the next boundary.
 struct StopRequested {};
+// An injected pause (straggler injection `pause=A..B`), replacing the previous one: from step
+// `from` the node computes nothing until the most advanced live member reaches step `until`; it
+// keeps answering peers and still ends with the cluster. from < 0: no pause.
+struct InjectedPause {
+  int64_t from = -1;
+  int64_t until = -1;
+};
 
 // ---- Outputs ----
 

@@ -179,7 +179,7 @@ void SyncNode::StartRunning(TimePoint now) {
   } else if (rank_ == 0) {
     iteration_start_ = now;
     tree_->StartIteration(0, params_, now);
-    Dispatch(tree_->TakeActions(), now);
+    Dispatch(tree_->TakeOutput(), now);
   }
   MaybeCompute(now);
   // Messages that came before the ranks were known.
@@ -253,10 +253,10 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   const uint64_t before = stats().rejected;
   if (tree_) {
     tree_->Step(it->second, *header, u.values, now);
-    Dispatch(tree_->TakeActions(), now);
+    Dispatch(tree_->TakeOutput(), now);
   } else {
     ring_->Step(it->second, *header, u.values);
-    Dispatch(ring_->TakeActions(), now);
+    Dispatch(ring_->TakeOutput(), now);
   }
   if (stats().rejected != before) {
     Reject(kRejectProtocol, m.from, "the protocol refused it (wrong sender, kind, length or iteration)");
@@ -288,7 +288,7 @@ void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
       if (tree_) {
         iteration_start_ = now;
         tree_->StartIteration(s_.iteration, params_, now);
-        Dispatch(tree_->TakeActions(), now);
+        Dispatch(tree_->TakeOutput(), now);
       } else if (!ring_->busy() && s_.iteration == ring_started_) {
         pending_ = ComputeRequest{ring_started_, params_};
       }
@@ -315,13 +315,13 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
                                                  result.partial.size(), params_.size())));
   }
   if (ring_) {
-    ring_->Start(result.iteration, result.partial);
+    ring_->Step(OwnPart{result.iteration, result.partial});
     ring_started_ = result.iteration + 1;
-    Dispatch(ring_->TakeActions(), now);
+    Dispatch(ring_->TakeOutput(), now);
   } else {
     // Newer models that arrived meanwhile make this result stale (the aggregator drops it).
-    tree_->OwnResult(result.iteration, result.partial, now);
-    Dispatch(tree_->TakeActions(), now);
+    tree_->Step(OwnPart{result.iteration, result.partial}, now);
+    Dispatch(tree_->TakeOutput(), now);
     if (rank_ != 0) s_.iteration = tree_->stats().iterations;
   }
   MaybeCompute(now);
@@ -385,7 +385,7 @@ void SyncNode::Tick(TimePoint now) {
     case Phase::kRunning: {
       if (tree_) {
         tree_->Tick(now);
-        Dispatch(tree_->TakeActions(), now);
+        Dispatch(tree_->TakeOutput(), now);
         if (phase_ != Phase::kRunning) return;
       }
       const bool root = tree_ && rank_ == 0;

@@ -57,6 +57,10 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Feeds what arrived (waiting up to `wait` for the first message) to the machine.
   void Drain(Duration wait);
   void RefreshMembers(TimePoint now);
+  // The injection's pause rule is the machine's to apply (it still ends with the cluster).
+  void TakePause(TimePoint now) {
+    node_->Step(gossip::InjectedPause{injector_.options().pause_from, injector_.options().pause_to}, now);
+  }
   // Runs the machine's outputs; false once it emitted RunOver.
   bool Perform(std::vector<gossip::NodeAction> actions);
   void ComputeStep();
@@ -129,6 +133,7 @@ Status GossipDriver::Start() {
   g.linger = o_.linger;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
   node_->set_observer(this);
+  TakePause(start_);
   return OkStatus();
 }
 
@@ -146,7 +151,9 @@ void GossipDriver::Drain(Duration wait) {
 void GossipDriver::RefreshMembers(TimePoint now) {
   node_->Step(gossip::MemberView{peer_->Members()}, now);
   if (o_.telemetry != nullptr) {
-    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
+    if (ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_)) {
+      TakePause(now);
+    }
     o_.telemetry->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
     if (node_->joined()) o_.telemetry->SetJoined(true, "joined");
   }
@@ -276,12 +283,8 @@ StatusOr<GossipProgress> GossipDriver::Run() {
       continue;
     }
     if (compute_asked_) {
-      if (!injector_.Paused(static_cast<int64_t>(node_->state().step), node_->best_clock())) {
-        ComputeStep();
-        continue;
-      }
-      // An injected pause: the node keeps answering its peers but computes nothing.
-      wait_until_ = now + std::chrono::milliseconds(10);
+      ComputeStep();
+      continue;
     }
     const Duration wait = std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20));
     Drain(wait);

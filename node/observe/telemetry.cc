@@ -1,9 +1,5 @@
 #include "node/observe/telemetry.h"
 
-#include <dirent.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -19,6 +15,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "coding/update_codec.h"
+#include "node/observe/process_stats.h"
 #include "node/peer/peer_node.h"
 #include "proto/envelope_codec.h"
 
@@ -50,72 +47,9 @@ Histogram::BucketBoundaries Exponential(double start, double factor, int count) 
   return b;
 }
 
-struct ProcessFigures {
-  double cpu_seconds = 0;
-  double resident_bytes = 0;
-  double virtual_bytes = 0;
-  double threads = 0;
-  double open_fds = 0;
-  double max_fds = 0;
-  double start_time_seconds = 0;
-};
-
-// /proc/self/stat fields 14, 15 (utime, stime in ticks), 20 (threads), 22 (start time in ticks
-// since boot), 23 (vsize bytes), 24 (rss pages); /proc/stat's btime for the boot time.
-ProcessFigures ReadProcess() {
-  ProcessFigures f;
-  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
-  std::ifstream stat("/proc/self/stat");
-  std::string line;
-  if (std::getline(stat, line)) {
-    // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
-    const size_t close = line.rfind(')');
-    if (close != std::string::npos) {
-      std::istringstream rest(line.substr(close + 2));
-      std::vector<std::string> fields;  // fields[0] is field 3 (state)
-      std::string field;
-      while (rest >> field) fields.push_back(field);
-      auto at = [&](size_t number) { return number - 3 < fields.size() ? std::stod(fields[number - 3]) : 0.0; };
-      f.cpu_seconds = (at(14) + at(15)) / ticks;
-      f.threads = at(20);
-      f.virtual_bytes = at(23);
-      f.resident_bytes = at(24) * page;
-      std::ifstream boot("/proc/stat");
-      std::string key;
-      double btime = 0;
-      while (boot >> key) {
-        if (key == "btime") {
-          boot >> btime;
-          break;
-        }
-      }
-      f.start_time_seconds = btime + at(22) / ticks;
-    }
-  }
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    int n = 0;
-    while (const dirent* e = readdir(dir)) n += e->d_name[0] != '.';
-    closedir(dir);
-    f.open_fds = n - 1;  // the directory stream itself
-  }
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) f.max_fds = static_cast<double>(limit.rlim_cur);
-  return f;
-}
 
 }  // namespace
 
-bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
-                          PeerNode& peer) {
-  if (control.version() == seen) return false;
-  const StragglerControl::State state = control.Current();
-  seen = state.version;
-  injector = StragglerInjector(state.options);
-  peer.SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
-  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer.id(), StraggleSpec(state.options));
-  return true;
-}
 
 nlohmann::json StragglerStateJson(const StragglerControl::State& state) {
   const StragglerOptions& o = state.options;

@@ -55,11 +55,6 @@ struct NodeHealth {
   std::string detail;  // why not (yet), or "joined"
 };
 
-// Takes a run-time change of the injection (the control's version differs from `seen`, which it
-// updates): rebuilds `injector` and the peer's send injection, and logs it. False when nothing
-// changed. Called by the training thread at step boundaries; `seen` = ~0 forces the first take.
-bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
-                          PeerNode& peer);
 
 // The injection as /straggler and /status show it: every setting, the canonical spec, where it
 // came from, and the seconds left of a timed one.

@@ -1,5 +1,8 @@
 #include "node/peer/straggler.h"
 
+#include "base/log.h"
+#include "node/peer/peer_node.h"
+
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
@@ -141,11 +144,6 @@ Duration StragglerInjector::AfterStep(Duration compute) {
   return Duration(static_cast<int64_t>(ns));
 }
 
-bool StragglerInjector::Paused(int64_t step, uint64_t best_peer_step) const {
-  return options_.pause_from >= 0 && step >= options_.pause_from &&
-         static_cast<int64_t>(best_peer_step) < options_.pause_to;
-}
-
 StragglerControl::StragglerControl(StragglerOptions initial) {
   state_.options = initial;
   state_.source = initial.active() ? "config" : "";
@@ -184,6 +182,17 @@ uint64_t StragglerControl::version() {
   std::lock_guard<std::mutex> lock(mu_);
   ExpireLocked(clock_.Now());
   return state_.version;
+}
+
+bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
+                          PeerNode& peer) {
+  if (control.version() == seen) return false;
+  const StragglerControl::State state = control.Current();
+  seen = state.version;
+  injector = StragglerInjector(state.options);
+  peer.SetSendInjection(state.options.send_delay, state.options.drop, state.options.seed);
+  MURMUR_LOG_INFO("node {}: straggler injection now '{}'", peer.id(), StraggleSpec(state.options));
+  return true;
 }
 
 }  // namespace murmur::node

@@ -10,7 +10,8 @@
 //   delay=D        sleep D after every step
 //   exp=M          sleep an exponential draw with mean M after every step (seeded)
 //   exp_slowdown=F after a step that computed for t, sleep an exponential draw with mean F t
-//   pause=A..B     at step A, stop until the most advanced live peer reaches step B
+//   pause=A..B     at step A, stop until the most advanced live peer reaches step B (applied by
+//                  gossip::GossipNode: an InjectedPause input)
 //   send_delay=D   hold every outgoing message D before it goes to the socket
 //   drop=P         lose each outgoing message with probability P (0 <= P < 1)
 //   seed=N         seed of the draws
@@ -27,6 +28,8 @@
 #include "base/status.h"
 
 namespace murmur::node {
+
+class PeerNode;
 
 struct StragglerOptions {
   double slowdown = 1;
@@ -55,8 +58,6 @@ class StragglerInjector {
       : options_(options), rng_(options.seed) {}
   // How long to sleep after a step whose computation took `compute`.
   Duration AfterStep(Duration compute);
-  // True while a node at `step` must stay paused, given the most advanced peer's step.
-  bool Paused(int64_t step, uint64_t best_peer_step) const;
   const StragglerOptions& options() const { return options_; }
 
  private:
@@ -92,5 +93,11 @@ class StragglerControl {
   State state_;
   std::optional<TimePoint> until_;
 };
+
+// Takes a run-time change of the injection (the control's version differs from `seen`, which it
+// updates): rebuilds `injector` and the peer's send injection, and logs it. False when nothing
+// changed. Called by the training thread at step boundaries; `seen` = ~0 forces the first take.
+bool ApplyInjectionChange(StragglerControl& control, uint64_t& seen, StragglerInjector& injector,
+                          PeerNode& peer);
 
 }  // namespace murmur::node

@@ -7,13 +7,15 @@
 #include <random>
 
 #include "gossip/soft_sync.h"
+#include "tests/testing/fake_network.h"
 
 namespace murmur::gossip {
 namespace {
 
 using std::chrono::milliseconds;
 
-// P CHOCO nodes over a fake network that delivers (or drops) every output at once.
+// P CHOCO nodes over the shared fake network (tests/testing/fake_network.h) without delay: every
+// output is delivered (or dropped by `drop`) before the round goes on.
 struct Cluster {
   std::vector<NodeId> view;
   std::vector<std::unique_ptr<ChocoGossip>> nodes;
@@ -21,9 +23,13 @@ struct Cluster {
   std::map<ChocoVerdict, int> verdicts;
   std::function<bool(const ChocoOutgoing&)> drop;  // true: lose this message
   TimePoint now{};
+  murmur::testing::FakeNetwork<ChocoOutgoing> net;
 
   Cluster(size_t p, size_t d, const std::string& spec, double gamma, uint64_t seed,
-          Topology topology = Topology::kRing) {
+          Topology topology = Topology::kRing)
+      : net(p, seed) {
+    net.faults().min_delay = net.faults().max_delay = Duration(0);
+    net.drop_if = [this](size_t, size_t, const ChocoOutgoing& out) { return drop && drop(out); };
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal;
     std::vector<float> initial(d, 0.0f);
@@ -45,20 +51,24 @@ struct Cluster {
 
   size_t IndexOf(NodeId id) const { return static_cast<size_t>(id - 10); }
 
-  // Delivers until no node has output left (requests bring replies).
+  // Delivers until no node has output left (requests bring replies), on the shared fake network
+  // with no delay: in the order sent.
   void Deliver(Incarnation incarnation = 1) {
     for (bool more = true; more;) {
       more = false;
       for (size_t i = 0; i < nodes.size(); ++i) {
         for (ChocoOutgoing& out : nodes[i]->TakeOutput()) {
           more = true;
-          if (drop && drop(out)) continue;
-          ChocoIncoming in{view[i], incarnation, out.payload, {}};
-          if (out.frame) in.frame = *out.frame;
-          const auto r = nodes[IndexOf(out.to)]->Step(in, now);
-          ++verdicts[r.verdict];
+          const size_t to = IndexOf(out.to);
+          net.Send(i, to, std::move(out), now);
         }
       }
+      net.DeliverAll([&](size_t to, size_t from, ChocoOutgoing& out, TimePoint) {
+        ChocoIncoming in{view[from], incarnation, out.payload, {}};
+        if (out.frame) in.frame = *out.frame;
+        const auto r = nodes[to]->Step(in, now);
+        ++verdicts[r.verdict];
+      });
     }
   }
 

@@ -4,8 +4,9 @@
 
 #include <bit>
 #include <cmath>
-#include <queue>
 #include <random>
+
+#include "tests/testing/fake_network.h"
 
 namespace murmur::gossip {
 namespace {
@@ -17,8 +18,9 @@ using std::chrono::milliseconds;
 
 constexpr uint32_t kDim = 6;
 
-// A fake network for one tree: messages are delivered in time order with seeded delays; the
-// answers of "slow" ranks arrive long after everything else (so they are late unless needed).
+// One tree on the shared fake network (tests/testing/fake_network.h): messages are delivered in
+// time order with seeded delays; the answers of "slow" ranks arrive long after everything else
+// (so they are late unless needed).
 // Every rank computes its own part at once: the weighted sum of per-sample float32 vectors.
 class TreeSim {
  public:
@@ -26,7 +28,10 @@ class TreeSim {
       : layout_(*TreeLayout::Create(n, layers)),
         code_(*GradientCode::Create({.n = n, .s = s})),
         alloc_(*coding::AllocateTree(layout_, code_, samples)),
-        rng_(seed) {
+        rng_(seed),
+        net_(static_cast<size_t>(layout_.size()), seed ^ 0x7EE5ULL) {
+    net_.faults().min_delay = milliseconds(1);
+    net_.faults().max_delay = milliseconds(6);
     std::normal_distribution<float> normal;
     g_.resize(static_cast<size_t>(samples) * kDim);
     for (float& v : g_) v = normal(rng_);
@@ -50,12 +55,7 @@ class TreeSim {
     std::vector<float> model(kDim, 0.5f);
     node(0).StartIteration(t, model, now_);
     Collect(0);
-    while (!queue_.empty()) {
-      Event e = queue_.top();
-      queue_.pop();
-      now_ = std::max(now_, e.at);
-      node(e.to).Step(e.from, e.header, e.vector, now_);
-      Collect(e.to);
+    while (net_.DeliverNext(Receive())) {
       if (result_) return std::exchange(result_, std::nullopt);
     }
     return std::nullopt;
@@ -79,37 +79,33 @@ class TreeSim {
     node(0).StartIteration(t, std::vector<float>(kDim, 0.5f), now_);
     Collect(0);
   }
-  bool Deliver() {  // one queued message; false when none
-    if (queue_.empty()) return false;
-    Event e = queue_.top();
-    queue_.pop();
-    now_ = std::max(now_, e.at);
-    node(e.to).Step(e.from, e.header, e.vector, now_);
-    Collect(e.to);
-    return true;
-  }
+  bool Deliver() { return net_.DeliverNext(Receive()); }  // one queued message; false when none
   std::optional<std::vector<float>>& result() { return result_; }
   std::vector<std::string>& trace() { return trace_; }
 
  private:
-  struct Event {
-    TimePoint at;
-    uint64_t order;
-    int64_t from;
-    int64_t to;
+  struct Message {
     CodedMessage header;
     std::vector<float> vector;
-    bool operator>(const Event& o) const { return std::tie(at, order) > std::tie(o.at, o.order); }
   };
 
+  murmur::testing::FakeNetwork<Message>::Deliver Receive() {
+    return [this](size_t to, size_t from, Message& m, TimePoint at) {
+      now_ = std::max(now_, at);
+      node(static_cast<int64_t>(to)).Step(static_cast<int64_t>(from), m.header, m.vector, now_);
+      Collect(static_cast<int64_t>(to));
+    };
+  }
+
   void Collect(int64_t rank) {
-    for (CodedAction& action : node(rank).TakeActions()) {
+    for (CodedAction& action : node(rank).TakeOutput()) {
       if (auto* send = std::get_if<CodedSend>(&action)) {
-        Duration delay = milliseconds(1 + rng_() % 5);
         const bool up = send->header.kind == CodedMessage::Kind::kPartialGradient;
-        if (up && !slow_.empty() && slow_[static_cast<size_t>(rank)]) delay += std::chrono::seconds(100);
+        Duration extra{0};
+        if (up && !slow_.empty() && slow_[static_cast<size_t>(rank)]) extra = std::chrono::seconds(100);
         trace_.push_back("send " + std::to_string(rank) + "->" + std::to_string(send->to));
-        queue_.push({now_ + delay, order_++, rank, send->to, send->header, std::move(send->vector)});
+        net_.Send(static_cast<size_t>(rank), static_cast<size_t>(send->to),
+                  Message{send->header, std::move(send->vector)}, now_, extra);
       } else if (auto* compute = std::get_if<ComputeRequest>(&action)) {
         trace_.push_back("compute " + std::to_string(rank));
         std::vector<double> own(kDim, 0.0);
@@ -119,7 +115,7 @@ class TreeSim {
           }
         }
         std::vector<float> partial(own.begin(), own.end());
-        node(rank).OwnResult(compute->iteration, partial, now_);
+        node(rank).Step(OwnPart{compute->iteration, partial}, now_);
         Collect(rank);
       } else if (auto* done = std::get_if<Aggregated>(&action)) {
         result_ = std::move(done->gradient);
@@ -136,8 +132,7 @@ class TreeSim {
   std::vector<float> g_;
   std::vector<TreeAggregator> nodes_;
   std::vector<bool> slow_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  uint64_t order_ = 0;
+  murmur::testing::FakeNetwork<Message> net_;
   TimePoint now_{};
   std::optional<std::vector<float>> result_;
   std::vector<std::string> reports_;
@@ -288,7 +283,7 @@ TEST(CodedReduceTest, MalformedAndMisaddressedMessagesAreRejected) {
   const TimePoint now{};
   parent.Step(0, {.kind = CodedMessage::Kind::kModel, .iteration = 3, .tree_position = 0, .dimension = 4}, v, now);
   ASSERT_EQ(parent.current_iteration(), 3u);
-  parent.TakeActions();
+  parent.TakeOutput();
   // A partial from a rank that is not its child, a wrong length, a sender/position mismatch, a
   // model from a non-parent, a future iteration.
   parent.Step(7, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 3, .tree_position = 7, .dimension = 4}, v, now);
@@ -306,9 +301,9 @@ TEST(CodedReduceTest, MalformedAndMisaddressedMessagesAreRejected) {
   parent.Step(4, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 3, .tree_position = 4, .dimension = 4}, v, now);
   EXPECT_EQ(parent.stats().duplicates, 1u);
   // Own work for an older iteration is stale.
-  parent.OwnResult(2, v, now);
+  parent.Step(OwnPart{2, v}, now);
   EXPECT_EQ(parent.stats().stale_own, 1u);
-  EXPECT_TRUE(parent.TakeActions().empty());
+  EXPECT_TRUE(parent.TakeOutput().empty());
 }
 
 // Ring all-reduce over a fake network that delivers in a random order per link-respecting
@@ -320,7 +315,7 @@ struct RingSim {
     results.resize(static_cast<size_t>(size));
   }
   void Collect(int64_t r) {
-    for (CodedAction& a : nodes[static_cast<size_t>(r)].TakeActions()) {
+    for (CodedAction& a : nodes[static_cast<size_t>(r)].TakeOutput()) {
       if (auto* send = std::get_if<CodedSend>(&a)) {
         inbox[static_cast<size_t>(send->to)].push_back({r, send->header, std::move(send->vector)});
       } else if (auto* done = std::get_if<Aggregated>(&a)) {
@@ -369,7 +364,7 @@ TEST(RingAllReduceTest, EveryRankGetsTheSameExactSum) {
           std::vector<float> local(dim);
           for (float& v : local) v = normal(sim.rng);
           for (uint32_t i = 0; i < dim; ++i) truth[i] += local[i];
-          sim.nodes[static_cast<size_t>(r)].Start(t, local);
+          sim.nodes[static_cast<size_t>(r)].Step(OwnPart{t, local});
           sim.Collect(r);
         }
         sim.Run();
@@ -390,8 +385,8 @@ TEST(RingAllReduceTest, EveryRankGetsTheSameExactSum) {
 TEST(RingAllReduceTest, RejectsWrongSenderAndLength) {
   RingAllReduce ring({.rank = 1, .size = 4, .dimension = 8});
   std::vector<float> local(8, 1.0f);
-  ring.Start(1, local);
-  ring.TakeActions();
+  ring.Step(OwnPart{1, local});
+  ring.TakeOutput();
   const std::vector<float> chunk(2, 1.0f);
   ring.Step(3, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 1, .tree_position = 0, .dimension = 8}, chunk);
   ring.Step(0, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 1, .tree_position = 0, .dimension = 8},
@@ -402,7 +397,7 @@ TEST(RingAllReduceTest, RejectsWrongSenderAndLength) {
   ring.Step(0, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 0, .tree_position = 0, .dimension = 8}, chunk);
   EXPECT_EQ(ring.stats().late_dropped, 1u);
   ring.Step(0, {.kind = CodedMessage::Kind::kPartialGradient, .iteration = 1, .tree_position = 0, .dimension = 8}, chunk);
-  auto actions = ring.TakeActions();
+  auto actions = ring.TakeOutput();
   ASSERT_EQ(actions.size(), 1u);  // step 1 goes on to rank 2
   EXPECT_EQ(std::get<CodedSend>(actions[0]).to, 2);
   EXPECT_EQ(std::get<CodedSend>(actions[0]).header.tree_position, 1u);

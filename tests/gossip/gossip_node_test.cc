@@ -224,6 +224,28 @@ TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   }
 }
 
+TEST(GossipNodeTest, InjectedPauseHoldsComputeUntilTheClusterIsAheadButNotTheEnd) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = -1;
+    base.budget_samples = 12000;  // 1200 steps over the cluster
+    Cluster cluster = MakeCluster(3, seed, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.machine(2).Step(InjectedPause{10, 150}, cluster.now());  // pause=10..150
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(2).paused(); }));
+    EXPECT_EQ(cluster.machine(2).state().step, 10u);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(2).state().step > 10; }));
+    EXPECT_GE(cluster.machine(2).best_clock(), 150u) << "resumed before a member reached step 150";
+    cluster.machine(2).Step(InjectedPause{0, 1'000'000'000}, cluster.now());  // forever
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      return cluster.node(0).over && cluster.node(1).over && cluster.node(2).over;
+    }));
+    EXPECT_TRUE(cluster.node(2).finished.has_value()) << "a paused node still ends with the cluster";
+    EXPECT_TRUE(cluster.node(2).over->ok());
+  }
+}
+
 TEST(GossipNodeTest, CrashedMemberIsNeverWaitedForPastW) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -12,16 +12,14 @@
 """
 import json
 import math
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from harness import free_ports, wait_until
+from harness import NodeProcess, free_ports, wait_until
 
 MURMUR = sys.argv[1]
 TASK = ["--task", "logistic", "--samples", "3000", "--features", "200", "--lr", "0.5",
@@ -40,36 +38,21 @@ def local(mode, iterations):
     return j
 
 
-class Node:
+class Node(NodeProcess):
     def __init__(self, rank, endpoint, seeds, logdir):
+        super().__init__(MURMUR, rank, [
+            "--mode", "coded-tree", "--id", str(rank + 1), "--listen", endpoint, "--seeds", seeds,
+            "--cluster", "codedtest", "--iterations", "1000000", "--time-limit-s", "9",
+            "--eval-every", "50", "--report-after-s", "1", "--probe-interval-ms", "200",
+            "--probe-timeout-ms", "80", "--report", "json", "--report-interval-ms", "100"] + TASK,
+            logdir)
         self.rank = rank
-        self.reports = []
-        self.final = None
-        self.lock = threading.Lock()
-        log = open(os.path.join(logdir, f"node-{rank}.log"), "w")
-        self.proc = subprocess.Popen(
-            [MURMUR, "node", "--mode", "coded-tree", "--id", str(rank + 1), "--listen", endpoint,
-             "--seeds", seeds, "--cluster", "codedtest", "--iterations", "1000000",
-             "--time-limit-s", "9", "--eval-every", "50", "--report-after-s", "1",
-             "--probe-interval-ms", "200", "--probe-timeout-ms", "80", "--report", "json",
-             "--report-interval-ms", "100"] + TASK,
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.proc.stdout:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            with self.lock:
-                self.reports.append(r)
-                if r.get("kind") == "final":
-                    self.final = r
+        self.start()
 
     def iteration(self):
-        with self.lock:
-            return self.reports[-1]["iteration"] if self.reports else 0
+        latest = self.latest()
+        return latest["iteration"] if latest else 0
+
 
 
 def main():

@@ -10,18 +10,15 @@ random model (--init per-node), so consensus has something to do. During one run
 At the end: every model finite, test accuracy far above chance (10 %), the consensus distance
 shrunk from its start, and every node ended on the cluster's budget.
 """
-import json
 import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from harness import free_ports, wait_until
+from harness import NodeProcess, free_ports, wait_until
 
 MURMUR = sys.argv[1]
 N = 4
@@ -30,49 +27,21 @@ TIME_LIMIT = 16.0
 
 
 
-class Node:
+class Node(NodeProcess):
     def __init__(self, index, endpoint, seeds, logdir):
-        self.index, self.endpoint, self.seeds, self.logdir = index, endpoint, seeds, logdir
-        self.reports = []  # (monotonic time, report)
-        self.final = None
-        self.proc = None
-        self.lock = threading.Lock()
-
-    def start(self):
-        log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
-        self.proc = subprocess.Popen(
-            [MURMUR, "node", "--mode", "gossip", "--id", str(self.index + 1), "--listen",
-             self.endpoint, "--seeds", self.seeds, "--cluster", "gtest", "--shard-index",
-             str(self.index), "--shard-count", str(N), "--expect-members", str(N), "--epochs", "0",
-             "--time-limit-s", str(TIME_LIMIT), "--init", "per-node", "--compress",
-             "topk:0.01,values=fp16", "--gamma", "0.05", "--lr", "0.05", "--eval-every", "100",
-             "--eval-samples", "1000", "--max-wait-ms", "500", "--probe-interval-ms", "200",
-             "--probe-timeout-ms", "80", "--report", "json", "--report-interval-ms", "100",
-             "--save-model", os.path.join(self.logdir, f"node-{self.index}.model")],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        threading.Thread(target=self.read, args=(self.proc,), daemon=True).start()
-
-    def read(self, proc):
-        for line in proc.stdout:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            with self.lock:
-                if proc is not self.proc:
-                    continue
-                self.reports.append((time.monotonic(), r))
-                if r.get("kind") == "final":
-                    self.final = r
+        super().__init__(MURMUR, index, [
+            "--mode", "gossip", "--id", str(index + 1), "--listen", endpoint, "--seeds", seeds,
+            "--cluster", "gtest", "--shard-index", str(index), "--shard-count", str(N),
+            "--expect-members", str(N), "--epochs", "0", "--time-limit-s", str(TIME_LIMIT),
+            "--init", "per-node", "--compress", "topk:0.01,values=fp16", "--gamma", "0.05",
+            "--lr", "0.05", "--eval-every", "100", "--eval-samples", "1000", "--max-wait-ms", "500",
+            "--probe-interval-ms", "200", "--probe-timeout-ms", "80", "--report", "json",
+            "--report-interval-ms", "100", "--save-model", os.path.join(logdir, f"node-{index}.model")],
+            logdir)
 
     def step(self):
-        with self.lock:
-            return self.reports[-1][1]["step"] if self.reports else 0
-
-    def latest(self):
-        with self.lock:
-            return self.reports[-1][1] if self.reports else None
-
+        latest = self.latest()
+        return latest["step"] if latest else 0
 
 
 
@@ -114,8 +83,6 @@ def main():
         nodes[3].proc.wait()
         killed_at = nodes[3].step()
         time.sleep(1.0)
-        with nodes[3].lock:
-            nodes[3].reports, nodes[3].final = [], None
         nodes[3].start()
         wait_until("the restarted node reports", lambda: nodes[3].latest() is not None, 20)
         r = nodes[3].latest()

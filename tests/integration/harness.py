@@ -1,5 +1,9 @@
 """Helpers shared by the multi-process integration tests."""
+import json
+import os
 import socket
+import subprocess
+import threading
 import time
 
 
@@ -26,3 +30,46 @@ def wait_until(what, cond, limit):
             return took
         time.sleep(0.05)
     raise AssertionError(f"{what}: not within {limit:.1f} s")
+
+
+class NodeProcess:
+    """One `murmur node ... --report json` process. A reader thread keeps its report lines
+    (monotonic arrival time, parsed line) and the final one; stderr goes to LOGDIR/node-INDEX.log.
+    start() starts it, or starts it again after a kill: lines of an earlier life are dropped."""
+
+    def __init__(self, murmur, index, args, logdir):
+        self.murmur, self.index, self.args, self.logdir = murmur, index, args, logdir
+        self.reports = []  # (monotonic time, report)
+        self.final = None
+        self.proc = None
+        self.lock = threading.Lock()
+
+    def start(self):
+        log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
+        proc = subprocess.Popen([self.murmur, "node"] + self.args, stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        with self.lock:
+            self.proc, self.reports, self.final = proc, [], None
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+
+    def _read(self, proc):
+        for line in proc.stdout:
+            try:
+                report = json.loads(line)
+            except ValueError:
+                continue
+            with self.lock:
+                if proc is not self.proc:
+                    continue
+                self.reports.append((time.monotonic(), report))
+                if report.get("kind") == "final":
+                    self.final = report
+
+    def latest(self):
+        """The newest report line, or None before the first."""
+        with self.lock:
+            return self.reports[-1][1] if self.reports else None
+
+    def count(self):
+        with self.lock:
+            return len(self.reports)

@@ -6,17 +6,14 @@ within the documented bound; restart it and it is back; SIGSTOP one (a straggler
 blocks: the others keep their heartbeats going and mark it, and it returns after SIGCONT.
 Usage: membership_test.py PATH/TO/murmur
 """
-import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from harness import free_ports, wait_until
+from harness import NodeProcess, free_ports, wait_until
 
 MURMUR = sys.argv[1]
 N = 8
@@ -29,45 +26,25 @@ CONVERGE_LIMIT_S = 5.0  # documented: join retry + (log2 n + 4) periods = 1.8 s;
 
 
 
-class Node:
+class Node(NodeProcess):
     def __init__(self, index, endpoint, seeds, logdir):
-        self.index, self.id, self.endpoint, self.seeds = index, index + 1, endpoint, seeds
-        self.logdir = logdir
-        self.latest = None
-        self.reports = 0
+        super().__init__(MURMUR, index, [
+            "--mode", "membership", "--id", str(index + 1), "--listen", endpoint, "--seeds", seeds,
+            "--cluster", "itest", "--probe-interval-ms", str(PROBE_MS), "--probe-timeout-ms",
+            str(TIMEOUT_MS), "--report", "json", "--report-interval-ms", "100"], logdir)
+        self.id, self.endpoint = index + 1, endpoint
         self.start()
 
-    def start(self):
-        log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
-        self.proc = subprocess.Popen(
-            [MURMUR, "node", "--mode", "membership", "--id", str(self.id), "--listen", self.endpoint, "--seeds", self.seeds,
-             "--cluster", "itest", "--probe-interval-ms", str(PROBE_MS), "--probe-timeout-ms",
-             str(TIMEOUT_MS), "--report", "json", "--report-interval-ms", "100"],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        self.latest = None
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
-
-    def _read(self, proc):
-        for line in proc.stdout:
-            try:
-                report = json.loads(line)
-            except ValueError:
-                continue
-            if proc is self.proc:
-                self.latest = report
-                self.reports += 1
-
     def state_of(self, node_id):
-        if self.latest is None:
-            return None
-        for m in self.latest["members"]:
+        latest = self.latest()
+        for m in (latest or {}).get("members", []):
             if m["id"] == node_id:
                 return m["state"]
         return None
 
     def heartbeat(self):
-        return self.latest["members"][0]["heartbeat"] if self.latest else 0
-
+        latest = self.latest()
+        return latest["members"][0]["heartbeat"] if latest else 0
 
 
 
@@ -79,7 +56,7 @@ def main():
     nodes = [Node(i, endpoints[i], seeds, logdir) for i in range(N)]
     passed = False
     try:
-        wait_until("every node reports", lambda: all(n.latest for n in nodes), 10)
+        wait_until("every node reports", lambda: all(n.latest() for n in nodes), 10)
 
         def sees_alive(observers, target_ids):
             return all(n.state_of(t) == "alive" for n in observers for t in target_ids if t != n.id)
@@ -107,19 +84,19 @@ def main():
         # SIGSTOP: a straggler. Nobody blocks: the others keep reporting and beating.
         straggler = nodes[3]
         others = [n for n in nodes if n is not straggler]
-        before = {n.id: (n.heartbeat(), n.reports) for n in others}
+        before = {n.id: (n.heartbeat(), n.count()) for n in others}
         straggler.proc.send_signal(signal.SIGSTOP)
         wait_until("stopped node declared dead everywhere",
                    lambda: all(n.state_of(straggler.id) == "dead" for n in others),
                    DETECTION_BOUND_S + SLACK_S)
         for n in others:
-            beats, reports = n.heartbeat() - before[n.id][0], n.reports - before[n.id][1]
+            beats, reports = n.heartbeat() - before[n.id][0], n.count() - before[n.id][1]
             assert beats >= 3 and reports >= 5, f"node {n.id} stalled: {beats} beats, {reports} reports"
         assert sees_alive(others, [n.id for n in others]), "a live node was hurt by the straggler"
         straggler.proc.send_signal(signal.SIGCONT)
         wait_until("resumed straggler is alive everywhere again",
                    lambda: sees_alive(nodes, everyone), 8)
-        rejected = sum(sum(n.latest["rejected"].values()) for n in nodes)
+        rejected = sum(sum(n.latest()["rejected"].values()) for n in nodes)
         assert rejected == 0, f"{rejected} messages rejected between healthy nodes"
         print("membership integration test passed")
         passed = True

@@ -1,0 +1,19 @@
+#pragma once
+// What the process uses, read from /proc and getrlimit (Linux): the process_* metrics that the
+// Prometheus client libraries export by convention.
+
+namespace murmur::node {
+
+struct ProcessFigures {
+  double cpu_seconds = 0;
+  double resident_bytes = 0;
+  double virtual_bytes = 0;
+  double threads = 0;
+  double open_fds = 0;
+  double max_fds = 0;
+  double start_time_seconds = 0;
+};
+// Zeros for what cannot be read.
+ProcessFigures ReadProcess();
+
+}  // namespace murmur::node
