@@ -8,23 +8,6 @@
 
 namespace murmur::gossip {
 
-std::vector<NodeId> LiveIds(const MemberView& view, NodeId self) {
-  std::vector<NodeId> out;
-  bool has_self = false;
-  for (const MemberEntry& m : view.members) {
-    if (m.id == self) {
-      has_self = true;
-      out.push_back(m.id);
-    } else if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
-      out.push_back(m.id);
-    }
-  }
-  if (!has_self) out.push_back(self);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 const char* GossipPhaseName(GossipNode::Phase phase) {
   switch (phase) {
     case GossipNode::Phase::kJoining: return "joining";
@@ -67,17 +50,9 @@ GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
       start_(now),
       join_deadline_(now + (options.expect_members > 0 ? options.expect_wait : options.join_wait)) {}
 
-std::vector<NodeAction> GossipNode::TakeOutput() { return std::exchange(output_, {}); }
+std::vector<NodeAction> GossipNode::TakeOutput() { return output_.Take(); }
 
-void GossipNode::Emit(NodeAction action) {
-  // Only the latest Wait matters.
-  if (std::holds_alternative<Wait>(action) && !output_.empty() &&
-      std::holds_alternative<Wait>(output_.back())) {
-    output_.back() = std::move(action);
-    return;
-  }
-  output_.push_back(std::move(action));
-}
+void GossipNode::Emit(NodeAction action) { output_.Emit(std::move(action)); }
 
 void GossipNode::Reject(std::string_view reason, NodeId from, const std::string& why) {
   ++s_.rejected_messages;
@@ -233,13 +208,7 @@ void GossipNode::Advance(TimePoint now) {
       AdvanceTraining(now);
       return;
     case Phase::kLingering:
-      if (evaluating_) return;
-      if (now >= linger_until_) {
-        phase_ = Phase::kOver;
-        Emit(RunOver{OkStatus()});
-      } else {
-        Emit(Wait{linger_until_});
-      }
+      if (!evaluating_ && LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
       return;
     case Phase::kOver:
       return;

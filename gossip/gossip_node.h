@@ -196,7 +196,7 @@ class GossipNode {
   uint64_t received_model_clock_ = 0;
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;
-  std::vector<NodeAction> output_;
+  ActionQueue output_;
 };
 
 const char* GossipPhaseName(GossipNode::Phase phase);

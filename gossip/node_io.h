@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -121,5 +122,19 @@ using NodeAction = std::variant<SendTo, Announce, ComputeStep, ComputeGradient, 
 // Alive and suspect members (this node included), sorted by id: the view peer sampling and rank
 // assembly use (Membership::LiveView, computed from a MemberView).
 std::vector<NodeId> LiveIds(const MemberView& view, NodeId self);
+
+// A node machine's output: actions in order; of consecutive Waits only the last is kept.
+class ActionQueue {
+ public:
+  void Emit(NodeAction action);
+  std::vector<NodeAction> Take() { return std::exchange(actions_, {}); }
+
+ private:
+  std::vector<NodeAction> actions_;
+};
+
+// The end of a run: a node lingers, answering its peers, until `until`; then the run is over.
+// Emits Wait or RunOver; true once it emitted RunOver.
+bool LingerIsOver(TimePoint now, TimePoint until, ActionQueue& out);
 
 }  // namespace murmur::gossip

@@ -93,16 +93,9 @@ CodedStats SyncNode::stats() const {
   return {};
 }
 
-std::vector<NodeAction> SyncNode::TakeOutput() { return std::exchange(output_, {}); }
+std::vector<NodeAction> SyncNode::TakeOutput() { return output_.Take(); }
 
-void SyncNode::Emit(NodeAction action) {
-  if (std::holds_alternative<Wait>(action) && !output_.empty() &&
-      std::holds_alternative<Wait>(output_.back())) {
-    output_.back() = std::move(action);
-    return;
-  }
-  output_.push_back(std::move(action));
-}
+void SyncNode::Emit(NodeAction action) { output_.Emit(std::move(action)); }
 
 void SyncNode::Fail(Status status) {
   phase_ = Phase::kOver;
@@ -397,13 +390,7 @@ void SyncNode::Tick(TimePoint now) {
       return;
     }
     case Phase::kLingering:
-      if (evaluating_final_) return;
-      if (now >= linger_until_) {
-        phase_ = Phase::kOver;
-        Emit(RunOver{OkStatus()});
-      } else {
-        Emit(Wait{linger_until_});
-      }
+      if (!evaluating_final_ && LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
       return;
     case Phase::kOver:
       return;

@@ -176,7 +176,7 @@ class SyncNode {
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;
   SyncNodeState s_;
-  std::vector<NodeAction> output_;
+  ActionQueue output_;
 };
 
 }  // namespace murmur::gossip

@@ -95,6 +95,18 @@ std::string Cell(const nlohmann::json& j, const char* key, const char* format, d
   return fmt::format(fmt::runtime(format), j[key].get<double>() * scale);
 }
 
+// What every mode's JSON report ends with, then the line itself on stdout.
+void PrintJson(nlohmann::json j, double wall, int killed, bool keep, const std::string& dir) {
+  j["wall_s"] = wall;
+  j["killed_at_stop"] = killed;
+  j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
+  std::printf("%s\n", j.dump().c_str());
+}
+
+std::string LogsLine(bool keep, const std::string& dir) {
+  return fmt::format("node logs {} {}", keep ? "kept in" : "removed from", dir);
+}
+
 bool Finished(const Child& c) {
   return c.final_report.is_object() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
 }
@@ -242,21 +254,17 @@ class MembershipLocal : public LocalMode {
     if (json) {
       nlohmann::json j;
       j["nodes"] = config_.nodes;
-      j["wall_s"] = wall;
       j["converged"] = converged_at_ >= 0;
       j["converged_after_s"] = converged_at_;
       j["full_view_at_end"] = final_ok_;
-      j["killed_at_stop"] = killed;
-      j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
-      std::printf("%s\n", j.dump().c_str());
-      return;
+      return PrintJson(j, wall, killed, keep, dir);
     }
-    std::printf("%d nodes: %s; %s at the end; stopped %s; node logs %s %s\n", config_.nodes,
+    std::printf("%d nodes: %s; %s at the end; stopped %s; %s\n", config_.nodes,
                 converged_at_ >= 0 ? fmt::format("full view after {:.2f} s", converged_at_).c_str()
                                    : "never reached a full view",
                 final_ok_ ? "full view" : "NOT a full view",
                 killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(),
-                keep ? "kept in" : "removed from", dir.c_str());
+                LogsLine(keep, dir).c_str());
   }
 
  private:
@@ -384,7 +392,6 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["mode"] = "gossip";
     j["nodes"] = n;
     j["ok"] = ok;
-    j["wall_s"] = wall;
     j["end"] = end_reason;
     j["accuracy"] = accuracy;
     j["mean_accuracy"] = mean;
@@ -397,10 +404,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["relative_consensus_distance"] = relative;
     j["stragglers_flagged"] = flagged_;
     j["accuracy_timeline"] = timeline_;
-    j["killed_at_stop"] = killed;
-    j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
-    std::printf("%s\n", j.dump().c_str());
-    return;
+    return PrintJson(j, wall, killed, keep, dir);
   }
   std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
               end_reason.empty() ? "?" : end_reason.c_str(), wall,
@@ -415,7 +419,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
               static_cast<double>(bytes) / 1e6, allreduce / 1e6,
               bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
-  std::printf("  node logs %s %s\n", keep ? "kept in" : "removed from", dir.c_str());
+  std::printf("  %s\n", LogsLine(keep, dir).c_str());
 }
 
 class CodedLocal : public LocalMode {
@@ -486,7 +490,6 @@ class CodedLocal : public LocalMode {
       j["processes"] = plan_.processes;
       j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
       j["ok"] = ok;
-      j["wall_s"] = wall;
       j["iterations"] = have ? head["iteration"] : nlohmann::json(nullptr);
       j["loss"] = have ? head["loss"] : nlohmann::json(nullptr);
       j["accuracy"] = have ? head["accuracy"] : nlohmann::json(nullptr);
@@ -495,10 +498,7 @@ class CodedLocal : public LocalMode {
       j["iteration_ms"] = times;
       j["late_dropped"] = late;
       j["rejected"] = rejected;
-      j["killed_at_stop"] = killed;
-      j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
-      std::printf("%s\n", j.dump().c_str());
-      return;
+      return PrintJson(j, wall, killed, keep, dir);
     }
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
@@ -510,7 +510,7 @@ class CodedLocal : public LocalMode {
     }
     std::printf("  late answers dropped per node:");
     for (const auto& l : late) std::printf(" %s", l.dump().c_str());
-    std::printf("\n  node logs %s %s\n", keep ? "kept in" : "removed from", dir.c_str());
+    std::printf("\n  %s\n", LogsLine(keep, dir).c_str());
   }
 
  private:

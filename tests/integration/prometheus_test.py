@@ -108,7 +108,7 @@ def gossip_with_prometheus(tmp):
     open(os.path.join(tmp, "prometheus.yml"), "w").write(config)
     shutil.copy(os.path.join(ROOT, "ops/prometheus/rules.yml"), tmp)
     cluster = start_local(tmp, ["--nodes", "3", "--mode", "gossip", "--epochs", "0",
-                                "--time-limit-s", "60", "--eval-every", "100",
+                                "--time-limit-s", "300", "--eval-every", "100",
                                 "--prometheus-targets", targets_file], "gossip")
     prom = None
     try:
@@ -197,7 +197,7 @@ def coded_metrics(tmp):
     # Rank 1 (a leaf) sleeps 30 ms per iteration: the root decodes without it (s = 1).
     cluster = start_local(tmp, ["--mode", "coded-tree", "--n", "3", "--L", "1", "--s", "1",
                                 "--task", "logistic", "--samples", "2000", "--features", "100",
-                                "--iterations", "100000", "--time-limit-s", "40",
+                                "--iterations", "100000", "--time-limit-s", "300",
                                 "--straggle", "node=1,delay=30ms",
                                 "--prometheus-targets", targets_file], "coded")
     try:
