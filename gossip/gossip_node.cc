@@ -160,7 +160,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   s_.samples += done.samples;
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
   if (s_.local_steps % CurrentH() == 0) {
-    Round(now);
+    Round();
     if (phase_ == Phase::kOver) return;
   }
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
@@ -397,7 +397,7 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   if (AskForModel(now)) ++s_.model_requests;
 }
 
-void GossipNode::Round(TimePoint now) {
+void GossipNode::Round() {
   auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
   auto stats = choco_->Round(x_, step_view_.empty() ? view_ : step_view_, s_.rounds, damping);
   if (!stats.ok()) {
@@ -429,7 +429,6 @@ void GossipNode::Round(TimePoint now) {
                     o_.self, choco_->options().guard_checks, stats->consensus_distance,
                     choco_->gamma());
   }
-  (void)now;
 }
 
 }  // namespace murmur::gossip

@@ -159,7 +159,7 @@ class GossipNode {
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
   void AdoptReceivedModel();
-  void Round(TimePoint now);
+  void Round();
   void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
   void ServeModel(NodeId to);
   void Reject(std::string_view reason, NodeId from, const std::string& why);

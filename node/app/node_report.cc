@@ -112,6 +112,7 @@ std::string CodedProgressJson(const CodedProgress& p) {
   j["duplicates"] = p.stats.duplicates;
   j["undecodable_waits"] = p.stats.undecodable_waits;
   j["rejected"] = p.rejected_messages;
+  j["refused_views"] = p.refused_views;
   j["elapsed_s"] = p.elapsed_s;
   return j.dump();
 }

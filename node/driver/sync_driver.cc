@@ -80,6 +80,7 @@ class SyncDriver : public gossip::SyncNodeObserver {
   TimePoint last_report_{};
   TimePoint last_refresh_{};
   TimePoint wait_until_{};
+  std::optional<gossip::ComputeGradient> compute_;  // asked for, not computed yet
   bool assembled_ = false;
   bool stop_sent_ = false;
   std::optional<Status> over_;
@@ -223,9 +224,7 @@ bool SyncDriver::Perform(std::vector<gossip::NodeAction> actions) {
     } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
       peer_.SetProgress(a->step_clock, a->samples, a->finished);
     } else if (auto* c = std::get_if<gossip::ComputeGradient>(&action)) {
-      std::vector<float> partial = ComputeWithInjection(c->iteration, c->model);
-      Drain(Duration(0));  // newer models that arrived meanwhile make this result stale
-      node_->Step(gossip::GradientComputed{c->iteration, std::move(partial)}, clock_.Now());
+      compute_ = std::move(*c);  // after every send of this batch has gone out
     } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
       Evaluate(e->model);
     } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
@@ -316,6 +315,14 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
     if (!stop_sent_ && stop_ && stop_()) {
       stop_sent_ = true;
       node_->Step(gossip::StopRequested{}, now);
+    }
+    if (compute_.has_value()) {
+      gossip::ComputeGradient c = *std::move(compute_);
+      compute_.reset();
+      std::vector<float> partial = ComputeWithInjection(c.iteration, c.model);
+      Drain(Duration(0));  // newer models that arrived meanwhile make this result stale
+      node_->Step(gossip::GradientComputed{c.iteration, std::move(partial)}, clock_.Now());
+      continue;  // its sends go out before anything waits
     }
     Report(false);
     Drain(std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20)));

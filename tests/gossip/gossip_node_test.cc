@@ -224,6 +224,33 @@ TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   }
 }
 
+TEST(GossipNodeTest, AMemberThatReachesTheTargetEndsTheRunEverywhere) {
+  const Duration period = FastMembership().probe_interval;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.target_accuracy = 0.9;
+    base.eval_every = 50;
+    Cluster cluster = MakeCluster(4, seed, base);
+    const size_t lucky = seed % 4;  // only its evaluations reach the target
+    cluster.accuracy = [lucky](size_t i) { return i == lucky ? 0.95 : 0.5; };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      for (size_t i = 0; i < 4; ++i) {
+        if (!cluster.node(i).finished) return false;
+      }
+      return true;
+    }));
+    EXPECT_EQ(cluster.node(lucky).finished, "accuracy");
+    for (size_t i = 0; i < 4; ++i) {
+      if (i == lucky) continue;
+      EXPECT_EQ(cluster.node(i).finished, "peer") << "node " << i;
+      EXPECT_LE(cluster.node(i).finished_at - cluster.node(lucky).finished_at, period + milliseconds(20))
+          << "node " << i;
+    }
+  }
+}
+
 TEST(GossipNodeTest, InjectedPauseHoldsComputeUntilTheClusterIsAheadButNotTheEnd) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -159,6 +159,9 @@ def gossip_with_prometheus(tmp):
         print(f"ok: {len(names)} rules loaded: {', '.join(names)}")
         assert "MurmurStraggler" in names and "MurmurNodeDown" in names and "MurmurLossNotFinite" in names
 
+        # The accuracy gauge is absent until a node's first evaluation (--eval-every 100 steps).
+        wait_until("node 0 evaluated once (murmur_test_accuracy_ratio)",
+                   lambda: sample(metrics_page(targets[0]), "murmur_test_accuracy_ratio") is not None, 60)
         # A real page: promtool's lint, then the dashboard's queries against it and Prometheus.
         page = metrics_page(targets[0])
         lint = subprocess.run([PROMTOOL, "check", "metrics"], input=page, text=True,
