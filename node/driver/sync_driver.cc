@@ -316,6 +316,7 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
       stop_sent_ = true;
       node_->Step(gossip::StopRequested{}, now);
     }
+    Report(false);  // also on a rank that always has the next part to compute
     if (compute_.has_value()) {
       gossip::ComputeGradient c = *std::move(compute_);
       compute_.reset();
@@ -324,7 +325,6 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
       node_->Step(gossip::GradientComputed{c.iteration, std::move(partial)}, clock_.Now());
       continue;  // its sends go out before anything waits
     }
-    Report(false);
     Drain(std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20)));
     node_->Tick(clock_.Now());
   }

@@ -12,14 +12,12 @@
 """
 import json
 import math
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-from harness import NodeProcess, free_ports, wait_until
+from harness import NodeProcess, clean_up, loopback, stop_nodes, wait_until
 
 MURMUR = sys.argv[1]
 TASK = ["--task", "logistic", "--samples", "3000", "--features", "200", "--lr", "0.5",
@@ -68,9 +66,7 @@ def main():
     print(f"ok: coded-tree, tree, gc and ring end at the same loss ({ring['loss']:.6f})", flush=True)
 
     # 2. SIGSTOP one leaf per parent.
-    logdir = tempfile.mkdtemp(prefix="murmur-coded-test-")
-    ports = free_ports(13)
-    endpoints = [f"tcp://127.0.0.1:{p}" for p in ports]
+    logdir, endpoints = loopback(13, "murmur-coded-test-")
     seeds = ",".join(endpoints[:2])
     nodes = [Node(r, endpoints[r], seeds, logdir) for r in range(13)]
     ok = False
@@ -103,15 +99,8 @@ def main():
         assert all(nodes[r].final["rejected"] == 0 for r in range(13))
         ok = True
     finally:
-        for n in nodes:
-            if n.proc.poll() is None:
-                n.proc.send_signal(signal.SIGCONT)
-                n.proc.kill()
-                n.proc.wait()
-        if ok:
-            shutil.rmtree(logdir, ignore_errors=True)
-        else:
-            print(f"logs kept in {logdir}", flush=True)
+        stop_nodes(nodes)
+        clean_up(logdir, ok)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,11 @@ shrunk from its start, and every node ended on the cluster's budget.
 """
 import math
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
-from harness import NodeProcess, free_ports, wait_until
+from harness import NodeProcess, clean_up, loopback, stop_nodes, wait_until
 
 MURMUR = sys.argv[1]
 N = 4
@@ -46,10 +44,8 @@ class Node(NodeProcess):
 
 
 def main():
-    logdir = tempfile.mkdtemp(prefix="murmur-gossip-test-")
-    ports = free_ports(N)
-    endpoints = [f"tcp://127.0.0.1:{p}" for p in ports]
-    seeds = f"127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+    logdir, endpoints = loopback(N, "murmur-gossip-test-")
+    seeds = ",".join(e[len("tcp://"):] for e in endpoints[:2])  # HOST:PORT seeds
     nodes = [Node(i, endpoints[i], seeds, logdir) for i in range(N)]
     ok = False
     try:
@@ -123,18 +119,8 @@ def main():
         ok = True
         print("ok: gossip training survives a SIGSTOP and a kill/restart")
     finally:
-        for n in nodes:
-            if n.proc and n.proc.poll() is None:
-                try:
-                    os.kill(n.proc.pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-                n.proc.kill()
-                n.proc.wait()
-        if ok:
-            shutil.rmtree(logdir, ignore_errors=True)
-        else:
-            print("logs kept in", logdir)
+        stop_nodes(nodes)
+        clean_up(logdir, ok)
     return 0 if ok else 1
 
 

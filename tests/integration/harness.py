@@ -1,8 +1,12 @@
 """Helpers shared by the multi-process integration tests."""
 import json
 import os
+import re
+import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -18,6 +22,44 @@ def free_ports(n):
     for s in socks:
         s.close()
     return ports
+
+
+def loopback(n, prefix):
+    """A fresh log directory and n distinct tcp://127.0.0.1:PORT endpoints on free ports."""
+    return tempfile.mkdtemp(prefix=prefix), [f"tcp://127.0.0.1:{p}" for p in free_ports(n)]
+
+
+def stop_nodes(nodes, grace=5.0):
+    """Every NodeProcess still running is resumed (it may be SIGSTOPped) and terminated; what
+    has not exited after `grace` seconds is killed."""
+    running = [n.proc for n in nodes if n.proc is not None and n.proc.poll() is None]
+    for p in running:
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            try:
+                p.send_signal(sig)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for p in running:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def clean_up(tmp, ok, local_logs=()):
+    """After a test: when it passed, removes `tmp` and the node-log folders that the `murmur local`
+    outputs in `local_logs` kept; otherwise says where they are."""
+    kept = []
+    for path in local_logs:
+        if os.path.exists(path):
+            kept += re.findall(r"node logs kept in (\S+)", open(path).read())
+    for d in kept + [tmp]:
+        if ok:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            print(f"logs kept in {d}")
 
 
 def wait_until(what, cond, limit):

@@ -6,14 +6,10 @@ within the documented bound; restart it and it is back; SIGSTOP one (a straggler
 blocks: the others keep their heartbeats going and mark it, and it returns after SIGCONT.
 Usage: membership_test.py PATH/TO/murmur
 """
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
-import time
 
-from harness import NodeProcess, free_ports, wait_until
+from harness import NodeProcess, clean_up, loopback, stop_nodes, wait_until
 
 MURMUR = sys.argv[1]
 N = 8
@@ -49,9 +45,7 @@ class Node(NodeProcess):
 
 
 def main():
-    logdir = tempfile.mkdtemp(prefix="murmur-membership-itest-")
-    ports = free_ports(N)
-    endpoints = [f"tcp://127.0.0.1:{p}" for p in ports]
+    logdir, endpoints = loopback(N, "murmur-membership-itest-")
     seeds = f"{endpoints[0]},{endpoints[1]}"
     nodes = [Node(i, endpoints[i], seeds, logdir) for i in range(N)]
     passed = False
@@ -92,7 +86,13 @@ def main():
         for n in others:
             beats, reports = n.heartbeat() - before[n.id][0], n.count() - before[n.id][1]
             assert beats >= 3 and reports >= 5, f"node {n.id} stalled: {beats} beats, {reports} reports"
-        assert sees_alive(others, [n.id for n in others]), "a live node was hurt by the straggler"
+        # The straggler must not hurt a live node: none is declared dead (a brief suspicion on a
+        # loaded 2-core machine is refuted at once, so it is waited out, within a bound).
+        hurt = [(n.id, m.id) for n in others for m in others
+                if m is not n and n.state_of(m.id) in ("dead", "left")]
+        assert not hurt, f"live nodes declared dead while the straggler was stopped: {hurt}"
+        wait_until("every live node sees the others alive",
+                   lambda: sees_alive(others, [n.id for n in others]), 5)
         straggler.proc.send_signal(signal.SIGCONT)
         wait_until("resumed straggler is alive everywhere again",
                    lambda: sees_alive(nodes, everyone), 8)
@@ -101,21 +101,8 @@ def main():
         print("membership integration test passed")
         passed = True
     finally:
-        for n in nodes:
-            if n.proc.poll() is None:
-                n.proc.send_signal(signal.SIGCONT)
-                n.proc.terminate()
-        deadline = time.monotonic() + 5
-        for n in nodes:
-            try:
-                n.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                n.proc.kill()
-                n.proc.wait()
-        if passed:
-            shutil.rmtree(logdir, ignore_errors=True)
-        else:
-            print("node logs kept in", logdir)
+        stop_nodes(nodes)
+        clean_up(logdir, passed)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import free_ports, wait_until
+from harness import clean_up, free_ports, wait_until
 
 MURMUR = sys.argv[1]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -252,17 +252,7 @@ def main():
         ok = True
     finally:
         # murmur local keeps its nodes' logs when it is interrupted; they are ours to remove.
-        kept = []
-        for name in ("gossip.log", "coded.log"):
-            path = os.path.join(tmp, name)
-            if os.path.exists(path):
-                kept += re.findall(r"node logs kept in (\S+)", open(path).read())
-        if ok:
-            for d in kept:
-                shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"logs kept in {tmp}")
+        clean_up(tmp, ok, [os.path.join(tmp, name) for name in ("gossip.log", "coded.log")])
     print("PASS")
 
 

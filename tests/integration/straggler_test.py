@@ -16,7 +16,6 @@ Rates on a shared 2-core machine are noisy: each is measured over 4 s and the bo
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import free_ports, wait_until
+from harness import clean_up, free_ports, wait_until
 
 MURMUR = sys.argv[1]
 
@@ -194,15 +193,7 @@ def main():
                 os.killpg(cluster.pid, signal.SIGKILL)
                 cluster.wait()
         log.close()
-        for d in re.findall(r"node logs kept in (\S+)", open(os.path.join(tmp, "local.log")).read()):
-            if ok:
-                shutil.rmtree(d, ignore_errors=True)
-            else:
-                print(f"node logs kept in {d}")
-        if ok:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"logs kept in {tmp}")
+        clean_up(tmp, ok, [os.path.join(tmp, "local.log")])
     print("PASS")
 
 
