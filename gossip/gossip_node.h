@@ -11,14 +11,15 @@
 //             `join_attempts` times, then the node starts from its own model. Then the public-copy
 //             stream starts (from the cluster's initial model, or from the adopted one).
 //   training  per step: the budget (epochs of the whole data set over every member's samples,
-//             a target accuracy, a time limit; a member that finished ends it for everyone); the
-//             catch-up of a node more than S behind the most advanced live member (the mixing
-//             neighbours' public-copy average; if none is fresher, a model snapshot from the most
-//             advanced member once 4 S behind, re-asked every `model_retry`); an injected pause (nothing
-//             computed, peers still answered); a snapshot that
-//             arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour more
-//             than S behind, then mark it a straggler); then ComputeStep. When it is done: every
-//             H-th step a CHOCO round on the model, the progress announced, a periodic Evaluate.
+//             a target accuracy, a time limit; a member that finished ends it for everyone); an
+//             injected pause (nothing computed, peers still answered, the budget still checked);
+//             the catch-up of a node more than S behind the most advanced live member (the
+//             mixing neighbours' public-copy average; if none is fresher, a model snapshot from
+//             the most advanced member once 4 S behind, re-asked every `model_retry`); a snapshot
+//             that arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour
+//             more than S behind, then mark it a straggler); then ComputeStep. When it is done:
+//             every H-th step a CHOCO round on the model, the progress announced, a periodic
+//             Evaluate.
 //   finished  a full Evaluate, "finished" announced so every member stops, `linger` spent
 //             answering peers, then RunOver.
 // The model is the caller's span (the trainer's parameters): the machine reads it for rounds
