@@ -1,0 +1,50 @@
+#pragma once
+// The update format's bytes as both sides of update_codec.h see them (internal to coding/): the
+// header's magic, little-endian stores and loads, the sizes of the index and value sections, and
+// the checksum. The layout itself is documented in update_codec.h.
+
+#include <xxhash.h>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "coding/update.h"
+#include "coding/update_codec.h"
+
+namespace murmur::coding::wire {
+
+static_assert(std::endian::native == std::endian::little, "the update format is little-endian");
+
+inline constexpr uint16_t kMagic = 0x4D55;
+
+template <typename T>
+void Store(std::byte* p, T value) {
+  std::memcpy(p, &value, sizeof(T));
+}
+template <typename T>
+T Load(const std::byte* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+inline size_t BitmapBytes(uint32_t dimension) { return (static_cast<size_t>(dimension) + 7) / 8; }
+
+inline size_t ValueBytes(uint64_t count, int bits_per_value) {
+  return static_cast<size_t>((count * static_cast<uint64_t>(bits_per_value) + 7) / 8);
+}
+
+inline bool IsRawFloat32(const ValueFormat& f) { return f == ValueFormat::RawFloat32(); }
+
+// XXH3 of the sections after the header, seeded into the XXH3 of the header's first 32 bytes
+// (the checksum itself, at byte 32, is not covered).
+inline uint64_t Checksum(std::span<const std::byte> encoded) {
+  const uint64_t payload = XXH3_64bits(encoded.data() + kUpdateHeaderBytes,
+                                       encoded.size() - kUpdateHeaderBytes);
+  return XXH3_64bits_withSeed(encoded.data(), 32, payload);
+}
+
+}  // namespace murmur::coding::wire
