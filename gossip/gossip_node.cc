@@ -8,17 +8,6 @@
 
 namespace murmur::gossip {
 
-const char* GossipPhaseName(GossipNode::Phase phase) {
-  switch (phase) {
-    case GossipNode::Phase::kJoining: return "joining";
-    case GossipNode::Phase::kAwaitingModel: return "awaiting_model";
-    case GossipNode::Phase::kTraining: return "training";
-    case GossipNode::Phase::kLingering: return "lingering";
-    case GossipNode::Phase::kOver: return "over";
-  }
-  return "?";
-}
-
 Status GossipNodeOptions::Validate() const {
   if (local_steps < 1 || post_local_steps < 1) {
     return InvalidArgumentError("local_steps and post_local_steps must be at least 1");

@@ -144,7 +144,6 @@ class GossipNode {
   uint64_t best_clock() const { return best_clock_; }  // most advanced live member
   std::vector<NodeId> Stragglers(TimePoint now) const { return sync_.Stragglers(now); }
   const SoftSync& soft_sync() const { return sync_; }
-  const ChocoGossip* choco() const { return choco_.get(); }
   NodeId id() const { return o_.self; }
   void set_observer(GossipNodeObserver* observer) { observer_ = observer; }
 
@@ -199,7 +198,5 @@ class GossipNode {
   uint64_t rejections_logged_ = 0;
   ActionQueue output_;
 };
-
-const char* GossipPhaseName(GossipNode::Phase phase);
 
 }  // namespace murmur::gossip

@@ -196,8 +196,9 @@ void SyncNode::Reject(std::string_view reason, NodeId from, const std::string& w
 void SyncNode::Step(const Incoming& m, TimePoint now) {
   if (phase_ == Phase::kAssembling) {
     if (early_.size() >= kMaxEarlyMessages) {
-      ++s_.early_dropped;
-      return;
+      return Reject(kRejectProtocol, m.from,
+                    fmt::format("more than {} messages before the ranks were assembled",
+                                kMaxEarlyMessages));
     }
     Early e{m, std::vector<std::byte>(m.frame.begin(), m.frame.end())};
     e.message.frame = {};

@@ -12,7 +12,7 @@
 //               fails it (DeadlineExceeded). Ranks are the positions of the ids in the sorted
 //               view, so every node that assembled the same view has the same ranks. Training
 //               messages that come before assembly wait (up to kMaxEarlyMessages) and are
-//               handled once the ranks are known.
+//               handled once the ranks are known; more are rejected (counted).
 //   running     CodedSend → SendTo (the vector encoded once, checksummed), ComputeRequest →
 //               ComputeGradient (only the newest model is worth computing on: a request that
 //               comes while one is computing replaces the queued one), Aggregated → the SGD
@@ -84,7 +84,6 @@ struct SyncNodeState {
   std::vector<double> iteration_ms;  // root / ring: wall time of each iteration
   uint64_t rejected_messages = 0;
   uint64_t refused_views = 0;      // views that changed mid-assembly
-  uint64_t early_dropped = 0;      // messages before assembly beyond kMaxEarlyMessages
   std::string end_reason;
 };
 
@@ -120,7 +119,6 @@ class SyncNode {
   const std::vector<NodeId>& ranks() const { return ids_; }  // rank -> node id
   // This rank's (position, weight) pairs of every iteration's B positions.
   const std::vector<coding::WeightedSample>& own() const { return own_; }
-  const SyncPlan& plan() const { return plan_; }
   const SyncNodeState& state() const { return s_; }
   CodedStats stats() const;
   // Why the node is not assembled yet, or "assembled".

@@ -76,23 +76,23 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   if (auto check = coding::Compressor::Create(*compressor, 1); !check.ok()) {
     return InvalidArgumentError("compress: " + std::string(check.status().message()));
   }
-  o.compressor = *compressor;
-  o.gamma = c.gamma;
+  o.node.compressor = *compressor;
+  o.node.gamma = c.gamma;
   auto topology = gossip::ParseTopology(c.topology);
   if (!topology.ok()) return InvalidArgumentError("topology: " + std::string(topology.status().message()));
-  o.sampling.topology = *topology;
-  o.sampling.random_peers = c.random_peers;
-  o.local_steps = c.local_steps;
-  o.post_local_epoch = c.post_local_epoch;
-  o.post_local_steps = c.post_local_steps;
-  o.soft_sync.max_lead = c.max_lead;
-  o.soft_sync.max_wait = std::chrono::milliseconds(c.max_wait_ms);
-  o.soft_sync.straggler_hold = std::chrono::milliseconds(static_cast<int64_t>(c.straggler_hold_s * 1000));
-  o.soft_sync.staleness_scale = c.staleness_scale;
+  o.node.sampling.topology = *topology;
+  o.node.sampling.random_peers = c.random_peers;
+  o.node.local_steps = c.local_steps;
+  o.node.post_local_epoch = c.post_local_epoch;
+  o.node.post_local_steps = c.post_local_steps;
+  o.node.soft_sync.max_lead = c.max_lead;
+  o.node.soft_sync.max_wait = std::chrono::milliseconds(c.max_wait_ms);
+  o.node.soft_sync.straggler_hold = std::chrono::milliseconds(static_cast<int64_t>(c.straggler_hold_s * 1000));
+  o.node.soft_sync.staleness_scale = c.staleness_scale;
   o.epochs = c.epochs;
-  o.target_accuracy = c.target_accuracy;
-  o.time_limit = std::chrono::milliseconds(static_cast<int64_t>(c.time_limit_s * 1000));
-  o.eval_every = c.eval_every;
+  o.node.target_accuracy = c.target_accuracy;
+  o.node.time_limit = std::chrono::milliseconds(static_cast<int64_t>(c.time_limit_s * 1000));
+  o.node.eval_every = c.eval_every;
   o.eval_samples = c.eval_samples;
   auto straggle = ParseStraggle(c.straggle);
   if (!straggle.ok()) return straggle.status();

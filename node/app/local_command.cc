@@ -122,8 +122,8 @@ class LocalMode {
   // A plain (not a terminal) progress line, every plain_period seconds.
   virtual std::string Plain(const LocalCluster& cluster, double t) const { return Table(cluster, t); }
   virtual double plain_period() const { return 2; }
-  // After every read of the children's output.
-  virtual void Observe(LocalCluster& /*cluster*/, double /*t*/) {}
+  // After every read of the children's output; `plain`: progress goes out as log lines.
+  virtual void Observe(LocalCluster& /*cluster*/, double /*t*/, bool /*plain*/) {}
   // The run ends once every node exited (training modes) or only on Ctrl-C / --duration.
   virtual bool ends_when_all_exit() const { return true; }
   // Membership: the final table and the full-view check happen before the nodes leave.
@@ -182,7 +182,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
          !(mode.ends_when_all_exit() && all_exited())) {
     cluster.Poll(std::chrono::milliseconds(50));
     const double t = elapsed();
-    mode.Observe(cluster, t);
+    mode.Observe(cluster, t, plain);
     if (tty && t >= next_draw) {
       next_draw = t + 0.25;
       draw(mode.Table(cluster, t));
@@ -237,12 +237,10 @@ class MembershipLocal : public LocalMode {
     }
     return fmt::format("murmur local: {:.1f} s, {}/{} nodes see every node alive\n", t, seeing_all, n);
   }
-  void Observe(LocalCluster& cluster, double t) override {
+  void Observe(LocalCluster& cluster, double t, bool plain) override {
     if (converged_at_ < 0 && cluster.AllSeeAllAlive()) {
       converged_at_ = t;
-      if (config_.progress == "plain" || (config_.progress == "auto" && !::isatty(STDERR_FILENO))) {
-        std::fprintf(stderr, "murmur local: full view after %.2f s\n", t);
-      }
+      if (plain) std::fprintf(stderr, "murmur local: full view after %.2f s\n", t);
     }
   }
   bool ends_when_all_exit() const override { return false; }
@@ -288,7 +286,7 @@ class GossipLocal : public LocalMode {
     a.insert(a.end(), forwarded_.begin(), forwarded_.end());
     return a;
   }
-  void Observe(LocalCluster& cluster, double t) override {
+  void Observe(LocalCluster& cluster, double t, bool) override {
     bool fresh = false, all_have = true;
     double sum = 0;
     for (auto& c : cluster.children()) {

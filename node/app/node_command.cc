@@ -237,7 +237,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
   options->peer = peer;
   options->telemetry = telemetry;
   options->dataset_rows = data.train.rows;
-  options->expect_members = config.expect_members;
+  options->node.expect_members = config.expect_members;
   options->save_model = config.save_model;
   // Each node shuffles its own shard in its own order.
   options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);

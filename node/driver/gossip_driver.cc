@@ -86,6 +86,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   TimePoint next_report_{};
   bool compute_asked_ = false;
   bool stop_sent_ = false;
+  bool joined_reported_ = false;
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
   Duration waited_{0};  // blocked in the gate or a pause since the last step
@@ -112,25 +113,11 @@ Status GossipDriver::Start() {
   } else {
     std::copy(x0.begin(), x0.end(), x.begin());
   }
-  gossip::GossipNodeOptions g;
+  gossip::GossipNodeOptions g = o_.node;
   g.self = peer_->id();
   g.incarnation = peer_->Snapshot().incarnation;
-  g.compressor = o_.compressor;
-  g.gamma = o_.gamma;
-  g.sampling = o_.sampling;
-  g.soft_sync = o_.soft_sync;
-  g.local_steps = o_.local_steps;
-  g.post_local_epoch = o_.post_local_epoch;
-  g.post_local_steps = o_.post_local_steps;
   g.shard_rows = std::max<int64_t>(1, trainer_.shard_rows());
   g.budget_samples = p_.budget_samples;
-  g.target_accuracy = o_.target_accuracy;
-  g.time_limit = o_.time_limit;
-  g.eval_every = o_.eval_every;
-  g.expect_members = o_.expect_members;
-  g.join_wait = o_.join_wait;
-  g.join_after_steps = o_.join_after_steps;
-  g.linger = o_.linger;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
   node_->set_observer(this);
   TakePause(start_);
@@ -155,7 +142,10 @@ void GossipDriver::RefreshMembers(TimePoint now) {
       TakePause(now);
     }
     o_.telemetry->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
-    if (node_->joined()) o_.telemetry->SetJoined(true, "joined");
+    if (!joined_reported_ && node_->joined()) {
+      o_.telemetry->SetJoined(true, "joined");
+      joined_reported_ = true;
+    }
   }
   last_refresh_ = now;
 }
@@ -238,34 +228,13 @@ void GossipDriver::Report(bool force) {
   const TimePoint now = clock_.Now();
   if (!on_progress_ || (!force && now < next_report_)) return;
   next_report_ = now + o_.report_interval;
-  const gossip::GossipNodeState& s = node_->state();
   const auto snap = peer_->Snapshot();
-  p_.step = static_cast<int64_t>(s.step);
-  p_.local_steps = s.local_steps;
-  p_.samples = s.samples;
-  p_.local_epoch = s.local_epoch;
-  p_.cluster_samples = s.cluster_samples;
-  p_.loss = s.loss;
-  p_.accuracy = s.accuracy;
-  p_.accuracy_step = static_cast<int64_t>(s.accuracy_step);
+  static_cast<gossip::GossipNodeState&>(p_) = node_->state();
   p_.bytes_sent = snap.transport.sent_bytes;
   p_.bytes_received = snap.transport.received_bytes;
-  p_.rounds = s.rounds;
-  p_.max_lag = s.max_lag;
-  p_.consensus_distance = s.consensus_distance;
-  p_.gamma = s.gamma;
   p_.wait_s = ToSeconds(node_->soft_sync().total_wait());
-  p_.catchups = s.catchups;
-  p_.model_requests = s.model_requests;
-  p_.gamma_halvings = s.gamma_halvings;
   p_.stragglers = node_->Stragglers(now);
   p_.stragglers_detected = node_->soft_sync().stragglers_detected();
-  p_.live_members = s.live_members;
-  p_.verdicts = s.verdicts;
-  p_.rejected_messages = s.rejected_messages;
-  p_.skipped_steps = s.skipped_steps;
-  p_.joined_by_snapshot = s.joined_by_snapshot;
-  p_.end_reason = s.end_reason;
   p_.elapsed_s = ToSeconds(now - start_);
   on_progress_(p_);
 }
@@ -303,18 +272,15 @@ StatusOr<GossipProgress> GossipDriver::Run() {
 }  // namespace
 
 Status GossipTrainerOptions::Validate() const {
-  if (epochs <= 0 && target_accuracy <= 0 && time_limit.count() <= 0) {
+  if (epochs <= 0 && node.target_accuracy <= 0 && node.time_limit.count() <= 0) {
     return InvalidArgumentError("gossip training needs a budget: epochs, target_accuracy or time_limit");
   }
   if (epochs > 0 && dataset_rows <= 0) return InvalidArgumentError("an epoch budget needs the data set size");
-  if (local_steps < 1 || post_local_steps < 1) {
-    return InvalidArgumentError("local_steps and post_local_steps must be at least 1");
-  }
-  if (target_accuracy < 0 || target_accuracy > 1) {
+  if (node.target_accuracy < 0 || node.target_accuracy > 1) {
     return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
   }
   if (eval_samples < 1) return InvalidArgumentError("eval_samples must be at least 1");
-  return OkStatus();
+  return node.Validate();
 }
 
 StatusOr<GossipProgress> RunGossipTrainer(const GossipTrainerOptions& options, Model<float>& model,

@@ -268,13 +268,7 @@ void SyncDriver::Report(bool final) {
   }
   if (!final && now - last_report_ < report_interval_) return;
   last_report_ = now;
-  p_.iteration = s.iteration;
-  p_.loss = s.loss;
-  p_.accuracy = s.accuracy;
-  p_.evaluated_at = s.evaluated_at;
-  p_.iteration_ms = s.iteration_ms;
-  p_.rejected_messages = s.rejected_messages;
-  p_.refused_views = s.refused_views;
+  static_cast<gossip::SyncNodeState&>(p_) = s;
   p_.elapsed_s = assembled_ ? ToSeconds(now - start_) : 0;
   p_.stats = node_->stats();
   p_.final = final;
@@ -287,18 +281,9 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
   p_.loss = std::nan("");
   std::vector<float> initial(static_cast<size_t>(model_.NumParams()));
   model_.Initialize(initial, o_.seed);
-  gossip::SyncNodeOptions so;
+  gossip::SyncNodeOptions so = o_.node;
   so.self = peer_.id();
   so.batch = batch_;
-  so.iterations = o_.iterations;
-  so.time_limit = o_.time_limit;
-  so.lr = o_.lr;
-  so.momentum = o_.momentum;
-  so.weight_decay = o_.weight_decay;
-  so.eval_every = o_.eval_every;
-  so.report_after = o_.report_after;
-  so.join_timeout = o_.join_timeout;
-  so.settle = o_.settle;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::SyncNode::Create(std::move(plan), so, std::move(initial), clock_.Now()));
   node_->set_observer(this);
   if (o_.straggle.send_delay.count() > 0 || o_.straggle.drop > 0) {
@@ -351,7 +336,7 @@ StatusOr<CodedProgress> RunCodedTrainer(const CodedTrainerOptions& options, Peer
   MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
                           gossip::MakeSyncPlan(options.mode, options.n, options.layers, options.s,
                                                options.code_seed));
-  if (options.iterations < 1) return InvalidArgumentError("iterations must be >= 1");
+  MURMUR_RETURN_IF_ERROR(options.node.Validate());
   if (train.rows < 1) return InvalidArgumentError("the training set is empty");
   if (train.cols != model.NumInputs()) {
     return InvalidArgumentError(fmt::format("model takes {} features, data has {}",

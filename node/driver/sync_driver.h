@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
+#include "gossip/sync_node.h"
 #include "node/train/dataset.h"
 #include "node/train/model.h"
 #include "node/peer/peer_node.h"
@@ -42,38 +43,26 @@ struct CodedTrainerOptions {
   int layers = 2;                   // L
   int s = 1;                        // stragglers tolerated per parent (coded-tree, gc)
   uint64_t code_seed = 1;           // cyclic codes: the draw of H
-  int64_t iterations = 100;
-  Duration time_limit{0};           // 0: none
   int64_t global_batch = 0;         // positions per iteration; 0: the whole training set
-  double lr = 0.1;
-  double momentum = 0;
-  double weight_decay = 0;
   uint64_t seed = 1;                // initial model and mini-batch order
+  // The machine's own keys (gossip/sync_node.h: iterations, time limit, SGD, evaluation,
+  // report_after, join_timeout, settle, linger); the driver fills in the node's id and the batch.
+  gossip::SyncNodeOptions node;
   StragglerOptions straggle;
-  Duration report_after = std::chrono::seconds(5);  // a parent short of children says so
-  int64_t eval_every = 10;          // root / rank 0: evaluate every this many iterations (0: end)
-  Duration join_timeout = std::chrono::seconds(30);
-  Duration settle = std::chrono::milliseconds(200);  // a full view must hold this long
   // Metrics, health and the run-time straggler control (its injection replaces `straggle`);
   // nullptr: none.
   NodeTelemetry* telemetry = nullptr;
 };
 
-struct CodedProgress {
+// The machine's state (gossip::SyncNodeState) and what the driver adds.
+struct CodedProgress : gossip::SyncNodeState {
   std::string mode;
   int64_t rank = -1;
   std::string role;  // root, parent, leaf, ring
-  uint64_t iteration = 0;        // iterations completed (root / ring: model updates)
   int64_t own_samples = 0;       // weighted samples this rank computes per iteration
-  double loss = 0;               // root / rank 0: training loss at the latest evaluation
-  double accuracy = 0;           // test accuracy (NaN for regression or before any)
-  uint64_t evaluated_at = 0;     // iteration of that evaluation
   double compute_s = 0;          // this rank's own gradient computation, total
   double injected_s = 0;         // injected straggler delay, total
-  std::vector<double> iteration_ms;  // root / ring: wall time of each iteration
   gossip::CodedStats stats;
-  uint64_t rejected_messages = 0;  // malformed, non-finite, unknown sender, other modes
-  uint64_t refused_views = 0;      // views that changed while the ranks were assembled
   double elapsed_s = 0;
   bool final = false;
 };

@@ -141,6 +141,18 @@ TEST(SyncNodeTest, MessagesBeforeAssemblyWaitForTheRanks) {
   EXPECT_TRUE(asked);
 }
 
+TEST(SyncNodeTest, MessagesBeforeAssemblyBeyondTheBoundAreRejected) {
+  TimePoint t{};
+  auto node = MakeNode(Mode::kGc, 2, t);
+  auto frame = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeDense(std::vector<float>(kDim, 0.25f), *frame);
+  Incoming in{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, 0, 0, kDim}, *frame, 1};
+  for (size_t i = 0; i < SyncNode::kMaxEarlyMessages; ++i) node->Step(in, t);
+  EXPECT_EQ(node->state().rejected_messages, 0u);
+  node->Step(in, t);  // one too many: per-sender state stays bounded
+  EXPECT_EQ(node->state().rejected_messages, 1u);
+}
+
 // Every rank's part: the sum of its weights in every coordinate (so the decoded sum is B).
 std::vector<float> WeightSum(const SyncNode& node) {
   double sum = 0;
