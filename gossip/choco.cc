@@ -35,6 +35,10 @@ Status ChocoOptions::Validate() const {
     return InvalidArgumentError("consensus step gamma must be in (0, 1] (0 picks the default), got " +
                                 std::to_string(gamma));
   }
+  if (!(outlier_factor == 0 || outlier_factor >= 1) || !(snapshot_distance >= 0)) {
+    return InvalidArgumentError("outlier_factor must be 0 (off) or at least 1, snapshot_distance "
+                                "at least 0");
+  }
   if (guard_window < 1 || guard_checks < 1) {
     return InvalidArgumentError("divergence guard window and checks must be at least 1");
   }
@@ -50,6 +54,7 @@ const char* ChocoVerdictName(ChocoVerdict verdict) {
     case ChocoVerdict::kStaleIncarnation: return "stale_incarnation";
     case ChocoVerdict::kSnapshotServed: return "snapshot_served";
     case ChocoVerdict::kRejected: return "rejected";
+    case ChocoVerdict::kOutlier: return "outlier";
   }
   return "unknown";
 }
@@ -74,6 +79,7 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
   g->public_.assign(public_copy.begin(), public_copy.end());
   g->initial_.assign(initial_model.begin(), initial_model.end());
   g->from_initial_ = from_initial;
+  g->public_norm_ = std::sqrt(coding::SquaredL2Norm(g->public_));
   return g;
 }
 
@@ -105,6 +111,7 @@ void ChocoGossip::RequestSnapshot(NodeId id, Copy& copy, TimePoint now) {
   copy.ready = false;
   if (copy.requested && now - copy.requested_at < options_.snapshot_retry) return;
   copy.requested = true;
+  copy.snapshots_asked = std::min(copy.snapshots_asked + 1, 8);
   copy.requested_at = now;
   output_.push_back({id, SnapshotRequest{copy.version, false}, nullptr});
 }
@@ -186,6 +193,21 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
     // The stream now has a hole: the next update will not fit and brings a snapshot.
     return {ChocoVerdict::kRejected, s, failure};
   }
+  const double norm = std::sqrt(coding::SquaredL2Norm(received_.values));
+  if (options_.outlier_factor > 0 && (copy.norms > 0 || own_norms_ > 0)) {
+    const double reference = copy.norms > 0 ? copy.norm_average : own_norm_average_;
+    const double bound = std::max(options_.outlier_factor * reference, 0.5 * public_norm_);
+    if (!(norm <= bound)) {
+      return {ChocoVerdict::kOutlier,
+              InvalidArgumentError("update norm " + std::to_string(norm) + " is beyond " +
+                                   std::to_string(bound) + " (" +
+                                   std::to_string(options_.outlier_factor) +
+                                   " x the recent update norms)"),
+              coding::DecodeFailure::kNone};
+    }
+  }
+  copy.norm_average = copy.norms == 0 ? norm : 0.9 * copy.norm_average + 0.1 * norm;
+  ++copy.norms;
   coding::AddTo(received_, 1.0f, copy.values);
   copy.version = h.round;
   return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
@@ -206,9 +228,30 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
     return {ChocoVerdict::kRejected, InvalidArgumentError("a public-copy snapshot must be dense"),
             coding::DecodeFailure::kBadHeader};
   }
+  if (copy.snapshots_asked == 0) {
+    return {ChocoVerdict::kRejected, InvalidArgumentError("a snapshot that was not asked for"),
+            coding::DecodeFailure::kNone};
+  }
+  --copy.snapshots_asked;
   if (copy.ready && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
+  if (options_.snapshot_distance > 0 && public_norm_ > 0) {
+    double d2 = 0;
+    for (size_t k = 0; k < public_.size(); ++k) {
+      const double d = static_cast<double>(received_.values[k]) - public_[k];
+      d2 += d * d;
+    }
+    const double bound = options_.snapshot_distance * public_norm_;
+    if (!(std::sqrt(d2) <= bound)) {
+      return {ChocoVerdict::kOutlier,
+              InvalidArgumentError("snapshot at distance " + std::to_string(std::sqrt(d2)) +
+                                   " from this node's public copy (bound " +
+                                   std::to_string(bound) + ")"),
+              coding::DecodeFailure::kNone};
+    }
+  }
+  copy.norms = 0;  // a new start of the stream's history
   copy.values = received_.values;
   copy.version = h.round;
   copy.ready = true;
@@ -241,6 +284,9 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
   MURMUR_RETURN_IF_ERROR(compressor_.Compress(diff_, q_));
   coding::AddTo(q_, 1.0f, public_);
   ++version_;
+  const double own_norm = std::sqrt(coding::SquaredL2Norm(q_.values));
+  own_norm_average_ = own_norms_ == 0 ? own_norm : 0.9 * own_norm_average_ + 0.1 * own_norm;
+  ++own_norms_;
   stats.sent_values = q_.count();
   const std::vector<NodeId> trackers = Trackers(view, round);
   stats.trackers = trackers.size();
@@ -278,8 +324,8 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
     x[k] += static_cast<float>(gamma_ * mix_[k]);
     mix_norm += mix_[k] * mix_[k];
   }
-  const double public_norm = std::sqrt(coding::SquaredL2Norm(public_));
-  stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm, 1e-12);
+  public_norm_ = std::sqrt(coding::SquaredL2Norm(public_));
+  stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm_, 1e-12);
   if (stats.mixed > 0) stats.gamma_halved = Guard(std::sqrt(mix_norm), stats.consensus_distance);
 }
 

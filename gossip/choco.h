@@ -32,6 +32,16 @@
 // guard quiet while SGD drives models apart from a common start (relative distances of a few
 // percent); a diverging iteration sits near 1.
 //
+// Robust mixing (issue 20): one faulty or hostile peer must not destroy the others' models. An
+// update whose norm exceeds `outlier_factor` × the sender's recent update norms (an exponential
+// average; for a stream's first update, this node's own) and half of ‖x̂_i‖ is refused
+// (kOutlier) and leaves a gap in the stream, so the next update brings a snapshot request. A
+// public-copy snapshot is taken only when asked for, and only within `snapshot_distance` ×
+// ‖x̂_i‖ of this node's public copy (an honest copy is within a few percent; two independently
+// initialized models about √2). Both bounds must be exceeded: quantizers send runs of empty
+// updates and then a full one (onebit near consensus), and one SGD step moves a model by far
+// less than half its norm. An honest update refused by the rule costs one snapshot.
+//
 // Thread safety: none; one thread (the node's training thread) drives it.
 
 #include <cstdint>
@@ -70,6 +80,8 @@ struct ChocoOptions {
   int guard_checks = 3;
   double guard_floor = 0.25;
   double min_gamma = 1e-4;
+  double outlier_factor = 10;     // 0: no norm check
+  double snapshot_distance = 4;   // 0: no distance check
 
   Status Validate() const;
 };
@@ -99,8 +111,9 @@ enum class ChocoVerdict : uint8_t {
   kStaleIncarnation,  // from an older life of the sender
   kSnapshotServed,    // a snapshot request answered
   kRejected,          // undecodable or inconsistent (see `status` and `failure`)
+  kOutlier,           // refused by robust mixing (see the header comment)
 };
-inline constexpr int kChocoVerdictCount = 7;
+inline constexpr int kChocoVerdictCount = 8;
 const char* ChocoVerdictName(ChocoVerdict verdict);
 
 struct ChocoStepResult {
@@ -176,6 +189,9 @@ class ChocoGossip {
     bool ready = false;
     bool requested = false;
     TimePoint requested_at{};
+    int snapshots_asked = 0;      // requests not answered yet (at most 8 counted)
+    double norm_average = 0;      // of applied updates
+    uint64_t norms = 0;
     std::vector<float> values;
   };
 
@@ -207,6 +223,10 @@ class ChocoGossip {
   double previous_window_ = -1;
   int growing_windows_ = 0;
   uint64_t gamma_halvings_ = 0;
+  // Robust mixing.
+  double own_norm_average_ = 0;
+  uint64_t own_norms_ = 0;
+  double public_norm_ = 0;
 };
 
 }  // namespace murmur::gossip

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "base/log.h"
 #include "coding/update_codec.h"
+#include "gossip/membership.h"
 
 namespace murmur::gossip {
 
@@ -58,11 +60,22 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   best_clock_ = 0;
   s_.cluster_samples = 0;
   s_.live_members = 1;
+  size_t finished = 0, finished_gone = 0;
   for (const MemberEntry& m : members_) {
-    s_.cluster_samples += static_cast<int64_t>(m.id == o_.self ? s_.samples : m.samples);
-    if (m.id == o_.self) continue;
-    if (m.finished) peer_finished_ = true;
-    if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
+    if (m.id == o_.self) {
+      s_.cluster_samples += s_.samples;
+      continue;
+    }
+    // Samples follow steps computed (an adopted clock adds none); 4x covers members whose
+    // batch is larger than this node's.
+    const uint64_t plausible = m.step_clock * static_cast<uint64_t>(4 * max_batch_);
+    s_.cluster_samples += static_cast<int64_t>(std::min(m.samples, plausible));
+    const bool live = m.state == MemberState::kAlive || m.state == MemberState::kSuspect;
+    if (m.finished) {
+      ++finished;
+      if (!live) ++finished_gone;
+    }
+    if (live) {
       ++s_.live_members;
       sync_.Observe(m.id, m.step_clock);
       best_clock_ = std::max(best_clock_, sync_.ClockOf(m.id));
@@ -71,10 +84,62 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
       if (choco_) choco_->Forget(m.id);
     }
   }
+  // Quorum: half of the cluster (live members and those that finished and left).
+  if (finished > 0 && 2 * finished >= s_.live_members + finished_gone) peer_finished_ = true;
+  if (finished > finished_members_ && o_.target_accuracy > 0) evaluate_now_ = true;
+  finished_members_ = finished;
+  // Deferred messages whose sender came alive are handled now; the rest wait out their time.
+  std::deque<Deferred> waiting;
+  waiting.swap(deferred_);
+  for (Deferred& d : waiting) {
+    if (std::binary_search(view_.begin(), view_.end(), d.message.from)) {
+      d.message.frame = d.bytes;
+      Step(d.message, now);
+    } else if (now < d.expires && !KnownGone(d.message.from, d.message.incarnation)) {
+      deferred_.push_back(std::move(d));
+    } else {
+      Reject(kRejectUnknownSender, d.message.from, "not a live member");
+    }
+  }
   Advance(now);
 }
 
+bool GossipNode::KnownGone(NodeId id, Incarnation incarnation) const {
+  for (const MemberEntry& m : members_) {
+    if (m.id == id) {
+      return (m.state == MemberState::kDead || m.state == MemberState::kLeft) &&
+             incarnation <= m.incarnation;  // a newer life is a restart, not a ghost
+    }
+  }
+  return false;
+}
+
+std::string_view GossipNode::Check(const Incoming& m) const {
+  if (!std::binary_search(view_.begin(), view_.end(), m.from) || m.from == o_.self) {
+    return kRejectUnknownSender;
+  }
+  if (m.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+  const uint64_t known = std::max({s_.step, best_clock_, sync_.ClockOf(m.from)});
+  const uint64_t ceiling = known == 0 ? kMaxStepClock : std::min(kMaxStepClock, known + o_.max_clock_lead);
+  if (m.step_clock > ceiling) return kRejectClock;
+  return {};
+}
+
 void GossipNode::Step(const Incoming& m, TimePoint now) {
+  if (const std::string_view why = Check(m); !why.empty()) {
+    // A member that just joined (or restarted) may send before this node's view has it: its
+    // messages wait, a bounded few and briefly, for the view instead of being refused. A
+    // member this node holds dead or gone is refused at once.
+    if (why == kRejectUnknownSender && m.from != o_.self && !KnownGone(m.from, m.incarnation) &&
+        deferred_.size() < kMaxDeferred) {
+      Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
+      d.message.frame = {};
+      deferred_.push_back(std::move(d));
+      return;
+    }
+    return Reject(why, m.from, "clock " + std::to_string(m.step_clock) + ", incarnation " +
+                                   std::to_string(m.incarnation));
+  }
   if (const auto* r = std::get_if<SnapshotRequest>(&m.payload); r != nullptr && r->model) {
     sync_.Observe(m.from, m.step_clock);
     ServeModel(m.from);
@@ -99,6 +164,10 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     }
     for (ChocoOutgoing& out : choco_->TakeOutput()) {
       Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
+    }
+    if (result.verdict == ChocoVerdict::kOutlier) {
+      Reject(kRejectOutlier, m.from, result.status.ToString());
+      return;
     }
     if (result.verdict == ChocoVerdict::kRejected) {
       Reject(result.failure == coding::DecodeFailure::kNone ? kRejectProtocol
@@ -147,6 +216,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   ++s_.step;
   ++s_.local_steps;
   s_.samples += done.samples;
+  max_batch_ = std::max(max_batch_, done.samples);
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
   if (s_.local_steps % CurrentH() == 0) {
     Round();
@@ -323,6 +393,12 @@ int GossipNode::CurrentH() const {
 void GossipNode::AdvanceTraining(TimePoint now) {
   if (computing_ || evaluating_) return;
   if (BudgetSpent(now)) return Finish(now);
+  if (evaluate_now_ && !peer_finished_) {
+    evaluate_now_ = false;
+    evaluating_ = true;
+    Emit(Evaluate{false, x_});
+    return;
+  }
   paused_ = pause_.from >= 0 && s_.step >= static_cast<uint64_t>(pause_.from) &&
             best_clock_ < static_cast<uint64_t>(std::max<int64_t>(pause_.until, 0));
   if (paused_) {

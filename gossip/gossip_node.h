@@ -20,11 +20,19 @@
 //             more than S behind, then mark it a straggler); then ComputeStep. When it is done:
 //             every H-th step a CHOCO round on the model, the progress announced, a periodic
 //             Evaluate.
+//             "finished" from other members is believed from a quorum only (half the cluster:
+//             live members and finished ones); a single finished member makes a node with a
+//             target accuracy evaluate its own model at once and decide by that.
 //   finished  a full Evaluate, "finished" announced so every member stops, `linger` spent
 //             answering peers, then RunOver.
 // The model is the caller's span (the trainer's parameters): the machine reads it for rounds
 // and snapshots and writes it only between steps (rounds, adoption, catch-up), never while a
 // ComputeStep is outstanding. Snapshot requests for the model are answered in every phase.
+//
+// Trust: a message changes nothing (clock, copies, snapshots served) unless its sender is a live
+// member, its incarnation is below kMaxIncarnation and its step clock within max_clock_lead
+// (each refusal counted by reason). Another member's samples count towards the budget at most
+// 4 × its clock × the largest batch this node has seen, so a forged count cannot end the run.
 //
 // Inputs: Step(Incoming | MemberView | StepComputed | Evaluated | StopRequested | InjectedPause,
 // now), Tick(now).
@@ -33,6 +41,7 @@
 // Thread safety: none; one driver thread.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +83,9 @@ struct GossipNodeOptions {
   int join_attempts = 3;
   Duration model_retry = std::chrono::seconds(2);
   Duration linger = std::chrono::milliseconds(500);
+  // How far the step clock of a message may lead the highest clock this node knows (its own,
+  // the most advanced member's, the sender's); further is refused (kRejectClock).
+  uint64_t max_clock_lead = 100000;
 
   Status Validate() const;
 };
@@ -163,6 +175,11 @@ class GossipNode {
   void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
   void ServeModel(NodeId to);
   void Reject(std::string_view reason, NodeId from, const std::string& why);
+  // Why `m` must not change state (kRejectUnknownSender, kRejectIncarnation, kRejectClock);
+  // empty when it may.
+  std::string_view Check(const Incoming& m) const;
+  // Dead or left in the latest view at `incarnation` or later.
+  bool KnownGone(NodeId id, Incarnation incarnation) const;
   void Emit(NodeAction action);
   std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
   int CurrentH() const;
@@ -184,7 +201,18 @@ class GossipNode {
   bool paused_ = false;
   bool computing_ = false;
   bool evaluating_ = false;
-  bool peer_finished_ = false;
+  bool peer_finished_ = false;   // a quorum of members finished
+  size_t finished_members_ = 0;  // other members that say they finished
+  bool evaluate_now_ = false;    // a member finished: check the target with an evaluation
+  int64_t max_batch_ = 0;        // the largest mini-batch this node computed
+  // Messages from senders not in the view yet (a member that just joined), at most kMaxDeferred.
+  struct Deferred {
+    Incoming message;  // frame empty; the bytes are below
+    std::vector<std::byte> bytes;
+    TimePoint expires;
+  };
+  static constexpr size_t kMaxDeferred = 64;
+  std::deque<Deferred> deferred_;
   std::vector<MemberEntry> members_;
   std::vector<NodeId> view_;      // live ids, sorted, with this node
   uint64_t best_clock_ = 0;

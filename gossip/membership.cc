@@ -38,6 +38,7 @@ Status MembershipOptions::Validate() const {
     return InvalidArgumentError("membership: indirect_checks >= 0, gossip_fanout >= 1, "
                                 "max_piggyback >= 0 and multipliers >= 1 are required");
   }
+  if (max_members < 1) return InvalidArgumentError("membership: max_members must be at least 1");
   if (dead_retention < probe_interval) {
     return InvalidArgumentError("membership: dead_retention must be at least one probe_interval");
   }
@@ -261,10 +262,55 @@ void Membership::MergeAll(const std::vector<MemberEntry>& entries, TimePoint now
   for (const auto& e : entries) Merge(e, now);
 }
 
+std::string_view Membership::Check(const Envelope& message) const {
+  const std::vector<MemberEntry>* entries = std::visit(
+      Overloaded{
+          [](const Ping& p) { return &p.gossip; },
+          [](const Ack& a) { return &a.gossip; },
+          [](const PingReq& p) { return &p.gossip; },
+          [](const Digest& d) { return &d.members; },
+          [](const auto&) { return static_cast<const std::vector<MemberEntry>*>(nullptr); },
+      },
+      message.payload);
+  std::vector<MemberEntry> join;
+  if (const auto* j = std::get_if<Join>(&message.payload)) {
+    if (j->self.id != message.sender_id) return kRejectImpersonation;
+    join.push_back(j->self);
+    entries = &join;
+  }
+  if (entries == nullptr && !std::holds_alternative<gossip::Leave>(message.payload)) return {};
+  if (message.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+  if (entries == nullptr) return {};
+  // The highest clock this node knows: the reference a gossiped clock may lead by
+  // max_clock_lead. Knowing none (joining), it takes any clock up to kMaxStepClock.
+  uint64_t known_clock = self_.step_clock;
+  for (const auto& [id, m] : members_) known_clock = std::max(known_clock, m.entry.step_clock);
+  const uint64_t clock_ceiling =
+      known_clock == 0 ? kMaxStepClock
+                       : std::min(kMaxStepClock, known_clock + options_.max_clock_lead);
+  size_t new_members = 0;
+  for (const MemberEntry& e : *entries) {
+    if (e.id == 0 || e.address.empty()) return kRejectMalformedMember;
+    if (e.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+    if (e.step_clock > clock_ceiling || e.samples > kMaxSamples) return kRejectClock;
+    if (e.id != self_.id && !members_.contains(e.id)) ++new_members;
+  }
+  if (new_members > 0 && members_.size() + new_members > options_.max_members) {
+    return kRejectMemberLimit;
+  }
+  return {};
+}
+
 bool Membership::Step(const Envelope& message, TimePoint now) {
   if (left_) return false;
   const NodeId sender = message.sender_id;
   if (sender == self_.id) return false;  // our own echo, or a misconfigured twin
+  if (const std::string_view why = Check(message); !why.empty()) {
+    auto it = rejected_.find(why);
+    if (it == rejected_.end()) it = rejected_.emplace(std::string(why), 0).first;
+    ++it->second;
+    return true;  // a membership message, refused
+  }
   const bool handled = std::visit(
       Overloaded{
           [&](const Ping& p) {

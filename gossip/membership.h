@@ -26,6 +26,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -54,6 +55,13 @@ struct MembershipOptions {
   Duration dead_gossip = std::chrono::seconds(2);    // digest to one retained dead member
   Duration dead_retention = std::chrono::seconds(60);  // then a dead member is forgotten
   uint64_t rng_seed = 1;
+  // Bounds on what a message may claim; a message with one entry beyond them changes nothing
+  // and is counted (rejected()). Members known at once, dead ones included until forgotten:
+  // entries for new members beyond it are refused, so invented ids cannot grow memory.
+  size_t max_members = 4096;
+  // How far a gossiped step clock may lead the highest clock this node knows (its own and every
+  // member's). A node that knows no clock yet (it is joining) accepts any up to kMaxStepClock.
+  uint64_t max_clock_lead = 100000;
 
   // kInvalidArgument naming the field.
   Status Validate() const;
@@ -74,6 +82,19 @@ struct MemberEvent {
 const char* MemberEventName(MemberEvent::Kind kind);
 const char* MemberStateName(MemberState state);
 
+// Beyond these a claim is implausible, whoever makes it: 2^62 milliseconds are 146 million years
+// (incarnations are wall-clock milliseconds), so a refutation can never wrap.
+inline constexpr Incarnation kMaxIncarnation = Incarnation{1} << 62;
+inline constexpr uint64_t kMaxStepClock = uint64_t{1} << 48;
+inline constexpr uint64_t kMaxSamples = uint64_t{1} << 56;
+
+// Why Membership refused a message (labels of murmur_rejected_messages_total).
+inline constexpr std::string_view kRejectIncarnation = "implausible_incarnation";
+inline constexpr std::string_view kRejectClock = "implausible_clock";
+inline constexpr std::string_view kRejectMemberLimit = "member_limit";
+inline constexpr std::string_view kRejectImpersonation = "impersonation";
+inline constexpr std::string_view kRejectMalformedMember = "malformed_member";
+
 // A message for the transport: send `payload` to `address` in an Envelope carrying this node's
 // id and current incarnation().
 struct Outgoing {
@@ -90,8 +111,16 @@ class Membership {
   // REQUIRES: options.Validate().ok()
   Membership(MembershipOptions options, TimePoint now);
 
-  // A received Envelope; non-membership payloads are ignored (returns false).
+  // A received Envelope; non-membership payloads are ignored (returns false). A message that
+  // fails a check (Check) changes nothing and is counted by reason.
   bool Step(const Envelope& message, TimePoint now);
+  // Why `message` would be refused: an incarnation at or beyond kMaxIncarnation, a step clock
+  // beyond max_clock_lead (or kMaxStepClock), samples beyond kMaxSamples, an entry without an
+  // id or address, a Join whose entry is not its sender's, or new members beyond max_members.
+  // Empty when it passes.
+  std::string_view Check(const Envelope& message) const;
+  // Refused messages by reason.
+  const std::map<std::string, uint64_t, std::less<>>& rejected() const { return rejected_; }
   void Tick(TimePoint now);
   // Graceful leave: tells every live member and stops probing. Step/Tick do nothing afterwards.
   void Leave(TimePoint now);
@@ -190,6 +219,7 @@ class Membership {
   uint64_t view_epoch_ = 0;
   std::vector<Outgoing> output_;
   std::vector<MemberEvent> events_;
+  std::map<std::string, uint64_t, std::less<>> rejected_;
 };
 
 }  // namespace murmur::gossip

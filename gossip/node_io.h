@@ -26,6 +26,7 @@ inline constexpr std::string_view kRejectWrongMode = "wrong_mode";
 inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
 inline constexpr std::string_view kRejectProtocol = "protocol";
 inline constexpr std::string_view kRejectFrames = "frames";
+inline constexpr std::string_view kRejectOutlier = "outlier_update";  // robust mixing (choco.h)
 
 // ---- Inputs ----
 

@@ -63,6 +63,8 @@ class InProcNetwork {
     if (message.header.size() == 0 || message.frames.size() > receiver->options.max_frames) {
       std::lock_guard<std::mutex> lock(receiver->mu);
       ++receiver->stats.refused_malformed;
+      ++(message.header.size() == 0 ? receiver->stats.refused_empty_header
+                                    : receiver->stats.refused_too_many_frames);
       return true;
     }
     receiver->inbox.Push(message);

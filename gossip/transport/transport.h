@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "gossip/transport/curve_keys.h"
 
 namespace murmur::transport {
 
@@ -76,6 +77,9 @@ struct TransportOptions {
   size_t max_frame_bytes = size_t{1} << 31;   // larger frames are refused by the socket
   std::chrono::milliseconds reconnect_min{50};   // ZeroMQ backoff doubles up to the max
   std::chrono::milliseconds reconnect_max{2000};
+  // CURVE authentication and encryption on every socket (curve_keys.h); plaintext when
+  // !curve.enabled(). The in-process transport ignores it.
+  CurveOptions curve;
 };
 
 struct TransportStats {
@@ -86,7 +90,11 @@ struct TransportStats {
   uint64_t dropped_updates = 0;       // send queue full
   uint64_t dropped_control = 0;       // send queue full and no update to drop
   uint64_t dropped_inbox = 0;         // inbox full
-  uint64_t refused_malformed = 0;     // too many frames, empty header
+  uint64_t refused_malformed = 0;     // too many frames or an empty header (the two below)
+  uint64_t refused_empty_header = 0;
+  uint64_t refused_too_many_frames = 0;
+  uint64_t refused_auth = 0;          // CURVE clients whose key is not admitted (ZAP)
+  uint64_t handshake_failures = 0;    // connections that failed their handshake (no key, wrong key)
   uint64_t peers = 0;                 // peers with a connection or a queue
 };
 

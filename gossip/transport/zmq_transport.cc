@@ -3,7 +3,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -34,10 +37,12 @@ Frame FromZmq(zmq::message_t&& msg) {
 
 class ZmqTransport final : public Transport {
  public:
-  ZmqTransport(const TransportOptions& options, zmq::context_t context, zmq::socket_t router,
-               std::string endpoint, int wake_fd)
+  ZmqTransport(const TransportOptions& options, zmq::context_t context, zmq::socket_t zap,
+               zmq::socket_t monitor, zmq::socket_t router, std::string endpoint, int wake_fd)
       : options_(options),
         context_(std::move(context)),
+        zap_(std::move(zap)),
+        monitor_(std::move(monitor)),
         router_(std::move(router)),
         endpoint_(std::move(endpoint)),
         wake_fd_(wake_fd),
@@ -115,6 +120,11 @@ class ZmqTransport final : public Transport {
     dealer.set(zmq::sockopt::linger, 500);
     dealer.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_min.count()));
     dealer.set(zmq::sockopt::reconnect_ivl_max, static_cast<int>(options_.reconnect_max.count()));
+    if (options_.curve.enabled()) {
+      dealer.set(zmq::sockopt::curve_serverkey, options_.curve.server.public_key);
+      dealer.set(zmq::sockopt::curve_publickey, options_.curve.client.public_key);
+      dealer.set(zmq::sockopt::curve_secretkey, options_.curve.client.secret_key);
+    }
     try {
       dealer.connect(endpoint);
     } catch (const zmq::error_t& e) {
@@ -181,12 +191,70 @@ class ZmqTransport final : public Transport {
       if (parts.size() < 2 || parts[1].size() == 0 || parts.size() - 2 > options_.max_frames) {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.refused_malformed;
+        ++(parts.size() >= 2 && parts[1].size() > 0 ? stats_.refused_too_many_frames
+                                                     : stats_.refused_empty_header);
         continue;
       }
       Message m;
       m.header = FromZmq(std::move(parts[1]));
       for (size_t i = 2; i < parts.size(); ++i) m.frames.push_back(FromZmq(std::move(parts[i])));
       inbox_.Push(std::move(m));
+    }
+  }
+
+  // ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, key] in,
+  // [version, request id, status, text, user id, metadata] out. Admits the cluster's client key
+  // (unless only_allowed) and the allowlist.
+  void AnswerZap() {
+    for (int batch = 0; batch < 64; ++batch) {
+      std::vector<zmq::message_t> parts;
+      zmq::message_t part;
+      if (!zap_.recv(part, zmq::recv_flags::dontwait).has_value()) return;
+      parts.push_back(std::move(part));
+      while (parts.back().more()) {
+        zmq::message_t next;
+        (void)zap_.recv(next, zmq::recv_flags::none);
+        parts.push_back(std::move(next));
+      }
+      bool admitted = false;
+      if (parts.size() >= 7 && parts[5].to_string_view() == "CURVE" && parts[6].size() == 32) {
+        std::array<char, 41> key{};
+        zmq_z85_encode(key.data(), static_cast<const uint8_t*>(parts[6].data()), 32);
+        const std::string_view k(key.data(), 40);
+        const CurveOptions& c = options_.curve;
+        admitted = (!c.only_allowed && k == c.server.public_key) ||
+                   std::find(c.allowed_clients.begin(), c.allowed_clients.end(), k) !=
+                       c.allowed_clients.end();
+      }
+      if (!admitted) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.refused_auth;
+      }
+      const std::string request_id = parts.size() >= 2 ? parts[1].to_string() : std::string();
+      zap_.send(zmq::buffer(std::string_view("1.0")), zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(request_id), zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(std::string_view(admitted ? "200" : "400")), zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(std::string_view(admitted ? "OK" : "key not admitted")),
+                zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(std::string_view("")), zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(std::string_view("")), zmq::send_flags::none);
+    }
+  }
+
+  // Socket-monitor events of the ROUTER: [event id (uint16) + value (uint32)], [endpoint].
+  void ReadMonitor() {
+    for (int batch = 0; batch < 64; ++batch) {
+      zmq::message_t event, address;
+      if (!monitor_.recv(event, zmq::recv_flags::dontwait).has_value()) return;
+      if (event.more()) (void)monitor_.recv(address, zmq::recv_flags::none);
+      if (event.size() < 2) continue;
+      uint16_t id = 0;
+      std::memcpy(&id, event.data(), sizeof(id));
+      if (id & (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.handshake_failures;
+      }
     }
   }
 
@@ -198,6 +266,11 @@ class ZmqTransport final : public Transport {
       waiting.clear();
       items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
+      const bool secure = options_.curve.enabled();
+      if (secure) {
+        items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
+        items.push_back({monitor_.handle(), 0, ZMQ_POLLIN, 0});
+      }
       for (auto& [endpoint, peer] : peers_) {
         if (peer.queue.empty()) continue;
         items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
@@ -214,6 +287,8 @@ class ZmqTransport final : public Transport {
         uint64_t count;
         [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof(count));
       }
+      if (secure && (items[2].revents & ZMQ_POLLIN)) AnswerZap();
+      if (secure && (items[3].revents & ZMQ_POLLIN)) ReadMonitor();
       ApplyCommands();
       for (auto& [endpoint, peer] : peers_) Flush(peer);
       if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
@@ -222,10 +297,14 @@ class ZmqTransport final : public Transport {
     for (auto& [endpoint, peer] : peers_) Flush(peer);
     peers_.clear();
     router_.close();
+    if (monitor_) monitor_.close();
+    if (zap_) zap_.close();
   }
 
   const TransportOptions options_;
   zmq::context_t context_;
+  zmq::socket_t zap_;      // CURVE only: the ZAP handler (inproc://zeromq.zap.01)
+  zmq::socket_t monitor_;  // CURVE only: the ROUTER's handshake failures
   zmq::socket_t router_;
   const std::string endpoint_;
   const int wake_fd_;
@@ -249,19 +328,51 @@ StatusOr<std::unique_ptr<Transport>> CreateZmqTransport(const TransportOptions& 
   if (listen.starts_with("tcp://") && listen.ends_with(":0")) {
     listen = listen.substr(0, listen.size() - 1) + "*";  // ZeroMQ's "any free port"
   }
+  const CurveOptions& curve = options.curve;
+  if (curve.enabled()) {
+    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(curve.server.public_key, "the cluster public key"));
+    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(curve.server.secret_key, "the cluster secret key"));
+    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(curve.client.public_key, "the node public key"));
+    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(curve.client.secret_key, "the node secret key"));
+    if (!zmq_has("curve")) {
+      return UnavailableError("this ZeroMQ build has no CURVE support (it needs libsodium)");
+    }
+  }
   try {
     zmq::context_t context(1);
+    zmq::socket_t zap, monitor;
     zmq::socket_t router(context, zmq::socket_type::router);
     router.set(zmq::sockopt::rcvhwm, 1024);
     router.set(zmq::sockopt::ipv6, 1);
     router.set(zmq::sockopt::linger, 0);
     router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
+    if (curve.enabled()) {
+      // The handler is bound before any socket authenticates: with none, libzmq admits all.
+      zap = zmq::socket_t(context, zmq::socket_type::rep);
+      zap.bind("inproc://zeromq.zap.01");
+      router.set(zmq::sockopt::curve_server, 1);
+      router.set(zmq::sockopt::curve_secretkey, curve.server.secret_key);
+      router.set(zmq::sockopt::zap_domain, "murmur");
+      const std::string monitor_endpoint = "inproc://murmur-router-monitor";
+      if (zmq_socket_monitor(router.handle(), monitor_endpoint.c_str(),
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
+        return InternalError("transport: cannot monitor the ROUTER socket");
+      }
+      monitor = zmq::socket_t(context, zmq::socket_type::pair);
+      monitor.connect(monitor_endpoint);
+    }
     router.bind(listen);
     std::string endpoint = router.get(zmq::sockopt::last_endpoint);
     const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0) return InternalError("transport: eventfd failed");
+    MURMUR_LOG_INFO("transport: {} on {}", curve.enabled() ? "CURVE (authenticated, encrypted)"
+                                                           : "plaintext (unauthenticated)",
+                    endpoint);
     return std::unique_ptr<Transport>(std::make_unique<ZmqTransport>(
-        options, std::move(context), std::move(router), std::move(endpoint), wake_fd));
+        options, std::move(context), std::move(zap), std::move(monitor), std::move(router),
+        std::move(endpoint), wake_fd));
   } catch (const zmq::error_t& e) {
     return UnavailableError("transport: cannot listen on '" + options.listen + "': " + e.what());
   }

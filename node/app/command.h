@@ -43,5 +43,6 @@ std::unique_ptr<Command> MakeNodeCommand(CLI::App& app);
 std::unique_ptr<Command> MakeLocalCommand(CLI::App& app);
 std::unique_ptr<Command> MakePlanCommand(CLI::App& app);
 std::unique_ptr<Command> MakeCtlCommand(CLI::App& app);
+std::unique_ptr<Command> MakeKeygenCommand(CLI::App& app);
 
 }  // namespace murmur::node

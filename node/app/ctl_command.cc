@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "node/app/secrets.h"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -43,7 +45,7 @@ StatusOr<std::pair<std::string, int>> ParseTarget(std::string target) {
 }
 
 Reply Call(const std::string& target, const std::string& method, const std::string& path,
-           const std::string& body = "") {
+           const std::string& body = "", const std::string& token = "") {
   Reply r;
   auto hp = ParseTarget(target);
   if (!hp.ok()) {
@@ -53,6 +55,7 @@ Reply Call(const std::string& target, const std::string& method, const std::stri
   httplib::Client client(hp->first, hp->second);
   client.set_connection_timeout(3, 0);
   client.set_read_timeout(10, 0);
+  if (!token.empty()) client.set_bearer_token_auth(token);
   httplib::Result res = method == "GET"   ? client.Get(path)
                         : method == "PUT" ? client.Put(path, body, "application/json")
                                           : client.Delete(path);
@@ -101,6 +104,9 @@ class CtlCommand : public Command {
   std::string match;
   // straggle settings (empty: not given)
   std::string slowdown, delay, exp, exp_slowdown, pause, send_delay, drop, seed, for_duration;
+  std::string token_file;  // the admin token, for changes
+  // The token from --token-file or MURMUR_ADMIN_TOKEN_FILE; false (with the reason) on failure.
+  bool LoadToken(std::string& token);
 
   int Status();
   int Health();
@@ -126,6 +132,12 @@ CtlCommand::CtlCommand(CLI::App& app)
   i.straggle = subcommand()->add_subcommand(
       "straggle", "Inject a straggler at run time (replaces the node's current injection)");
   targets(i.straggle);
+  auto token = [&](CLI::App* sub) {
+    sub->add_option("--token-file", i.token_file,
+                    "file with the nodes' admin bearer token (their --admin-token-file)")
+        ->envname("MURMUR_ADMIN_TOKEN_FILE");
+  };
+  token(i.straggle);
   i.straggle->add_option("--slowdown", i.slowdown, "sleep (F-1) x compute after each step (F >= 1)");
   i.straggle->add_option("--delay", i.delay, "sleep this long after each step (20ms, 1s)");
   i.straggle->add_option("--exp", i.exp, "sleep an exponential draw with this mean after each step");
@@ -138,6 +150,7 @@ CtlCommand::CtlCommand(CLI::App& app)
   i.straggle->add_option("--for", i.for_duration, "end the injection by itself after this long (60s)");
   i.clear = subcommand()->add_subcommand("clear", "Stop injecting on the nodes");
   targets(i.clear);
+  token(i.clear);
   i.metrics = subcommand()->add_subcommand("metrics", "Print /metrics (optionally only matching lines)");
   targets(i.metrics);
   i.metrics->add_option("--match", i.match, "print only lines containing this text");
@@ -257,9 +270,11 @@ int CtlCommand::Straggle() {
     std::fprintf(stderr, "murmur ctl: %s\n", std::string(parsed.status().message()).c_str());
     return 2;
   }
+  std::string token;
+  if (!LoadToken(token)) return 2;
   int rc = 0;
   for (const auto& t : targets) {
-    Reply r = Call(t, "PUT", "/straggler", body.dump());
+    Reply r = Call(t, "PUT", "/straggler", body.dump(), token);
     if (!r.ok) {
       std::fprintf(stderr, "murmur ctl: %s\n", r.error.c_str());
       rc = 1;
@@ -274,10 +289,23 @@ int CtlCommand::Straggle() {
   return rc;
 }
 
+bool CtlCommand::LoadToken(std::string& token) {
+  if (token_file.empty()) return true;  // the node will say that it needs one
+  auto loaded = LoadAdminToken(token_file);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "murmur ctl: %s\n", std::string(loaded.status().message()).c_str());
+    return false;
+  }
+  token = *loaded;
+  return true;
+}
+
 int CtlCommand::Clear() {
+  std::string token;
+  if (!LoadToken(token)) return 2;
   int rc = 0;
   for (const auto& t : targets) {
-    Reply r = Call(t, "DELETE", "/straggler");
+    Reply r = Call(t, "DELETE", "/straggler", "", token);
     if (!r.ok) {
       std::fprintf(stderr, "murmur ctl: %s\n", r.error.c_str());
       rc = 1;

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "gossip/transport/curve_keys.h"
+#include "node/app/secrets.h"
 #include "node/app/config_schema.h"
 #include "node/peer/straggler.h"
 
@@ -66,6 +68,24 @@ Status LocalCluster::Spawn() {
   const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (len <= 0) return InternalError("cannot find the murmur executable (/proc/self/exe)");
   exe[len] = '\0';
+  std::vector<std::string> secrets;
+  if (config_.secure) {
+    MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair key, transport::GenerateCurveKeyPair());
+    const std::string path = (dir_ / "cluster.key").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(path, transport::FormatKeyFile(key), true));
+    secrets = {"--cluster-key-file", path};
+  } else {
+    secrets = {"--plaintext"};
+  }
+  std::string token_file = config_.admin_token_file;
+  if (config_.admin && token_file.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
+    token_file = (dir_ / "admin.token").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(token_file, token + "\n", true));
+  }
+  if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
+  std::fprintf(stderr, "murmur local: peer links %s\n",
+               config_.secure ? "CURVE (a fresh cluster key)" : "plaintext on loopback (--secure for CURVE)");
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> args = {
         exe, "node", "--id", std::to_string(i + 1), "--listen", endpoints[i], "--seeds", seeds,
@@ -74,6 +94,7 @@ Status LocalCluster::Spawn() {
         std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
         "200", "--log-level", config_.node_log_level};
     if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
+    args.insert(args.end(), secrets.begin(), secrets.end());
     if (extra_args_) {
       for (auto& a : extra_args_(i)) args.push_back(std::move(a));
     } else {
@@ -110,7 +131,8 @@ Status LocalCluster::Spawn() {
   if (config_.admin) {
     std::string list;
     for (int i = 0; i < n; ++i) list += (i ? ", " : "") + admins[i];
-    std::fprintf(stderr, "murmur local: admin ports (node 0..%d): %s\n", n - 1, list.c_str());
+    std::fprintf(stderr, "murmur local: admin ports (node 0..%d): %s; changes need the token in %s "
+                 "(murmur ctl --token-file)\n", n - 1, list.c_str(), token_file.c_str());
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();

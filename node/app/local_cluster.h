@@ -26,6 +26,8 @@ struct LocalClusterOptions {
   int probe_timeout_ms = 80;
   std::string node_log_level = "info";
   bool admin = true;
+  std::string admin_token_file;    // "" : a fresh token in the run's directory
+  bool secure = false;             // CURVE with a fresh cluster key; else plaintext
   std::string prometheus_targets;  // file_sd file to write ("" none)
 };
 

@@ -39,6 +39,8 @@ struct LocalConfig {
   std::string node_log_level;
   bool keep_logs = false;
   bool admin = true;
+  std::string admin_token_file;
+  bool secure = false;
   std::string prometheus_targets;
   std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
   GossipConfig gossip;
@@ -77,6 +79,12 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Bool("admin", &C::admin, true,
               "give every node an admin HTTP port on 127.0.0.1 (/metrics, /healthz, /status, "
               "/straggler); the ports are printed at the start")
+        .Text("admin_token_file", &C::admin_token_file, "",
+              "bearer token the nodes' admin ports require for changes (murmur ctl "
+              "--token-file); empty: a fresh token in the run's directory, printed at the start")
+        .Bool("secure", &C::secure, false,
+              "CURVE on every peer link with a fresh cluster key (default: plaintext, since "
+              "every node is on this machine's loopback)")
         .Text("prometheus_targets", &C::prometheus_targets, "",
               "write the nodes' admin ports to this file as Prometheus file_sd targets (see "
               "ops/prometheus/prometheus-local.yml)")
@@ -148,6 +156,8 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.probe_timeout_ms = config.probe_timeout_ms;
   co.node_log_level = config.node_log_level;
   co.admin = config.admin;
+  co.admin_token_file = config.admin_token_file;
+  co.secure = config.secure;
   co.prometheus_targets = config.prometheus_targets;
   LocalCluster cluster(co, dir, [&](int i) {
     std::vector<std::string> a = mode.NodeArgs(i);

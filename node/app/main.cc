@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   commands.push_back(murmur::node::MakeLocalCommand(app));
   commands.push_back(murmur::node::MakePlanCommand(app));
   commands.push_back(murmur::node::MakeCtlCommand(app));
+  commands.push_back(murmur::node::MakeKeygenCommand(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,7 @@
 #include "node/observe/telemetry.h"
 #include "node/peer/seeds.h"
 #include "node/train/sharding.h"
+#include "node/app/secrets.h"
 #include "node/app/train_config.h"
 #include <fmt/format.h>
 #include <cmath>
@@ -82,6 +83,20 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
         .Text("admin", &C::admin, "",
               "HOST:PORT of the admin HTTP port (/metrics, /healthz, /status, /straggler); "
               "port 0 takes a free one; empty: no admin port. Containers use 0.0.0.0:9100")
+        .Text("admin_token_file", &C::admin_token_file, "",
+              "file holding the bearer token that PUT/DELETE on the admin port require "
+              "(Authorization: Bearer TOKEN); without one they are refused. GETs stay open")
+        .Text("cluster_key_file", &C::cluster_key_file, "",
+              "CURVE keypair of the cluster (murmur keygen): peer links are authenticated and "
+              "encrypted, and peers without the key are refused at the handshake")
+        .Text("node_key_file", &C::node_key_file, "",
+              "this node's own CURVE keypair, admitted by its peers' --allowed-keys-file")
+        .Text("allowed_keys_file", &C::allowed_keys_file, "",
+              "public keys (one per line) of the nodes admitted as clients; without it, "
+              "holders of the cluster key are")
+        .Bool("plaintext", &C::plaintext, false,
+              "peer links without CURVE: anyone who reaches the port can join, send updates and "
+              "read the model. For experiments on a network you trust")
         .Embed(GossipSchema(), &C::gossip, {})
         .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20,
                  "gossip: this node's shard of the training set (0-based)")
@@ -119,6 +134,8 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
   }
   o.cluster_id = c.cluster;
   o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
+  MURMUR_ASSIGN_OR_RETURN(o.transport.curve, LoadCurveOptions(c.cluster_key_file, c.node_key_file,
+                                                              c.allowed_keys_file, c.plaintext));
   o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
   o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
   o.membership.suspicion_multiplier = c.suspicion_multiplier;
@@ -306,14 +323,21 @@ int NodeCommand::Run() {
   NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config->mode)), initial);
   std::unique_ptr<AdminServer> admin;
   if (!config->admin.empty()) {
-    auto started = AdminServer::Start(config->admin, telemetry, validate);
+    std::string token;
+    if (!config->admin_token_file.empty()) {
+      auto loaded = LoadAdminToken(config->admin_token_file);
+      if (!loaded.ok()) return Refuse(loaded.status());
+      token = *loaded;
+    }
+    auto started = AdminServer::Start(config->admin, telemetry, validate, token);
     if (!started.ok()) {
       std::fprintf(stderr, "murmur node: %s\n", std::string(started.status().message()).c_str());
       return 2;
     }
     admin = *std::move(started);
-    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler)",
-                    admin->host(), admin->port());
+    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes "
+                    "{}", admin->host(), admin->port(),
+                    token.empty() ? "refused (no --admin-token-file)" : "need the bearer token");
   }
   if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, &telemetry);
   if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry);

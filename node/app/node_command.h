@@ -32,6 +32,12 @@ struct NodeConfig {
   int report_interval_ms = 0;
   std::string log_level;
   std::string admin;  // HOST:PORT of the admin HTTP port; empty: none
+  std::string admin_token_file;  // bearer token for the admin port's mutating endpoints
+  // Peer-link security (node/app/secrets.h).
+  std::string cluster_key_file;
+  std::string node_key_file;
+  std::string allowed_keys_file;
+  bool plaintext = false;
   // Gossip training (mode gossip).
   GossipConfig gossip;
   int shard_index = 0;

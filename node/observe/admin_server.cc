@@ -13,6 +13,7 @@ namespace murmur::node {
 namespace {
 
 constexpr size_t kMaxBody = 64 * 1024;
+constexpr size_t kWorkers = 64;
 constexpr std::string_view kPaths = "/metrics, /healthz, /status, /straggler";
 
 // A duration setting: "20ms" / "1.5s" / "40us", or a number of seconds.
@@ -125,13 +126,16 @@ struct AdminServer::Impl {
 
 StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& address,
                                                          NodeTelemetry& telemetry,
-                                                         Validator validate) {
+                                                         Validator validate, std::string token) {
   MURMUR_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
   std::unique_ptr<AdminServer> admin(new AdminServer());
   admin->impl_ = std::make_unique<Impl>();
   httplib::Server& s = admin->impl_->server;
-  // Two workers: a slow scrape does not hold up a health check.
-  s.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // Workers for several slow clients at once; each connection is bounded in time below, so
+  // idle connections (slowloris) free their worker within a couple of seconds.
+  s.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
+  s.set_keep_alive_timeout(2);
+  s.set_keep_alive_max_count(100);
   s.set_payload_max_length(kMaxBody);
   // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second node
   // bind the same admin port and share its traffic instead of failing.
@@ -139,7 +143,7 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
   });
-  s.set_read_timeout(5, 0);
+  s.set_read_timeout(1, 0);
   s.set_write_timeout(5, 0);
 
   auto json_reply = [](httplib::Response& res, int status, const std::string& body) {
@@ -150,6 +154,35 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
     json_reply(res, status, ErrorJson(message));
   };
   NodeTelemetry* t = &telemetry;
+  // Mutations need the bearer token; false (and the reply written) when refused.
+  auto authorized = [t, token = std::move(token), error](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    if (token.empty()) {
+      t->CountRejected("admin_unauthorized");
+      error(res, 403, "this node has no admin token, so it takes no changes (start it with "
+                      "--admin-token-file)");
+      return false;
+    }
+    const std::string header = req.get_header_value("Authorization");
+    if (!header.starts_with("Bearer ")) {
+      t->CountRejected("admin_unauthorized");
+      res.set_header("WWW-Authenticate", "Bearer");
+      error(res, 401, "changes need 'Authorization: Bearer TOKEN' (murmur ctl --token-file)");
+      return false;
+    }
+    const std::string_view given = std::string_view(header).substr(7);
+    // Compared in time independent of where they differ.
+    unsigned char diff = given.size() == token.size() ? 0 : 1;
+    for (size_t i = 0; i < token.size(); ++i) {
+      diff |= static_cast<unsigned char>(token[i] ^ (i < given.size() ? given[i] : 0));
+    }
+    if (diff != 0) {
+      t->CountRejected("admin_unauthorized");
+      error(res, 403, "the bearer token is not this node's");
+      return false;
+    }
+    return true;
+  };
 
   s.Get("/metrics", [t](const httplib::Request&, httplib::Response& res) {
     res.set_content(t->Exposition(), "text/plain; version=0.0.4; charset=utf-8");
@@ -165,8 +198,9 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
   s.Get("/straggler", [t, json_reply](const httplib::Request&, httplib::Response& res) {
     json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
   });
-  s.Put("/straggler", [t, json_reply, error, validate](const httplib::Request& req,
-                                                       httplib::Response& res) {
+  s.Put("/straggler", [t, json_reply, error, validate, authorized](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    if (!authorized(req, res)) return;
     auto request = ParseStraggleRequest(req.body);
     if (request.ok() && validate) {
       if (Status v = validate(request->options); !v.ok()) request = v;
@@ -182,7 +216,9 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
                         : std::string());
     json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
   });
-  s.Delete("/straggler", [t, json_reply](const httplib::Request&, httplib::Response& res) {
+  s.Delete("/straggler", [t, json_reply, authorized](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    if (!authorized(req, res)) return;
     t->straggler().Clear();
     MURMUR_LOG_INFO("admin: straggler injection stopped");
     json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");

@@ -6,6 +6,11 @@
 //   GET    /straggler  the injection in force (JSON)
 //   PUT    /straggler  a new injection, as JSON (see ParseStraggleRequest); 200 with the result
 //   DELETE /straggler  stop injecting
+// PUT and DELETE need "Authorization: Bearer TOKEN" with the node's token (401 without it, 403
+// with another; both counted as murmur_rejected_messages_total{reason="admin_unauthorized"});
+// a node started without a token refuses them all (403). GETs stay open for Prometheus.
+// Connections are bounded in time (read and keep-alive timeouts of a second or two), so idle
+// or trickling clients cannot hold the workers.
 // Bad input gets a 4xx whose JSON body says what was wrong ({"error": ...}) and changes nothing:
 // an unknown path (404), a method a path does not take (405), a body that is not JSON, an unknown
 // setting or a value out of range (400), a body over 64 KiB (413).
@@ -48,7 +53,8 @@ class AdminServer {
   // malformed address, kUnavailable when it cannot be bound.
   static StatusOr<std::unique_ptr<AdminServer>> Start(const std::string& address,
                                                       NodeTelemetry& telemetry,
-                                                      Validator validate = nullptr);
+                                                      Validator validate = nullptr,
+                                                      std::string token = "");
   ~AdminServer();  // stops
 
   int port() const { return port_; }

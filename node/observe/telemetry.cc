@@ -15,12 +15,19 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "coding/update_codec.h"
+#include "gossip/membership.h"
+#include "gossip/node_io.h"
 #include "node/observe/process_stats.h"
 #include "node/peer/peer_node.h"
 #include "proto/envelope_codec.h"
 
 namespace murmur::node {
 namespace {
+
+constexpr std::string_view kTransportEmpty = "transport_empty_header";
+constexpr std::string_view kTransportFrames = "transport_too_many_frames";
+constexpr std::string_view kAuthRefused = "auth_refused";
+constexpr std::string_view kHandshakeFailed = "handshake_failed";
 
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
@@ -219,6 +226,10 @@ struct NodeTelemetry::Metrics {
                      .Name("murmur_rejected_messages_total")
                      .Help("Messages refused, by reason")
                      .Register(r)),
+        dropped(BuildCounter()
+                    .Name("murmur_dropped_messages_total")
+                    .Help("Messages dropped by a full bounded queue, by where")
+                    .Register(r)),
         injected_delay(BuildCounter()
                            .Name("murmur_injected_delay_seconds_total")
                            .Help("Straggler injection: time slept after steps (compute) and "
@@ -291,8 +302,19 @@ struct NodeTelemetry::Metrics {
     for (int f = 1; f < coding::kDecodeFailureCount; ++f) {
       Reason(coding::DecodeFailureName(static_cast<coding::DecodeFailure>(f)));
     }
-    for (std::string_view reason : {kRejectWrongMode, kRejectUnknownSender, kRejectProtocol, kRejectFrames}) {
+    for (std::string_view reason :
+         {gossip::kRejectWrongMode, gossip::kRejectUnknownSender, gossip::kRejectProtocol,
+          gossip::kRejectFrames, gossip::kRejectOutlier, gossip::kRejectIncarnation,
+          gossip::kRejectClock, kTransportEmpty, kTransportFrames, kAuthRefused, kHandshakeFailed}) {
       Reason(reason);
+    }
+    for (std::string_view reason :
+         {gossip::kRejectIncarnation, gossip::kRejectClock, gossip::kRejectMemberLimit,
+          gossip::kRejectImpersonation, gossip::kRejectMalformedMember}) {
+      Reason("membership_" + std::string(reason));
+    }
+    for (std::string_view where : {"send_queue_update", "send_queue_control", "inbox", "training_queue"}) {
+      dropped_at.emplace(std::string(where), &dropped.Add({{"where", std::string(where)}}));
     }
     injected_compute = &injected_delay.Add({{"kind", "compute"}});
     injected_send = &injected_delay.Add({{"kind", "send"}});
@@ -358,6 +380,8 @@ struct NodeTelemetry::Metrics {
   std::vector<Counter*> envelope_rejections;  // index = proto::Rejection - 1
   std::mutex reasons_mu;  // guards `reasons` (CountRejected may come from several threads)
   std::map<std::string, Counter*> reasons;
+  prometheus::Family<Counter>& dropped;
+  std::map<std::string, Counter*, std::less<>> dropped_at;
   prometheus::Family<Counter>& injected_delay;
   Counter* injected_compute = nullptr;
   Counter* injected_send = nullptr;
@@ -508,6 +532,21 @@ void NodeTelemetry::PullLocked() {
     for (size_t r = 1; r < s.rejected.size(); ++r) {
       RaiseTo(*m_->envelope_rejections[r - 1], static_cast<double>(s.rejected[r]));
     }
+    {
+      std::lock_guard<std::mutex> reasons_lock(m_->reasons_mu);
+      const transport::TransportStats& t = s.transport;
+      RaiseTo(m_->Reason(kTransportEmpty), static_cast<double>(t.refused_empty_header));
+      RaiseTo(m_->Reason(kTransportFrames), static_cast<double>(t.refused_too_many_frames));
+      RaiseTo(m_->Reason(kAuthRefused), static_cast<double>(t.refused_auth));
+      RaiseTo(m_->Reason(kHandshakeFailed), static_cast<double>(t.handshake_failures));
+      for (const auto& [reason, count] : s.membership_rejected) {
+        RaiseTo(m_->Reason("membership_" + reason), static_cast<double>(count));
+      }
+    }
+    RaiseTo(*m_->dropped_at["send_queue_update"], static_cast<double>(s.transport.dropped_updates));
+    RaiseTo(*m_->dropped_at["send_queue_control"], static_cast<double>(s.transport.dropped_control));
+    RaiseTo(*m_->dropped_at["inbox"], static_cast<double>(s.transport.dropped_inbox));
+    RaiseTo(*m_->dropped_at["training_queue"], static_cast<double>(s.training_dropped));
     RaiseTo(*m_->injected_send, s.injected_send_delay_s);
     RaiseTo(m_->injected_drops, static_cast<double>(s.injected_drops));
   }

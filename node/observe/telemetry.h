@@ -43,12 +43,12 @@ struct StepTimes {
   Duration injected{0};       // straggler injection slept
 };
 
-// Trainer-level reasons a message is refused (the envelope's own reasons come from
-// proto::RejectionName; the payload's from coding::DecodeFailureName).
-inline constexpr std::string_view kRejectWrongMode = "wrong_mode";
-inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
-inline constexpr std::string_view kRejectProtocol = "protocol";
-inline constexpr std::string_view kRejectFrames = "frames";
+// murmur_rejected_messages_total{reason}: the envelope's reasons (proto::RejectionName), the
+// payload's (coding::DecodeFailureName), the machines' (gossip/node_io.h, gossip/membership.h;
+// membership's prefixed "membership_"), and the transport's ("transport_empty_header",
+// "transport_too_many_frames", "auth_refused", "handshake_failed").
+// murmur_dropped_messages_total{where}: "send_queue_update", "send_queue_control", "inbox",
+// "training_queue" (bounded queues that dropped their oldest message).
 
 struct NodeHealth {
   bool ready = false;

@@ -78,6 +78,7 @@ PeerSnapshot PeerNode::Snapshot() const {
   s.view_epoch = membership_->view_epoch();
   s.members = membership_->Members();
   s.rejected = rejected_;
+  s.membership_rejected = membership_->rejected();
   s.received = received_;
   s.sent = sent_;
   s.id_conflicts = id_conflicts_;

@@ -13,6 +13,7 @@
 #include <array>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <optional>
 #include <random>
 #include <atomic>
@@ -62,6 +63,8 @@ struct PeerSnapshot {
   uint64_t view_epoch = 0;
   std::vector<gossip::MemberEntry> members;  // this node first
   std::array<uint64_t, static_cast<size_t>(proto::Rejection::kCount)> rejected{};
+  // Membership messages refused by their content (gossip::Membership::Check), by reason.
+  std::map<std::string, uint64_t, std::less<>> membership_rejected;
   uint64_t received = 0;  // messages accepted
   uint64_t sent = 0;
   uint64_t id_conflicts = 0;  // another endpoint claimed this node's id

@@ -10,6 +10,9 @@
 namespace murmur::node {
 namespace {
 
+// Step clocks stay far below this (gossip::kMaxStepClock is 2^48); a double holds it exactly.
+constexpr double kMaxPauseStep = 281474976710656.0;
+
 StatusOr<double> Number(std::string_view text, std::string_view key) {
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -98,14 +101,17 @@ StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
       }
       MURMUR_ASSIGN_OR_RETURN(double a, Number(value.substr(0, dots), key));
       MURMUR_ASSIGN_OR_RETURN(double b, Number(value.substr(dots + 2), key));
-      if (a < 0 || b <= a || a != std::floor(a) || b != std::floor(b)) {
-        return InvalidArgumentError("straggle: pause needs whole steps FROM < TO, both >= 0");
+      if (a < 0 || b <= a || a != std::floor(a) || b != std::floor(b) || b > kMaxPauseStep) {
+        return InvalidArgumentError(fmt::format(
+            "straggle: pause needs whole steps 0 <= FROM < TO <= {}", kMaxPauseStep));
       }
       o.pause_from = static_cast<int64_t>(a);
       o.pause_to = static_cast<int64_t>(b);
     } else if (key == "seed") {
       MURMUR_ASSIGN_OR_RETURN(double s, Number(value, key));
-      if (s < 0 || s != std::floor(s)) return InvalidArgumentError("straggle: seed must be a whole number");
+      if (s < 0 || s != std::floor(s) || s > 9007199254740992.0) {
+        return InvalidArgumentError("straggle: seed must be a whole number in [0, 2^53]");
+      }
       o.seed = static_cast<uint64_t>(s);
     } else {
       return InvalidArgumentError(fmt::format(

@@ -224,29 +224,82 @@ TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   }
 }
 
-TEST(GossipNodeTest, AMemberThatReachesTheTargetEndsTheRunEverywhere) {
+// Nodes in `evaluating` evaluate every 50 steps, the others only when told to check.
+Cluster MakeTargetCluster(uint64_t seed, std::vector<size_t> evaluating) {
+  GossipNodeOptions base = BaseOptions();
+  base.target_accuracy = 0.9;
+  return Cluster(4, FastMembership(), seed, [base, evaluating](size_t i, Cluster::Node& node, TimePoint now) {
+    GossipNodeOptions o = base;
+    o.self = Cluster::Id(i);
+    o.incarnation = node.membership->incarnation();
+    o.eval_every = std::count(evaluating.begin(), evaluating.end(), i) ? 50 : 1000000000;
+    std::vector<float> initial(node.x.size(), 0.0f);
+    return *GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
+  });
+}
+
+bool AllFinished(Cluster& cluster) {
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (!cluster.node(i).finished) return false;
+  }
+  return true;
+}
+
+// "finished" from one member (which an invented member could claim) does not end the run; it
+// makes the others check the target with an evaluation of their own.
+TEST(GossipNodeTest, OneMemberAtTheTargetEndsOnlyItsOwnRunAndMakesTheOthersCheck) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const size_t lucky = seed % 4;
+    Cluster cluster = MakeTargetCluster(seed, {lucky});
+    cluster.accuracy = [lucky](size_t i) { return i == lucky ? 0.95 : 0.5; };
+    std::vector<int> evaluations(4, 0);
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      if (std::holds_alternative<Evaluate>(action)) ++evaluations[i];
+    };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] { return cluster.node(lucky).finished.has_value(); }));
+    EXPECT_EQ(cluster.node(lucky).finished, "accuracy");
+    cluster.RunFor(std::chrono::seconds(1), [] { return false; });
+    for (size_t i = 0; i < 4; ++i) {
+      if (i == lucky) continue;
+      EXPECT_FALSE(cluster.node(i).finished.has_value()) << "node " << i << " ended on one member's word";
+      EXPECT_EQ(evaluations[i], 1) << "node " << i << " must check the target once";
+    }
+  }
+}
+
+TEST(GossipNodeTest, OthersAtTheTargetFinishAsSoonAsOneMemberDoes) {
   const Duration period = FastMembership().probe_interval;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    GossipNodeOptions base = BaseOptions();
-    base.target_accuracy = 0.9;
-    base.eval_every = 50;
-    Cluster cluster = MakeCluster(4, seed, base);
-    const size_t lucky = seed % 4;  // only its evaluations reach the target
-    cluster.accuracy = [lucky](size_t i) { return i == lucky ? 0.95 : 0.5; };
+    const size_t lucky = seed % 4;
+    Cluster cluster = MakeTargetCluster(seed, {lucky});
+    cluster.accuracy = [](size_t) { return 0.95; };
     for (size_t i = 0; i < 4; ++i) cluster.Start(i);
-    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
-      for (size_t i = 0; i < 4; ++i) {
-        if (!cluster.node(i).finished) return false;
-      }
-      return true;
-    }));
-    EXPECT_EQ(cluster.node(lucky).finished, "accuracy");
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] { return AllFinished(cluster); }));
     for (size_t i = 0; i < 4; ++i) {
-      if (i == lucky) continue;
-      EXPECT_EQ(cluster.node(i).finished, "peer") << "node " << i;
+      EXPECT_EQ(cluster.node(i).finished, "accuracy") << "node " << i;
       EXPECT_LE(cluster.node(i).finished_at - cluster.node(lucky).finished_at, period + milliseconds(20))
           << "node " << i;
+    }
+  }
+}
+
+TEST(GossipNodeTest, AQuorumOfFinishedMembersEndsTheRunEverywhere) {
+  const Duration period = FastMembership().probe_interval;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const size_t a = seed % 4, b = (seed + 1) % 4;
+    Cluster cluster = MakeTargetCluster(seed, {a, b});
+    cluster.accuracy = [a, b](size_t i) { return i == a || i == b ? 0.95 : 0.5; };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] { return AllFinished(cluster); }));
+    const TimePoint quorum = std::max(cluster.node(a).finished_at, cluster.node(b).finished_at);
+    for (size_t i = 0; i < 4; ++i) {
+      if (i == a || i == b) continue;
+      EXPECT_EQ(cluster.node(i).finished, "peer") << "node " << i;
+      EXPECT_LE(cluster.node(i).finished_at - quorum, period + milliseconds(20)) << "node " << i;
     }
   }
 }

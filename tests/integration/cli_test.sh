@@ -3,6 +3,8 @@
 # Usage: cli_test.sh path/to/murmur
 set -u
 murmur="$1"
+# Nodes started here run plaintext on loopback; the key checks below unset it.
+export MURMUR_PLAINTEXT=true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -95,6 +97,20 @@ if [ "$got" = 0 ] && grep -q "stopped cleanly" "$tmp/out"; then
 else
   echo "FAIL Ctrl-C stops a local cluster cleanly: exit $got: $(cat "$tmp/out")"; fail=1
 fi
+# Peer-link keys: a node never starts unauthenticated unless told to.
+check "node without a key or --plaintext exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --listen tcp://127.0.0.1:0
+contains "no key says what to do" "$tmp/err" "peer links need the cluster key: --cluster-key-file FILE"
+check "keygen writes a key" 0 "$murmur" keygen --out "$tmp/cluster.key"
+[ "$(stat -c %a "$tmp/cluster.key")" = 600 ] && echo "ok   the key file is mode 600" || { echo "FAIL key file mode $(stat -c %a "$tmp/cluster.key")"; fail=1; }
+[ "$(head -1 "$tmp/out")" = "$(sed -n 's/^public-key = //p' "$tmp/cluster.key")" ] && echo "ok   keygen prints the public key" || { echo "FAIL keygen output"; fail=1; }
+check "keygen does not replace a key" 2 "$murmur" keygen --out "$tmp/cluster.key"
+echo "secret-key = tooshort" > "$tmp/bad.key"
+check "node with a malformed key exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/bad.key"
+contains "malformed key says why" "$tmp/err" "must be 40 Z85 characters"
+check "node with a key and --plaintext exits 2" 2 "$murmur" node --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key"
+contains "key and plaintext says why" "$tmp/err" "cannot be combined with a key file"
+check "node with a missing token file exits 2" 2 "$murmur" node --mode membership --listen tcp://127.0.0.1:0 --admin 127.0.0.1:0 --admin-token-file "$tmp/none"
+contains "missing token says why" "$tmp/err" "admin_token_file: cannot read"
 check "node with a bad seed exits 2" 2 "$murmur" node --seeds "host-without-port"
 contains "bad seed says why" "$tmp/err" "seeds: seed 'host-without-port' needs HOST:PORT"
 check "node with a timeout above the interval exits 2" 2 "$murmur" node --probe-interval-ms 100 --probe-timeout-ms 100

@@ -52,7 +52,13 @@ def main():
         for n in nodes:
             n.start()
         wait_until("every node trains", lambda: all(n.step() > 20 for n in nodes), 30)
-        first_consensus = {n.index: n.latest()["consensus"] for n in nodes}
+        # The first consensus distance once a node mixes (its neighbours' streams start with a
+        # snapshot each, since every node drew its own model).
+        wait_until("every node mixes with a neighbour",
+                   lambda: all((n.latest()["consensus"] or 0) > 0 for n in nodes), 10)
+        time.sleep(1.0)
+        # The early consensus distance: the largest a node reported in its first second of mixing.
+        first_consensus = {n.index: max(r["consensus"] or 0 for _, r in list(n.reports)) for n in nodes}
 
         # SIGSTOP node 1 for 3 s: the others keep going.
         time.sleep(1.0)

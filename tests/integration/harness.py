@@ -88,7 +88,10 @@ class NodeProcess:
 
     def start(self):
         log = open(os.path.join(self.logdir, f"node-{self.index}.log"), "a")
-        proc = subprocess.Popen([self.murmur, "node"] + self.args, stdout=subprocess.PIPE,
+        # Loopback tests run plaintext unless they give a key (CURVE is tested on its own).
+        secure = any(a.startswith("--cluster-key-file") for a in self.args)
+        args = self.args if secure else self.args + ["--plaintext"]
+        proc = subprocess.Popen([self.murmur, "node"] + args, stdout=subprocess.PIPE,
                                 stderr=log, text=True)
         with self.lock:
             self.proc, self.reports, self.final = proc, [], None

@@ -75,7 +75,16 @@ echo "ok: docker-compose config rejects an unknown key"
 
 # The node accepts the compose environment and the ConfigMap's node.toml (membership mode and
 # loopback addresses so it runs here for a moment).
-env MURMUR_MODE=membership MURMUR_CLUSTER=compose MURMUR_SEEDS= MURMUR_EXPECT_MEMBERS=3 \
+# The secrets the compose file and the StatefulSet point at (docker/make-secrets.sh makes them).
+"$MURMUR" keygen --out "$WORK/cluster.key" > /dev/null || fail "murmur keygen failed"
+(umask 077; echo "0123456789abcdef0123" > "$WORK/admin.token")
+for f in docker/docker-compose.yml ops/k8s/base/statefulset.yaml; do
+  grep -q "MURMUR_CLUSTER_KEY_FILE" "$ROOT/$f" && grep -q "MURMUR_ADMIN_TOKEN_FILE" "$ROOT/$f" \
+    || fail "$f does not give the nodes the cluster key and the admin token"
+done
+echo "ok: the compose file and the StatefulSet give every node the cluster key and the admin token"
+env MURMUR_CLUSTER_KEY_FILE="$WORK/cluster.key" MURMUR_ADMIN_TOKEN_FILE="$WORK/admin.token" \
+    MURMUR_MODE=membership MURMUR_CLUSTER=compose MURMUR_SEEDS= MURMUR_EXPECT_MEMBERS=3 \
     MURMUR_SHARD_COUNT=3 MURMUR_SHARD_INDEX=2 MURMUR_EPOCHS=3 MURMUR_EVAL_EVERY=200 \
     MURMUR_REPORT=none MURMUR_STRAGGLE= MURMUR_ID=3 MURMUR_ADMIN=127.0.0.1:0 \
     MURMUR_LISTEN=tcp://127.0.0.1:0 "$MURMUR" node --duration 0.3 --log-level warn \
@@ -85,7 +94,8 @@ import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
 open(sys.argv[2], "w").write(doc["data"]["node.toml"])
 PY
-MURMUR_CONFIG="$WORK/node.toml" MURMUR_MODE=membership MURMUR_LISTEN=tcp://127.0.0.1:0 \
+MURMUR_CLUSTER_KEY_FILE="$WORK/cluster.key" MURMUR_ADMIN_TOKEN_FILE="$WORK/admin.token" \
+  MURMUR_CONFIG="$WORK/node.toml" MURMUR_MODE=membership MURMUR_LISTEN=tcp://127.0.0.1:0 \
   MURMUR_ADMIN=127.0.0.1:0 MURMUR_ADVERTISE= "$MURMUR" node --duration 0.3 --log-level warn \
   || fail "murmur node rejects the ConfigMap's node.toml"
 echo "ok: murmur node accepts the compose environment and the ConfigMap's node.toml"

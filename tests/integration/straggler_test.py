@@ -17,6 +17,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,13 +28,21 @@ import urllib.request
 from harness import clean_up, free_ports, wait_until
 
 MURMUR = sys.argv[1]
+TOKEN_FILE = None
 
 
-def http(method, url, body=None, timeout=5):
+TOKEN = "test-token-0123456789abcdef"
+
+
+def http(method, url, body=None, timeout=5, token=None):
     data = body.encode() if isinstance(body, str) else body
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         req.add_header("Content-Type", "application/json")
+    if token is None and method in ("PUT", "DELETE"):
+        token = TOKEN
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode()
@@ -55,6 +64,12 @@ def steps(target):
     return float(m.group(1))
 
 
+def metric_labelled(target, name, labels):
+    _, page = http("GET", f"http://{target}/metrics")
+    m = re.search(rf"^{name}{{[^}}]*{labels}[^}}]*}} (\S+)$", page, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
 def metric(target, name):
     _, page = http("GET", f"http://{target}/metrics")
     m = re.search(rf"^{name} (\S+)$", page, re.M)
@@ -70,8 +85,9 @@ def rates(targets, seconds=4.0):
     return [(y - x) / dt for x, y in zip(a, b)]
 
 
-def ctl(*args):
-    r = subprocess.run([MURMUR, "ctl"] + list(args), capture_output=True, text=True, timeout=30)
+def ctl(*args, env=None):
+    r = subprocess.run([MURMUR, "ctl"] + list(args), capture_output=True, text=True, timeout=30,
+                       env=env if env is not None else dict(os.environ, MURMUR_ADMIN_TOKEN_FILE=TOKEN_FILE))
     return r.returncode, r.stdout + r.stderr
 
 
@@ -151,6 +167,32 @@ def bad_input(target):
         assert text in reply, f"{method} {path}: expected '{text}' in {reply!r}"
         assert http("GET", url + "/straggler")[1] == before, f"{method} {path} changed the injection"
     print(f"ok: {len(cases)} bad admin requests answered 4xx with a reason; the injection is unchanged")
+    # Changes need the bearer token: none is 401, another is 403; both counted, nothing changed.
+    refused_before = metric_labelled(target, "murmur_rejected_messages_total", 'reason="admin_unauthorized"')
+    for token, want in (("", 401), ("not-the-token-0123456789", 403)):
+        for method in ("PUT", "DELETE"):
+            status, reply = http(method, url + "/straggler", '{"slowdown": 2}', token=token)
+            assert status == want and "error" in reply, f"{method} with token {token!r}: {status} {reply}"
+            assert http("GET", url + "/straggler")[1] == before, "an unauthorized request changed the injection"
+    refused = metric_labelled(target, "murmur_rejected_messages_total", 'reason="admin_unauthorized"')
+    assert refused == refused_before + 4, (refused_before, refused)
+    rc, out = ctl("straggle", "--target", target, "--slowdown", "2", env=dict(os.environ))
+    assert rc == 1 and "answered 401" in out, out
+    print("ok: changes without the token (401) or with another (403) are refused and counted")
+    # 200 idle connections (slowloris) do not take the port: /healthz still answers.
+    socks = []
+    host, port = target.split(":")
+    for _ in range(200):
+        s = socket.create_connection((host, int(port)), timeout=5)
+        s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the end of the headers
+        socks.append(s)
+    t0 = time.monotonic()
+    status, _ = http("GET", url + "/healthz", timeout=10)
+    answered = time.monotonic() - t0
+    for s in socks:
+        s.close()
+    assert status == 200 and answered < 5, f"/healthz under 200 idle connections: {status} after {answered:.1f} s"
+    print(f"ok: /healthz answered in {answered:.2f} s while 200 idle connections were open")
     rc, out = ctl("status", "--targets", "not-a-target")
     assert rc == 2 and "HOST:PORT" in out, out
     (closed,) = free_ports(1)
@@ -167,11 +209,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="murmur-straggler-test-")
     targets_file = os.path.join(tmp, "targets.json")
     log = open(os.path.join(tmp, "local.log"), "w")
+    global TOKEN_FILE
+    TOKEN_FILE = os.path.join(tmp, "admin.token")
+    with open(os.open(TOKEN_FILE, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(TOKEN + "\n")
     # The budget outlasts the test (which stops the cluster itself): under a loaded ctest -j2 the
     # checks below took 100 s, and a cluster that ended first left nothing to query.
     cluster = subprocess.Popen(
         [MURMUR, "local", "--nodes", "3", "--mode", "gossip", "--epochs", "0", "--time-limit-s",
-         "600", "--progress", "none", "--prometheus-targets", targets_file],
+         "600", "--progress", "none", "--prometheus-targets", targets_file,
+         "--admin-token-file", TOKEN_FILE],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     ok = False
     try:

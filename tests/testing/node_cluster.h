@@ -98,6 +98,13 @@ class NodeCluster {
   // SIGSTOP / SIGCONT: a held node neither ticks nor receives; what is sent to it waits.
   void Hold(size_t i, bool held) { net_.SetHeld(i, held); }
 
+  // Delivers a crafted message to node i now, as if it came off the wire (hostile-input tests).
+  void Inject(size_t to, gossip::Envelope envelope,
+              std::shared_ptr<const std::vector<std::byte>> frame = nullptr) {
+    Packet p{std::move(envelope), std::move(frame)};
+    Receive(to, to, p);
+  }
+
   bool RunFor(Duration d, const std::function<bool()>& until = nullptr) {
     const TimePoint end = now_ + d;
     while (now_ < end) {

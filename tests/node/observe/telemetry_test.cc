@@ -190,9 +190,10 @@ TEST(AdminServerTest, ServesTheNodeAndRefusesBadInputWithoutChangingIt) {
   NodeTelemetry t(registry, "coded-tree", {});
   auto admin = AdminServer::Start("127.0.0.1:0", t, [](const StragglerOptions& o) {
     return o.pause_from >= 0 ? InvalidArgumentError("pause is for gossip mode") : OkStatus();
-  });
+  }, "admin-token-0123456789");
   ASSERT_TRUE(admin.ok()) << admin.status().ToString();
   httplib::Client c("127.0.0.1", (*admin)->port());
+  c.set_bearer_token_auth("admin-token-0123456789");
   auto res = c.Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
@@ -243,6 +244,30 @@ TEST(AdminServerTest, ServesTheNodeAndRefusesBadInputWithoutChangingIt) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_FALSE(t.straggler().Current().options.active());
+
+  // Changes need the token: none is 401, another 403; a node without a token takes none.
+  httplib::Client anonymous("127.0.0.1", (*admin)->port());
+  EXPECT_EQ(anonymous.Put("/straggler", R"({"slowdown": 2})", "application/json")->status, 401);
+  EXPECT_EQ(anonymous.Delete("/straggler")->status, 401);
+  httplib::Client wrong("127.0.0.1", (*admin)->port());
+  wrong.set_bearer_token_auth("admin-token-0123456780");
+  EXPECT_EQ(wrong.Put("/straggler", R"({"slowdown": 2})", "application/json")->status, 403);
+  EXPECT_EQ(wrong.Get("/status")->status, 200) << "reading needs no token";
+  EXPECT_FALSE(t.straggler().Current().options.active()) << "a refused change changed it";
+  EXPECT_NE(c.Get("/metrics")->body.find("murmur_rejected_messages_total{reason=\"admin_unauthorized\"} 3"),
+            std::string::npos);
+  {
+    prometheus::Registry r2;
+    NodeTelemetry t2(r2, "gossip", {});
+    auto open = AdminServer::Start("127.0.0.1:0", t2);
+    ASSERT_TRUE(open.ok());
+    httplib::Client any("127.0.0.1", (*open)->port());
+    any.set_bearer_token_auth("admin-token-0123456789");
+    auto r = any.Put("/straggler", R"({"slowdown": 2})", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403);
+    EXPECT_NE(r->body.find("no admin token"), std::string::npos) << r->body;
+  }
 
   // A port in use is a clear error, not a crash.
   auto second = AdminServer::Start("127.0.0.1:" + std::to_string((*admin)->port()), t);

@@ -1,0 +1,134 @@
+#include "node/app/secrets.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "base/log.h"
+
+namespace murmur::node {
+
+StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return InvalidArgumentError(what + ": cannot read '" + path + "' (no such file)");
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024) {
+    return InvalidArgumentError(what + ": '" + path + "' is not a regular file of at most 64 KiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgumentError(what + ": cannot read '" + path + "' (permission denied?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    MURMUR_LOG_WARN("{}: '{}' can be read by other users (chmod 600 it)", what, path);
+  }
+  return text.str();
+}
+
+Status WriteSecretFile(const std::string& path, const std::string& text, bool overwrite) {
+  if (!overwrite && ::access(path.c_str(), F_OK) == 0) {
+    return InvalidArgumentError("'" + path + "' exists; refusing to replace a key (--force)");
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return UnavailableError("cannot create '" + tmp + "'");
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return UnavailableError("cannot write '" + path + "'");
+  }
+  return OkStatus();
+}
+
+StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_key_file,
+                                                   const std::string& node_key_file,
+                                                   const std::string& allowed_keys_file,
+                                                   bool plaintext) {
+  transport::CurveOptions curve;
+  const bool any_key = !cluster_key_file.empty() || !node_key_file.empty() || !allowed_keys_file.empty();
+  if (plaintext) {
+    if (any_key) {
+      return InvalidArgumentError("plaintext: cannot be combined with a key file (choose one)");
+    }
+    return curve;
+  }
+  if (cluster_key_file.empty()) {
+    return InvalidArgumentError(
+        "peer links need the cluster key: --cluster-key-file FILE (make one with `murmur keygen "
+        "--out FILE`; env MURMUR_CLUSTER_KEY_FILE), or --plaintext for an unauthenticated "
+        "experiment on a network you trust");
+  }
+  MURMUR_ASSIGN_OR_RETURN(std::string text, ReadSecretFile(cluster_key_file, "cluster_key_file"));
+  auto cluster = transport::ParseKeyFile(text);
+  if (!cluster.ok()) {
+    return InvalidArgumentError("cluster_key_file '" + cluster_key_file +
+                                "': " + std::string(cluster.status().message()));
+  }
+  curve.server = *cluster;
+  curve.client = *cluster;
+  if (!node_key_file.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(std::string node_text, ReadSecretFile(node_key_file, "node_key_file"));
+    auto node = transport::ParseKeyFile(node_text);
+    if (!node.ok()) {
+      return InvalidArgumentError("node_key_file '" + node_key_file +
+                                  "': " + std::string(node.status().message()));
+    }
+    curve.client = *node;
+  }
+  if (!allowed_keys_file.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(std::string list, ReadSecretFile(allowed_keys_file, "allowed_keys_file"));
+    auto keys = transport::ParseAllowedKeys(list);
+    if (!keys.ok()) {
+      return InvalidArgumentError("allowed_keys_file '" + allowed_keys_file +
+                                  "': " + std::string(keys.status().message()));
+    }
+    curve.allowed_clients = *keys;
+    curve.only_allowed = true;
+  } else if (!node_key_file.empty()) {
+    return InvalidArgumentError("node_key_file: a node key is admitted only through an allowlist "
+                                "(--allowed-keys-file listing every node's public key)");
+  }
+  return curve;
+}
+
+StatusOr<std::string> LoadAdminToken(const std::string& path) {
+  MURMUR_ASSIGN_OR_RETURN(std::string text, ReadSecretFile(path, "admin_token_file"));
+  std::string token = text.substr(0, text.find('\n'));
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.size() < 16) {
+    return InvalidArgumentError("admin_token_file '" + path +
+                                "': the token must be at least 16 characters");
+  }
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return InvalidArgumentError("admin_token_file '" + path +
+                                  "': the token must be printable ASCII without spaces");
+    }
+  }
+  return token;
+}
+
+StatusOr<std::string> NewAdminToken() {
+  std::array<unsigned char, 16> bytes{};
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  if (!random.read(reinterpret_cast<char*>(bytes.data()), bytes.size())) {
+    return UnavailableError("cannot read /dev/urandom");
+  }
+  std::string token;
+  for (unsigned char b : bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  return token;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,276 @@
+// Hostile input to the node machines (issue 20): forged incarnations, clocks, members, samples,
+// "finished" flags, updates and snapshot requests. Each is refused, counted by reason, and
+// changes nothing; the cluster goes on. Membership alone, then GossipNode on the fake network
+// with a manual clock (tests/testing/node_cluster.h). Seeds are fixed and printed on failure.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "coding/update_codec.h"
+#include "gossip/gossip_node.h"
+#include "gossip/membership.h"
+#include "tests/testing/node_cluster.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Cluster = murmur::testing::NodeCluster<GossipNode>;
+
+MembershipOptions Options(NodeId id) {
+  MembershipOptions o;
+  o.id = id;
+  o.address = "sim://self";
+  o.incarnation = 1000;
+  o.probe_interval = milliseconds(100);
+  o.probe_timeout = milliseconds(40);
+  return o;
+}
+
+Envelope From(NodeId sender, Incarnation incarnation, Payload payload) {
+  Envelope e;
+  e.cluster_id = "sim";
+  e.sender_id = sender;
+  e.incarnation = incarnation;
+  e.payload = std::move(payload);
+  return e;
+}
+
+MemberEntry Entry(NodeId id, Incarnation incarnation, MemberState state, uint64_t clock = 0) {
+  MemberEntry e;
+  e.id = id;
+  e.address = "sim://" + std::to_string(id);
+  e.incarnation = incarnation;
+  e.state = state;
+  e.step_clock = clock;
+  return e;
+}
+
+TEST(HostileMembershipTest, ADeathAtTheLargestIncarnationIsRefusedAndCannotWrapARefutation) {
+  const TimePoint now{};
+  Membership m(Options(1), now);
+  // The attack of the issue: a Digest declaring this node dead at 2^64-1.
+  EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, ~uint64_t{0}, MemberState::kDead)}, false}), now));
+  EXPECT_EQ(m.rejected().at(std::string(kRejectIncarnation)), 1u);
+  EXPECT_EQ(m.incarnation(), 1000u);
+  EXPECT_TRUE(m.Members().size() == 1) << "nothing of the refused message was merged";
+  EXPECT_TRUE(m.TakeEvents().empty());
+  // The largest plausible accusation is refuted one higher, below the bound: no wrap.
+  EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, kMaxIncarnation - 2, MemberState::kDead)}, false}), now));
+  EXPECT_EQ(m.incarnation(), kMaxIncarnation - 1);
+}
+
+TEST(HostileMembershipTest, AClockBeyondTheLeadIsRefusedOnceAnyClockIsKnown) {
+  const TimePoint now{};
+  Membership m(Options(1), now);
+  m.SetProgress(1000, 64000, false);
+  EXPECT_TRUE(m.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive, 1000000000)}), now));
+  EXPECT_EQ(m.rejected().at(std::string(kRejectClock)), 1u);
+  EXPECT_FALSE(m.Find(9).has_value());
+  const uint64_t plausible = 1000 + m.options().max_clock_lead;
+  EXPECT_TRUE(m.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive, plausible)}), now));
+  ASSERT_TRUE(m.Find(9).has_value());
+  EXPECT_EQ(m.Find(9)->step_clock, plausible);
+  // A joining node (no clock known) takes a running cluster's clock.
+  Membership fresh(Options(2), now);
+  EXPECT_TRUE(fresh.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive, 50000000)}), now));
+  EXPECT_TRUE(fresh.Find(9).has_value());
+}
+
+TEST(HostileMembershipTest, InventedMembersAreBoundedAndJoinsMustBeTheSendersOwn) {
+  const TimePoint now{};
+  MembershipOptions o = Options(1);
+  o.max_members = 64;
+  Membership m(o, now);
+  for (NodeId id = 100; id < 2100; ++id) {
+    EXPECT_TRUE(m.Step(From(id, 5, Join{Entry(id, 5, MemberState::kAlive)}), now));
+  }
+  EXPECT_EQ(m.Members().size(), 65u) << "this node and max_members others";
+  EXPECT_EQ(m.rejected().at(std::string(kRejectMemberLimit)), 2000u - 64u);
+  // A Join about somebody else: impersonation.
+  Membership n(Options(1), now);
+  EXPECT_TRUE(n.Step(From(9, 5, Join{Entry(10, 5, MemberState::kAlive)}), now));
+  EXPECT_EQ(n.rejected().at(std::string(kRejectImpersonation)), 1u);
+  EXPECT_FALSE(n.Find(10).has_value());
+}
+
+// ---- GossipNode on the fake network ----
+
+class CountingObserver : public GossipNodeObserver {
+ public:
+  void Rejected(std::string_view reason) override { ++by_reason[std::string(reason)]; }
+  std::map<std::string, uint64_t> by_reason;
+};
+
+MembershipOptions FastMembership() {
+  MembershipOptions m;
+  m.probe_interval = milliseconds(100);
+  m.probe_timeout = milliseconds(40);
+  m.join_retry = milliseconds(200);
+  m.dead_gossip = milliseconds(500);
+  return m;
+}
+
+struct Attacked {
+  explicit Attacked(uint64_t seed, int64_t budget_samples = 0)
+      : cluster(3, FastMembership(), seed, [budget_samples](size_t i, Cluster::Node& node, TimePoint now) {
+          GossipNodeOptions o;
+          o.self = Cluster::Id(i);
+          o.incarnation = node.membership->incarnation();
+          o.compressor = *coding::ParseCompressorSpec("topk:0.25");
+          o.gamma = 0.2;
+          o.join_wait = milliseconds(300);
+          o.snapshot_timeout = milliseconds(500);
+          o.linger = milliseconds(100);
+          o.budget_samples = budget_samples;
+          std::vector<float> initial(node.x.size(), 0.0f);
+          return *GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
+        }) {
+    for (size_t i = 0; i < 3; ++i) {
+      cluster.Start(i);
+      cluster.machine(i).set_observer(&observers[i]);
+    }
+    // Training: every node took steps and mixed.
+    EXPECT_TRUE(cluster.RunFor(seconds(5), [&] {
+      for (size_t i = 0; i < 3; ++i) {
+        if (cluster.machine(i).state().rounds < 50) return false;
+      }
+      return true;
+    }));
+  }
+  Envelope Member(size_t i, Payload payload) {
+    Envelope e = From(Cluster::Id(i), cluster.node(i).membership->incarnation(), std::move(payload));
+    e.step_clock = cluster.machine(i).state().step;
+    return e;
+  }
+  uint64_t Refused(size_t i, std::string_view reason) {
+    auto it = observers[i].by_reason.find(std::string(reason));
+    return it == observers[i].by_reason.end() ? 0 : it->second;
+  }
+  // The models are where the workload drives them: node i towards i + 1 (node_cluster.h).
+  bool ModelsSane() const {
+    for (size_t i = 0; i < 3; ++i) {
+      for (float v : const_cast<Cluster&>(cluster).node(i).x) {
+        if (!std::isfinite(v) || v < -0.5f || v > 3.5f) return false;
+      }
+    }
+    return true;
+  }
+  Cluster cluster;
+  CountingObserver observers[3];
+};
+
+TEST(HostileGossipNodeTest, AForgedDenseUpdateFromAJoinedMemberMovesNoModel) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Attacked run(seed);
+    const uint32_t d = static_cast<uint32_t>(run.cluster.node(0).x.size());
+    // An attacker joins (its address leads nowhere), then sends +10 on every parameter.
+    std::vector<float> plus_ten(d, 10.0f);
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    coding::EncodeDense(plus_ten, *bytes);
+    for (size_t i = 0; i < 3; ++i) {
+      Envelope join = From(99, 5, Join{Entry(99, 5, MemberState::kAlive, 1)});
+      run.cluster.Inject(i, join);
+    }
+    run.cluster.RunFor(milliseconds(5));
+    for (size_t i = 0; i < 3; ++i) {
+      Envelope e = From(99, 5, UpdateHeader{1, 0, d, true, true});
+      e.step_clock = 1;
+      e.payload_frames = 1;
+      run.cluster.Inject(i, e, bytes);
+    }
+    run.cluster.RunFor(seconds(2));
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(run.Refused(i, kRejectOutlier), 1u) << "node " << i;
+    EXPECT_TRUE(run.ModelsSane());
+  }
+}
+
+TEST(HostileGossipNodeTest, AForgedClockOrIncarnationFromAMemberIsRefused) {
+  Attacked run(7);
+  const uint64_t best = run.cluster.machine(0).best_clock();
+  Envelope e = run.Member(1, SnapshotRequest{0, false});
+  e.step_clock = 1000000000;
+  run.cluster.Inject(0, e);
+  EXPECT_EQ(run.Refused(0, kRejectClock), 1u);
+  EXPECT_LT(run.cluster.machine(0).best_clock(), best + 1000);
+  Envelope f = run.Member(1, SnapshotRequest{0, false});
+  f.incarnation = ~uint64_t{0};
+  run.cluster.Inject(0, f);
+  EXPECT_EQ(run.Refused(0, kRejectIncarnation), 1u);
+  run.cluster.RunFor(seconds(1));
+  EXPECT_TRUE(run.ModelsSane());
+}
+
+TEST(HostileGossipNodeTest, MessagesFromInventedSendersChangeNothing) {
+  Attacked run(11);
+  const uint32_t d = static_cast<uint32_t>(run.cluster.node(0).x.size());
+  std::vector<float> tiny(d, 0.001f);
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeDense(tiny, *bytes);
+  std::vector<size_t> replies;
+  run.cluster.on_output = [&](size_t i, const NodeAction& a) {
+    if (const auto* s = std::get_if<SendTo>(&a); s != nullptr && s->to >= 1000) replies.push_back(i);
+  };
+  for (NodeId id = 1000; id < 3000; ++id) {
+    Envelope e = From(id, 5, UpdateHeader{1, 0, d, true, true});
+    e.payload_frames = 1;
+    run.cluster.Inject(0, e, bytes);
+    run.cluster.Inject(0, From(id, 5, SnapshotRequest{0, false}));
+  }
+  run.cluster.RunFor(seconds(1));
+  // A few waited (a member that just joined may send before the view has it), then were refused.
+  EXPECT_EQ(run.Refused(0, kRejectUnknownSender), 4000u);
+  EXPECT_TRUE(replies.empty()) << "nothing is sent to a sender that is not a live member";
+  EXPECT_TRUE(run.ModelsSane());
+}
+
+TEST(HostileGossipNodeTest, ModelSnapshotsGoOnlyToLiveMembers) {
+  Attacked run(13);
+  const Incarnation old = run.cluster.node(2).membership->incarnation();
+  run.cluster.Crash(2);
+  ASSERT_TRUE(run.cluster.RunFor(seconds(10), [&] {
+    const auto e = run.cluster.node(0).membership->Find(Cluster::Id(2));
+    return e.has_value() && e->state == MemberState::kDead;
+  }));
+  bool served = false;
+  run.cluster.on_output = [&](size_t, const NodeAction& a) {
+    if (const auto* s = std::get_if<SendTo>(&a); s != nullptr && s->to == Cluster::Id(2)) {
+      if (const auto* r = std::get_if<SnapshotReply>(&s->payload); r != nullptr && r->model) served = true;
+    }
+  };
+  run.cluster.Inject(0, From(Cluster::Id(2), old, SnapshotRequest{0, true}));
+  run.cluster.RunFor(seconds(1));
+  EXPECT_FALSE(served) << "a dead member's model request was answered";
+  EXPECT_EQ(run.Refused(0, kRejectUnknownSender), 1u) << "refused once it did not come alive";
+}
+
+TEST(HostileGossipNodeTest, ForgedSamplesAndOneForgedFinishDoNotEndTheRun) {
+  Attacked run(17, /*budget_samples=*/100000000);
+  const uint64_t clock = run.cluster.machine(1).state().step;
+  // A member's samples far beyond what its steps can hold, and an invented member that says
+  // it finished.
+  MemberEntry inflated = Entry(Cluster::Id(1), run.cluster.node(1).membership->incarnation(),
+                               MemberState::kAlive, clock);
+  inflated.address = Cluster::Address(1);
+  inflated.samples = uint64_t{1} << 50;
+  MemberEntry done = Entry(99, 5, MemberState::kAlive, clock);
+  done.finished = true;
+  for (size_t i : {0, 2}) {
+    run.cluster.Inject(i, From(Cluster::Id(1), inflated.incarnation, Digest{{inflated}, false}));
+    run.cluster.Inject(i, From(99, 5, Join{done}));
+  }
+  run.cluster.RunFor(seconds(1));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(run.cluster.node(i).finished.has_value())
+        << "node " << i << " ended: " << run.cluster.node(i).finished.value_or("");
+    EXPECT_LT(run.cluster.machine(i).state().cluster_samples, 100000000);
+  }
+}
+
+}  // namespace
+}  // namespace murmur::gossip
