@@ -17,17 +17,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using Cluster = murmur::testing::NodeCluster<GossipNode>;
+using murmur::testing::FastMembership;
 
 constexpr uint64_t kSeeds = 20;
-
-MembershipOptions FastMembership() {
-  MembershipOptions m;
-  m.probe_interval = milliseconds(100);
-  m.probe_timeout = milliseconds(40);
-  m.join_retry = milliseconds(200);
-  m.dead_gossip = milliseconds(500);
-  return m;
-}
 
 GossipNodeOptions BaseOptions() {
   GossipNodeOptions o;

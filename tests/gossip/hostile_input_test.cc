@@ -20,6 +20,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Cluster = murmur::testing::NodeCluster<GossipNode>;
+using murmur::testing::FastMembership;
 
 MembershipOptions Options(NodeId id) {
   MembershipOptions o;
@@ -106,15 +107,6 @@ class CountingObserver : public GossipNodeObserver {
   std::map<std::string, uint64_t> by_reason;
 };
 
-MembershipOptions FastMembership() {
-  MembershipOptions m;
-  m.probe_interval = milliseconds(100);
-  m.probe_timeout = milliseconds(40);
-  m.join_retry = milliseconds(200);
-  m.dead_gossip = milliseconds(500);
-  return m;
-}
-
 struct Attacked {
   explicit Attacked(uint64_t seed, int64_t budget_samples = 0)
       : cluster(3, FastMembership(), seed, [budget_samples](size_t i, Cluster::Node& node, TimePoint now) {
@@ -152,9 +144,9 @@ struct Attacked {
     return it == observers[i].by_reason.end() ? 0 : it->second;
   }
   // The models are where the workload drives them: node i towards i + 1 (node_cluster.h).
-  bool ModelsSane() const {
+  bool ModelsSane() {
     for (size_t i = 0; i < 3; ++i) {
-      for (float v : const_cast<Cluster&>(cluster).node(i).x) {
+      for (float v : cluster.node(i).x) {
         if (!std::isfinite(v) || v < -0.5f || v > 3.5f) return false;
       }
     }

@@ -22,6 +22,17 @@
 namespace murmur::testing {
 
 // A message on the fake network: the envelope and its tensor frame (null for none).
+// Membership timing for machine tests: a 100 ms protocol period, so failures and joins play out
+// in a few simulated seconds.
+inline gossip::MembershipOptions FastMembership() {
+  gossip::MembershipOptions m;
+  m.probe_interval = std::chrono::milliseconds(100);
+  m.probe_timeout = std::chrono::milliseconds(40);
+  m.join_retry = std::chrono::milliseconds(200);
+  m.dead_gossip = std::chrono::milliseconds(500);
+  return m;
+}
+
 struct Packet {
   gossip::Envelope envelope;
   std::shared_ptr<const std::vector<std::byte>> frame;

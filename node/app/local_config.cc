@@ -1,0 +1,58 @@
+#include "node/app/local_config.h"
+
+#include <vector>
+
+namespace murmur::node {
+
+const ConfigSchema<LocalConfig>& LocalSchema() {
+  static const ConfigSchema<LocalConfig>* schema = [] {
+    using C = LocalConfig;
+    auto* s = new ConfigSchema<LocalConfig>();
+    s->Enum("mode", &C::mode, "gossip", ModeChoices(),
+              "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
+              "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
+              "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
+        .Integer("nodes", &C::nodes, 4, 1, 256,
+                 "node processes to start on 127.0.0.1 (gossip, membership; the other modes "
+                 "start as many as their shape needs)")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run before stopping every node; 0: until the budget is spent "
+              "(gossip) or Ctrl-C (membership)")
+        .Text("cluster", &C::cluster, "local", "cluster id given to every node")
+        .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
+                "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
+                 "SWIM protocol period of every node")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,
+                 "direct-ack wait of every node")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "live table on stderr: redrawn (tty), a line per second (plain), or none")
+        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Choice("node_log_level", &C::node_log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"},
+                "log level of the node processes (their logs go to files, listed at the end)")
+        .Bool("keep_logs", &C::keep_logs, false,
+              "keep the node logs after a run that succeeded (a failed run always keeps them)")
+        .Bool("admin", &C::admin, true,
+              "give every node an admin HTTP port on 127.0.0.1 (/metrics, /healthz, /status, "
+              "/straggler); the ports are printed at the start")
+        .Text("admin_token_file", &C::admin_token_file, "",
+              "bearer token the nodes' admin ports require for changes (murmur ctl "
+              "--token-file); empty: a fresh token in the run's directory, printed at the start")
+        .Bool("secure", &C::secure, false,
+              "CURVE on every peer link with a fresh cluster key (default: plaintext, since "
+              "every node is on this machine's loopback)")
+        .Text("prometheus_targets", &C::prometheus_targets, "",
+              "write the nodes' admin ports to this file as Prometheus file_sd targets (see "
+              "ops/prometheus/prometheus-local.yml)")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
+              "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
+        .Embed(GossipSchema(), &C::gossip, {"straggle"})
+        .Embed(CodedSchema(), &C::coded, {});
+    return s;
+  }();
+  return *schema;
+}
+
+}  // namespace murmur::node

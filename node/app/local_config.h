@@ -1,0 +1,38 @@
+#pragma once
+// The keys of `murmur local` (flag > environment > TOML file > default; config_schema.h): the
+// cluster's shape and the run's presentation, plus the gossip and coded keys it forwards to its
+// nodes.
+
+#include <string>
+
+#include "gossip/mode.h"
+#include "node/app/coded_config.h"
+#include "node/app/config_schema.h"
+#include "node/app/gossip_config.h"
+
+namespace murmur::node {
+
+struct LocalConfig {
+  gossip::Mode mode = gossip::Mode::kGossip;
+  int nodes = 0;
+  double duration = 0;
+  std::string cluster;
+  std::string transport;
+  int probe_interval_ms = 0;
+  int probe_timeout_ms = 0;
+  std::string progress;
+  bool json = false;
+  std::string node_log_level;
+  bool keep_logs = false;
+  bool admin = true;
+  std::string admin_token_file;
+  bool secure = false;
+  std::string prometheus_targets;
+  std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
+  GossipConfig gossip;
+  CodedConfig coded;
+};
+
+const ConfigSchema<LocalConfig>& LocalSchema();
+
+}  // namespace murmur::node
