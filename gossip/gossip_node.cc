@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "coding/update_codec.h"
 #include "gossip/membership.h"
@@ -40,6 +41,22 @@ GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
       sync_(options.soft_sync),
       start_(now),
       join_deadline_(now + (options.expect_members > 0 ? options.expect_wait : options.join_wait)) {}
+
+Status GossipNode::Resume(ResumePoint point) {
+  MURMUR_CHECK(phase_ == Phase::kJoining && !choco_) << "Resume after the node started";
+  if (!point.public_copy.empty() && point.public_copy.size() != x_.size()) {
+    return InvalidArgumentError("the saved public copy has " + std::to_string(point.public_copy.size()) +
+                                " values, the model " + std::to_string(x_.size()));
+  }
+  s_.step = point.step;
+  s_.resumed_step = point.step;
+  s_.local_steps = point.local_steps;
+  s_.samples = point.samples;
+  s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
+  from_initial_ = false;
+  resume_ = std::move(point);
+  return OkStatus();
+}
 
 std::vector<NodeAction> GossipNode::TakeOutput() { return output_.Take(); }
 
@@ -298,12 +315,24 @@ void GossipNode::AdvanceJoin(TimePoint now) {
     }
     // Peers only a few steps in are starting together with this node, which starts like them.
     const bool running = best_clock_ > static_cast<uint64_t>(o_.join_after_steps);
-    if (running && !stop_requested_ && AskForModel(now)) {
+    const bool own_is_fresh = resume_.has_value() && best_clock_ <= s_.step + o_.resume_max_lag;
+    if (running && !own_is_fresh && !stop_requested_ && AskForModel(now)) {
+      if (resume_.has_value()) {
+        MURMUR_LOG_WARN("node {}: its checkpoint (step {}) is more than {} steps behind the cluster "
+                        "(step {}): joining with a peer's model", o_.self, s_.step,
+                        o_.resume_max_lag, best_clock_);
+        resume_.reset();
+        s_.resumed_step = 0;
+      }
       phase_ = Phase::kAwaitingModel;
       join_attempt_ = 1;
       ++s_.join_requests;
       Emit(Wait{now + o_.snapshot_timeout});
       return;
+    }
+    if (resume_.has_value()) {
+      MURMUR_LOG_INFO("node {}: resuming from its checkpoint at step {} (the cluster is at {})",
+                      o_.self, s_.step, best_clock_);
     }
     return StartTraining(now);
   }
@@ -340,7 +369,10 @@ void GossipNode::StartTraining(TimePoint now) {
   c.compressor = o_.compressor;
   c.gamma = o_.gamma;
   c.sampling = o_.sampling;
-  auto choco = ChocoGossip::Create(c, x_, initial_, from_initial_);
+  const bool saved_copy = resume_.has_value() && !resume_->public_copy.empty();
+  auto choco = ChocoGossip::Create(c, saved_copy ? std::span<const float>(resume_->public_copy) : x_,
+                                   initial_, from_initial_);
+  if (resume_.has_value()) resume_->public_copy = {};  // ChocoGossip holds its own copy
   if (!choco.ok()) {
     phase_ = Phase::kOver;
     Emit(RunOver{choco.status()});

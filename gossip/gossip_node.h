@@ -10,6 +10,9 @@
 //             `snapshot_timeout` is asked again of the then most advanced member, up to
 //             `join_attempts` times, then the node starts from its own model. Then the public-copy
 //             stream starts (from the cluster's initial model, or from the adopted one).
+//             A node resumed from its own checkpoint (Resume) trains on from it at its saved
+//             step unless the cluster is more than `resume_max_lag` steps ahead; its public-copy
+//             stream then starts from the saved x̂_i (a new incarnation: peers ask for a snapshot).
 //   training  per step: the budget (epochs of the whole data set over every member's samples,
 //             a target accuracy, a time limit; a member that finished ends it for everyone); an
 //             injected pause (nothing computed, peers still answered, the budget still checked);
@@ -86,8 +89,20 @@ struct GossipNodeOptions {
   // How far the step clock of a message may lead the highest clock this node knows (its own,
   // the most advanced member's, the sender's); further is refused (kRejectClock).
   uint64_t max_clock_lead = 100000;
+  // A node resumed from its own checkpoint trains on from it unless the most advanced live member
+  // is more than this many steps ahead; then it joins like a new node, with a peer's model.
+  uint64_t resume_max_lag = 1000;
 
   Status Validate() const;
+};
+
+// Where a node restarted from its own checkpoint stands (node/driver/gossip_checkpoint.h). The
+// model itself is already in the caller's span.
+struct ResumePoint {
+  uint64_t step = 0;
+  int64_t local_steps = 0;
+  int64_t samples = 0;
+  std::vector<float> public_copy;  // x̂_i when saved (x − x̂ is the update not sent yet)
 };
 
 // What a node's metrics count as it goes; every method may be left as is.
@@ -124,6 +139,7 @@ struct GossipNodeState {
   uint64_t rejected_messages = 0;
   uint64_t skipped_steps = 0;
   bool joined_by_snapshot = false;
+  uint64_t resumed_step = 0;     // the step of the node's own checkpoint it resumed from (0: none)
   std::string end_reason;
 };
 
@@ -139,6 +155,10 @@ class GossipNode {
                                                       std::vector<float> initial,
                                                       bool from_initial, TimePoint now);
 
+  // A restart from the node's own checkpoint; call before the first Step or Tick. A public copy
+  // of the wrong size is kInvalidArgument.
+  Status Resume(ResumePoint point);
+
   void Step(const Incoming& message, TimePoint now);
   void Step(const MemberView& view, TimePoint now);
   void Step(const StepComputed& done, TimePoint now);
@@ -149,6 +169,11 @@ class GossipNode {
   std::vector<NodeAction> TakeOutput();
 
   Phase phase() const { return phase_; }
+  // x̂_i; empty before training starts.
+  std::span<const float> public_copy() const {
+    return choco_ ? choco_->public_copy() : std::span<const float>();
+  }
+  bool resumed() const { return resume_.has_value(); }
   bool joined() const { return phase_ >= Phase::kTraining; }
   // Held by an injected pause at the latest decision.
   bool paused() const { return paused_; }
@@ -221,6 +246,7 @@ class GossipNode {
   NodeId awaiting_model_from_ = 0;
   TimePoint model_asked_at_{};
   std::optional<std::vector<float>> received_model_;
+  std::optional<ResumePoint> resume_;
   uint64_t received_model_clock_ = 0;
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;

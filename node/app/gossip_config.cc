@@ -9,7 +9,8 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
     using C = GossipConfig;
     auto* s = new ConfigSchema<GossipConfig>();
     s->Embed(TrainSchema(), &C::train,
-             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count"},
+             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
+              "init_from", "save_model"},
              // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
              // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
              {{"lr", "0.05"}})

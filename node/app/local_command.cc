@@ -20,7 +20,7 @@
 #include "node/app/local_config.h"
 #include "node/app/command.h"
 #include "node/app/node_command.h"
-#include "node/train/model_file.h"
+#include "node/train/checkpoint.h"
 
 namespace murmur::node {
 namespace {
@@ -302,7 +302,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
     if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
-    if (auto m = LoadParams(ModelPath(static_cast<int>(i))); m.ok()) models.push_back(*std::move(m));
+    if (auto m = ReadCheckpoint(ModelPath(static_cast<int>(i))); m.ok() && m->tensors.contains("params")) {
+      models.push_back(std::move(m->tensors["params"]));
+    }
   }
   double mean = 0;
   for (double a : accuracy) mean += a / static_cast<double>(std::max<size_t>(1, accuracy.size()));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -106,7 +107,14 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
                  "gossip: wait (up to 30 s) for this many live members before training; 0 waits "
                  "3 s for whoever is there")
         .Text("save_model", &C::save_model, "",
-              "gossip: write the final parameters to this file (raw float32)")
+              "gossip: write the final parameters to this file (a checkpoint of kind model, "
+              "loadable by murmur train --init-from)")
+        .Text("checkpoint_dir", &C::checkpoint_dir, "",
+              "gossip: keep this node's checkpoint here (model, momentum, public copy, clocks, "
+              "RNG), written atomically every checkpoint_every steps and on SIGTERM; a restart "
+              "resumes from it. Empty: none")
+        .Integer("checkpoint_every", &C::checkpoint_every, int64_t{200}, int64_t{0}, int64_t{1} << 40,
+                 "gossip: local steps between checkpoints; 0: only when the run ends or stops")
         .Embed(CodedSchema(), &C::coded, {});
     return s;
   }();
@@ -256,6 +264,22 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
   options->dataset_rows = data.train.rows;
   options->node.expect_members = config.expect_members;
   options->save_model = config.save_model;
+  options->checkpoint.dir = config.checkpoint_dir;
+  options->checkpoint.every = config.checkpoint_every;
+  // What a resumed checkpoint must have been written by: the same cluster, data, shard and
+  // compression (the model is checked separately).
+  options->checkpoint.identity = fmt::format(
+      "cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster, config.gossip.train.task,
+      config.shard_index, config.shard_count, config.gossip.train.shard_strategy,
+      config.gossip.compress);
+  if (!config.checkpoint_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(config.checkpoint_dir, error);
+    if (error || !std::filesystem::is_directory(config.checkpoint_dir)) {
+      return Refuse(InvalidArgumentError("checkpoint_dir: cannot create '" + config.checkpoint_dir +
+                                         "': " + error.message()));
+    }
+  }
   // Each node shuffles its own shard in its own order.
   options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
   options->report_interval = std::chrono::milliseconds(config.report_interval_ms);
@@ -274,6 +298,8 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
   };
   auto result = RunGossipTrainer(*options, model, data.train, *std::move(rows), &data.test,
                                  report, StopRequested);
+  // A checkpoint of another model, run or node: the operator must choose.
+  if (result.status().code() == StatusCode::kFailedPrecondition) return Refuse(result.status());
   if (!result.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
     return 1;
@@ -338,6 +364,12 @@ int NodeCommand::Run() {
     MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes "
                     "{}", admin->host(), admin->port(),
                     token.empty() ? "refused (no --admin-token-file)" : "need the bearer token");
+  }
+  if (config->mode != gossip::Mode::kGossip &&
+      (!config->checkpoint_dir.empty() || !config->save_model.empty())) {
+    return Refuse(InvalidArgumentError(
+        "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
+        "root holds the one model"));
   }
   if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, &telemetry);
   if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry);

@@ -44,6 +44,8 @@ struct NodeConfig {
   int shard_count = 0;
   int expect_members = 0;
   std::string save_model;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
   // Synchronous modes (coded-tree, tree, gc, ring).
   CodedConfig coded;
 };

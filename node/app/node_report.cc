@@ -82,6 +82,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["rejected"] = p.rejected_messages;
   j["skipped_steps"] = p.skipped_steps;
   j["joined_by_snapshot"] = p.joined_by_snapshot;
+  j["resumed_step"] = p.resumed_step;
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
   return j.dump();

@@ -1,6 +1,5 @@
 #include "node/app/secrets.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/file.h"
 #include "base/log.h"
 
 namespace murmur::node {
@@ -35,17 +35,7 @@ Status WriteSecretFile(const std::string& path, const std::string& text, bool ov
   if (!overwrite && ::access(path.c_str(), F_OK) == 0) {
     return InvalidArgumentError("'" + path + "' exists; refusing to replace a key (--force)");
   }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return UnavailableError("cannot create '" + tmp + "'");
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return UnavailableError("cannot write '" + path + "'");
-  }
-  return OkStatus();
+  return WriteFileAtomically(path, std::as_bytes(std::span(text.data(), text.size())), 0600);
 }
 
 StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_key_file,

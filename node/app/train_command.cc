@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "node/train/checkpoint.h"
 #include "node/train/gradient_compression.h"
 #include "node/app/progress.h"
 #include "node/train/sharding.h"
@@ -90,6 +91,16 @@ int TrainCommand::Run() {
   }
   Trainer& trainer = **created;
   trainer.InitializeParams();
+  if (!config.init_from.empty()) {
+    auto params = LoadModel(config.init_from, model->spec().ToString(),
+                            static_cast<size_t>(model->NumParams()));
+    Status set = params.ok() ? trainer.SetParams(*params) : params.status();
+    if (!set.ok()) {
+      std::fprintf(stderr, "murmur train: init_from: %s\n", std::string(set.message()).c_str());
+      return 2;
+    }
+    MURMUR_LOG_INFO("starting from the parameters in '{}'", config.init_from);
+  }
   ProgressReporter reporter(ResolveProgressMode(config.progress, stderr), stderr, clock);
   StatusOr<TrainSummary> summary =
       trainer.Run([&](const TrainProgress& p) { reporter.Update(p); });
@@ -97,6 +108,15 @@ int TrainCommand::Run() {
   if (!summary.ok()) {
     std::fprintf(stderr, "murmur train: %s\n", summary.status().ToString().c_str());
     return 1;
+  }
+  if (!config.save_model.empty()) {
+    auto params = trainer.ParamsOnHost();
+    Status saved = params.ok() ? SaveModel(config.save_model, model->spec().ToString(), *params)
+                               : params.status();
+    if (!saved.ok()) {
+      std::fprintf(stderr, "murmur train: save_model: %s\n", saved.ToString().c_str());
+      return 1;
+    }
   }
   std::optional<CompressionReport> report;
   if (compression.has_value()) report = compression->Report();

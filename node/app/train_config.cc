@@ -48,6 +48,12 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Text("init_from", &C::init_from, "",
+              "start from the parameters in this file (--save-model of murmur train or murmur "
+              "node, or a node's checkpoint) instead of the seeded initialization; it must be "
+              "of the same model")
+        .Text("save_model", &C::save_model, "",
+              "write the trained parameters to this file (a checkpoint of kind model)")
         .Choice("log_level", &C::log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity");
     return s;

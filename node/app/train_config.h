@@ -36,6 +36,8 @@ struct TrainConfig {
   bool tf32 = false;              // GEMMs on a GPU may use TF32
   std::string progress;           // auto, tty, plain, none
   bool json = false;
+  std::string init_from;   // parameters to start from (node/train/checkpoint.h)
+  std::string save_model;  // where the trained parameters go
   std::string log_level;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "base/log.h"
@@ -64,6 +65,10 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Runs the machine's outputs; false once it emitted RunOver.
   bool Perform(std::vector<gossip::NodeAction> actions);
   void ComputeStep();
+  // Resumes from the node's own checkpoint when there is one it may use; an error only for one
+  // that belongs to another model, run or node.
+  Status Restore();
+  void WriteCheckpoint();
   void Evaluate(const gossip::Evaluate& e);
   void Report(bool force);
   bool Stopping() const { return stop_ && stop_(); }
@@ -91,6 +96,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
   Duration waited_{0};  // blocked in the gate or a pause since the last step
   GossipProgress p_;
+  GossipCheckpointOptions checkpoint_ = o_.checkpoint;
 };
 
 Status GossipDriver::Start() {
@@ -120,8 +126,63 @@ Status GossipDriver::Start() {
   g.budget_samples = p_.budget_samples;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
   node_->set_observer(this);
+  MURMUR_RETURN_IF_ERROR(Restore());
   TakePause(start_);
   return OkStatus();
+}
+
+Status GossipDriver::Restore() {
+  if (checkpoint_.dir.empty()) return OkStatus();
+  checkpoint_.model = model_.spec().ToString();
+  checkpoint_.node_id = peer_->id();
+  const std::string path = checkpoint_.Path();
+  auto read = ReadCheckpoint(path);
+  auto count = [&](std::string_view what, int64_t step) {
+    if (o_.telemetry != nullptr) o_.telemetry->CountCheckpoint(what, step);
+  };
+  if (read.status().code() == StatusCode::kNotFound) {
+    MURMUR_LOG_INFO("node {}: no checkpoint in '{}': starting afresh", peer_->id(), checkpoint_.dir);
+    count("none", 0);
+    return OkStatus();
+  }
+  StatusOr<GossipResume> resume = read.ok() ? ReadGossipCheckpoint(checkpoint_, *read)
+                                            : StatusOr<GossipResume>(read.status());
+  if (resume.status().code() == StatusCode::kFailedPrecondition) return resume.status();
+  Status restored = resume.ok() ? trainer_.RestoreState(resume->trainer) : resume.status();
+  if (restored.ok()) restored = node_->Resume(std::move(resume->node));
+  if (!restored.ok()) {
+    // Written atomically and checksummed, so this is a damaged disk or a foreign file: set it
+    // aside for a person to look at and join from a peer.
+    const std::string aside = path + ".corrupt";
+    std::rename(path.c_str(), aside.c_str());
+    MURMUR_LOG_ERROR("node {}: cannot resume from '{}' ({}); moved it to '{}' and joining with a "
+                     "peer's model", peer_->id(), path, restored.ToString(), aside);
+    count("corrupt", 0);
+    return OkStatus();
+  }
+  MURMUR_LOG_INFO("node {}: resumed from '{}' at step {} ({} local steps, {} samples)", peer_->id(),
+                  path, node_->state().step, node_->state().local_steps, node_->state().samples);
+  count("resumed", static_cast<int64_t>(node_->state().step));
+  return OkStatus();
+}
+
+void GossipDriver::WriteCheckpoint() {
+  if (checkpoint_.dir.empty() || !node_->joined()) return;
+  const TimePoint t0 = clock_.Now();
+  auto state = trainer_.SaveState();
+  Status written = state.status();
+  if (state.ok()) {
+    written = node::WriteCheckpoint(
+        checkpoint_.Path(),
+        MakeGossipCheckpoint(checkpoint_, *std::move(state), node_->state(), node_->public_copy()));
+  }
+  const int64_t step = static_cast<int64_t>(node_->state().step);
+  if (!written.ok()) {
+    MURMUR_LOG_ERROR("node {}: checkpoint at step {} failed: {}", peer_->id(), step, written.ToString());
+  }
+  if (o_.telemetry != nullptr) {
+    o_.telemetry->CountCheckpoint(written.ok() ? "written" : "write_failed", step, clock_.Now() - t0);
+  }
 }
 
 void GossipDriver::Drain(Duration wait) {
@@ -220,6 +281,8 @@ void GossipDriver::ComputeStep() {
     last_step_end_ = end;
   }
   waited_ = Duration(0);
+  const int64_t done = node_->state().local_steps;
+  if (checkpoint_.every > 0 && done > 0 && done % checkpoint_.every == 0) WriteCheckpoint();
   Report(false);
 }
 
@@ -261,8 +324,12 @@ StatusOr<GossipProgress> GossipDriver::Run() {
     node_->Tick(clock_.Now());
   }
   Report(true);
+  WriteCheckpoint();  // the run's end or a SIGTERM: a restart resumes from here
   if (!over_->ok()) return *over_;
-  if (!o_.save_model.empty()) MURMUR_RETURN_IF_ERROR(SaveParams(o_.save_model, trainer_.params()));
+  if (!o_.save_model.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(const std::vector<float> params, trainer_.ParamsOnHost());
+    MURMUR_RETURN_IF_ERROR(SaveModel(o_.save_model, model_.spec().ToString(), params));
+  }
   MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {:.4f}", peer_->id(), p_.end_reason,
                   p_.step, p_.accuracy);
   peer_->Leave();
@@ -280,6 +347,7 @@ Status GossipTrainerOptions::Validate() const {
     return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
   }
   if (eval_samples < 1) return InvalidArgumentError("eval_samples must be at least 1");
+  if (checkpoint.every < 0) return InvalidArgumentError("checkpoint_every must be at least 0");
   return node.Validate();
 }
 

@@ -21,7 +21,7 @@
 #include "node/train/model.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
-#include "node/train/model_file.h"
+#include "node/driver/gossip_checkpoint.h"
 #include "node/train/trainer.h"
 
 namespace murmur::node {
@@ -43,7 +43,10 @@ struct GossipTrainerOptions {
   int64_t dataset_rows = 0;           // size of the whole training set
   int64_t eval_samples = 2000;        // test rows used by the periodic evaluations
   StragglerOptions straggler;
-  std::string save_model;             // write the final parameters here (raw float32)
+  std::string save_model;             // write the final parameters here (checkpoint.h, kind model)
+  // Periodic checkpoints and the resume from one (gossip_checkpoint.h); dir empty: none. The
+  // driver fills in model and node_id.
+  GossipCheckpointOptions checkpoint;
   Duration report_interval = std::chrono::milliseconds(100);  // progress calls, at most this often
   // Metrics, health and the run-time straggler control (its injection replaces `straggler`);
   // nullptr: none.

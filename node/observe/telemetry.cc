@@ -108,6 +108,22 @@ struct NodeTelemetry::Metrics {
                             .Help("Steps skipped because the loss or gradient was not finite")
                             .Register(r)
                             .Add({})),
+        checkpoints(BuildCounter()
+                        .Name("murmur_checkpoints_total")
+                        .Help("Checkpoints by what happened: written, write_failed; at start: "
+                              "resumed, none, corrupt (set aside, the node joined from a peer)")
+                        .Register(r)),
+        checkpoint_seconds(BuildHistogram()
+                               .Name("murmur_checkpoint_write_seconds")
+                               .Help("Wall time of a checkpoint write (encode, write, fsync, "
+                                     "rename, directory fsync)")
+                               .Register(r)
+                               .Add({}, Exponential(0.001, 2, 14))),
+        checkpoint_step(BuildGauge()
+                            .Name("murmur_checkpoint_step")
+                            .Help("Step clock of the latest checkpoint written or resumed from")
+                            .Register(r)
+                            .Add({})),
         step_phase(BuildHistogram()
                        .Name("murmur_step_duration_seconds")
                        .Help("Wall time of a step by phase: compute, communication, waiting on "
@@ -329,6 +345,9 @@ struct NodeTelemetry::Metrics {
   prometheus::Family<Gauge>& loss;  // the series appears with the first value
   prometheus::Family<Gauge>& accuracy;
   Counter& nonfinite_steps;
+  prometheus::Family<Counter>& checkpoints;
+  Histogram& checkpoint_seconds;
+  Gauge& checkpoint_step;
   prometheus::Family<Histogram>& step_phase;
   std::vector<Histogram*> phases;
   Histogram& staleness;
@@ -454,6 +473,12 @@ void NodeTelemetry::SetAccuracy(double accuracy) {
 }
 
 void NodeTelemetry::CountNonFiniteStep() { m_->nonfinite_steps.Increment(); }
+
+void NodeTelemetry::CountCheckpoint(std::string_view what, int64_t step, Duration took) {
+  m_->checkpoints.Add({{"result", std::string(what)}}).Increment();
+  if (what == "written") m_->checkpoint_seconds.Observe(ToSeconds(took));
+  if (what == "written" || what == "resumed") m_->checkpoint_step.Set(static_cast<double>(step));
+}
 
 void NodeTelemetry::SetConsensusDistance(double distance) { m_->consensus.Set(distance); }
 

@@ -84,6 +84,8 @@ class NodeTelemetry {
   // A NaN before any finite value means "none yet"; after one, it is reported (and alerted on).
   void SetLoss(double loss);
   void CountNonFiniteStep();
+  // `what`: written (with its duration), write_failed, resumed, none, corrupt.
+  void CountCheckpoint(std::string_view what, int64_t step, Duration took = Duration(0));
   void SetAccuracy(double accuracy);
   void SetConsensusDistance(double distance);
   void SetCompression(double density, double residual_norm);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <type_traits>
 
 #include "base/check.h"
@@ -172,6 +173,46 @@ StatusOr<std::vector<float>> Trainer::ParamsOnHost() const {
 }
 
 Status Trainer::SetParams(std::span<const float> host) { return params_.CopyFromHost(host); }
+
+StatusOr<TrainerState> Trainer::SaveState() const {
+  TrainerState state;
+  MURMUR_ASSIGN_OR_RETURN(state.params, ParamsOnHost());
+  state.velocity.resize(velocity_.size());
+  MURMUR_RETURN_IF_ERROR(velocity_.CopyToHost(state.velocity));
+  std::ostringstream rng;
+  rng << rng_;
+  state.rng = rng.str();
+  state.order = rows_;
+  state.cursor = cursor_;
+  state.steps = steps_;
+  return state;
+}
+
+Status Trainer::RestoreState(const TrainerState& state) {
+  if (state.params.size() != params_.size() || state.velocity.size() != velocity_.size()) {
+    return InvalidArgumentError("the saved parameters or momentum have another size than the model");
+  }
+  if (state.cursor < 0 || state.cursor >= std::max<int64_t>(1, static_cast<int64_t>(rows_.size())) ||
+      state.steps < 0) {
+    return InvalidArgumentError("the saved position in the epoch is outside this node's shard");
+  }
+  std::vector<int64_t> mine = rows_, saved = state.order;
+  std::sort(mine.begin(), mine.end());
+  std::sort(saved.begin(), saved.end());
+  if (mine != saved) return InvalidArgumentError("the saved row order is not a permutation of this node's shard");
+  std::istringstream text(state.rng);
+  std::mt19937_64 rng;
+  text >> rng;
+  if (text.fail()) return InvalidArgumentError("the saved shuffling state does not parse");
+  MURMUR_RETURN_IF_ERROR(params_.CopyFromHost(state.params));
+  MURMUR_RETURN_IF_ERROR(velocity_.CopyFromHost(state.velocity));
+  rng_ = rng;
+  rows_ = state.order;
+  if (!device_.is_cpu()) MURMUR_RETURN_IF_ERROR(order_.CopyFromHost(rows_));
+  cursor_ = state.cursor;
+  steps_ = state.steps;
+  return OkStatus();
+}
 
 void Trainer::ResetOptimizerState() { MURMUR_CHECK_OK(velocity_.Zero()); }
 

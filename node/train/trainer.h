@@ -65,6 +65,16 @@ struct TrainSummary {
   std::vector<Evaluation> test_per_epoch;
 };
 
+// Everything a step depends on besides the data and the options: what a checkpoint holds.
+struct TrainerState {
+  std::vector<float> params;
+  std::vector<float> velocity;  // the momentum buffer
+  std::string rng;              // the shuffling generator, as std::mt19937_64 streams itself
+  std::vector<int64_t> order;   // this epoch's order of the shard's rows
+  int64_t cursor = 0;           // next position in `order`
+  int64_t steps = 0;
+};
+
 // Accuracy and mean loss of `params` (memory of the model's device) on `data` (host), in batches;
 // on a GPU each batch is copied over and only the outputs come back.
 template <typename T>
@@ -104,6 +114,13 @@ class Trainer {
   // Trains options.epochs epochs, evaluating after each, calling `on_progress` after every step.
   // options.gradient_hook, when set, receives the gradient in the model's device memory.
   StatusOr<TrainSummary> Run(const std::function<void(const TrainProgress&)>& on_progress);
+
+  // The state on the host, and restored from it: the next Step is the one that would have
+  // followed when the state was saved. kInvalidArgument, with nothing changed, when `state` does
+  // not fit: other sizes, an order that is not a permutation of this shard, a cursor outside it,
+  // an RNG state that does not parse.
+  StatusOr<TrainerState> SaveState() const;
+  Status RestoreState(const TrainerState& state);
 
   // Zeroes the momentum buffer: after the parameters were replaced (a node adopting a peer's
   // model), the old velocity points the wrong way.

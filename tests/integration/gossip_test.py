@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from harness import NodeProcess, clean_up, loopback, stop_nodes, wait_until
+from harness import NodeProcess, clean_up, loopback, read_checkpoint, stop_nodes, wait_until
 
 MURMUR = sys.argv[1]
 N = 4
@@ -108,12 +108,11 @@ def main():
             assert nodes[i].final["consensus"] < 0.5 * first_consensus[i], \
                 f"node {i}: consensus distance did not shrink"
         # Every saved model is finite, and they agree far better than independent inits do.
-        import array
         models = []
         for n in nodes:
-            a = array.array("f")
-            with open(os.path.join(logdir, f"node-{n.index}.model"), "rb") as fh:
-                a.frombytes(fh.read())
+            saved = read_checkpoint(os.path.join(logdir, f"node-{n.index}.model"))
+            assert saved["kind"] == "model" and saved["model"].startswith("784-"), saved["model"]
+            a = saved["params"]
             assert all(math.isfinite(v) for v in a[::97]), f"node {n.index}: non-finite parameters"
             models.append(a)
         d = len(models[0])

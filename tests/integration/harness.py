@@ -118,3 +118,36 @@ class NodeProcess:
     def count(self):
         with self.lock:
             return len(self.reports)
+
+
+def read_checkpoint(path):
+    """The sections of a murmur checkpoint (node/train/checkpoint.h) as a dict: text as str,
+    numbers as int, tensors as array('f'), indices as array('q'). The checksum is the C++
+    reader's to verify; this one checks the header and the section bounds."""
+    import array
+    import struct
+    data = open(path, "rb").read()
+    assert data[:8] == b"MURMURCK", f"{path}: not a murmur checkpoint"
+    version, count = struct.unpack_from("<II", data, 8)
+    assert version == 1, f"{path}: format version {version}"
+    at, out = 16, {}
+    for _ in range(count):
+        kind, name_len = struct.unpack_from("<BH", data, at)
+        at += 3
+        name = data[at:at + name_len].decode()
+        at += name_len
+        (length,) = struct.unpack_from("<Q", data, at)
+        at += 8
+        body = data[at:at + length]
+        assert len(body) == length, f"{path}: section {name} overruns the file"
+        at += length
+        if kind == 1:
+            out[name] = body.decode()
+        elif kind == 2:
+            out[name] = struct.unpack("<Q", body)[0]
+        else:
+            values = array.array("f" if kind == 3 else "q")
+            values.frombytes(body)
+            out[name] = values
+    assert at == len(data) - 8, f"{path}: trailing bytes"
+    return out
