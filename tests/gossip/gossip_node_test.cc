@@ -101,6 +101,64 @@ TEST(GossipNodeTest, JoiningNodeAdoptsTheMostAdvancedPeersModelAndClock) {
   }
 }
 
+// Issue 20: a node restarted from its own checkpoint trains on at its saved step with its saved
+// public copy, asking nobody for a model; when the cluster has gone more than resume_max_lag
+// steps beyond the checkpoint it joins with a peer's model instead.
+TEST(GossipNodeTest, ResumedNodeTrainsOnFromItsCheckpointUnlessTheClusterIsTooFarAhead) {
+  for (uint64_t lag : {uint64_t{100000}, uint64_t{5}}) {
+    SCOPED_TRACE("resume_max_lag " + std::to_string(lag) + ", seed 3");
+    GossipNodeOptions base = BaseOptions();
+    base.resume_max_lag = lag;
+    std::optional<ResumePoint> resume;
+    std::vector<float> saved_model;
+    Cluster cluster(4, FastMembership(), 3, [&](size_t i, Cluster::Node& node, TimePoint now) {
+      GossipNodeOptions o = base;
+      o.self = Cluster::Id(i);
+      o.incarnation = node.membership->incarnation();
+      if (i == 3 && resume.has_value()) node.x = saved_model;
+      auto machine = GossipNode::Create(o, node.x, std::vector<float>(node.x.size()), true, now);
+      EXPECT_TRUE(machine.ok());
+      if (i == 3 && resume.has_value()) {
+        EXPECT_TRUE((*machine)->Resume(*resume).ok());
+      }
+      return *std::move(machine);
+    });
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(1500));
+    const GossipNodeState before = cluster.machine(3).state();
+    ASSERT_GT(before.step, 20u);
+    const auto copy = cluster.machine(3).public_copy();
+    resume = ResumePoint{before.step, before.local_steps, before.samples, {copy.begin(), copy.end()}};
+    saved_model = cluster.node(3).x;
+    cluster.Crash(3);
+    cluster.RunFor(milliseconds(300));
+    JoinTrace trace;
+    TraceJoin(cluster, 3, trace);
+    cluster.Start(3, /*incarnation=*/2);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(3).joined(); }));
+    const GossipNodeState& s = cluster.machine(3).state();
+    if (lag > 1000) {
+      EXPECT_EQ(trace.requests, 0);
+      EXPECT_FALSE(s.joined_by_snapshot);
+      EXPECT_EQ(s.resumed_step, before.step);
+      EXPECT_EQ(s.step, before.step);
+      EXPECT_EQ(s.samples, before.samples);
+      EXPECT_EQ(s.local_steps, before.local_steps);
+      const auto now_copy = cluster.machine(3).public_copy();
+      EXPECT_TRUE(std::equal(now_copy.begin(), now_copy.end(), resume->public_copy.begin()));
+    } else {
+      EXPECT_EQ(trace.requests, 1);
+      EXPECT_TRUE(s.joined_by_snapshot);
+      EXPECT_EQ(s.resumed_step, 0u);
+      EXPECT_EQ(s.step, trace.served_round);
+    }
+    // Either way it trains on with the others.
+    const int64_t local = s.local_steps;
+    cluster.RunFor(milliseconds(300));
+    EXPECT_GT(cluster.machine(3).state().local_steps, local);
+  }
+}
+
 TEST(GossipNodeTest, NodesStartingTogetherDoNotAskForSnapshots) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

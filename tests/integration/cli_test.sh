@@ -76,6 +76,23 @@ check "synthetic logistic run" 0 "$murmur" train --task logistic --samples 2000 
 contains "text summary has accuracy" "$tmp/out" "test accuracy"
 check "version" 0 "$murmur" --version
 
+# Saved models (node/train/checkpoint.h): murmur train writes one; --init-from starts from it, so
+# one more epoch ends below a fresh first epoch's loss; another model's file is refused.
+small=(--task logistic --samples 2000 --features 10 --progress none --json)
+check "train saves its model" 0 "$murmur" train "${small[@]}" --epochs 3 --save-model "$tmp/m.mck"
+check "a fresh epoch" 0 "$murmur" train "${small[@]}" --epochs 1
+fresh=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["train_loss"])' <"$tmp/out")
+check "train starts from a saved model" 0 "$murmur" train "${small[@]}" --epochs 1 --init-from "$tmp/m.mck"
+resumed=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["train_loss"])' <"$tmp/out")
+python3 -c "import sys; sys.exit(0 if $resumed < 0.9 * $fresh else 1)" &&
+  echo "ok   init-from continues training ($fresh -> $resumed)" ||
+  { echo "FAIL init-from: loss $resumed after a saved model, $fresh fresh"; fail=1; }
+check "init-from another model exits 2" 2 "$murmur" train "${small[@]/10/12}" --epochs 1 --init-from "$tmp/m.mck"
+contains "the refusal names both models" "$tmp/err" "holds a 10-1 logistic model, not 12-1 logistic"
+check "init-from a missing file exits 2" 2 "$murmur" train "${small[@]}" --init-from "$tmp/none.mck"
+check "checkpoints outside gossip mode exit 2" 2 "$murmur" node --mode ring --listen tcp://127.0.0.1:0 --checkpoint-dir "$tmp/ck"
+contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are for --mode gossip"
+
 # The peer layer: a local cluster converges, and bad node flags say what is wrong.
 check "local cluster converges" 0 "$murmur" local --mode membership --nodes 3 --duration 2 --json --progress plain
 python3 - "$tmp/out" <<'PY' || fail=1
