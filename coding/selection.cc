@@ -144,7 +144,8 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
   size_t take_equal = 0;
   if (keys.size() > need) {
     uint32_t prefix = digit;
-    for (const auto& [shift, bits] : {std::pair{10, 11}, std::pair{0, 10}}) {
+    for (const auto& [shift_bits, bits] : {std::pair{10, 11}, std::pair{0, 10}}) {
+      const int shift = shift_bits;  // a plain local: lambdas capture it on every compiler
       std::array<uint32_t, 2048> hist{};
       const uint32_t mask = (1u << bits) - 1;
       for (uint32_t kk : keys) ++hist[(kk >> shift) & mask];

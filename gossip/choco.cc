@@ -55,6 +55,8 @@ const char* ChocoVerdictName(ChocoVerdict verdict) {
     case ChocoVerdict::kSnapshotServed: return "snapshot_served";
     case ChocoVerdict::kRejected: return "rejected";
     case ChocoVerdict::kOutlier: return "outlier";
+    case ChocoVerdict::kNotTracked: return "not_tracked";
+    case ChocoVerdict::kRateLimited: return "rate_limited";
   }
   return "unknown";
 }
@@ -127,12 +129,28 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
               InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
               coding::DecodeFailure::kNone};
     }
+    // A token bucket: snapshot_burst at once, snapshots_per_s on average.
+    if (snapshot_refill_ == TimePoint{}) snapshot_tokens_ = options_.snapshot_burst;
+    snapshot_tokens_ = std::min(options_.snapshot_burst,
+                                snapshot_tokens_ + options_.snapshots_per_s * ToSeconds(now - snapshot_refill_));
+    snapshot_refill_ = now;
+    if (snapshot_tokens_ < 1) {
+      return {ChocoVerdict::kRateLimited, ResourceExhaustedError("public-copy snapshots beyond the rate"),
+              coding::DecodeFailure::kNone};
+    }
+    snapshot_tokens_ -= 1;
     auto bytes = std::make_shared<std::vector<std::byte>>();
     coding::EncodeDense(public_, *bytes);
     output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
     return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
   }
   auto it = copies_.find(m.from);
+  if (it == copies_.end() && !AdmitCopy(m.from)) {
+    return {ChocoVerdict::kNotTracked,
+            ResourceExhaustedError(std::to_string(copies_.size()) + " copies held (max_copies) and " +
+                                   "the sender is not a mixing peer"),
+            coding::DecodeFailure::kNone};
+  }
   if (it != copies_.end() && m.incarnation < it->second.incarnation) {
     return {ChocoVerdict::kStaleIncarnation, OkStatus(), coding::DecodeFailure::kNone};
   }
@@ -141,6 +159,7 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
     fresh.incarnation = m.incarnation;
     it = copies_.insert_or_assign(m.from, std::move(fresh)).first;
   }
+  it->second.last_update = ++update_counter_;
   if (const auto* h = std::get_if<UpdateHeader>(&m.payload)) return OnUpdate(m, *h, it->second, now);
   if (const auto* h = std::get_if<SnapshotReply>(&m.payload)) {
     if (h->model) {
@@ -302,11 +321,27 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
   return stats;
 }
 
+bool ChocoGossip::AdmitCopy(NodeId from) {
+  if (copies_.size() < std::max<size_t>(1, options_.max_copies)) return true;
+  if (!std::binary_search(mixing_.begin(), mixing_.end(), from)) return false;
+  auto victim = copies_.end();
+  for (auto it = copies_.begin(); it != copies_.end(); ++it) {
+    if (std::binary_search(mixing_.begin(), mixing_.end(), it->first)) continue;
+    if (victim == copies_.end() || it->second.last_update < victim->second.last_update) victim = it;
+  }
+  if (victim == copies_.end()) return false;
+  copies_.erase(victim);
+  return true;
+}
+
 void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint64_t round,
                       const std::function<double(NodeId)>& damping, ChocoRoundStats& stats) {
   const size_t d = options_.dimension;
   MURMUR_CHECK_EQ(x.size(), d);
   const RoundPeers peers = Peers(view, round);
+  mixing_.clear();
+  for (const Neighbor& n : peers.receive_from) mixing_.push_back(n.id);
+  std::sort(mixing_.begin(), mixing_.end());
   mix_.assign(d, 0.0);
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);

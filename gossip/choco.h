@@ -42,6 +42,9 @@
 // updates and then a full one (onebit near consensus), and one SGD step moves a model by far
 // less than half its norm. An honest update refused by the rule costs one snapshot.
 //
+// Bounded state (issue 20): at most `max_copies` copies, the mixing peers' first; public-copy
+// snapshots served at a bounded rate, so invented or runaway peers cost bounded memory.
+//
 // Thread safety: none; one thread (the node's training thread) drives it.
 
 #include <cstdint>
@@ -82,6 +85,13 @@ struct ChocoOptions {
   double min_gamma = 1e-4;
   double outlier_factor = 10;     // 0: no norm check
   double snapshot_distance = 4;   // 0: no distance check
+  // Per-sender state is bounded: at most this many copies x̂_j (a dense model each). When full,
+  // a stream from one of this node's mixing peers takes the place of the least recently updated
+  // copy of a peer it does not mix; any other new stream is refused (kNotTracked). Public-copy
+  // snapshots are served at most `snapshot_burst` at once and `snapshots_per_s` on average.
+  size_t max_copies = 16;
+  double snapshots_per_s = 2;
+  double snapshot_burst = 4;
 
   Status Validate() const;
 };
@@ -112,8 +122,10 @@ enum class ChocoVerdict : uint8_t {
   kSnapshotServed,    // a snapshot request answered
   kRejected,          // undecodable or inconsistent (see `status` and `failure`)
   kOutlier,           // refused by robust mixing (see the header comment)
+  kNotTracked,        // a new stream while max_copies are held and the sender is not mixed
+  kRateLimited,       // a snapshot request beyond the snapshot rate
 };
-inline constexpr int kChocoVerdictCount = 8;
+inline constexpr int kChocoVerdictCount = 10;
 const char* ChocoVerdictName(ChocoVerdict verdict);
 
 struct ChocoStepResult {
@@ -192,11 +204,14 @@ class ChocoGossip {
     int snapshots_asked = 0;      // requests not answered yet (at most 8 counted)
     double norm_average = 0;      // of applied updates
     uint64_t norms = 0;
+    uint64_t last_update = 0;     // update_counter_ at its latest message
     std::vector<float> values;
   };
 
   ChocoGossip(const ChocoOptions& options, coding::Compressor compressor);
   std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
+  // Room for a new copy of `from` (evicting one of a peer not mixed when full); false: none.
+  bool AdmitCopy(NodeId from);
   ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);
   ChocoStepResult OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy);
   void RequestSnapshot(NodeId id, Copy& copy, TimePoint now);
@@ -223,6 +238,11 @@ class ChocoGossip {
   double previous_window_ = -1;
   int growing_windows_ = 0;
   uint64_t gamma_halvings_ = 0;
+  // Bounded per-sender state.
+  std::vector<NodeId> mixing_;  // peers mixed in the latest round, sorted
+  uint64_t update_counter_ = 0;
+  double snapshot_tokens_ = 0;
+  TimePoint snapshot_refill_{};
   // Robust mixing.
   double own_norm_average_ = 0;
   uint64_t own_norms_ = 0;

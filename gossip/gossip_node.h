@@ -247,6 +247,8 @@ class GossipNode {
   TimePoint model_asked_at_{};
   std::optional<std::vector<float>> received_model_;
   std::optional<ResumePoint> resume_;
+  double model_tokens_ = 4;        // model snapshots that may be served now
+  TimePoint model_refill_{};
   uint64_t received_model_clock_ = 0;
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;

@@ -14,7 +14,8 @@ packages=(
   # metrics, config, logging, CLI, HTTP
   prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libxxhash-dev
-  # tests and benchmarks
+  # tests and benchmarks; clang and libFuzzer for fuzz/run.sh
+  clang libfuzzer-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-yaml
   # operations: a real Prometheus (and promtool) for the metrics tests, docker-compose for
   # offline compose validation

@@ -45,7 +45,14 @@ std::string ReadText(capnp::Text::Reader text, const DecodeLimits& limits, const
                                          " bytes exceeds the limit of " +
                                          std::to_string(limits.max_text_bytes))};
   }
-  return std::string(text.cStr(), text.size());
+  std::string out(text.cStr(), text.size());
+  // Addresses and ids are never binary; an embedded NUL would also not survive re-encoding
+  // (found by fuzz/fuzz_envelope.cc).
+  if (out.find('\0') != std::string::npos) {
+    throw Refusal{Rejection::kInvalidField,
+                  InvalidArgumentError(std::string(what) + " contains a NUL byte")};
+  }
+  return out;
 }
 
 gossip::MemberEntry ReadEntry(wire::MemberEntry::Reader r, const DecodeLimits& limits) {

@@ -73,6 +73,10 @@ struct TransportOptions {
   size_t max_queued_messages = 256;          // per peer
   size_t max_queued_bytes = size_t{512} << 20;  // per peer
   size_t max_inbox_messages = 4096;
+  // Outgoing connections kept at once; a new peer beyond it closes the least recently used one
+  // (its queue is dropped and counted). Memberships full of invented members cannot exhaust
+  // file descriptors or memory.
+  size_t max_peers = 256;
   size_t max_frames = 16;                     // tensor frames per message; more is refused
   size_t max_frame_bytes = size_t{1} << 31;   // larger frames are refused by the socket
   std::chrono::milliseconds reconnect_min{50};   // ZeroMQ backoff doubles up to the max
@@ -90,6 +94,8 @@ struct TransportStats {
   uint64_t dropped_updates = 0;       // send queue full
   uint64_t dropped_control = 0;       // send queue full and no update to drop
   uint64_t dropped_inbox = 0;         // inbox full
+  uint64_t dropped_no_socket = 0;     // no socket could be made for the peer (e.g. out of fds)
+  uint64_t evicted_peers = 0;         // connections closed to make room (max_peers)
   uint64_t refused_malformed = 0;     // too many frames or an empty header (the two below)
   uint64_t refused_empty_header = 0;
   uint64_t refused_too_many_frames = 0;

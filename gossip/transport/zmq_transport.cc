@@ -103,6 +103,7 @@ class ZmqTransport final : public Transport {
         : dealer(std::move(s)), queue(o.max_queued_messages, o.max_queued_bytes) {}
     zmq::socket_t dealer;
     SendQueue queue;
+    uint64_t last_used = 0;  // use_counter_ at the latest message queued
   };
 
   void Wake() {
@@ -110,9 +111,32 @@ class ZmqTransport final : public Transport {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
 
-  Peer& PeerFor(const std::string& endpoint) {
+  // The peer's connection, made (after closing the least recently used one when max_peers are
+  // open) when there is none; nullptr when no socket can be made (out of file descriptors).
+  Peer* PeerFor(const std::string& endpoint) {
     auto it = peers_.find(endpoint);
-    if (it != peers_.end()) return it->second;
+    if (it != peers_.end()) return &it->second;
+    if (peers_.size() >= std::max<size_t>(1, options_.max_peers)) {
+      auto lru = std::min_element(peers_.begin(), peers_.end(), [](const auto& a, const auto& b) {
+        return a.second.last_used < b.second.last_used;
+      });
+      stats_.dropped_control += lru->second.queue.size();
+      ++stats_.evicted_peers;
+      peers_.erase(lru);
+    }
+    try {
+      return &peers_.emplace(endpoint, Peer(Connect(endpoint), options_)).first->second;
+    } catch (const zmq::error_t& e) {
+      if (dropped_logged_++ % 1000 == 0) {
+        MURMUR_LOG_WARN("transport: no socket for '{}': {} ({} messages dropped so far)", endpoint,
+                        e.what(), stats_.dropped_no_socket + 1);
+      }
+      return nullptr;
+    }
+  }
+
+  // A DEALER connecting to `endpoint`; throws zmq::error_t when no socket can be made.
+  zmq::socket_t Connect(const std::string& endpoint) {
     zmq::socket_t dealer(context_, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::immediate, 1);
     dealer.set(zmq::sockopt::ipv6, 1);
@@ -132,7 +156,7 @@ class ZmqTransport final : public Transport {
       // for it are dropped by the queue policy like any absent peer.
       MURMUR_LOG_WARN("transport: cannot connect to '{}': {}", endpoint, e.what());
     }
-    return peers_.emplace(endpoint, Peer(std::move(dealer), options_)).first->second;
+    return dealer;
   }
 
   void ApplyCommands() {
@@ -147,7 +171,13 @@ class ZmqTransport final : public Transport {
         peers_.erase(c.peer);
         continue;
       }
-      PeerFor(c.peer).queue.Push(std::move(c.message), stats_);
+      Peer* peer = PeerFor(c.peer);
+      if (peer == nullptr) {
+        ++stats_.dropped_no_socket;
+        continue;
+      }
+      peer->last_used = ++use_counter_;
+      peer->queue.Push(std::move(c.message), stats_);
     }
     stats_.peers = peers_.size();
   }
@@ -317,6 +347,8 @@ class ZmqTransport final : public Transport {
   TransportStats stats_;
 
   std::map<std::string, Peer> peers_;  // I/O thread only
+  uint64_t use_counter_ = 0;           // I/O thread only
+  uint64_t dropped_logged_ = 0;        // I/O thread only
   std::thread thread_;
 };
 

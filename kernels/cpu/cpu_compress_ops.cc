@@ -5,6 +5,9 @@
 #include <cmath>
 #include <functional>
 #include <vector>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/compress_ops.h"
 
@@ -147,6 +150,7 @@ template void StochasticLevels<int16_t>(std::span<const float>, double, uint32_t
 template void LevelsToFloat<int8_t>(std::span<const int8_t>, float, uint32_t, std::span<float>);
 template void LevelsToFloat<int16_t>(std::span<const int16_t>, float, uint32_t, std::span<float>);
 
+#if defined(__FLT16_MANT_DIG__)
 void FloatToHalf(std::span<const float> v, std::span<uint16_t> out) {
   // GCC's _Float16 conversion rounds to nearest even, keeps subnormals and overflows to infinity.
   for (size_t i = 0; i < v.size(); ++i) out[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(v[i]));
@@ -155,5 +159,18 @@ void FloatToHalf(std::span<const float> v, std::span<uint16_t> out) {
 void HalfToFloat(std::span<const uint16_t> h, std::span<float> out) {
   for (size_t i = 0; i < h.size(); ++i) out[i] = static_cast<float>(std::bit_cast<_Float16>(h[i]));
 }
+#elif defined(__F16C__)
+// Compilers without _Float16 on x86 (clang 14, the fuzzing build): the F16C instructions, with
+// the same rounding (to nearest even), subnormals and overflow.
+void FloatToHalf(std::span<const float> v, std::span<uint16_t> out) {
+  for (size_t i = 0; i < v.size(); ++i) out[i] = _cvtss_sh(v[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+void HalfToFloat(std::span<const uint16_t> h, std::span<float> out) {
+  for (size_t i = 0; i < h.size(); ++i) out[i] = _cvtsh_ss(h[i]);
+}
+#else
+#error "fp16 conversion needs _Float16 or F16C (build with -march=x86-64-v3 or newer)"
+#endif
 
 }  // namespace murmur::kernels::cpu

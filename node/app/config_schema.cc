@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace murmur::node {
 
@@ -66,9 +68,17 @@ StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t l
 
 StatusOr<std::map<std::string, std::string>> ReadTomlFile(const std::string& path) {
   if (!std::filesystem::exists(path)) return NotFoundError("config file " + path + " not found");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) return InvalidArgumentError("cannot read config file " + path);
+  return ParseToml(text.str(), path);
+}
+
+StatusOr<std::map<std::string, std::string>> ParseToml(std::string_view text, const std::string& path) {
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     return InvalidArgumentError(path + ":" + std::to_string(where.line) + ":" +

@@ -32,6 +32,8 @@ StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t l
 // (arrays become "a,b,c"). kInvalidArgument on a parse error (with line and column) and for
 // nested tables; kNotFound when the file is missing.
 StatusOr<std::map<std::string, std::string>> ReadTomlFile(const std::string& path);
+// The same from text; `path` names it in errors.
+StatusOr<std::map<std::string, std::string>> ParseToml(std::string_view text, const std::string& path);
 
 template <typename C>
 class ConfigSchema {

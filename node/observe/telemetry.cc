@@ -222,7 +222,8 @@ struct NodeTelemetry::Metrics {
                      .Register(r)),
         dropped(BuildCounter()
                     .Name("murmur_dropped_messages_total")
-                    .Help("Messages dropped by a full bounded queue, by where")
+                    .Help("Messages dropped by a full bounded queue, or for want of a socket "
+                          "(no_socket), by where")
                     .Register(r)),
         injected_delay(BuildCounter()
                            .Name("murmur_injected_delay_seconds_total")
@@ -307,7 +308,8 @@ struct NodeTelemetry::Metrics {
           gossip::kRejectImpersonation, gossip::kRejectMalformedMember}) {
       Reason("membership_" + std::string(reason));
     }
-    for (std::string_view where : {"send_queue_update", "send_queue_control", "inbox", "training_queue"}) {
+    for (std::string_view where :
+         {"send_queue_update", "send_queue_control", "inbox", "training_queue", "no_socket"}) {
       dropped_at.emplace(std::string(where), &dropped.Add({{"where", std::string(where)}}));
     }
     injected_compute = &injected_delay.Add({{"kind", "compute"}});
@@ -549,6 +551,7 @@ void NodeTelemetry::PullLocked() {
     RaiseTo(*m_->dropped_at["send_queue_update"], static_cast<double>(s.transport.dropped_updates));
     RaiseTo(*m_->dropped_at["send_queue_control"], static_cast<double>(s.transport.dropped_control));
     RaiseTo(*m_->dropped_at["inbox"], static_cast<double>(s.transport.dropped_inbox));
+    RaiseTo(*m_->dropped_at["no_socket"], static_cast<double>(s.transport.dropped_no_socket));
     RaiseTo(*m_->dropped_at["training_queue"], static_cast<double>(s.training_dropped));
     RaiseTo(*m_->injected_send, s.injected_send_delay_s);
     RaiseTo(m_->injected_drops, static_cast<double>(s.injected_drops));
