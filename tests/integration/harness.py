@@ -77,10 +77,12 @@ def wait_until(what, cond, limit):
 class NodeProcess:
     """One `murmur node ... --report json` process. A reader thread keeps its report lines
     (monotonic arrival time, parsed line) and the final one; stderr goes to LOGDIR/node-INDEX.log.
-    start() starts it, or starts it again after a kill: lines of an earlier life are dropped."""
+    start() starts it, or starts it again after a kill: lines of an earlier life are dropped.
+    `prefix` goes before the command (e.g. ["ip", "netns", "exec", NS])."""
 
-    def __init__(self, murmur, index, args, logdir):
+    def __init__(self, murmur, index, args, logdir, prefix=()):
         self.murmur, self.index, self.args, self.logdir = murmur, index, args, logdir
+        self.prefix = list(prefix)
         self.reports = []  # (monotonic time, report)
         self.final = None
         self.proc = None
@@ -91,7 +93,7 @@ class NodeProcess:
         # Loopback tests run plaintext unless they give a key (CURVE is tested on its own).
         secure = any(a.startswith("--cluster-key-file") for a in self.args)
         args = self.args if secure else self.args + ["--plaintext"]
-        proc = subprocess.Popen([self.murmur, "node"] + args, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(self.prefix + [self.murmur, "node"] + args, stdout=subprocess.PIPE,
                                 stderr=log, text=True)
         with self.lock:
             self.proc, self.reports, self.final = proc, [], None
