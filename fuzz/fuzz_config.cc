@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/check.h"
 #include "node/app/coded_config.h"
 #include "node/app/config_schema.h"
 #include "node/app/gossip_config.h"
@@ -18,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CodedConfig coded{};
   auto apply = [&](const auto& schema, auto& config) {
     for (const auto& key : schema.keys()) {
-      if (!key.set(key.default_text, config).ok()) __builtin_trap();  // defaults always parse
+      MURMUR_CHECK(key.set(key.default_text, config).ok()) << key.name;  // defaults always parse
     }
     for (const auto& [name, text] : *table) {
       for (const auto& key : schema.keys()) {

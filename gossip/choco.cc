@@ -88,7 +88,8 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
 ChocoGossip::ChocoGossip(const ChocoOptions& options, coding::Compressor compressor)
     : options_(options),
       compressor_(std::move(compressor)),
-      gamma_(options.gamma > 0 ? options.gamma : DefaultGamma(options.compressor)) {}
+      gamma_(options.gamma > 0 ? options.gamma : DefaultGamma(options.compressor)),
+      snapshots_served_(options.snapshots_per_s, options.snapshot_burst) {}
 
 RoundPeers ChocoGossip::Peers(const std::vector<NodeId>& view, uint64_t round) const {
   if (!std::binary_search(view.begin(), view.end(), options_.self)) return {};
@@ -129,16 +130,10 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
               InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
               coding::DecodeFailure::kNone};
     }
-    // A token bucket: snapshot_burst at once, snapshots_per_s on average.
-    if (snapshot_refill_ == TimePoint{}) snapshot_tokens_ = options_.snapshot_burst;
-    snapshot_tokens_ = std::min(options_.snapshot_burst,
-                                snapshot_tokens_ + options_.snapshots_per_s * ToSeconds(now - snapshot_refill_));
-    snapshot_refill_ = now;
-    if (snapshot_tokens_ < 1) {
+    if (!snapshots_served_.Take(now)) {
       return {ChocoVerdict::kRateLimited, ResourceExhaustedError("public-copy snapshots beyond the rate"),
               coding::DecodeFailure::kNone};
     }
-    snapshot_tokens_ -= 1;
     auto bytes = std::make_shared<std::vector<std::byte>>();
     coding::EncodeDense(public_, *bytes);
     output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});

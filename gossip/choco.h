@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/token_bucket.h"
 #include "base/status.h"
 #include "coding/compressor.h"
 #include "coding/update.h"
@@ -241,8 +242,7 @@ class ChocoGossip {
   // Bounded per-sender state.
   std::vector<NodeId> mixing_;  // peers mixed in the latest round, sorted
   uint64_t update_counter_ = 0;
-  double snapshot_tokens_ = 0;
-  TimePoint snapshot_refill_{};
+  TokenBucket snapshots_served_;
   // Robust mixing.
   double own_norm_average_ = 0;
   uint64_t own_norms_ = 0;

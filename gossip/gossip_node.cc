@@ -159,11 +159,9 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
   }
   if (const auto* r = std::get_if<SnapshotRequest>(&m.payload); r != nullptr && r->model) {
     sync_.Observe(m.from, m.step_clock);
-    // Model snapshots cost a dense copy each: at most 4 at once, 1 per second on average.
-    model_tokens_ = std::min(4.0, model_tokens_ + ToSeconds(now - model_refill_));
-    model_refill_ = now;
-    if (model_tokens_ < 1) return Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
-    model_tokens_ -= 1;
+    if (!models_served_.Take(now)) {
+      return Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
+    }
     ServeModel(m.from);
     return;
   }

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/token_bucket.h"
 #include "base/status.h"
 #include "coding/compressor.h"
 #include "gossip/choco.h"
@@ -92,6 +93,10 @@ struct GossipNodeOptions {
   // A node resumed from its own checkpoint trains on from it unless the most advanced live member
   // is more than this many steps ahead; then it joins like a new node, with a peer's model.
   uint64_t resume_max_lag = 1000;
+  // Model snapshots cost a dense copy each: served at most this many at once and this many per
+  // second on average (more is refused, kRejectSnapshotRate).
+  double model_snapshot_burst = 4;
+  double model_snapshots_per_s = 1;
 
   Status Validate() const;
 };
@@ -247,8 +252,7 @@ class GossipNode {
   TimePoint model_asked_at_{};
   std::optional<std::vector<float>> received_model_;
   std::optional<ResumePoint> resume_;
-  double model_tokens_ = 4;        // model snapshots that may be served now
-  TimePoint model_refill_{};
+  TokenBucket models_served_{o_.model_snapshots_per_s, o_.model_snapshot_burst};
   uint64_t received_model_clock_ = 0;
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;

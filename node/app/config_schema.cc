@@ -6,9 +6,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "base/file.h"
 
 namespace murmur::node {
 
@@ -67,12 +66,12 @@ StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t l
 }
 
 StatusOr<std::map<std::string, std::string>> ReadTomlFile(const std::string& path) {
-  if (!std::filesystem::exists(path)) return NotFoundError("config file " + path + " not found");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) return InvalidArgumentError("cannot read config file " + path);
-  return ParseToml(text.str(), path);
+  auto text = ReadWholeFile(path, size_t{1} << 20);
+  if (text.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("config file " + path + " not found");
+  }
+  if (!text.ok()) return InvalidArgumentError("config file: " + std::string(text.status().message()));
+  return ParseToml(*text, path);
 }
 
 StatusOr<std::map<std::string, std::string>> ParseToml(std::string_view text, const std::string& path) {

@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "base/file.h"
 #include "base/log.h"
@@ -14,21 +13,15 @@
 namespace murmur::node {
 
 StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  auto text = ReadWholeFile(path, 64 * 1024);
+  if (!text.ok()) {
+    return InvalidArgumentError(what + ": cannot read it (" + std::string(text.status().message()) + ")");
+  }
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return InvalidArgumentError(what + ": cannot read '" + path + "' (no such file)");
-  }
-  if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024) {
-    return InvalidArgumentError(what + ": '" + path + "' is not a regular file of at most 64 KiB");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgumentError(what + ": cannot read '" + path + "' (permission denied?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     MURMUR_LOG_WARN("{}: '{}' can be read by other users (chmod 600 it)", what, path);
   }
-  return text.str();
+  return text;
 }
 
 Status WriteSecretFile(const std::string& path, const std::string& text, bool overwrite) {
