@@ -39,6 +39,10 @@ Status MembershipOptions::Validate() const {
                                 "max_piggyback >= 0 and multipliers >= 1 are required");
   }
   if (max_members < 1) return InvalidArgumentError("membership: max_members must be at least 1");
+  if (max_candidates < 1) return InvalidArgumentError("membership: max_candidates must be at least 1");
+  if (max_digest_entries < 1) {
+    return InvalidArgumentError("membership: max_digest_entries must be at least 1");
+  }
   if (dead_retention < probe_interval) {
     return InvalidArgumentError("membership: dead_retention must be at least one probe_interval");
   }
@@ -156,6 +160,25 @@ std::vector<MemberEntry> Membership::Piggyback() {
   return out;
 }
 
+std::vector<MemberEntry> Membership::DigestEntries() {
+  if (members_.size() + 1 <= options_.max_digest_entries) return Members();
+  std::vector<MemberEntry> out = {self_};
+  std::vector<NodeId> rest;
+  for (const auto& [id, count] : broadcasts_) {
+    if (out.size() >= options_.max_digest_entries) break;
+    if (auto it = members_.find(id); it != members_.end()) out.push_back(it->second.entry);
+  }
+  for (const auto& [id, m] : members_) {
+    if (!broadcasts_.contains(id)) rest.push_back(id);
+  }
+  const size_t room = options_.max_digest_entries - std::min(out.size(), options_.max_digest_entries);
+  for (size_t i = 0; i < rest.size() && i < room; ++i) {
+    std::swap(rest[i], rest[i + rng_() % (rest.size() - i)]);  // partial Fisher-Yates
+    out.push_back(members_.at(rest[i]).entry);
+  }
+  return out;
+}
+
 void Membership::UpdateView() {
   std::vector<NodeId> view = {self_.id};
   if (left_) view.clear();
@@ -258,6 +281,38 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
   }
 }
 
+void Membership::CountRejection(std::string_view why) {
+  auto it = rejected_.find(why);
+  if (it == rejected_.end()) it = rejected_.emplace(std::string(why), 0).first;
+  ++it->second;
+}
+
+const MemberEntry* Membership::OwnEntry(NodeId sender, const std::vector<MemberEntry>& entries) {
+  for (const MemberEntry& e : entries) {
+    if (e.id == sender) return &e;
+  }
+  return nullptr;
+}
+
+void Membership::Verify(const MemberEntry& entry, bool joined, TimePoint now) {
+  if (!IsLive(entry.state) || entry.id == self_.id) return;
+  for (auto& [id, c] : candidates_) {
+    if (c.entry.id == entry.id && c.entry.address == entry.address) {
+      c.joined = c.joined || joined;
+      return;  // already asked
+    }
+  }
+  if (candidates_.size() >= options_.max_candidates) {
+    CountRejection(kRejectJoinBacklog);
+    return;
+  }
+  // A random probe id: only whoever receives the Ping at that address can answer it.
+  uint64_t id = rng_();
+  while (id == 0 || candidates_.contains(id) || relays_.contains(id)) id = rng_();
+  candidates_[id] = {entry, joined, now + options_.probe_interval};
+  Send(entry.address, Ping{id, {self_}});
+}
+
 void Membership::MergeAll(const std::vector<MemberEntry>& entries, TimePoint now) {
   for (const auto& e : entries) Merge(e, now);
 }
@@ -306,20 +361,43 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
   const NodeId sender = message.sender_id;
   if (sender == self_.id) return false;  // our own echo, or a misconfigured twin
   if (const std::string_view why = Check(message); !why.empty()) {
-    auto it = rejected_.find(why);
-    if (it == rejected_.end()) it = rejected_.emplace(std::string(why), 0).first;
-    ++it->second;
+    CountRejection(why);
     return true;  // a membership message, refused
   }
+  // What a member says is merged (transitive trust among members); an unknown sender is only
+  // heard about itself, and admitted once it answers at its address (Verify).
+  const bool known = members_.contains(sender);
+  auto merge_or_verify = [&](const std::vector<MemberEntry>& entries) {
+    if (known) {
+      MergeAll(entries, now);
+    } else if (const MemberEntry* own = OwnEntry(sender, entries)) {
+      Verify(*own, false, now);
+    }
+  };
   const bool handled = std::visit(
       Overloaded{
           [&](const Ping& p) {
-            MergeAll(p.gossip, now);
-            if (auto s = Find(sender)) Send(s->address, Ack{p.probe_id, Piggyback()});
+            merge_or_verify(p.gossip);
+            if (known) {
+              Send(members_.at(sender).entry.address, Ack{p.probe_id, Piggyback()});
+            } else if (const MemberEntry* own = OwnEntry(sender, p.gossip)) {
+              // A verification Ping (or a stranger's probe): answer it, telling only about us.
+              Send(own->address, Ack{p.probe_id, {self_}});
+            }
             return true;
           },
           [&](const Ack& a) {
-            MergeAll(a.gossip, now);
+            if (auto c = candidates_.find(a.probe_id);
+                c != candidates_.end() && c->second.entry.id == sender) {
+              Candidate candidate = std::move(c->second);
+              candidates_.erase(c);
+              const MemberEntry* own = OwnEntry(sender, a.gossip);
+              Merge(own != nullptr && own->address == candidate.entry.address ? *own : candidate.entry,
+                    now);
+              if (candidate.joined) Send(candidate.entry.address, Digest{DigestEntries(), false});
+              return true;
+            }
+            merge_or_verify(a.gossip);
             if (probe_.has_value() && probe_->id == a.probe_id) {
               probe_->acked = true;
             } else if (auto r = relays_.find(a.probe_id); r != relays_.end()) {
@@ -329,23 +407,27 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
             return true;
           },
           [&](const PingReq& p) {
-            MergeAll(p.gossip, now);
-            auto s = Find(sender);
-            if (!s.has_value()) return true;
+            merge_or_verify(p.gossip);
+            if (!known) return true;
             const uint64_t id = next_probe_id_++;
-            relays_[id] = {s->address, p.probe_id, now + options_.probe_interval};
+            relays_[id] = {members_.at(sender).entry.address, p.probe_id, now + options_.probe_interval};
             Send(p.target_address, Ping{id, Piggyback()});
             return true;
           },
           [&](const Join& j) {
-            Merge(j.self, now);
-            Send(j.self.address, Digest{Members(), false});
+            // A known member rejoining from its known address (a restart) needs no new proof.
+            if (known && members_.at(sender).entry.address == j.self.address) {
+              Merge(j.self, now);
+              Send(j.self.address, Digest{DigestEntries(), false});
+            } else {
+              Verify(j.self, true, now);
+            }
             return true;
           },
           [&](const Digest& d) {
-            MergeAll(d.members, now);
-            if (d.reply_wanted) {
-              if (auto s = Find(sender)) Send(s->address, Digest{Members(), false});
+            merge_or_verify(d.members);
+            if (known && d.reply_wanted) {
+              Send(members_.at(sender).entry.address, Digest{DigestEntries(), false});
             }
             return true;
           },
@@ -370,7 +452,7 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
                                         it->second.entry.incarnation >= message.incarnation &&
                                         now - it->second.last_digest_reply >= options_.probe_interval) {
     it->second.last_digest_reply = now;
-    Send(it->second.entry.address, Digest{Members(), false});
+    Send(it->second.entry.address, Digest{DigestEntries(), false});
   }
   UpdateView();
   return true;
@@ -407,7 +489,7 @@ void Membership::SendDigests(TimePoint) {
   std::shuffle(live.begin(), live.end(), rng_);
   const size_t fanout = std::min<size_t>(live.size(), static_cast<size_t>(options_.gossip_fanout));
   if (fanout == 0) return;
-  const std::vector<MemberEntry> all = Members();
+  const std::vector<MemberEntry> all = DigestEntries();
   for (size_t i = 0; i < fanout; ++i) Send(members_.at(live[i]).entry.address, Digest{all, false});
 }
 
@@ -436,7 +518,7 @@ void Membership::GossipToDead(TimePoint now) {
   }
   if (dead.empty()) return;
   const NodeId pick = dead[rng_() % dead.size()];
-  Send(members_.at(pick).entry.address, Digest{Members(), true});
+  Send(members_.at(pick).entry.address, Digest{DigestEntries(), true});
 }
 
 void Membership::Expire(TimePoint now) {
@@ -457,6 +539,9 @@ void Membership::Expire(TimePoint now) {
   }
   for (auto it = relays_.begin(); it != relays_.end();) {
     it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
+  }
+  for (auto it = candidates_.begin(); it != candidates_.end();) {
+    it = now >= it->second.expires ? candidates_.erase(it) : std::next(it);
   }
 }
 

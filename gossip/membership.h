@@ -59,6 +59,16 @@ struct MembershipOptions {
   // and is counted (rejected()). Members known at once, dead ones included until forgotten:
   // entries for new members beyond it are refused, so invented ids cannot grow memory.
   size_t max_members = 4096;
+  // Entries in one digest: this node, the members whose news is still being spread, then a
+  // random sample of the rest. A digest's size stays bounded whatever the membership (one that
+  // listed 2,500+ members exceeded the envelope's max_header_bytes); at larger sizes each member
+  // is still carried by a random share of the digests, and SWIM probes do the detection.
+  size_t max_digest_entries = 128;
+  // A member is admitted on its own word only after it answered a Ping at the address it
+  // claims (an unknown sender's Join, or its own entry in any message): candidates waiting for
+  // that answer, at most this many, each for one probe_interval. Beyond it a claim is refused
+  // (kRejectJoinBacklog). Invented members at addresses nobody answers never enter the table.
+  size_t max_candidates = 64;
   // How far a gossiped step clock may lead the highest clock this node knows (its own and every
   // member's). A node that knows no clock yet (it is joining) accepts any up to kMaxStepClock.
   uint64_t max_clock_lead = 100000;
@@ -94,6 +104,7 @@ inline constexpr std::string_view kRejectClock = "implausible_clock";
 inline constexpr std::string_view kRejectMemberLimit = "member_limit";
 inline constexpr std::string_view kRejectImpersonation = "impersonation";
 inline constexpr std::string_view kRejectMalformedMember = "malformed_member";
+inline constexpr std::string_view kRejectJoinBacklog = "join_backlog";
 
 // A message for the transport: send `payload` to `address` in an Envelope carrying this node's
 // id and current incarnation().
@@ -170,6 +181,11 @@ class Membership {
     bool indirect_sent = false;
     bool acked = false;
   };
+  struct Candidate {
+    MemberEntry entry;
+    bool joined = false;  // it sent a Join: it gets the join reply (a digest) once admitted
+    TimePoint expires;
+  };
   struct Relay {
     std::string origin_address;
     uint64_t origin_probe;
@@ -177,6 +193,11 @@ class Membership {
   };
 
   void Merge(const MemberEntry& entry, TimePoint now);
+  // An unknown sender's claim about itself: Ping it at the claimed address (Candidate).
+  void Verify(const MemberEntry& entry, bool joined, TimePoint now);
+  // The sender's own entry among `entries`, if any.
+  static const MemberEntry* OwnEntry(NodeId sender, const std::vector<MemberEntry>& entries);
+  void CountRejection(std::string_view why);
   void MergeAll(const std::vector<MemberEntry>& entries, TimePoint now);
   void Transition(Member& m, const MemberEntry& entry, TimePoint now);
   void Refute(Incarnation heard);
@@ -190,6 +211,7 @@ class Membership {
   void Broadcast(NodeId id);
   void Send(const std::string& address, Payload payload);
   std::vector<MemberEntry> Piggyback();
+  std::vector<MemberEntry> DigestEntries();
   void EnterProbeOrder(NodeId id);
   Duration SuspicionFor(size_t n) const;
   std::vector<NodeId> LiveOthers() const;
@@ -207,6 +229,7 @@ class Membership {
   std::optional<Probe> probe_;
   uint64_t next_probe_id_ = 1;
   std::map<uint64_t, Relay> relays_;
+  std::map<uint64_t, Candidate> candidates_;  // by the random probe id of their Ping
   std::map<NodeId, int> broadcasts_;  // member -> times piggybacked
 
   TimePoint next_period_;

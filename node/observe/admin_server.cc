@@ -13,7 +13,11 @@ namespace murmur::node {
 namespace {
 
 constexpr size_t kMaxBody = 64 * 1024;
-constexpr size_t kWorkers = 64;
+// More workers than the idle connections the tests hold open (200): a connection keeps its
+// worker until the read timeout, or the keep-alive wait and then the read timeout (about 3 s),
+// so with 64 workers 200 idle connections once delayed /healthz by 9 s. Threads are created
+// up front; each costs its stack's touched pages only.
+constexpr size_t kWorkers = 256;
 constexpr std::string_view kPaths = "/metrics, /healthz, /status, /straggler";
 
 // A duration setting: "20ms" / "1.5s" / "40us", or a number of seconds.

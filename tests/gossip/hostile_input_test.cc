@@ -51,14 +51,68 @@ MemberEntry Entry(NodeId id, Incarnation incarnation, MemberState state, uint64_
   return e;
 }
 
+// A member joins as a real one does: its Join, then its answer to the verification Ping at its
+// address. True when it was admitted.
+bool Admit(Membership& m, const MemberEntry& entry, TimePoint now) {
+  m.Step(From(entry.id, entry.incarnation, Join{entry}), now);
+  for (const Outgoing& out : m.TakeOutput()) {
+    const auto* ping = std::get_if<Ping>(&out.payload);
+    if (ping != nullptr && out.address == entry.address) {
+      m.Step(From(entry.id, entry.incarnation, Ack{ping->probe_id, {entry}}), now);
+    }
+  }
+  return m.Find(entry.id).has_value();
+}
+
+TEST(HostileMembershipTest, AMemberIsAdmittedOnlyAfterAnsweringAtItsAddress) {
+  const TimePoint now{};
+  MembershipOptions o = Options(1);
+  o.max_candidates = 8;
+  Membership m(o, now);
+  // A Join alone admits nobody: the node pings the claimed address with a random probe id.
+  EXPECT_TRUE(m.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive)}), now));
+  EXPECT_FALSE(m.Find(9).has_value());
+  std::vector<Outgoing> out = m.TakeOutput();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].address, "sim://9");
+  const uint64_t probe = std::get<Ping>(out[0].payload).probe_id;
+  EXPECT_EQ(std::get<Ping>(out[0].payload).gossip.size(), 1u) << "a stranger learns only about us";
+  // A guessed probe id, or the right one from somebody else, admits nobody.
+  m.Step(From(9, 5, Ack{probe + 1, {Entry(9, 5, MemberState::kAlive)}}), now);
+  m.Step(From(8, 5, Ack{probe, {Entry(8, 5, MemberState::kAlive)}}), now);
+  EXPECT_FALSE(m.Find(9).has_value());
+  EXPECT_FALSE(m.Find(8).has_value());
+  // What a stranger says about others is not merged; about itself, it is verified first.
+  m.Step(From(7, 5, Digest{{Entry(7, 5, MemberState::kAlive), Entry(6, 5, MemberState::kAlive)}, false}), now);
+  EXPECT_EQ(m.Members().size(), 1u);
+  // The answer from the claimed address admits it, and a joiner gets the digest.
+  m.TakeOutput();
+  m.Step(From(9, 5, Ack{probe, {Entry(9, 5, MemberState::kAlive)}}), now);
+  EXPECT_TRUE(m.Find(9).has_value());
+  out = m.TakeOutput();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<Digest>(out[0].payload));
+  // At most max_candidates claims wait at once; the rest are refused and counted, and a
+  // candidate that never answers is forgotten after a probe period.
+  for (NodeId id = 100; id < 120; ++id) m.Step(From(id, 5, Join{Entry(id, 5, MemberState::kAlive)}), now);
+  EXPECT_EQ(m.rejected().at(std::string(kRejectJoinBacklog)), 20u - 6u)
+      << "the claims of 7 (its digest) and 8 (its ack) hold two of the 8 places";
+  m.Tick(now + o.probe_interval);
+  m.TakeOutput();
+  EXPECT_TRUE(Admit(m, Entry(200, 5, MemberState::kAlive), now + o.probe_interval));
+  EXPECT_EQ(m.Members().size(), 3u) << "this node, 9 and 200; no stranger that did not answer";
+}
+
 TEST(HostileMembershipTest, ADeathAtTheLargestIncarnationIsRefusedAndCannotWrapARefutation) {
   const TimePoint now{};
   Membership m(Options(1), now);
+  ASSERT_TRUE(Admit(m, Entry(9, 5, MemberState::kAlive), now));
+  m.TakeEvents();
   // The attack of the issue: a Digest declaring this node dead at 2^64-1.
   EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, ~uint64_t{0}, MemberState::kDead)}, false}), now));
   EXPECT_EQ(m.rejected().at(std::string(kRejectIncarnation)), 1u);
   EXPECT_EQ(m.incarnation(), 1000u);
-  EXPECT_TRUE(m.Members().size() == 1) << "nothing of the refused message was merged";
+  EXPECT_TRUE(m.Members().size() == 2) << "nothing of the refused message was merged";
   EXPECT_TRUE(m.TakeEvents().empty());
   // The largest plausible accusation is refuted one higher, below the bound: no wrap.
   EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, kMaxIncarnation - 2, MemberState::kDead)}, false}), now));
@@ -73,13 +127,11 @@ TEST(HostileMembershipTest, AClockBeyondTheLeadIsRefusedOnceAnyClockIsKnown) {
   EXPECT_EQ(m.rejected().at(std::string(kRejectClock)), 1u);
   EXPECT_FALSE(m.Find(9).has_value());
   const uint64_t plausible = 1000 + m.options().max_clock_lead;
-  EXPECT_TRUE(m.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive, plausible)}), now));
-  ASSERT_TRUE(m.Find(9).has_value());
+  ASSERT_TRUE(Admit(m, Entry(9, 5, MemberState::kAlive, plausible), now));
   EXPECT_EQ(m.Find(9)->step_clock, plausible);
   // A joining node (no clock known) takes a running cluster's clock.
   Membership fresh(Options(2), now);
-  EXPECT_TRUE(fresh.Step(From(9, 5, Join{Entry(9, 5, MemberState::kAlive, 50000000)}), now));
-  EXPECT_TRUE(fresh.Find(9).has_value());
+  EXPECT_TRUE(Admit(fresh, Entry(9, 5, MemberState::kAlive, 50000000), now));
 }
 
 TEST(HostileMembershipTest, InventedMembersAreBoundedAndJoinsMustBeTheSendersOwn) {
@@ -87,9 +139,7 @@ TEST(HostileMembershipTest, InventedMembersAreBoundedAndJoinsMustBeTheSendersOwn
   MembershipOptions o = Options(1);
   o.max_members = 64;
   Membership m(o, now);
-  for (NodeId id = 100; id < 2100; ++id) {
-    EXPECT_TRUE(m.Step(From(id, 5, Join{Entry(id, 5, MemberState::kAlive)}), now));
-  }
+  for (NodeId id = 100; id < 2100; ++id) Admit(m, Entry(id, 5, MemberState::kAlive), now);
   EXPECT_EQ(m.Members().size(), 65u) << "this node and max_members others";
   EXPECT_EQ(m.rejected().at(std::string(kRejectMemberLimit)), 2000u - 64u);
   // A Join about somebody else: impersonation.
@@ -134,6 +184,20 @@ struct Attacked {
       return true;
     }));
   }
+  // The attacker owns the addresses it claims: it answers every verification Ping there.
+  void AnswerPingsAsAttacker() {
+    cluster.on_outside = [this](size_t i, const Outgoing& out) {
+      const auto* ping = std::get_if<Ping>(&out.payload);
+      if (ping == nullptr || !out.address.starts_with("attacker://")) return;
+      MemberEntry e = Entry(std::stoull(out.address.substr(11)), 5, MemberState::kAlive, 1);
+      e.address = out.address;
+      pending.push_back({i, From(e.id, 5, Ack{ping->probe_id, {e}})});
+    };
+  }
+  void DeliverAnswers() {
+    for (auto& [i, e] : std::exchange(pending, {})) cluster.Inject(i, e);
+  }
+  std::vector<std::pair<size_t, Envelope>> pending;
   Envelope Member(size_t i, Payload payload) {
     Envelope e = From(Cluster::Id(i), cluster.node(i).membership->incarnation(), std::move(payload));
     e.step_clock = cluster.machine(i).state().step;
@@ -161,14 +225,16 @@ TEST(HostileGossipNodeTest, AForgedDenseUpdateFromAJoinedMemberMovesNoModel) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     Attacked run(seed);
     const uint32_t d = static_cast<uint32_t>(run.cluster.node(0).x.size());
-    // An attacker joins (its address leads nowhere), then sends +10 on every parameter.
+    // An attacker joins (it answers at its address), then sends +10 on every parameter.
     std::vector<float> plus_ten(d, 10.0f);
     auto bytes = std::make_shared<std::vector<std::byte>>();
     coding::EncodeDense(plus_ten, *bytes);
-    for (size_t i = 0; i < 3; ++i) {
-      Envelope join = From(99, 5, Join{Entry(99, 5, MemberState::kAlive, 1)});
-      run.cluster.Inject(i, join);
-    }
+    run.AnswerPingsAsAttacker();
+    MemberEntry attacker = Entry(99, 5, MemberState::kAlive, 1);
+    attacker.address = "attacker://99";
+    for (size_t i = 0; i < 3; ++i) run.cluster.Inject(i, From(99, 5, Join{attacker}));
+    run.DeliverAnswers();
+    for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(run.cluster.node(i).membership->Find(99).has_value());
     run.cluster.RunFor(milliseconds(5));
     for (size_t i = 0; i < 3; ++i) {
       Envelope e = From(99, 5, UpdateHeader{1, 0, d, true, true});
@@ -251,11 +317,14 @@ TEST(HostileGossipNodeTest, ForgedSamplesAndOneForgedFinishDoNotEndTheRun) {
   inflated.address = Cluster::Address(1);
   inflated.samples = uint64_t{1} << 50;
   MemberEntry done = Entry(99, 5, MemberState::kAlive, clock);
+  done.address = "attacker://99";
   done.finished = true;
+  run.AnswerPingsAsAttacker();
   for (size_t i : {0, 2}) {
     run.cluster.Inject(i, From(Cluster::Id(1), inflated.incarnation, Digest{{inflated}, false}));
     run.cluster.Inject(i, From(99, 5, Join{done}));
   }
+  run.DeliverAnswers();
   run.cluster.RunFor(seconds(1));
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_FALSE(run.cluster.node(i).finished.has_value())

@@ -51,6 +51,27 @@ TEST(MembershipTest, OptionsAreValidated) {
   EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(MembershipTest, DigestsAreCappedAndStillSpreadEveryMember) {
+  // 64 nodes whose digests carry at most 8 entries: every digest stays that small, and every
+  // node still learns every other one (a random share of the entries in each digest).
+  MembershipOptions o = Fast();
+  o.max_digest_entries = 8;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    SimCluster sim(64, o, seed);
+    size_t largest = 0;
+    sim.on_send = [&](const SimCluster::Delivery& d) {
+      if (const auto* digest = std::get_if<Digest>(&d.payload)) {
+        largest = std::max(largest, digest->members.size());
+      }
+    };
+    const bool converged = sim.RunFor(seconds(30), [&] { return sim.AllUpSeeAllUpAlive(); });
+    EXPECT_TRUE(converged) << "seed " << seed << "\n" << sim.Describe();
+    EXPECT_LE(largest, 8u) << "seed " << seed;
+    std::printf("seed %llu: 64 nodes, digests of at most %zu entries, converged after %.2f s\n",
+                (unsigned long long)seed, largest, ToSeconds(sim.now().time_since_epoch()));
+  }
+}
+
 TEST(MembershipTest, SixteenNodesConvergeToAFullViewFromSeeds) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     SimCluster sim(16, Fast(), seed);
@@ -216,7 +237,7 @@ TEST(MembershipTest, ATwinWithTheSameIdIsReportedNotFought) {
   Envelope twin;
   twin.payload = Digest{{{SimCluster::Id(0), "sim://elsewhere", before + 5, MemberState::kAlive, 0, 0}},
                         false};
-  twin.sender_id = 77;
+  twin.sender_id = SimCluster::Id(1);  // a member that heard of the twin
   sim.node(0).Step(twin, sim.now());
   sim.node(0).Step(twin, sim.now());
   const auto events = sim.node(0).TakeEvents();

@@ -83,6 +83,8 @@ class NodeCluster {
   std::function<double(size_t i)> accuracy = [](size_t) { return 0.5; };
   // Called for every output a node takes, before the cluster acts on it.
   std::function<void(size_t i, const gossip::NodeAction&)> on_output;
+  // Membership messages node i sends to an address outside the cluster (an attacker's).
+  std::function<void(size_t i, const gossip::Outgoing&)> on_outside;
 
   void Start(size_t i, gossip::Incarnation incarnation = 1, size_t dimension = 16) {
     gossip::MembershipOptions o = base_;
@@ -188,7 +190,10 @@ class NodeCluster {
 
   void CollectMembership(size_t i) {
     for (gossip::Outgoing& out : nodes_[i].membership->TakeOutput()) {
-      if (!out.address.starts_with("sim://")) continue;
+      if (!out.address.starts_with("sim://")) {
+        if (on_outside) on_outside(i, out);
+        continue;
+      }
       const size_t to = std::stoul(out.address.substr(6));
       net_.Send(i, to, Wrap(i, std::move(out.payload), nullptr), now_);
     }
