@@ -81,7 +81,7 @@ bool Supersedes(const MemberEntry& incoming, const MemberEntry& current) {
 }
 
 Membership::Membership(MembershipOptions options, TimePoint now)
-    : options_(std::move(options)), rng_(options_.rng_seed) {
+    : options_(std::move(options)), started_(now), rng_(options_.rng_seed) {
   MURMUR_CHECK(options_.Validate().ok()) << options_.Validate().ToString();
   self_.id = options_.id;
   self_.address = options_.address;
@@ -317,7 +317,14 @@ void Membership::MergeAll(const std::vector<MemberEntry>& entries, TimePoint now
   for (const auto& e : entries) Merge(e, now);
 }
 
-std::string_view Membership::Check(const Envelope& message) const {
+Incarnation Membership::IncarnationCeiling(TimePoint now) const {
+  const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count();
+  const uint64_t lead = options_.max_incarnation_lead + static_cast<uint64_t>(std::max<int64_t>(0, ran));
+  const Incarnation start = std::min(options_.incarnation, kMaxIncarnation - 1);
+  return kMaxIncarnation - 1 - start <= lead ? kMaxIncarnation - 1 : start + lead;
+}
+
+std::string_view Membership::Check(const Envelope& message, TimePoint now) const {
   const std::vector<MemberEntry>* entries = std::visit(
       Overloaded{
           [](const Ping& p) { return &p.gossip; },
@@ -334,7 +341,9 @@ std::string_view Membership::Check(const Envelope& message) const {
     entries = &join;
   }
   if (entries == nullptr && !std::holds_alternative<gossip::Leave>(message.payload)) return {};
-  if (message.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+  const Incarnation ceiling = IncarnationCeiling(now);
+  auto implausible = [ceiling](Incarnation incarnation) { return incarnation > ceiling; };
+  if (implausible(message.incarnation)) return kRejectIncarnation;
   if (entries == nullptr) return {};
   // The highest clock this node knows: the reference a gossiped clock may lead by
   // max_clock_lead. Knowing none (joining), it takes any clock up to kMaxStepClock.
@@ -346,7 +355,7 @@ std::string_view Membership::Check(const Envelope& message) const {
   size_t new_members = 0;
   for (const MemberEntry& e : *entries) {
     if (e.id == 0 || e.address.empty()) return kRejectMalformedMember;
-    if (e.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+    if (implausible(e.incarnation)) return kRejectIncarnation;
     if (e.step_clock > clock_ceiling || e.samples > kMaxSamples) return kRejectClock;
     if (e.id != self_.id && !members_.contains(e.id)) ++new_members;
   }
@@ -360,7 +369,7 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
   if (left_) return false;
   const NodeId sender = message.sender_id;
   if (sender == self_.id) return false;  // our own echo, or a misconfigured twin
-  if (const std::string_view why = Check(message); !why.empty()) {
+  if (const std::string_view why = Check(message, now); !why.empty()) {
     CountRejection(why);
     return true;  // a membership message, refused
   }

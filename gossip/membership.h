@@ -72,6 +72,13 @@ struct MembershipOptions {
   // How far a gossiped step clock may lead the highest clock this node knows (its own and every
   // member's). A node that knows no clock yet (it is joining) accepts any up to kMaxStepClock.
   uint64_t max_clock_lead = 100000;
+  // Incarnations are wall-clock milliseconds at a node's start (plus its refutations), so no
+  // honest claim is far above this node's own start incarnation plus the time it has run:
+  // claims beyond that by more than max_incarnation_lead (clock skew between machines) are
+  // refused. Without it, an accusation just under kMaxIncarnation would leave its target
+  // unable to refute the next one; with it, the ceiling grows with time, so a refutation is
+  // never refused for long.
+  uint64_t max_incarnation_lead = 24ull * 3600 * 1000;
 
   // kInvalidArgument naming the field.
   Status Validate() const;
@@ -125,11 +132,15 @@ class Membership {
   // A received Envelope; non-membership payloads are ignored (returns false). A message that
   // fails a check (Check) changes nothing and is counted by reason.
   bool Step(const Envelope& message, TimePoint now);
-  // Why `message` would be refused: an incarnation at or beyond kMaxIncarnation, a step clock
+  // Why `message` would be refused: an incarnation at or beyond kMaxIncarnation or above
+  // IncarnationCeiling(now), a step clock
   // beyond max_clock_lead (or kMaxStepClock), samples beyond kMaxSamples, an entry without an
   // id or address, a Join whose entry is not its sender's, or new members beyond max_members.
   // Empty when it passes.
-  std::string_view Check(const Envelope& message) const;
+  std::string_view Check(const Envelope& message, TimePoint now) const;
+  // The highest incarnation a claim may carry at `now`: this node's start incarnation, plus the
+  // time since, plus max_incarnation_lead (below kMaxIncarnation).
+  Incarnation IncarnationCeiling(TimePoint now) const;
   // Refused messages by reason.
   const std::map<std::string, uint64_t, std::less<>>& rejected() const { return rejected_; }
   void Tick(TimePoint now);
@@ -218,6 +229,7 @@ class Membership {
   static bool IsLive(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
 
   MembershipOptions options_;
+  TimePoint started_;
   MemberEntry self_;
   bool left_ = false;
   bool refuted_ = false;

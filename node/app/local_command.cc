@@ -289,6 +289,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   const size_t n = cluster.children().size();
   std::vector<double> accuracy;
   std::vector<int64_t> steps;
+  std::vector<double> train_s;  // each node's time from its start of training to its end
   uint64_t bytes = 0;
   int64_t local_steps = 0;
   std::string end_reason;
@@ -299,6 +300,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     const nlohmann::json& f = c.final_report;
     accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
     steps.push_back(f["step"].get<int64_t>());
+    train_s.push_back(f["elapsed_s"].get<double>());
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
     if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
@@ -336,6 +338,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["mean_accuracy"] = mean;
     j["steps"] = steps;
     j["local_steps_total"] = local_steps;
+    j["train_s"] = train_s;
     j["bytes_sent_total"] = bytes;
     j["allreduce_bytes"] = allreduce;
     j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;

@@ -114,9 +114,24 @@ TEST(HostileMembershipTest, ADeathAtTheLargestIncarnationIsRefusedAndCannotWrapA
   EXPECT_EQ(m.incarnation(), 1000u);
   EXPECT_TRUE(m.Members().size() == 2) << "nothing of the refused message was merged";
   EXPECT_TRUE(m.TakeEvents().empty());
-  // The largest plausible accusation is refuted one higher, below the bound: no wrap.
+  // The largest plausible accusation (this node's start incarnation + the time it ran +
+  // max_incarnation_lead) is refuted one higher. One just under kMaxIncarnation, after which the
+  // target could not refute the next, is refused, as is any claim above the ceiling.
+  const Incarnation lead = m.options().max_incarnation_lead;
+  EXPECT_EQ(m.IncarnationCeiling(now), 1000 + lead);
+  EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, 1000 + lead, MemberState::kDead)}, false}), now));
+  EXPECT_EQ(m.incarnation(), 1000 + lead + 1);
   EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(1, kMaxIncarnation - 2, MemberState::kDead)}, false}), now));
-  EXPECT_EQ(m.incarnation(), kMaxIncarnation - 1);
+  EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(9, 1000 + lead + 1, MemberState::kAlive)}, false}), now));
+  EXPECT_TRUE(m.Step(From(9, 1000 + lead + 1, Digest{{}, false}), now));
+  EXPECT_EQ(m.rejected().at(std::string(kRejectIncarnation)), 4u);
+  EXPECT_EQ(m.incarnation(), 1000 + lead + 1);
+  EXPECT_EQ(m.Find(9)->incarnation, 5u);
+  // The ceiling grows with time (incarnations are wall-clock milliseconds): a second later the
+  // same claim is plausible, so a refutation is never refused for long.
+  EXPECT_TRUE(m.Step(From(9, 5, Digest{{Entry(9, 1000 + lead + 1, MemberState::kAlive)}, false}),
+                     now + seconds(1)));
+  EXPECT_EQ(m.Find(9)->incarnation, 1000 + lead + 1);
 }
 
 TEST(HostileMembershipTest, AClockBeyondTheLeadIsRefusedOnceAnyClockIsKnown) {

@@ -139,7 +139,12 @@ def main():
                 next_stop = time.monotonic() + 25
             elif now >= next_kill:
                 victim = nodes[rng.choice((0, 2, 3))]
-                if victim.proc.poll() is None and victim.final is None and not victim.latest()["finished"]:
+                # Not in the last 3 % of the budget: a node restarted after the others finished
+                # and left finds nobody to resume with (the 30-minute run once did).
+                r = victim.latest()
+                near_end = r["cluster_samples"] >= 0.97 * r["budget_samples"]
+                everyone_running = all(n.proc.poll() is None and n.final is None for n in nodes)
+                if everyone_running and not r["finished"] and not near_end:
                     victim.proc.kill()
                     victim.proc.wait()
                     path = os.path.join(ckpt[victim.index], "checkpoint.mck")

@@ -3,7 +3,7 @@
 an update and a model snapshot request; its resident size must stay bounded.
 
 One `murmur node --mode gossip` (plaintext on loopback, an admin port) trains alone; once it
-steps, its resident size is sampled for 2 s (the idle size), then murmur_flood sends the
+steps, its resident size is sampled for 2 s (the idle size), then murmur_attack sends the
 30,000 messages while the size is sampled until 5 s after it ends. The node must keep stepping,
 and count the refusals in /metrics.
 
@@ -58,14 +58,14 @@ def main():
             time.sleep(0.05)
         rejected_before = metric_sum(admin, "murmur_rejected_messages_total")
         step_before = node.latest()["step"]
-        flood = subprocess.Popen([FLOOD, endpoint, "flood", str(SENDERS), str(235146)],
+        flood = subprocess.Popen([FLOOD, endpoint, "flood", str(235146), f"invented:{SENDERS}"],
                                  stdout=subprocess.PIPE, text=True)
         peak = idle
         while flood.poll() is None:
             peak = max(peak, rss_mb(pid))
             time.sleep(0.05)
-        print(flood.stdout.read().strip())
-        assert flood.returncode == 0, f"murmur_flood exited {flood.returncode}"
+        print("murmur_attack:", flood.stdout.read().strip())
+        assert flood.returncode == 0, f"murmur_attack exited {flood.returncode}"
         end = time.monotonic() + 5
         while time.monotonic() < end:
             peak = max(peak, rss_mb(pid))

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Every attack of issue 20 against a live cluster, keys off and on.
+
+    attack_test.py MURMUR MURMUR_ATTACK [--seed S]
+
+A cluster is 3 `murmur node --mode gossip` processes on Fashion-MNIST (fixed seeds, a budget of
+EPOCHS epochs, an injected per-step delay so the attacks land while it trains; the delay changes
+the timing only). For each key mode (plaintext; CURVE with a cluster key):
+1. an undisturbed run: its mean final test accuracy (the full test set) is the baseline;
+2. the same run attacked through node 0, the one address the attacker knows (murmur_attack):
+   - keys off: it joins for real (it answers at its address), then sends a dense +10 update,
+     claims the budget is spent, declares node id 3 dead at 2^64-1, just under 2^62, two days in the
+     future (all refused) and one above its incarnation (it refutes), jumps the step clock to 1e9 and 2^64-1, leaves and asks for the model, and
+     sends Joins, updates and model requests from 2,000 invented ids; then a PUT /straggler
+     pausing node 0 without the admin token;
+   - keys on: the same attacks, once in plaintext and once with a CURVE key of its own.
+   Each must be refused and counted under its reason (murmur_rejected_messages_total on node
+   0), nothing may end the run early, every node must see exactly the 3 real members afterwards,
+   and the mean final accuracy must stay within 1 point of the undisturbed run's.
+The counters each attack moved are printed (the table in the closing note comes from here).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from harness import NodeProcess, clean_up, free_ports, loopback, stop_nodes, wait_until
+
+N = 3
+EPOCHS = 4
+DIMENSION = 235146  # the default MLP, 784-256-128-10 (the +10 update has every parameter)
+ATTACKS = ["join", "dense", "finished", "accuse:3", "clock", "leave-snapshot", "invented:2000"]
+
+
+def metrics(admin):
+    text = urllib.request.urlopen(f"http://{admin}/metrics", timeout=5).read().decode()
+    out = {}
+    for reason, value in re.findall(r'^murmur_rejected_messages_total\{[^}]*reason="([^"]+)"[^}]*\} (\S+)$',
+                                    text, re.M):
+        out[reason] = out.get(reason, 0) + float(value)
+    return out
+
+
+def delta(after, before):
+    return {k: int(v - before.get(k, 0)) for k, v in sorted(after.items()) if v - before.get(k, 0) > 0}
+
+
+class Cluster:
+    def __init__(self, murmur, logdir, name, key_file, token_file, seed):
+        _, self.endpoints = loopback(N, "murmur-attack-ports-")
+        os.rmdir(_)
+        self.admins = [f"127.0.0.1:{p}" for p in free_ports(N)]
+        seeds = ",".join(e[len("tcp://"):] for e in self.endpoints[:2])
+        extra = ["--cluster-key-file", key_file] if key_file else []
+        self.nodes = [NodeProcess(murmur, f"{name}-{i}", [
+            "--mode", "gossip", "--id", str(i + 1), "--listen", self.endpoints[i], "--seeds", seeds,
+            "--cluster", "attack", "--shard-index", str(i), "--shard-count", str(N),
+            "--expect-members", str(N), "--epochs", str(EPOCHS), "--batch-size", "64",
+            "--seed", str(seed), "--compress", "topk:0.01,values=fp16", "--eval-every", "0",
+            "--max-wait-ms", "500", "--probe-interval-ms", "200", "--probe-timeout-ms", "80",
+            "--straggle", "delay=16ms", "--admin", self.admins[i], "--admin-token-file", token_file,
+            "--report", "json", "--report-interval-ms", "100"] + extra, logdir) for i in range(N)]
+        for n in self.nodes:
+            n.start()
+
+    def step(self, i):
+        r = self.nodes[i].latest()
+        return r["step"] if r else 0
+
+    def finish(self):
+        for n in self.nodes:
+            n.proc.wait(timeout=300)
+        for n in self.nodes:
+            f = n.final
+            assert f is not None and n.proc.returncode == 0, f"node {n.index} did not finish ({n.proc.returncode})"
+            assert f["end"] in ("epochs", "peer"), f"node {n.index} ended by {f['end']}"
+            assert f["skipped_steps"] == 0, f"node {n.index} skipped non-finite steps"
+            # A forged "finished" would have ended the run short of the budget.
+            assert f["cluster_samples"] >= 0.9 * f["budget_samples"], \
+                f"node {n.index} ended at {f['cluster_samples']} of {f['budget_samples']} samples"
+        return sum(n.final["accuracy"] for n in self.nodes) / N
+
+
+def attack(tool, endpoint, variants):
+    """Runs one murmur_attack per variant (extra arguments) at once; their JSON lines and logs."""
+    procs = [subprocess.Popen([tool, *extra, endpoint, "attack", str(DIMENSION), *ATTACKS],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for extra in variants]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, f"murmur_attack exited {p.returncode}: {err}"
+        results.append((json.loads(out.strip().splitlines()[-1]), err.strip()))
+    return results
+
+
+def put_straggler(admin, token=None):
+    req = urllib.request.Request(f"http://{admin}/straggler", data=b'{"pause": "0..1000000"}', method="PUT")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        return urllib.request.urlopen(req, timeout=5).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def attacked_run(murmur, tool, logdir, keys, key_file, token_file, seed):
+    c = Cluster(murmur, logdir, f"{keys}-attacked", key_file, token_file, seed)
+    try:
+        wait_until("every node trains", lambda: all(c.step(i) > 20 for i in range(N)), 60)
+        before = metrics(c.admins[0])
+        t0 = time.monotonic()
+        if keys == "off":
+            [(result, log)] = attack(tool, c.endpoints[0], [()])
+            print(f"attacker: {result} ({log}), {time.monotonic() - t0:.1f} s")
+            assert result["admitted"], "the attacker could not even join a plaintext cluster"
+            assert result["models_served_after_leave"] == 0, "a member that left got the model"
+        else:
+            # One in plaintext (refused at the handshake), one with a CURVE key of its own that
+            # dials the cluster's public key (refused by the ZAP handler), at once.
+            public = re.search(r"public-key = (\S+)", open(key_file).read()).group(1)
+            for (result, log), how in zip(attack(tool, c.endpoints[0], [(), ("--cluster-public", public)]),
+                                          ("in plaintext", "with its own key")):
+                print(f"attacker {how}: {result} ({log}), {time.monotonic() - t0:.1f} s")
+                assert not result["admitted"], "an attacker without the cluster key was admitted"
+        assert put_straggler(c.admins[0]) == 401, "PUT /straggler without the token was not refused"
+        moved = delta(metrics(c.admins[0]), before)
+        print(f"keys {keys}: node 0's refusals during the attacks: {moved}", flush=True)
+        # The view is the 3 real members: no invented one, the attacker gone, node id 3 (accused)
+        # alive.
+        wait_until("every node sees exactly the 3 real members",
+                   lambda: all((n.latest() or {}).get("members") == N for n in c.nodes), 10)
+        if keys == "off":
+            for reason, at_least in (("outlier_update", 1), ("membership_implausible_incarnation", 3),
+                                     ("implausible_clock", 2), ("unknown_sender", 1),
+                                     ("admin_unauthorized", 1)):
+                assert moved.get(reason, 0) >= at_least, f"{reason}: {moved.get(reason, 0)} < {at_least}"
+            invented = sum(moved.get(r, 0) for r in ("membership_join_backlog", "unknown_sender",
+                                                     "untracked_sender", "snapshot_rate_limited"))
+            assert invented >= 2000 / 5, f"only {invented} refusals of invented senders"
+        else:
+            assert moved.get("handshake_failed", 0) + moved.get("auth_refused", 0) >= 2, moved
+            assert moved.get("auth_refused", 0) >= 1, "the attacker's own key was not refused by ZAP"
+            got_through = {k: v for k, v in moved.items()
+                           if k not in ("handshake_failed", "auth_refused", "admin_unauthorized")}
+            assert not got_through, f"messages of a keyless attacker reached the node: {got_through}"
+        return c.finish(), moved
+    finally:
+        stop_nodes(c.nodes)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("murmur")
+    ap.add_argument("attack")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args()
+    print(f"seed {args.seed}: {N} nodes, {EPOCHS} epochs, attacks {ATTACKS}", flush=True)
+    logdir = loopback(0, "murmur-attack-test-")[0]
+    key_file = os.path.join(logdir, "cluster.key")
+    subprocess.run([args.murmur, "keygen", "--out", key_file], check=True, capture_output=True)
+    token = "attack-test-token-0123456789abcdef"
+    token_file = os.path.join(logdir, "admin.token")
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    os.chmod(token_file, 0o600)
+    ok = False
+    try:
+        figures = []
+        for keys in ("off", "on"):
+            kf = key_file if keys == "on" else None
+            t0 = time.monotonic()
+            base = Cluster(args.murmur, logdir, f"{keys}-undisturbed", kf, token_file, args.seed)
+            try:
+                base_mean = base.finish()
+            finally:
+                stop_nodes(base.nodes)
+            mean, _ = attacked_run(args.murmur, args.attack, logdir, keys, kf, token_file, args.seed)
+            figures.append((keys, base_mean, mean))
+            print(f"keys {keys}: mean accuracy {mean:.4f} attacked vs {base_mean:.4f} undisturbed "
+                  f"({time.monotonic() - t0:.0f} s)", flush=True)
+            assert mean >= base_mean - 0.01, f"keys {keys}: {mean:.4f} is more than 1 point under {base_mean:.4f}"
+        for keys, base_mean, mean in figures:
+            print(f"keys {keys}: {mean:.4f} attacked, {base_mean:.4f} undisturbed ({mean - base_mean:+.4f})")
+        ok = True
+        print("ok: every attack refused and counted; accuracy within 1 point, keys off and on")
+    finally:
+        clean_up(logdir, ok)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
