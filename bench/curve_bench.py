@@ -9,9 +9,12 @@ times each, and prints the medians of:
 - time per step: the nodes' training time (each node's elapsed_s, from its start of training to
   its end) summed, over the local steps of all nodes;
 - bytes on the wire: what the loopback interface carried during the run (/proc/net/dev, TCP/IP
-  headers included), and the nodes' own count of the bytes they sent (bytes_sent_total, the
-  messages before ZeroMQ frames and encrypts them);
-then the ratios CURVE / plaintext and whether the goal (<= 1.10) is met. Other traffic on
+  headers included), the nodes' own count of the bytes they sent (bytes_sent_total, the
+  messages before ZeroMQ frames and encrypts them), and the first over the second: what the
+  wire carries per byte sent, the part CURVE changes (how much gossip sends varies from run to
+  run by more than CURVE adds);
+then the ratios CURVE / plaintext and whether the goal (<= 1.10) is met for time per step and
+for wire bytes per byte sent. Other traffic on
 loopback during the run counts too: run it on a quiet machine. ~1 min per run.
 """
 import argparse
@@ -42,7 +45,8 @@ def run(murmur, secure, nodes, epochs):
         sys.exit(f"murmur local exited {out.returncode}: {out.stderr[-2000:]}")
     j = json.loads(out.stdout.strip().splitlines()[-1])
     return {"step_ms": 1000 * sum(j["train_s"]) / j["local_steps_total"], "wire": wire,
-            "app": j["bytes_sent_total"], "accuracy": j["mean_accuracy"], "wall": wall}
+            "app": j["bytes_sent_total"], "overhead": wire / j["bytes_sent_total"],
+            "accuracy": j["mean_accuracy"], "wall": wall}
 
 
 def main():
@@ -60,19 +64,22 @@ def main():
             print(f"round {r + 1} {'curve    ' if secure else 'plaintext'}: {x['step_ms']:.3f} ms/step, "
                   f"wire {x['wire'] / 1e6:.2f} MB, sent {x['app'] / 1e6:.2f} MB, accuracy "
                   f"{x['accuracy']:.4f}, {x['wall']:.1f} s", flush=True)
-    med = {s: {k: statistics.median(x[k] for x in results[s]) for k in ("step_ms", "wire", "app")}
-           for s in results}
+    med = {s: {k: statistics.median(x[k] for x in results[s])
+               for k in ("step_ms", "wire", "app", "overhead")} for s in results}
     print(f"\n| {args.nodes} nodes, {args.epochs:g} epochs, medians of {args.repeats} | plaintext | CURVE | ratio |")
     print("|---|---|---|---|")
     rows = [("time per step (ms, node-seconds / local steps)", "step_ms", 1, "{:.3f}"),
             ("bytes on loopback (MB)", "wire", 1e6, "{:.2f}"),
-            ("bytes the nodes sent (MB)", "app", 1e6, "{:.2f}")]
+            ("bytes the nodes sent (MB)", "app", 1e6, "{:.2f}"),
+            ("loopback bytes per byte sent", "overhead", 1, "{:.4f}")]
     ratios = {}
     for label, key, scale, fmt in rows:
         a, b = med[False][key] / scale, med[True][key] / scale
         ratios[key] = b / a if a else float("nan")
         print(f"| {label} | {fmt.format(a)} | {fmt.format(b)} | {ratios[key]:.3f} |")
-    for key, what in (("step_ms", "time"), ("wire", "bytes")):
+    # How much gossip sends varies from run to run by more than CURVE adds (snapshots, catch-ups),
+    # so the bytes goal is judged on what the wire carries per byte the nodes send.
+    for key, what in (("step_ms", "time"), ("overhead", "bytes")):
         verdict = "met" if ratios[key] <= 1.10 else "MISSED"
         print(f"goal: CURVE costs at most 10 % {what}: {ratios[key]:.3f} -> {verdict}")
     return 0
