@@ -171,7 +171,7 @@ std::vector<MemberEntry> Membership::DigestEntries() {
   for (const auto& [id, m] : members_) {
     if (!broadcasts_.contains(id)) rest.push_back(id);
   }
-  const size_t room = options_.max_digest_entries - std::min(out.size(), options_.max_digest_entries);
+  const size_t room = options_.max_digest_entries - out.size();
   for (size_t i = 0; i < rest.size() && i < room; ++i) {
     std::swap(rest[i], rest[i + rng_() % (rest.size() - i)]);  // partial Fisher-Yates
     out.push_back(members_.at(rest[i]).entry);
@@ -342,8 +342,7 @@ std::string_view Membership::Check(const Envelope& message, TimePoint now) const
   }
   if (entries == nullptr && !std::holds_alternative<gossip::Leave>(message.payload)) return {};
   const Incarnation ceiling = IncarnationCeiling(now);
-  auto implausible = [ceiling](Incarnation incarnation) { return incarnation > ceiling; };
-  if (implausible(message.incarnation)) return kRejectIncarnation;
+  if (message.incarnation > ceiling) return kRejectIncarnation;
   if (entries == nullptr) return {};
   // The highest clock this node knows: the reference a gossiped clock may lead by
   // max_clock_lead. Knowing none (joining), it takes any clock up to kMaxStepClock.
@@ -355,7 +354,7 @@ std::string_view Membership::Check(const Envelope& message, TimePoint now) const
   size_t new_members = 0;
   for (const MemberEntry& e : *entries) {
     if (e.id == 0 || e.address.empty()) return kRejectMalformedMember;
-    if (implausible(e.incarnation)) return kRejectIncarnation;
+    if (e.incarnation > ceiling) return kRejectIncarnation;
     if (e.step_clock > clock_ceiling || e.samples > kMaxSamples) return kRejectClock;
     if (e.id != self_.id && !members_.contains(e.id)) ++new_members;
   }

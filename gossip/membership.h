@@ -132,14 +132,13 @@ class Membership {
   // A received Envelope; non-membership payloads are ignored (returns false). A message that
   // fails a check (Check) changes nothing and is counted by reason.
   bool Step(const Envelope& message, TimePoint now);
-  // Why `message` would be refused: an incarnation at or beyond kMaxIncarnation or above
-  // IncarnationCeiling(now), a step clock
+  // Why `message` would be refused: an incarnation above IncarnationCeiling(now), a step clock
   // beyond max_clock_lead (or kMaxStepClock), samples beyond kMaxSamples, an entry without an
   // id or address, a Join whose entry is not its sender's, or new members beyond max_members.
   // Empty when it passes.
   std::string_view Check(const Envelope& message, TimePoint now) const;
   // The highest incarnation a claim may carry at `now`: this node's start incarnation, plus the
-  // time since, plus max_incarnation_lead (below kMaxIncarnation).
+  // time since, plus max_incarnation_lead; always below kMaxIncarnation, so no refutation wraps.
   Incarnation IncarnationCeiling(TimePoint now) const;
   // Refused messages by reason.
   const std::map<std::string, uint64_t, std::less<>>& rejected() const { return rejected_; }

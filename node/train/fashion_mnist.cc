@@ -4,9 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
-#include <iterator>
 #include <span>
 
 #include "base/file.h"

@@ -25,11 +25,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
-from harness import NodeProcess, clean_up, free_ports, loopback, stop_nodes, wait_until
+from harness import NodeProcess, clean_up, free_ports, stop_nodes, wait_until
 
 N = 3
 EPOCHS = 4
@@ -52,8 +53,7 @@ def delta(after, before):
 
 class Cluster:
     def __init__(self, murmur, logdir, name, key_file, token_file, seed):
-        _, self.endpoints = loopback(N, "murmur-attack-ports-")
-        os.rmdir(_)
+        self.endpoints = [f"tcp://127.0.0.1:{p}" for p in free_ports(N)]
         self.admins = [f"127.0.0.1:{p}" for p in free_ports(N)]
         seeds = ",".join(e[len("tcp://"):] for e in self.endpoints[:2])
         extra = ["--cluster-key-file", key_file] if key_file else []
@@ -161,7 +161,7 @@ def main():
     ap.add_argument("--seed", type=int, default=11)
     args = ap.parse_args()
     print(f"seed {args.seed}: {N} nodes, {EPOCHS} epochs, attacks {ATTACKS}", flush=True)
-    logdir = loopback(0, "murmur-attack-test-")[0]
+    logdir = tempfile.mkdtemp(prefix="murmur-attack-test-")
     key_file = os.path.join(logdir, "cluster.key")
     subprocess.run([args.murmur, "keygen", "--out", key_file], check=True, capture_output=True)
     token = "attack-test-token-0123456789abcdef"
