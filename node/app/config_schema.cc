@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "base/file.h"
 
@@ -97,7 +98,9 @@ StatusOr<std::map<std::string, std::string>> ParseToml(std::string_view text, co
       text = *node.value<bool>() ? "true" : "false";
     } else if (const toml::array* array = node.as_array()) {
       for (size_t i = 0; i < array->size(); ++i) {
-        const auto item = (*array)[i].value<int64_t>();
+        // Only integer elements: toml++ converts a float element by casting it to int64_t,
+        // which is undefined for 2e56 (found by fuzz_config).
+        const auto item = (*array)[i].is_integer() ? (*array)[i].value<int64_t>() : std::nullopt;
         if (!item) {
           return InvalidArgumentError(path + ": '" + key + "' must be an array of integers");
         }
