@@ -81,6 +81,7 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   for (const MemberEntry& m : members_) {
     if (m.id == o_.self) {
       s_.cluster_samples += s_.samples;
+      own_samples_at_view_ = s_.samples;
       continue;
     }
     // Samples follow steps computed (an adopted clock adds none); 4x covers members whose
@@ -393,6 +394,15 @@ void GossipNode::StartTraining(TimePoint now) {
   AdvanceTraining(now);
 }
 
+int64_t GossipNode::ScheduleSamples() const {
+  // The members' counts in the view are up to a digest period old (tens of steps); soft sync
+  // keeps every live member within S steps of this one, so this node's own count times the live
+  // members is the fresher estimate whenever it is the larger. A joiner (no samples of its own
+  // yet) reads the reported counts. The budget keeps to the reported counts alone.
+  const int64_t reported = s_.cluster_samples + (s_.samples - own_samples_at_view_);
+  return std::max(reported, s_.samples * static_cast<int64_t>(s_.live_members));
+}
+
 bool GossipNode::BudgetSpent(TimePoint now) {
   if (o_.budget_samples > 0 && s_.cluster_samples >= o_.budget_samples) {
     s_.end_reason = "epochs";
@@ -466,7 +476,9 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   step_view_ = view;
   step_mixing_ = mixing;
   computing_ = true;
-  Emit(ComputeStep{s_.step + 1});
+  std::optional<double> lr;
+  if (o_.lr_schedule.has_value()) s_.lr = *(lr = o_.lr_schedule->At(ScheduleSamples()));
+  Emit(ComputeStep{s_.step + 1, lr});
 }
 
 void GossipNode::AdoptReceivedModel() {

@@ -60,6 +60,7 @@
 #include "gossip/node_io.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
+#include "kernels/lr_schedule.h"
 
 namespace murmur::gossip {
 
@@ -74,6 +75,9 @@ struct GossipNodeOptions {
   double post_local_epoch = -1;  // from this local epoch on, H = post_local_steps (< 0: never)
   int post_local_steps = 1;
   int64_t shard_rows = 1;       // this node's rows (local epochs)
+  // The learning rate of each step, at the cluster's samples (every member at the same point of
+  // the schedule); none: the trainer's own.
+  std::optional<kernels::LrSchedule> lr_schedule;
   // Budget: the run ends at the first of these (0 = not used).
   int64_t budget_samples = 0;   // samples over every member
   double target_accuracy = 0;
@@ -135,6 +139,7 @@ struct GossipNodeState {
   uint64_t max_lag = 0;
   double consensus_distance = 0;
   double gamma = 0;
+  double lr = 0;              // of the latest step asked for (0: the trainer's own)
   uint64_t catchups = 0;
   uint64_t model_requests = 0;   // dense model snapshots asked for after joining
   uint64_t join_requests = 0;    // ... while joining
@@ -197,6 +202,7 @@ class GossipNode {
   void StartTraining(TimePoint now);
   void AdvanceTraining(TimePoint now);
   bool BudgetSpent(TimePoint now);
+  int64_t ScheduleSamples() const;  // the cluster's samples now, for the learning-rate schedule
   void Finish(TimePoint now);
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
@@ -235,6 +241,7 @@ class GossipNode {
   size_t finished_members_ = 0;  // other members that say they finished
   bool evaluate_now_ = false;    // a member finished: check the target with an evaluation
   int64_t max_batch_ = 0;        // the largest mini-batch this node computed
+  int64_t own_samples_at_view_ = 0;  // s_.samples when the latest view came
   // Messages from senders not in the view yet (a member that just joined), at most kMaxDeferred.
   struct Deferred {
     Incoming message;  // frame empty; the bytes are below

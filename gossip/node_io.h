@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,6 +93,7 @@ struct Announce {
 // Take one local optimizer step on the model in place, then Step(StepComputed).
 struct ComputeStep {
   uint64_t step = 0;  // the step clock once it is done
+  std::optional<double> lr;  // the schedule's learning rate for it (none: the trainer's own)
 };
 // Compute this rank's weighted partial gradient at `model`, then Step(GradientComputed).
 struct ComputeGradient {

@@ -326,7 +326,10 @@ void SyncNode::Update(const std::vector<float>& sum) {
   step_grad_.resize(sum.size());
   const float inv = 1.0f / static_cast<float>(std::max<int64_t>(o_.batch, 1));
   for (size_t i = 0; i < sum.size(); ++i) step_grad_[i] = sum[i] * inv;
-  kernels::SgdOptions sgd{.learning_rate = o_.lr, .momentum = o_.momentum,
+  const double lr = o_.lr_schedule.has_value()
+                        ? o_.lr_schedule->At(static_cast<int64_t>(s_.iteration) * o_.batch)
+                        : o_.lr;
+  kernels::SgdOptions sgd{.learning_rate = lr, .momentum = o_.momentum,
                           .weight_decay = o_.weight_decay};
   if (o_.momentum > 0) velocity_.resize(params_.size(), 0.0f);
   MURMUR_CHECK_OK(kernels::SgdStep<float>(kernels::Device::Cpu(), sgd, step_grad_, velocity_, params_));

@@ -43,6 +43,7 @@
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
 #include "gossip/node_io.h"
+#include "kernels/lr_schedule.h"
 
 namespace murmur::gossip {
 
@@ -65,6 +66,8 @@ struct SyncNodeOptions {
   int64_t iterations = 100;
   Duration time_limit{0};      // 0: none
   double lr = 0.1;
+  // The learning rate at iteration × batch samples; none: `lr` throughout.
+  std::optional<kernels::LrSchedule> lr_schedule;
   double momentum = 0;
   double weight_decay = 0;
   int64_t eval_every = 10;     // root / ring rank 0: every this many iterations (0: at the end)

@@ -72,6 +72,7 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.node.report_after = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.report_after_s));
   o.node.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.join_timeout_s));
   o.node.lr = gossip.train.lr;
+  o.schedule = TrainOptionsFrom(gossip.train);
   o.node.momentum = gossip.train.momentum;
   o.node.weight_decay = gossip.train.weight_decay;
   o.seed = gossip.train.seed;

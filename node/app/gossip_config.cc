@@ -1,5 +1,6 @@
 #include "node/app/gossip_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace murmur::node {
@@ -68,7 +69,11 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   train.compress = "none";
   train.shard_index = 0;  // per node, checked by the node
   train.shard_count = 1;
+  train.epochs = c.epochs > 0 ? std::max(1, static_cast<int>(std::ceil(c.epochs))) : 0;
   MURMUR_RETURN_IF_ERROR(ValidateTrainConfig(train));
+  if (c.epochs > 0 && c.train.warmup_epochs >= c.epochs) {
+    return InvalidArgumentError("warmup_epochs must be less than the epochs of the budget");
+  }
   o.train = TrainOptionsFrom(train);
   o.init_seed = c.train.seed;
   o.per_node_init = c.init == "per-node";

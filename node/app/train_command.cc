@@ -68,6 +68,16 @@ int TrainCommand::Run() {
                   config.batch_size, device->ToString());
 
   TrainOptions options = TrainOptionsFrom(config);
+  {
+    const int64_t shard = static_cast<int64_t>(rows->size());
+    auto schedule = ScheduleFor(options, shard * config.epochs, shard, config.batch_size);
+    if (!schedule.ok()) {
+      std::fprintf(stderr, "murmur train: %s\n", std::string(schedule.status().message()).c_str());
+      return 2;
+    }
+    options.lr_schedule = *schedule;
+    MURMUR_LOG_INFO("learning rate: {}", schedule->ToString());
+  }
   std::optional<GradientCompression> compression;
   if (config.compress != "none") {
     auto created =

@@ -21,6 +21,14 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Integer("epochs", &C::epochs, 3, 1, 100000, "passes over this node's training rows")
         .Integer<int64_t>("batch_size", &C::batch_size, 64, 1, 1 << 20, "mini-batch size")
         .Real("lr", &C::lr, "0.01", 0, 100, "SGD learning rate")
+        .Text("lr_schedule", &C::lr_schedule, "constant",
+              "learning-rate schedule over the sample budget: constant, step:F1,F2[,factor=K] "
+              "(× K at those fractions of the budget), cosine[:final=R] (down to R × lr)")
+        .Real("warmup_epochs", &C::warmup_epochs, "0", 0, 100000,
+              "linear learning-rate warm-up over this many epochs (of the budget's epochs)")
+        .Integer<int64_t>("lr_reference_batch", &C::lr_reference_batch, 0, 0, int64_t{1} << 40,
+                          "linear scaling rule: lr × global batch / this batch (0: off; the "
+                          "global batch of a gossip cluster is batch_size × its members)")
         .Real("momentum", &C::momentum, "0.9", 0, 0.9999, "SGD momentum (0: none)")
         .Bool("nesterov", &C::nesterov, false, "Nesterov momentum")
         .Real("weight_decay", &C::weight_decay, "0", 0, 1, "L2 weight decay")
@@ -75,6 +83,17 @@ Status ValidateTrainConfig(const TrainConfig& c) {
       !c.device.starts_with("cuda:")) {
     return InvalidArgumentError("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
   }
+  if (auto schedule = kernels::LrSchedule::Parse(c.lr_schedule, c.lr); !schedule.ok()) {
+    return InvalidArgumentError("lr_schedule: " + std::string(schedule.status().message()));
+  } else if (schedule->kind != kernels::LrScheduleKind::kConstant && c.epochs <= 0) {
+    return InvalidArgumentError("lr_schedule " + c.lr_schedule +
+                                " needs an epoch budget (it decays over the budget's samples)");
+  }
+  if (c.epochs > 0 && c.warmup_epochs >= c.epochs) {
+    return InvalidArgumentError("warmup_epochs " + std::to_string(c.warmup_epochs) +
+                                " must be less than the epochs of the budget (" +
+                                std::to_string(c.epochs) + ")");
+  }
   if (c.nesterov && c.momentum == 0) {
     return InvalidArgumentError("nesterov needs momentum > 0");
   }
@@ -107,6 +126,9 @@ TrainOptions TrainOptionsFrom(const TrainConfig& c) {
   o.batch_size = c.batch_size;
   o.sgd.learning_rate = c.lr;
   o.sgd.momentum = c.momentum;
+  o.lr_schedule_spec = c.lr_schedule;
+  o.warmup_epochs = c.warmup_epochs;
+  o.lr_reference_batch = c.lr_reference_batch;
   o.sgd.nesterov = c.nesterov;
   o.sgd.weight_decay = c.weight_decay;
   o.seed = c.seed;

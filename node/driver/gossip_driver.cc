@@ -90,6 +90,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   TimePoint wait_until_{};
   TimePoint next_report_{};
   bool compute_asked_ = false;
+  std::optional<double> compute_lr_;  // the cluster schedule's rate for the asked step
   bool stop_sent_ = false;
   bool joined_reported_ = false;
   std::optional<Status> over_;
@@ -124,6 +125,18 @@ Status GossipDriver::Start() {
   g.incarnation = peer_->Snapshot().incarnation;
   g.shard_rows = std::max<int64_t>(1, trainer_.shard_rows());
   g.budget_samples = p_.budget_samples;
+  // The schedule runs on the cluster's samples; the linear scaling rule's global batch is every
+  // expected member's mini-batch.
+  if (o_.train.lr_reference_batch > 0 && g.expect_members <= 0) {
+    return InvalidArgumentError(
+        "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
+        "makes its global batch");
+  }
+  auto schedule = ScheduleFor(o_.train, p_.budget_samples, o_.dataset_rows,
+                              o_.train.batch_size * std::max(1, g.expect_members));
+  if (!schedule.ok()) return schedule.status();
+  g.lr_schedule = *schedule;
+  MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", g.self, schedule->ToString());
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
   node_->set_observer(this);
   MURMUR_RETURN_IF_ERROR(Restore());
@@ -219,8 +232,9 @@ bool GossipDriver::Perform(std::vector<gossip::NodeAction> actions) {
       peer_->SendTo(send->to, std::move(send->payload), std::move(frames));
     } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
       peer_->SetProgress(a->step_clock, a->samples, a->finished);
-    } else if (std::holds_alternative<gossip::ComputeStep>(action)) {
+    } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
       compute_asked_ = true;
+      compute_lr_ = c->lr;
     } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
       trainer_.ResetOptimizerState();
     } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
@@ -254,7 +268,7 @@ void GossipDriver::Evaluate(const gossip::Evaluate& e) {
 
 void GossipDriver::ComputeStep() {
   const TimePoint t0 = clock_.Now();
-  auto loss = trainer_.Step();
+  auto loss = trainer_.Step(compute_lr_);
   const Duration compute = clock_.Now() - t0;
   const Duration pause = injector_.AfterStep(compute);
   if (pause.count() > 0) std::this_thread::sleep_for(pause);

@@ -284,6 +284,11 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
   gossip::SyncNodeOptions so = o_.node;
   so.self = peer_.id();
   so.batch = batch_;
+  TrainOptions lr = o_.schedule;
+  lr.sgd.learning_rate = so.lr;
+  auto schedule = ScheduleFor(lr, so.iterations * batch_, train_.rows, batch_);
+  if (!schedule.ok()) return schedule.status();
+  so.lr_schedule = *schedule;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::SyncNode::Create(std::move(plan), so, std::move(initial), clock_.Now()));
   node_->set_observer(this);
   if (o_.straggle.send_delay.count() > 0 || o_.straggle.drop > 0) {

@@ -28,6 +28,7 @@
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
 #include "gossip/sync_node.h"
+#include "node/train/trainer.h"
 #include "node/train/dataset.h"
 #include "node/train/model.h"
 #include "node/peer/peer_node.h"
@@ -48,6 +49,10 @@ struct CodedTrainerOptions {
   // The machine's own keys (gossip/sync_node.h: iterations, time limit, SGD, evaluation,
   // report_after, join_timeout, settle, linger); the driver fills in the node's id and the batch.
   gossip::SyncNodeOptions node;
+  // The learning-rate schedule's keys (TrainOptions: lr_schedule_spec, warmup_epochs,
+  // lr_reference_batch); node.lr is its base rate. The driver makes the schedule over
+  // iterations × global batch samples.
+  TrainOptions schedule;
   StragglerOptions straggle;
   // Metrics, health and the run-time straggler control (its injection replaces `straggle`);
   // nullptr: none.

@@ -261,7 +261,20 @@ StatusOr<Batch<float>> Trainer::Gather(int64_t begin, int64_t count) {
   return batch;
 }
 
-StatusOr<float> Trainer::Step() {
+StatusOr<kernels::LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
+                                          int64_t epoch_samples, int64_t global_batch) {
+  auto o = kernels::LrSchedule::Parse(options.lr_schedule_spec, options.sgd.learning_rate);
+  if (!o.ok()) return o.status();
+  if (options.lr_reference_batch > 0) {
+    o->base_lr *= static_cast<double>(global_batch) / static_cast<double>(options.lr_reference_batch);
+  }
+  o->total_samples = std::max<int64_t>(total_samples, 0);
+  o->warmup_samples =
+      static_cast<int64_t>(std::llround(options.warmup_epochs * static_cast<double>(epoch_samples)));
+  return kernels::LrSchedule::Create(*o);
+}
+
+StatusOr<float> Trainer::Step(std::optional<double> lr) {
   if (rows_.empty()) return FailedPreconditionError("this node's shard has no training rows");
   if (cursor_ == 0) MURMUR_RETURN_IF_ERROR(Shuffle());
   const int64_t n = std::min<int64_t>(options_.batch_size, static_cast<int64_t>(rows_.size()) - cursor_);
@@ -273,8 +286,15 @@ StatusOr<float> Trainer::Step() {
                                    "; the step was not applied (try a smaller learning rate)");
   }
   if (options_.gradient_hook) MURMUR_RETURN_IF_ERROR(options_.gradient_hook(grad_.span()));
-  MURMUR_RETURN_IF_ERROR(kernels::SgdStep<float>(device_, options_.sgd, grad_.span(),
-                                                 velocity_.span(), params_.span()));
+  kernels::SgdOptions sgd = options_.sgd;
+  if (lr.has_value()) {
+    sgd.learning_rate = *lr;
+  } else if (options_.lr_schedule.has_value()) {
+    sgd.learning_rate = options_.lr_schedule->At(steps_ * options_.batch_size);
+  }
+  last_lr_ = sgd.learning_rate;
+  MURMUR_RETURN_IF_ERROR(kernels::SgdStep<float>(device_, sgd, grad_.span(), velocity_.span(),
+                                                 params_.span()));
   cursor_ += n;
   last_batch_rows_ = n;
   if (cursor_ >= static_cast<int64_t>(rows_.size())) cursor_ = 0;

@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "kernels/lr_schedule.h"
 #include "kernels/memory.h"
 #include "kernels/ops.h"
 #include "node/train/dataset.h"
@@ -24,7 +25,14 @@ namespace murmur::node {
 struct TrainOptions {
   int epochs = 3;
   int64_t batch_size = 64;
-  kernels::SgdOptions sgd;
+  kernels::SgdOptions sgd;  // sgd.learning_rate: the schedule's base rate
+  // The learning-rate schedule (kernels/lr_schedule.h) as configured; ScheduleFor turns it into
+  // one for a budget. Run and Step() follow `lr_schedule` when set (at steps × batch_size
+  // samples), else sgd.learning_rate.
+  std::string lr_schedule_spec = "constant";
+  double warmup_epochs = 0;          // linear warm-up, in epochs of `epoch_samples`
+  int64_t lr_reference_batch = 0;    // linear scaling rule: lr × global batch / this (0: off)
+  std::optional<kernels::LrSchedule> lr_schedule;
   uint64_t seed = 1;
   int64_t eval_batch_size = 1000;
   // Called with each mini-batch gradient before the optimizer step; may rewrite it in place
@@ -75,6 +83,11 @@ struct TrainerState {
   int64_t steps = 0;
 };
 
+// The schedule `options` describe for a run of `total_samples` (0: none, constant only) whose
+// epochs are `epoch_samples` and whose steps average `global_batch` samples over the cluster.
+StatusOr<kernels::LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
+                                          int64_t epoch_samples, int64_t global_batch);
+
 // Accuracy and mean loss of `params` (memory of the model's device) on `data` (host), in batches;
 // on a GPU each batch is copied over and only the outputs come back.
 template <typename T>
@@ -109,7 +122,9 @@ class Trainer {
   // One optimizer step on the next mini-batch of the current epoch, reshuffling at epoch
   // boundaries. Returns the batch loss; last_batch_rows() says how many rows it used. kFailedPrecondition when the loss is not finite
   // (the step is not applied, so the parameters stay as they were).
-  StatusOr<float> Step();
+  StatusOr<float> Step() { return Step(std::nullopt); }
+  // The same at learning rate `lr` (a gossip node follows the cluster's schedule).
+  StatusOr<float> Step(std::optional<double> lr);
 
   // Trains options.epochs epochs, evaluating after each, calling `on_progress` after every step.
   // options.gradient_hook, when set, receives the gradient in the model's device memory.
@@ -129,6 +144,7 @@ class Trainer {
   int64_t StepsPerEpoch() const;
   int64_t shard_rows() const { return static_cast<int64_t>(rows_.size()); }
   int64_t last_batch_rows() const { return last_batch_rows_; }
+  double last_lr() const { return last_lr_; }  // of the latest step
 
  private:
   struct Uninitialized {};
@@ -163,6 +179,7 @@ class Trainer {
   int64_t cursor_ = 0;  // next position in rows_ within the current epoch
   int64_t steps_ = 0;
   int64_t last_batch_rows_ = 0;
+  double last_lr_ = 0;
 };
 
 }  // namespace murmur::node

@@ -274,6 +274,48 @@ TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   }
 }
 
+TEST(GossipNodeTest, StepsFollowTheLearningRateScheduleAtTheClustersSamples) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 6000;  // 10 samples a step over 4 nodes: ~150 steps each
+    auto spec = kernels::LrSchedule::Parse("cosine", 0.1);
+    ASSERT_TRUE(spec.ok());
+    spec->total_samples = base.budget_samples;
+    spec->warmup_samples = 600;
+    base.lr_schedule = *kernels::LrSchedule::Create(*spec);
+    Cluster cluster = MakeCluster(4, seed, base);
+    // Each step's rate against the rate at the cluster's true samples when it was asked for
+    // (the digests that carry the counts are a period old; the node's estimate is not).
+    std::vector<uint64_t> samples(4, 0);
+    double worst = 0, first_max = 0, last_max = 0;
+    int steps = 0;
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      if (const auto* a = std::get_if<Announce>(&action)) samples[i] = a->samples;
+      const auto* c = std::get_if<ComputeStep>(&action);
+      if (c == nullptr) return;
+      ASSERT_TRUE(c->lr.has_value());
+      uint64_t total = 0;
+      for (uint64_t v : samples) total += v;
+      const double expected = base.lr_schedule->At(static_cast<int64_t>(total));
+      worst = std::max(worst, std::abs(*c->lr - expected));
+      if (total < 500) first_max = std::max(first_max, *c->lr);
+      if (total > 5400) last_max = std::max(last_max, *c->lr);
+      ++steps;
+    };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(20), [&] {
+      return cluster.node(0).finished && cluster.node(1).finished && cluster.node(2).finished &&
+             cluster.node(3).finished;
+    }));
+    EXPECT_GT(steps, 500);
+    EXPECT_LT(first_max, 0.1);           // still warming up
+    EXPECT_LT(last_max, 0.1 * 0.03);     // cosine near its end (t > 0.9: < 2.5 % of the peak)
+    // 0.01 is 60 samples of the warm-up's slope: within a step of each of the 4 nodes.
+    EXPECT_LT(worst, 0.01) << "a node's rate strayed from the cluster's schedule";
+  }
+}
+
 // Nodes in `evaluating` evaluate every 50 steps, the others only when told to check.
 Cluster MakeTargetCluster(uint64_t seed, std::vector<size_t> evaluating) {
   GossipNodeOptions base = BaseOptions();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -113,6 +115,19 @@ TEST(ConfigTest, CrossKeyValidation) {
   EXPECT_EQ(ValidateTrainConfig(*h.Parse({"--nesterov", "--momentum", "0"})).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(ValidateTrainConfig(*h.Parse({"--shard-index", "1", "--shard-count", "2"})).ok());
+  // Learning-rate schedules: a spec that does not parse, a warm-up as long as the budget.
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--lr-schedule", "linear"},
+                                       {"--lr-schedule", "step"},
+                                       {"--lr-schedule", "cosine:final=2x"},
+                                       {"--warmup-epochs", "3", "--epochs", "3"}}) {
+    const Status status = ValidateTrainConfig(*h.Parse(bad));
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad[1];
+    std::string key = bad[0].substr(2);  // the key the message names: lr_schedule, warmup_epochs
+    std::replace(key.begin(), key.end(), '-', '_');
+    EXPECT_NE(status.message().find(key), std::string_view::npos) << status;
+  }
+  EXPECT_TRUE(ValidateTrainConfig(*h.Parse({"--lr-schedule", "step:0.5,0.75,factor=0.2",
+                                            "--warmup-epochs", "0.5"})).ok());
 }
 
 TEST(ConfigTest, EveryKeyHasAValidDefaultAndHelp) {

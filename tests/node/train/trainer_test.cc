@@ -97,6 +97,39 @@ TEST(TrainerTest, AFailingGradientHookLeavesTheParametersUnchanged) {
   EXPECT_EQ(std::vector<float>(trainer.params().begin(), trainer.params().end()), before);
 }
 
+TEST(TrainerTest, StepsTakeTheScheduledLearningRate) {
+  SyntheticOptions o;
+  o.train_samples = 256;
+  o.test_samples = 10;
+  o.features = 8;
+  auto data = MakeGaussianMixture(o);
+  ASSERT_TRUE(data.ok());
+  auto model = Model<float>::Create(ModelSpec::LogisticRegression(8));
+  TrainOptions options;  // batch 64: 4 steps an epoch
+  options.sgd.learning_rate = 0.5;
+  options.sgd.momentum = 0;
+  options.lr_schedule_spec = "step:0.5";
+  options.lr_reference_batch = 32;  // linear scaling: × 64 / 32
+  auto schedule = ScheduleFor(options, 512, 256, 64);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  options.lr_schedule = *schedule;
+  ManualClock clock;
+  Trainer trainer(*model, data->train, AllRows(data->train), &data->test, options, clock);
+  trainer.InitializeParams();
+  std::vector<double> rates;
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_TRUE(trainer.Step().ok());
+    rates.push_back(trainer.last_lr());
+  }
+  EXPECT_EQ(rates, (std::vector<double>{1, 1, 1, 1, 0.1, 0.1, 0.1, 0.1}));
+  // A rate given to the step wins; 0 leaves the parameters where they were.
+  const std::vector<float> before(trainer.params().begin(), trainer.params().end());
+  ASSERT_TRUE(trainer.Step(0.0).ok());
+  EXPECT_EQ(std::vector<float>(trainer.params().begin(), trainer.params().end()), before);
+  ASSERT_TRUE(trainer.Step(0.5).ok());
+  EXPECT_NE(std::vector<float>(trainer.params().begin(), trainer.params().end()), before);
+}
+
 TEST(TrainerTest, LogisticRegressionSeparatesTheMixture) {
   SyntheticOptions o;
   o.train_samples = 4000;
