@@ -11,10 +11,11 @@
 //   cyclic repetition (§1.3, any n and s < n): worker i holds partitions i, i+1, ..., i+s (mod
 //     n); B's rows span null(H) for a random s x n matrix H with H 1 = 0. H is drawn from a
 //     portable generator (splitmix64 + Box-Muller), so every node derives the same B from
-//     (n, s, seed); of `candidates` draws (fewer for large n, so that candidates × responder
-//     sets × n³ stays under 3e8 unless one candidate exceeds it: under a second here) the one with the smallest worst-case
-//     cond(B_F) is kept, and a code whose worst case exceeds `max_condition` is refused (§1.4: float32
-//     messages lose about cond * 6e-8 of relative accuracy).
+//     (n, s, seed); of `candidates` draws (fewer for large n: candidates × responder sets × n³
+//     stays under 3e8 unless one candidate exceeds it, under a second here) the one with the
+//     smallest worst-case cond(B_F) is kept, and a code whose worst case exceeds
+//     `max_condition` is refused (§1.4: float32 messages lose about cond * 6e-8 of relative
+//     accuracy).
 // GradientCode::Create prefers fractional repetition whenever it applies.
 //
 // Decoding solves B_F^T a = 1 by least squares in double (column-pivoted QR), checks the

@@ -477,7 +477,10 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   step_mixing_ = mixing;
   computing_ = true;
   std::optional<double> lr;
-  if (o_.lr_schedule.has_value()) s_.lr = *(lr = o_.lr_schedule->At(ScheduleSamples()));
+  if (o_.lr_schedule.has_value()) {
+    lr = o_.lr_schedule->At(ScheduleSamples());
+    s_.lr = *lr;
+  }
   Emit(ComputeStep{s_.step + 1, lr});
 }
 

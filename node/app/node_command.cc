@@ -199,6 +199,9 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
   if (!work.ok()) return Refuse(work.status());
   auto& data = work->data;
   auto& model = work->model;
+  if (auto schedule = CodedSchedule(*options, data.train.rows); !schedule.ok()) {
+    return Refuse(schedule.status());
+  }
   auto peer = PeerNode::Start(peer_options);
   if (!peer.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", peer.status().ToString().c_str());
@@ -298,8 +301,12 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
   };
   auto result = RunGossipTrainer(*options, model, data.train, *std::move(rows), &data.test,
                                  report, StopRequested);
-  // A checkpoint of another model, run or node: the operator must choose.
-  if (result.status().code() == StatusCode::kFailedPrecondition) return Refuse(result.status());
+  // A checkpoint of another model, run or node: the operator must choose. Options the driver
+  // cannot use (the learning-rate schedule for this data and budget) are refused before joining.
+  if (result.status().code() == StatusCode::kFailedPrecondition ||
+      result.status().code() == StatusCode::kInvalidArgument) {
+    return Refuse(result.status());
+  }
   if (!result.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
     return 1;

@@ -71,6 +71,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["lag"] = p.max_lag;
   j["consensus"] = p.consensus_distance;
   j["gamma"] = p.gamma;
+  j["lr"] = p.lr;
   j["wait_s"] = p.wait_s;
   j["catchups"] = p.catchups;
   j["model_requests"] = p.model_requests;

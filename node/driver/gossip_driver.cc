@@ -101,7 +101,20 @@ class GossipDriver : public gossip::GossipNodeObserver {
 };
 
 Status GossipDriver::Start() {
+  p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
+  // The schedule runs on the cluster's samples; the linear scaling rule's global batch is every
+  // expected member's mini-batch. Made before the peer starts: a bad option never joins.
+  if (o_.train.lr_reference_batch > 0 && o_.node.expect_members <= 0) {
+    return InvalidArgumentError(
+        "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
+        "makes its global batch");
+  }
+  auto schedule = ScheduleFor(o_.train, p_.budget_samples, o_.dataset_rows,
+                              o_.train.batch_size * std::max(1, o_.node.expect_members));
+  if (!schedule.ok()) return schedule.status();
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
+  MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", peer_->id(),
+                  schedule->ToString());
   p_.id = peer_->id();
   peer_->SetSendInjection(o_.straggler.send_delay, o_.straggler.drop, o_.straggler.seed);
   if (o_.telemetry != nullptr) {
@@ -110,7 +123,6 @@ Status GossipDriver::Start() {
     ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
   }
   start_ = clock_.Now();
-  p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
   // The cluster's common initial model, or one of this node's own.
   std::vector<float> x0(static_cast<size_t>(model_.NumParams()));
   model_.Initialize(std::span<float>(x0), o_.init_seed);
@@ -125,18 +137,7 @@ Status GossipDriver::Start() {
   g.incarnation = peer_->Snapshot().incarnation;
   g.shard_rows = std::max<int64_t>(1, trainer_.shard_rows());
   g.budget_samples = p_.budget_samples;
-  // The schedule runs on the cluster's samples; the linear scaling rule's global batch is every
-  // expected member's mini-batch.
-  if (o_.train.lr_reference_batch > 0 && g.expect_members <= 0) {
-    return InvalidArgumentError(
-        "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
-        "makes its global batch");
-  }
-  auto schedule = ScheduleFor(o_.train, p_.budget_samples, o_.dataset_rows,
-                              o_.train.batch_size * std::max(1, g.expect_members));
-  if (!schedule.ok()) return schedule.status();
   g.lr_schedule = *schedule;
-  MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", g.self, schedule->ToString());
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
   node_->set_observer(this);
   MURMUR_RETURN_IF_ERROR(Restore());

@@ -284,9 +284,7 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
   gossip::SyncNodeOptions so = o_.node;
   so.self = peer_.id();
   so.batch = batch_;
-  TrainOptions lr = o_.schedule;
-  lr.sgd.learning_rate = so.lr;
-  auto schedule = ScheduleFor(lr, so.iterations * batch_, train_.rows, batch_);
+  auto schedule = CodedSchedule(o_, train_.rows);
   if (!schedule.ok()) return schedule.status();
   so.lr_schedule = *schedule;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::SyncNode::Create(std::move(plan), so, std::move(initial), clock_.Now()));
@@ -331,6 +329,13 @@ std::pair<double, double> MeanAndP95(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t k = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(values.size()))) - 1;
   return {mean, values[std::min(k, values.size() - 1)]};
+}
+
+StatusOr<kernels::LrSchedule> CodedSchedule(const CodedTrainerOptions& o, int64_t train_rows) {
+  const int64_t batch = o.global_batch > 0 ? o.global_batch : train_rows;
+  TrainOptions lr = o.schedule;
+  lr.sgd.learning_rate = o.node.lr;
+  return ScheduleFor(lr, o.node.iterations * batch, train_rows, batch);
 }
 
 StatusOr<CodedProgress> RunCodedTrainer(const CodedTrainerOptions& options, PeerNode& peer,

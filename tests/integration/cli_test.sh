@@ -92,6 +92,12 @@ contains "the refusal names both models" "$tmp/err" "holds a 10-1 logistic model
 check "init-from a missing file exits 2" 2 "$murmur" train "${small[@]}" --init-from "$tmp/none.mck"
 check "checkpoints outside gossip mode exit 2" 2 "$murmur" node --mode ring --listen tcp://127.0.0.1:0 --checkpoint-dir "$tmp/ck"
 contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are for --mode gossip"
+check "a warm-up longer than a ring run exits 2" 2 "$murmur" node --plaintext --mode ring \
+  --listen tcp://127.0.0.1:0 --n 2 --L 1 --iterations 5 --global-batch 64 --lr-schedule cosine --warmup-epochs 1
+contains "the refusal gives both lengths" "$tmp/err" "the warm-up (60000 samples) must be shorter than the budget (320 samples)"
+check "the linear scaling rule without a cluster size exits 2" 2 "$murmur" node --plaintext \
+  --listen tcp://127.0.0.1:0 --lr-reference-batch 64
+contains "the refusal names what is missing" "$tmp/err" "needs expect_members"
 
 # The peer layer: a local cluster converges, and bad node flags say what is wrong.
 check "local cluster converges" 0 "$murmur" local --mode membership --nodes 3 --duration 2 --json --progress plain
