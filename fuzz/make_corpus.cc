@@ -43,7 +43,8 @@ std::vector<std::string> Envelopes() {
       gossip::Join{Entry(9, MemberState::kAlive)}, gossip::Digest{members, true}, gossip::Leave{},
       gossip::UpdateHeader{5, 6, 7850, true, true}, gossip::SnapshotRequest{77, true},
       gossip::SnapshotReply{8, 1000, true},
-      gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000}};
+      gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
+      gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};
   std::vector<std::string> out;
   for (const auto& payload : payloads) {
     gossip::Envelope e;

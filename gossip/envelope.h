@@ -124,14 +124,26 @@ struct CodedMessage {
   bool operator==(const CodedMessage&) const = default;
 };
 
+// The consensus finish (gossip/consensus_finish.h): a member's final model sent to the collector,
+// or the collector's average sent back; frame 0 is a dense coding::EncodeUpdate (fp16 values).
+struct FinishMessage {
+  enum class Kind : uint8_t { kContribution = 0, kResult = 1 };
+  Kind kind = Kind::kContribution;
+  uint32_t dimension = 0;
+  uint32_t contributors = 0;  // kResult: how many members' models the average holds
+  bool operator==(const FinishMessage&) const = default;
+};
+
 using Payload = std::variant<NoPayload, Heartbeat, Ping, Ack, PingReq, Join, Digest, Leave,
-                             UpdateHeader, SnapshotRequest, SnapshotReply, CodedMessage>;
+                             UpdateHeader, SnapshotRequest, SnapshotReply, CodedMessage,
+                             FinishMessage>;
 
 // How many tensor frames each payload kind must carry: header-only kinds none, the rest one.
 inline uint32_t RequiredPayloadFrames(const Payload& payload) {
   return std::holds_alternative<UpdateHeader>(payload) ||
                  std::holds_alternative<SnapshotReply>(payload) ||
-                 std::holds_alternative<CodedMessage>(payload)
+                 std::holds_alternative<CodedMessage>(payload) ||
+                 std::holds_alternative<FinishMessage>(payload)
              ? 1
              : 0;
 }

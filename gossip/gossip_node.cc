@@ -17,6 +17,7 @@ Status GossipNodeOptions::Validate() const {
   }
   if (join_attempts < 1) return InvalidArgumentError("join_attempts must be at least 1");
   if (shard_rows < 1) return InvalidArgumentError("shard_rows must be at least 1");
+  if (finish_wait.count() < 0) return InvalidArgumentError("finish_wait must not be negative");
   return OkStatus();
 }
 
@@ -106,6 +107,7 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   if (finished > 0 && 2 * finished >= s_.live_members + finished_gone) peer_finished_ = true;
   if (finished > finished_members_ && o_.target_accuracy > 0) evaluate_now_ = true;
   finished_members_ = finished;
+  if (finish_ != nullptr) finish_->View(view_, now);
   // Deferred messages whose sender came alive are handled now; the rest wait out their time.
   std::deque<Deferred> waiting;
   waiting.swap(deferred_);
@@ -166,7 +168,9 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     ServeModel(m.from);
     return;
   }
-  if (const auto* r = std::get_if<SnapshotReply>(&m.payload); r != nullptr && r->model) {
+  if (const auto* f = std::get_if<FinishMessage>(&m.payload)) {
+    OnFinishMessage(m, *f, now);
+  } else if (const auto* r = std::get_if<SnapshotReply>(&m.payload); r != nullptr && r->model) {
     OnSnapshotReply(m, *r);
   } else if (std::holds_alternative<CodedMessage>(m.payload)) {
     Reject(kRejectWrongMode, m.from,
@@ -266,6 +270,7 @@ void GossipNode::Step(const Evaluated& result, TimePoint now) {
   if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
     s_.accuracy = result.accuracy;
     s_.accuracy_step = s_.step;
+    if (phase_ == Phase::kFinishing) s_.own_accuracy = result.accuracy;
   }
   if (phase_ == Phase::kLingering) linger_until_ = now + o_.linger;
   Advance(now);
@@ -291,6 +296,9 @@ void GossipNode::Advance(TimePoint now) {
       return;
     case Phase::kTraining:
       AdvanceTraining(now);
+      return;
+    case Phase::kFinishing:
+      AdvanceFinishing(now);
       return;
     case Phase::kLingering:
       if (!evaluating_ && LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
@@ -388,6 +396,15 @@ void GossipNode::StartTraining(TimePoint now) {
     return;
   }
   choco_ = *std::move(choco);
+  if (o_.finish_wait.count() > 0) {
+    ConsensusFinishOptions f;
+    f.self = o_.self;
+    f.dimension = static_cast<uint32_t>(x_.size());
+    f.result_wait = o_.finish_wait;
+    f.collect_wait = o_.finish_wait / 2;
+    finish_ = std::make_unique<ConsensusFinish>(f);
+    finish_->View(view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
+  }
   s_.gamma = choco_->gamma();
   phase_ = Phase::kTraining;
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
@@ -401,32 +418,6 @@ int64_t GossipNode::ScheduleSamples() const {
   // yet) reads the reported counts. The budget keeps to the reported counts alone.
   const int64_t reported = s_.cluster_samples + (s_.samples - own_samples_at_view_);
   return std::max(reported, s_.samples * static_cast<int64_t>(s_.live_members));
-}
-
-bool GossipNode::BudgetSpent(TimePoint now) {
-  if (o_.budget_samples > 0 && s_.cluster_samples >= o_.budget_samples) {
-    s_.end_reason = "epochs";
-  } else if (o_.target_accuracy > 0 && s_.accuracy >= o_.target_accuracy) {
-    s_.end_reason = "accuracy";
-  } else if (o_.time_limit.count() > 0 && now - start_ >= o_.time_limit) {
-    s_.end_reason = "time";
-  } else if (peer_finished_) {
-    s_.end_reason = "peer";
-  } else if (stop_requested_) {
-    s_.end_reason = "stopped";
-  } else {
-    return false;
-  }
-  return true;
-}
-
-void GossipNode::Finish(TimePoint now) {
-  phase_ = Phase::kLingering;
-  linger_until_ = now + o_.linger;
-  evaluating_ = true;
-  Emit(Evaluate{true, x_});
-  Emit(Finished{s_.end_reason});
-  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), true});
 }
 
 std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {

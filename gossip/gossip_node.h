@@ -26,8 +26,12 @@
 //             "finished" from other members is believed from a quorum only (half the cluster:
 //             live members and finished ones); a single finished member makes a node with a
 //             target accuracy evaluate its own model at once and decide by that.
-//   finished  a full Evaluate, "finished" announced so every member stops, `linger` spent
-//             answering peers, then RunOver.
+//   finishing "finished" announced so every member stops; then, unless `finish_wait` is 0, the
+//             consensus finish (consensus_finish.h): the model goes to the collector (the lowest
+//             live id), the node evaluates it on the full test set meanwhile (own_accuracy),
+//             and adopts the members' average when it comes (or keeps its own model after
+//             `finish_wait`, and says so).
+//   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver.
 // The model is the caller's span (the trainer's parameters): the machine reads it for rounds
 // and snapshots and writes it only between steps (rounds, adoption, catch-up), never while a
 // ComputeStep is outstanding. Snapshot requests for the model are answered in every phase.
@@ -57,6 +61,7 @@
 #include "base/status.h"
 #include "coding/compressor.h"
 #include "gossip/choco.h"
+#include "gossip/consensus_finish.h"
 #include "gossip/node_io.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
@@ -91,6 +96,9 @@ struct GossipNodeOptions {
   int join_attempts = 3;
   Duration model_retry = std::chrono::seconds(2);
   Duration linger = std::chrono::milliseconds(500);
+  // The consensus finish: how long a member waits for the average once its training is over (the
+  // collector averages what it has after half of it); 0: no finish, every node keeps its model.
+  Duration finish_wait = std::chrono::seconds(10);
   // How far the step clock of a message may lead the highest clock this node knows (its own,
   // the most advanced member's, the sender's); further is refused (kRejectClock).
   uint64_t max_clock_lead = 100000;
@@ -122,6 +130,9 @@ class GossipNodeObserver {
   virtual void Staleness(double /*steps*/) {}
   virtual void LateDropped() {}
   virtual void Round(double /*density*/, double /*residual_norm*/, double /*consensus*/) {}
+  // The consensus finish ended: averaged (with `contributors` models, `moved`: ‖x̄ − x_i‖ / ‖x̄‖)
+  // or not.
+  virtual void Finish(bool /*averaged*/, uint32_t /*contributors*/, double /*moved*/) {}
 };
 
 // The node's state as its reports show it.
@@ -151,11 +162,17 @@ struct GossipNodeState {
   bool joined_by_snapshot = false;
   uint64_t resumed_step = 0;     // the step of the node's own checkpoint it resumed from (0: none)
   std::string end_reason;
+  // The consensus finish: "" (not reached), "averaged", "missed" or "off".
+  std::string finish;
+  uint32_t finish_contributors = 0;
+  double finish_moved = 0;      // ‖x̄ − x_i‖ / ‖x̄‖: how far the average was from this model
+  double own_accuracy = -1;     // this node's own model before the finish (full test set)
+  std::map<std::string, uint64_t> finish_verdicts;
 };
 
 class GossipNode {
  public:
-  enum class Phase : uint8_t { kJoining, kAwaitingModel, kTraining, kLingering, kOver };
+  enum class Phase : uint8_t { kJoining, kAwaitingModel, kTraining, kFinishing, kLingering, kOver };
 
   // `model` holds this node's starting model and stays the caller's (the trainer's parameters);
   // `initial` is the cluster's seeded initial model (the same values unless every node drew its
@@ -204,6 +221,9 @@ class GossipNode {
   bool BudgetSpent(TimePoint now);
   int64_t ScheduleSamples() const;  // the cluster's samples now, for the learning-rate schedule
   void Finish(TimePoint now);
+  void AdvanceFinishing(TimePoint now);
+  void OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now);
+  void EmitFinishOutput();
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
   void AdoptReceivedModel();
@@ -226,6 +246,7 @@ class GossipNode {
   bool from_initial_;
   SoftSync sync_;
   std::unique_ptr<ChocoGossip> choco_;
+  std::unique_ptr<ConsensusFinish> finish_;  // from the start of training, unless finish_wait is 0
   GossipNodeObserver* observer_ = nullptr;
   GossipNodeState s_;
   Phase phase_ = Phase::kJoining;

@@ -140,6 +140,11 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
           b.setIteration(v.iteration);
           b.setTreePosition(v.tree_position);
           b.setDimension(v.dimension);
+        } else if constexpr (std::is_same_v<P, gossip::FinishMessage>) {
+          auto b = p.initFinish();
+          b.setKind(static_cast<wire::FinishMessage::Kind>(v.kind));
+          b.setDimension(v.dimension);
+          b.setContributors(v.contributors);
         } else {
           static_assert(sizeof(P) == 0, "every payload kind needs a wire form");
         }
@@ -199,6 +204,16 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
       }
       return gossip::CodedMessage{static_cast<gossip::CodedMessage::Kind>(kind),
                                   r.getIteration(), r.getTreePosition(), r.getDimension()};
+    }
+    case W::FINISH: {
+      auto r = p.getFinish();
+      const auto kind = static_cast<uint16_t>(r.getKind());
+      if (kind > static_cast<uint16_t>(gossip::FinishMessage::Kind::kResult)) {
+        throw Refusal{Rejection::kInvalidField,
+                      InvalidArgumentError("finish message has unknown kind " + std::to_string(kind))};
+      }
+      return gossip::FinishMessage{static_cast<gossip::FinishMessage::Kind>(kind), r.getDimension(),
+                                   r.getContributors()};
     }
   }
   throw Refusal{Rejection::kUnknownPayload,

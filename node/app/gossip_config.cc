@@ -43,6 +43,11 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
         .Real("target_accuracy", &C::target_accuracy, "0", 0, 1,
               "budget: stop when a node's test accuracy reaches this (0: none)")
         .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9, "budget: seconds of training (0: none)")
+        .Real("finish_wait_s", &C::finish_wait_s, "10", 0, 86400,
+              "consensus finish: once the budget is spent every node sends its model to the "
+              "lowest live id and adopts the members' average; how long a node waits for it "
+              "(the collector averages what it has after half of it). 0: no finish, every node "
+              "keeps its own model")
         .Integer("eval_every", &C::eval_every, 0, 0, 1 << 30,
                  "steps between test evaluations on eval_samples rows (0: only at the end)")
         .Integer("eval_samples", &C::eval_samples, 2000, 1, 1 << 30,
@@ -98,6 +103,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.epochs = c.epochs;
   o.node.target_accuracy = c.target_accuracy;
   o.node.time_limit = std::chrono::milliseconds(static_cast<int64_t>(c.time_limit_s * 1000));
+  o.node.finish_wait = std::chrono::milliseconds(static_cast<int64_t>(c.finish_wait_s * 1000));
   o.node.eval_every = c.eval_every;
   o.eval_samples = c.eval_samples;
   auto straggle = ParseStraggle(c.straggle);

@@ -30,6 +30,7 @@ struct GossipConfig {
   double staleness_scale = 0;
   double target_accuracy = 0;
   double time_limit_s = 0;
+  double finish_wait_s = 0;
   int eval_every = 0;
   int eval_samples = 0;
   std::string straggle;

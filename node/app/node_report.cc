@@ -86,6 +86,14 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["resumed_step"] = p.resumed_step;
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
+  if (!p.finish.empty()) {
+    j["finish"] = {{"outcome", p.finish},
+                   {"contributors", p.finish_contributors},
+                   {"moved", p.finish_moved},
+                   {"own_accuracy", p.own_accuracy >= 0 ? nlohmann::json(p.own_accuracy)
+                                                        : nlohmann::json(nullptr)},
+                   {"verdicts", p.finish_verdicts}};
+  }
   return j.dump();
 }
 

@@ -203,7 +203,8 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
   if (std::holds_alternative<gossip::UpdateHeader>(p) ||
       std::holds_alternative<gossip::SnapshotRequest>(p) ||
       std::holds_alternative<gossip::SnapshotReply>(p) ||
-      std::holds_alternative<gossip::CodedMessage>(p)) {
+      std::holds_alternative<gossip::CodedMessage>(p) ||
+      std::holds_alternative<gossip::FinishMessage>(p)) {
     std::lock_guard<std::mutex> lock(training_mu_);
     if (training_.size() >= options_.max_training_queue) {
       training_.pop_front();  // the protocols repair holes (snapshots); never block the driver
@@ -283,6 +284,7 @@ std::string_view MessageKindName(MessageKind kind) {
     case MessageKind::kUpdate: return "update";
     case MessageKind::kSnapshot: return "snapshot";
     case MessageKind::kCoded: return "coded";
+    case MessageKind::kFinish: return "finish";
     case MessageKind::kCount: break;
   }
   return "unknown";
@@ -295,6 +297,7 @@ MessageKind KindOf(const gossip::Payload& payload) {
     return MessageKind::kSnapshot;
   }
   if (std::holds_alternative<gossip::CodedMessage>(payload)) return MessageKind::kCoded;
+  if (std::holds_alternative<gossip::FinishMessage>(payload)) return MessageKind::kFinish;
   return MessageKind::kMembership;
 }
 

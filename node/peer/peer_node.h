@@ -46,7 +46,7 @@ struct PeerNodeOptions {
 };
 
 // Message kinds for the traffic counters (a bounded metric label).
-enum class MessageKind : uint8_t { kMembership, kUpdate, kSnapshot, kCoded, kCount };
+enum class MessageKind : uint8_t { kMembership, kUpdate, kSnapshot, kCoded, kFinish, kCount };
 std::string_view MessageKindName(MessageKind kind);
 MessageKind KindOf(const gossip::Payload& payload);
 

@@ -89,6 +89,17 @@ struct CodedMessage {
   dimension @3 :UInt32;
 }
 
+# The consensus finish (gossip/consensus_finish.h); the model follows as a frame.
+struct FinishMessage {
+  enum Kind {
+    contribution @0;
+    result @1;
+  }
+  kind @0 :Kind;
+  dimension @1 :UInt32;
+  contributors @2 :UInt32;
+}
+
 struct Envelope {
   schemaVersion @0 :UInt32;
   clusterId @1 :Text;
@@ -112,5 +123,6 @@ struct Envelope {
     snapshotRequest @16 :SnapshotRequest;
     snapshotReply @17 :SnapshotReply;
     coded @18 :CodedMessage;
+    finish @19 :FinishMessage;
   }
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "coding/update_codec.h"
 #include "tests/testing/node_cluster.h"
@@ -440,6 +441,48 @@ TEST(GossipNodeTest, CrashedMemberIsNeverWaitedForPastW) {
       EXPECT_LE(longest, base.soft_sync.max_wait + milliseconds(10)) << "node " << i;
       EXPECT_GT(cluster.machine(i).state().step, 500u) << "node " << i;  // it kept training
       EXPECT_GE(cluster.machine(i).soft_sync().stragglers_detected(), 1u) << "node " << i;
+    }
+  }
+}
+
+// The consensus finish (consensus_finish.h): every node alive at the end holds the same model,
+// the average of their final models, also with a 4x straggler and with a member that crashed
+// during the run (odd seeds).
+TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 8000;
+    base.finish_wait = std::chrono::seconds(4);
+    Cluster cluster = MakeCluster(4, seed, base);
+    cluster.node(3).step_time = milliseconds(8);  // 4x the others
+    std::map<size_t, std::vector<float>> own;    // each node's model when its training ended
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      if (std::holds_alternative<Finished>(action)) own[i] = cluster.node(i).x;
+    };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    const bool crash = seed % 2 == 1;
+    cluster.RunFor(milliseconds(400));
+    if (crash) cluster.Crash(2);
+    std::vector<size_t> live = crash ? std::vector<size_t>{0, 1, 3} : std::vector<size_t>{0, 1, 2, 3};
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(20), [&] {
+      return std::all_of(live.begin(), live.end(), [&](size_t i) { return cluster.node(i).over.has_value(); });
+    }));
+    std::vector<float> average(cluster.node(0).x.size(), 0.0f);
+    for (size_t i : live) {
+      ASSERT_TRUE(own.contains(i)) << "node " << i << " never finished";
+      for (size_t k = 0; k < average.size(); ++k) average[k] += own[i][k] / static_cast<float>(live.size());
+    }
+    for (size_t i : live) {
+      SCOPED_TRACE("node " + std::to_string(i));
+      const GossipNodeState& st = cluster.machine(i).state();
+      EXPECT_EQ(st.finish, "averaged");
+      EXPECT_EQ(st.finish_contributors, live.size());
+      EXPECT_EQ(cluster.node(i).x, cluster.node(live[0]).x) << "bit-identical models";
+      for (size_t k = 0; k < average.size(); ++k) {
+        ASSERT_NEAR(cluster.node(i).x[k], average[k], 1e-3 * std::abs(average[k]) + 1e-6) << k;
+      }
+      EXPECT_TRUE(cluster.node(i).over->ok());
     }
   }
 }

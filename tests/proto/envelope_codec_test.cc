@@ -48,7 +48,8 @@ std::vector<gossip::Payload> EveryPayload() {
           gossip::UpdateHeader{5, 6, 7850, true, true},
           gossip::SnapshotRequest{77, true},
           gossip::SnapshotReply{8, 1000, true},
-          gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000}};
+          gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
+          gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};
 }
 
 TEST(EnvelopeCodecTest, RoundTripsEveryPayload) {

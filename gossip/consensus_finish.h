@@ -1,0 +1,136 @@
+#pragma once
+// The consensus finish (issue 19) as a sans-IO machine: when the budget is spent, the members'
+// N different models become one — their average — so the run ends on the cluster's model. The
+// plain average is what exact all-reduce would hold after a final averaging step (local SGD
+// with a last synchronization, Lin et al. 2020 §3; SGP's exact average, Assran et al. 2019 §3).
+//
+// Protocol:
+//   contribute  Start: the member sends its final model (dense, fp16 values) to its collector,
+//               the lowest live id of its view. A member whose collector dies (leaves its
+//               view) before answering sends its model to the new lowest live id.
+//   collect     The collector sums the models that come in — from live members (the caller's
+//               check), one per member, each within `max_distance` × ‖own model‖ of its own
+//               model — and averages once every live member of its view has contributed
+//               (members that die meanwhile drop out of the wait) or `collect_wait` after its own
+//               Start. The average is rounded to fp16 once, so every member, the collector
+//               included, holds bit-identical values.
+//   publish     The result goes to every contributor and every live member; a contribution that
+//               comes later is answered with the same result.
+//   adopt       A member adopts the first result from a collector it contributed to, or from the
+//               lowest live id of its view (a result may come before its own Start: a member
+//               still finishing its last step adopts it at Start). A member with no result
+//               `result_wait` after its Start keeps its own model, and the outcome says so.
+// Cost: one dense fp16 model up and one down per member (2 bytes × d each way); the collector
+// sends N − 1 results, once.
+// Members of a finished run agree on their views (membership converges in (log2 N + 4) periods);
+// two members that disagree on who is lowest contribute to different collectors, and the one
+// whose collector does not collect misses the finish, said in its outcome.
+//
+// Trust: a message changes nothing until it passed every check (dimension, a dense finite
+// decode, the distance bound, a sender that may send it); refusals are returned, for the caller
+// to count. State is one sum of d doubles, the set of contributors (live members only) and the
+// result, whatever the senders do.
+// Thread safety: none; one driver thread.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "coding/update_codec.h"
+#include "gossip/envelope.h"
+#include "gossip/node_io.h"
+
+namespace murmur::gossip {
+
+struct ConsensusFinishOptions {
+  NodeId self = 0;
+  uint32_t dimension = 0;
+  Duration collect_wait = std::chrono::seconds(5);  // the collector, from its Start
+  Duration result_wait = std::chrono::seconds(10);  // a member, from its Start
+  // A model (contribution or result) farther than this × ‖own model‖ from the own model is
+  // refused (0: no check). Honest models of one run are within a few percent of each other.
+  double max_distance = 4;
+};
+
+enum class FinishVerdict : uint8_t {
+  kAccepted,    // a contribution counted, or a result adopted
+  kAnswered,    // a contribution after publishing: answered with the result
+  kDuplicate,   // a second contribution from a member, or a result after the outcome
+  kNotExpected, // a result from a member that is not this node's collector
+  kOutlier,     // beyond max_distance
+  kRejected,    // wrong dimension, not a dense finite model
+};
+std::string_view FinishVerdictName(FinishVerdict verdict);
+
+struct FinishStepResult {
+  FinishVerdict verdict = FinishVerdict::kAccepted;
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  Status status;
+};
+
+struct FinishOutcome {
+  bool averaged = false;       // the model is the cluster's average
+  uint32_t contributors = 0;   // models in the average
+  NodeId collector = 0;
+  std::vector<float> model;    // the average (empty when not averaged)
+  std::string why;             // when not averaged
+};
+
+class ConsensusFinish {
+ public:
+  explicit ConsensusFinish(const ConsensusFinishOptions& options);
+
+  // This member's training is over; `model` is its final model; `live`: the live ids of its
+  // view, sorted, with itself.
+  void Start(std::span<const float> model, const std::vector<NodeId>& live, TimePoint now);
+  // A finish message from a live member (the caller checked the sender). `own`: this node's model
+  // now (before Start, the one still training).
+  FinishStepResult Step(NodeId from, const FinishMessage& header, std::span<const std::byte> frame,
+                        std::span<const float> own, TimePoint now);
+  // The live ids changed (sorted, with this node).
+  void View(const std::vector<NodeId>& live, TimePoint now);
+  void Tick(TimePoint now);
+  std::vector<SendTo> TakeOutput() { return std::exchange(out_, {}); }
+
+  bool started() const { return started_; }
+  bool collecting() const { return started_ && collector_ == o_.self; }
+  // Set once: the average adopted, or the wait over.
+  const std::optional<FinishOutcome>& outcome() const { return outcome_; }
+  // When a member without a result gives up (valid once started).
+  TimePoint deadline() const { return deadline_; }
+
+ private:
+  void Contribute();
+  void MaybePublish(TimePoint now);
+  void SendResult(NodeId to);
+  // Decodes a dense model of the right dimension within the distance bound of `own`.
+  FinishStepResult Decode(std::span<const std::byte> frame, std::span<const float> own,
+                          std::vector<float>& values) const;
+
+  const ConsensusFinishOptions o_;
+  bool started_ = false;
+  TimePoint started_at_{};
+  TimePoint deadline_{};
+  std::vector<NodeId> live_;
+  NodeId collector_ = 0;
+  std::set<NodeId> sent_to_;  // collectors this node contributed to
+  std::vector<float> own_half_;  // this node's model as contributed (fp16 values)
+  std::shared_ptr<const std::vector<std::byte>> own_frame_;
+  // Collector state (contributions may come before this node's own Start).
+  std::vector<double> sum_;
+  std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
+  std::shared_ptr<const std::vector<std::byte>> result_frame_;
+  std::set<NodeId> answered_;  // members the result went to (each gets it once)
+  uint32_t result_contributors_ = 0;
+  // A result that came before Start, from the then lowest live member.
+  std::optional<FinishOutcome> early_result_;
+  std::optional<FinishOutcome> outcome_;
+  std::vector<SendTo> out_;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,105 @@
+// The end of a gossip node's run (gossip_node.h "finishing", "finished"): the budget, the
+// "finished" announcement and the consensus finish (consensus_finish.h).
+#include <algorithm>
+#include <cmath>
+
+#include "base/log.h"
+#include "gossip/gossip_node.h"
+
+namespace murmur::gossip {
+
+bool GossipNode::BudgetSpent(TimePoint now) {
+  if (o_.budget_samples > 0 && s_.cluster_samples >= o_.budget_samples) {
+    s_.end_reason = "epochs";
+  } else if (o_.target_accuracy > 0 && s_.accuracy >= o_.target_accuracy) {
+    s_.end_reason = "accuracy";
+  } else if (o_.time_limit.count() > 0 && now - start_ >= o_.time_limit) {
+    s_.end_reason = "time";
+  } else if (peer_finished_) {
+    s_.end_reason = "peer";
+  } else if (stop_requested_) {
+    s_.end_reason = "stopped";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void GossipNode::Finish(TimePoint now) {
+  Emit(Finished{s_.end_reason});
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), true});
+  evaluating_ = true;
+  if (finish_ == nullptr || stop_requested_) {
+    // Stopped by the operator: the others train on, there is nothing to average with.
+    s_.finish = "off";
+    phase_ = Phase::kLingering;
+    linger_until_ = now + o_.linger;
+    Emit(Evaluate{true, x_});
+    return;
+  }
+  phase_ = Phase::kFinishing;
+  finish_->Start(x_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
+  EmitFinishOutput();
+  Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
+}
+
+void GossipNode::AdvanceFinishing(TimePoint now) {
+  if (evaluating_) return;
+  finish_->Tick(now);
+  EmitFinishOutput();
+  if (!finish_->outcome().has_value()) {
+    Emit(Wait{std::min(finish_->deadline(), now + std::chrono::milliseconds(20))});
+    return;
+  }
+  const FinishOutcome& o = *finish_->outcome();
+  phase_ = Phase::kLingering;
+  linger_until_ = now + o_.linger;
+  if (!o.averaged) {
+    s_.finish = "missed";
+    MURMUR_LOG_WARN("node {}: missed the consensus finish ({}): the run ends on this node's own "
+                    "model, which is not the cluster's", o_.self, o.why);
+    if (observer_ != nullptr) observer_->Finish(false, 0, 0);
+    return;
+  }
+  double moved = 0, norm = 0;
+  for (size_t k = 0; k < x_.size(); ++k) {
+    const double d = static_cast<double>(o.model[k]) - x_[k];
+    moved += d * d;
+    norm += static_cast<double>(o.model[k]) * o.model[k];
+  }
+  s_.finish = "averaged";
+  s_.finish_contributors = o.contributors;
+  s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;
+  std::copy(o.model.begin(), o.model.end(), x_.begin());
+  Emit(ResetOptimizer{});
+  MURMUR_LOG_INFO("node {}: adopted the average of {} members' models from node {} ({:.3g} "
+                  "relative from its own)", o_.self, o.contributors, o.collector, s_.finish_moved);
+  if (observer_ != nullptr) observer_->Finish(true, o.contributors, s_.finish_moved);
+  evaluating_ = true;
+  Emit(Evaluate{true, x_});
+}
+
+void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now) {
+  if (finish_ == nullptr) {
+    return Reject(kRejectProtocol, m.from, "a finish message while this node does not finish");
+  }
+  sync_.Observe(m.from, m.step_clock);
+  const FinishStepResult r = finish_->Step(m.from, header, m.frame, x_, now);
+  ++s_.finish_verdicts[std::string(FinishVerdictName(r.verdict))];
+  EmitFinishOutput();
+  if (r.verdict == FinishVerdict::kOutlier) {
+    Reject(kRejectOutlier, m.from, "finish: " + r.status.ToString());
+  } else if (r.verdict == FinishVerdict::kRejected) {
+    Reject(r.failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                     : coding::DecodeFailureName(r.failure),
+           m.from, "finish: " + r.status.ToString());
+  } else if (r.verdict == FinishVerdict::kNotExpected) {
+    Reject(kRejectProtocol, m.from, "finish: " + r.status.ToString());
+  }
+}
+
+void GossipNode::EmitFinishOutput() {
+  for (SendTo& send : finish_->TakeOutput()) Emit(std::move(send));
+}
+
+}  // namespace murmur::gossip

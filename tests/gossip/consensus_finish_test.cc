@@ -1,0 +1,243 @@
+// ConsensusFinish (gossip/consensus_finish.h) driven message by message under a manual clock:
+// the average every member adopts, a member that dies before contributing, a collector that dies
+// before answering, a result that never comes, a late contribution, and every refusal.
+
+#include "gossip/consensus_finish.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "coding/update.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr uint32_t kDim = 257;
+
+std::vector<float> Model(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(kDim);
+  for (float& v : x) v = 1.0f + 0.05f * n(rng);  // members of one run: a few percent apart
+  return x;
+}
+
+// A member per id, with its own model; messages are delivered by hand.
+struct Members {
+  explicit Members(std::vector<NodeId> ids) : live(std::move(ids)) {
+    for (NodeId id : live) {
+      ConsensusFinishOptions o;
+      o.self = id;
+      o.dimension = kDim;
+      o.collect_wait = milliseconds(500);
+      o.result_wait = milliseconds(1000);
+      finish.emplace(id, ConsensusFinish(o));
+      finish.at(id).View(live, TimePoint{});  // as GossipNode does from the start of training
+      model.emplace(id, Model(id));
+    }
+  }
+  // Delivers everything sent until nothing more is; messages to `dead` vanish.
+  void Deliver(TimePoint now) {
+    for (bool more = true; more;) {
+      more = false;
+      for (auto& [id, f] : finish) {
+        for (SendTo& s : f.TakeOutput()) {
+          more = true;
+          if (dead.contains(s.to) || !finish.contains(s.to)) continue;
+          const auto r = finish.at(s.to).Step(id, std::get<FinishMessage>(s.payload), *s.frame,
+                                              model.at(s.to), now);
+          verdicts[FinishVerdictName(r.verdict)]++;
+        }
+      }
+    }
+  }
+  std::vector<NodeId> live;
+  std::set<NodeId> dead;
+  std::map<NodeId, ConsensusFinish> finish;
+  std::map<NodeId, std::vector<float>> model;
+  std::map<std::string_view, int> verdicts;
+};
+
+std::vector<float> Average(const Members& m, const std::vector<NodeId>& ids) {
+  std::vector<float> avg(kDim, 0.0f);
+  for (NodeId id : ids) {
+    for (uint32_t k = 0; k < kDim; ++k) avg[k] += m.model.at(id)[k] / static_cast<float>(ids.size());
+  }
+  return avg;
+}
+
+void ExpectAdopted(const Members& m, const std::vector<NodeId>& ids, uint32_t contributors,
+                   const std::vector<float>& expected) {
+  const std::vector<float>& first = m.finish.at(ids[0]).outcome()->model;
+  for (NodeId id : ids) {
+    SCOPED_TRACE("member " + std::to_string(id));
+    const auto& o = m.finish.at(id).outcome();
+    ASSERT_TRUE(o.has_value());
+    ASSERT_TRUE(o->averaged) << o->why;
+    EXPECT_EQ(o->contributors, contributors);
+    EXPECT_EQ(o->model, first) << "every member holds bit-identical values";
+    for (uint32_t k = 0; k < kDim; ++k) {
+      ASSERT_NEAR(o->model[k], expected[k], 1e-3 * std::abs(expected[k])) << "index " << k;  // fp16
+    }
+  }
+}
+
+TEST(ConsensusFinishTest, EveryMemberAdoptsTheAverageOfAll) {
+  for (size_t n : {1u, 2u, 5u, 16u}) {
+    SCOPED_TRACE("members " + std::to_string(n));
+    std::vector<NodeId> ids;
+    for (size_t i = 0; i < n; ++i) ids.push_back(10 + 3 * i);
+    Members m(ids);
+    TimePoint now{};
+    // Members start in reverse id order: the collector (lowest id) last, so contributions wait
+    // for its Start.
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+      m.finish.at(*it).Start(m.model.at(*it), ids, now);
+      m.Deliver(now);
+    }
+    ExpectAdopted(m, ids, static_cast<uint32_t>(n), Average(m, ids));
+    // Each non-collector sent one model, the collector one result to each.
+    EXPECT_EQ(m.verdicts["accepted"], static_cast<int>(2 * (n - 1)));
+  }
+}
+
+TEST(ConsensusFinishTest, MemberThatDiesBeforeContributingIsNotWaitedForPastItsDeath) {
+  Members m({1, 2, 3, 4});
+  TimePoint now{};
+  for (NodeId id : {1, 2, 3}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  EXPECT_FALSE(m.finish.at(1).outcome().has_value()) << "the collector waits for member 4";
+  now += milliseconds(100);
+  m.dead.insert(4);
+  for (NodeId id : {1, 2, 3}) m.finish.at(id).View({1, 2, 3}, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+}
+
+TEST(ConsensusFinishTest, CollectorAveragesWhatItHasAfterCollectWait) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  for (NodeId id : {1, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  now += milliseconds(499);
+  m.finish.at(1).Tick(now);
+  EXPECT_FALSE(m.finish.at(1).outcome().has_value());
+  now += milliseconds(1);
+  m.finish.at(1).Tick(now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2}, 2, Average(m, {1, 2}));
+  // Member 3 was live, so the result went to it too: it adopts it when it starts.
+  m.finish.at(3).Start(m.model.at(3), m.live, now);
+  ASSERT_TRUE(m.finish.at(3).outcome().has_value());
+  EXPECT_EQ(m.finish.at(3).outcome()->model, m.finish.at(1).outcome()->model);
+  EXPECT_TRUE(m.finish.at(3).TakeOutput().empty()) << "nothing to contribute any more";
+}
+
+TEST(ConsensusFinishTest, LateContributionIsAnsweredOnceWithTheSameResult) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  // Member 3 is out of the others' views when they finish: they average without it.
+  for (NodeId id : {1, 2}) m.finish.at(id).View({1, 2}, now);
+  for (NodeId id : {1, 2}) m.finish.at(id).Start(m.model.at(id), {1, 2}, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2}, 2, Average(m, {1, 2}));
+  // It finishes later and contributes: the collector answers with the published average.
+  now += milliseconds(200);
+  m.finish.at(3).Start(m.model.at(3), m.live, now);
+  m.Deliver(now);
+  EXPECT_EQ(m.verdicts["answered"], 1);
+  ExpectAdopted(m, {1, 2, 3}, 2, Average(m, {1, 2}));
+  const auto again = m.finish.at(1).Step(3, {FinishMessage::Kind::kContribution, kDim, 0},
+                                         std::vector<std::byte>{}, m.model.at(1), now);
+  EXPECT_EQ(again.verdict, FinishVerdict::kDuplicate) << "answered once per member";
+  EXPECT_TRUE(m.finish.at(1).TakeOutput().empty());
+}
+
+TEST(ConsensusFinishTest, CollectorThatDiesBeforeAnsweringIsReplacedByTheNextLowest) {
+  Members m({1, 2, 3, 4});
+  m.dead.insert(1);
+  TimePoint now{};
+  for (NodeId id : {2, 3, 4}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);  // every contribution went to 1, which is gone
+  now += milliseconds(300);
+  for (NodeId id : {2, 3, 4}) m.finish.at(id).View({2, 3, 4}, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {2, 3, 4}, 3, Average(m, {2, 3, 4}));
+  EXPECT_EQ(m.finish.at(3).outcome()->collector, 2u);
+}
+
+TEST(ConsensusFinishTest, MemberWithNoResultKeepsItsModelAndSaysWhy) {
+  Members m({1, 2});
+  m.dead.insert(1);
+  TimePoint now{};
+  m.finish.at(2).Start(m.model.at(2), m.live, now);
+  m.Deliver(now);
+  now += milliseconds(999);
+  m.finish.at(2).Tick(now);
+  EXPECT_FALSE(m.finish.at(2).outcome().has_value());
+  now += milliseconds(1);
+  m.finish.at(2).Tick(now);
+  const auto& o = m.finish.at(2).outcome();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_FALSE(o->averaged);
+  EXPECT_TRUE(o->model.empty());
+  EXPECT_NE(o->why.find("no result from collector 1"), std::string::npos) << o->why;
+}
+
+// Encodes `x` as a member would (dense fp16).
+std::vector<std::byte> Frame(std::vector<float> x, bool dense = true) {
+  coding::Update u;
+  u.dimension = static_cast<uint32_t>(x.size());
+  u.dense = dense;
+  if (!dense) {
+    u.indices = {0};
+    x.resize(1);
+  }
+  u.format = coding::QuantizeFloats(x, 10);
+  u.values = x;
+  std::vector<std::byte> bytes;
+  coding::EncodeUpdate(u, bytes);
+  return bytes;
+}
+
+TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  ConsensusFinish& c = m.finish.at(1);
+  const auto& own = m.model.at(1);
+  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 0};
+  std::vector<float> far = own;
+  for (float& v : far) v *= 10;  // 9 ‖x‖ away: beyond 4 ‖x‖
+  EXPECT_EQ(c.Step(2, contribution, Frame(far), own, now).verdict, FinishVerdict::kOutlier);
+  EXPECT_EQ(c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 0}, Frame(own), own, now).verdict,
+            FinishVerdict::kRejected);
+  EXPECT_EQ(c.Step(2, contribution, Frame(own, /*dense=*/false), own, now).verdict,
+            FinishVerdict::kRejected);
+  std::vector<std::byte> corrupt = Frame(own);
+  corrupt[60] ^= std::byte{0x10};
+  const auto r = c.Step(2, contribution, corrupt, own, now);
+  EXPECT_EQ(r.verdict, FinishVerdict::kRejected);
+  EXPECT_EQ(r.failure, coding::DecodeFailure::kChecksumMismatch);
+  // A result from a member that is neither this node's collector nor the lowest live id.
+  m.finish.at(3).Start(m.model.at(3), m.live, now);
+  EXPECT_EQ(m.finish.at(3).Step(2, {FinishMessage::Kind::kResult, kDim, 2}, Frame(own), own, now).verdict,
+            FinishVerdict::kNotExpected);
+  EXPECT_EQ(m.finish.at(3).Step(1, {FinishMessage::Kind::kResult, kDim, 0}, Frame(own), own, now).verdict,
+            FinishVerdict::kRejected) << "a result of no contributors";
+  EXPECT_FALSE(m.finish.at(3).outcome().has_value());
+  // None of the refused contributions counted: the honest run averages exactly the three models.
+  for (NodeId id : {1, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+  // A second contribution from a member is not counted twice, and a result after the outcome
+  // changes nothing.
+  EXPECT_EQ(m.finish.at(3).Step(1, {FinishMessage::Kind::kResult, kDim, 3}, Frame(far), own, now).verdict,
+            FinishVerdict::kDuplicate);
+}
+
+}  // namespace
+}  // namespace murmur::gossip
