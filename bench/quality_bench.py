@@ -12,10 +12,11 @@ schedule and sample budget (EPOCHS passes over the training set, all nodes toget
                    equivalent, EPOCHS × 60000 / (64 N) iterations of global batch 64 N
 and once, single-node `murmur train` at the global batch 64 N of the largest N.
 Prints per row the mean over seeds of the accuracy (± half the range over seeds), the spread
-between the nodes of a run (max - min, mean over seeds), bytes sent per node (gossip: measured;
-ring: 2 (N-1)/N of the fp32 model per iteration, what a ring all-reduce moves) and the ratios
-against ring. Until the consensus finish exists, a gossip run's accuracy is the mean of its
-nodes' accuracies (each node evaluates its own model on the full test set).
+between the nodes of a run (max - min, mean over seeds), bytes sent per node (gossip: measured,
+the consensus finish included; ring: 2 (N-1)/N of the fp32 model per iteration, what a ring
+all-reduce moves) and the ratios against ring. A gossip run's accuracy is its cluster model's:
+the average every node adopts at the consensus finish; the node spread is of the nodes' own
+models just before it.
 """
 import argparse
 import json
@@ -72,10 +73,11 @@ def main():
                      "--epochs", str(a.epochs)] + common
             for name, extra in (("gossip top-1 %", []), ("gossip dense", ["--compress", "none"])):
                 g, wall = run(local + extra)
-                result[name].append((g["mean_accuracy"], max(g["accuracy"]) - min(g["accuracy"]),
-                                     g["bytes_sent_total"] / n))
-                print(f"  N={n} seed {seed} {name}: {g['mean_accuracy']:.4f} "
-                      f"(nodes {min(g['accuracy']):.4f}-{max(g['accuracy']):.4f}), "
+                acc = g["cluster_accuracy"] if g.get("cluster_accuracy") is not None else g["mean_accuracy"]
+                own = g.get("own_accuracy") or g["accuracy"]
+                result[name].append((acc, max(own) - min(own), g["bytes_sent_total"] / n))
+                print(f"  N={n} seed {seed} {name}: {acc:.4f} (own models before the finish "
+                      f"{min(own):.4f}-{max(own):.4f}, finish {sorted(set(g.get('finish', [])))}), "
                       f"{g['bytes_sent_total'] / n / 1e6:.2f} MB/node, {wall:.0f} s", flush=True)
             r, wall = run([m, "local", "--mode", "ring", "--n", str(n), "--L", "1", "--seed", str(seed),
                            "--iterations", str(iterations), "--global-batch", str(64 * n),

@@ -294,11 +294,23 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   int64_t local_steps = 0;
   std::string end_reason;
   std::vector<std::vector<float>> models;
+  std::vector<double> own;            // each node's own model before the consensus finish
+  std::vector<std::string> finishes;  // each node's finish outcome
+  double cluster_accuracy = -1;       // of the model the averaged nodes adopted
+  uint32_t contributors = 0;
   for (size_t i = 0; i < n; ++i) {
     const Child& c = cluster.children()[i];
     if (!Finished(c)) continue;
     const nlohmann::json& f = c.final_report;
     accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
+    const nlohmann::json finish = f.value("finish", nlohmann::json::object());
+    finishes.push_back(finish.value("outcome", "off"));
+    const nlohmann::json own_accuracy = finish.value("own_accuracy", nlohmann::json());
+    own.push_back(own_accuracy.is_number() ? own_accuracy.get<double>() : accuracy.back());
+    if (finishes.back() == "averaged") {
+      cluster_accuracy = accuracy.back();
+      contributors = std::max(contributors, finish.value("contributors", uint32_t{0}));
+    }
     steps.push_back(f["step"].get<int64_t>());
     train_s.push_back(f["elapsed_s"].get<double>());
     bytes += f["bytes_sent"].get<uint64_t>();
@@ -346,14 +358,27 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["relative_consensus_distance"] = relative;
     j["stragglers_flagged"] = flagged_;
     j["accuracy_timeline"] = timeline_;
+    j["own_accuracy"] = own;
+    j["finish"] = finishes;
+    j["cluster_accuracy"] = cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
+    j["finish_contributors"] = contributors;
     return PrintJson(j, wall, killed, keep, dir);
   }
   std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
               end_reason.empty() ? "?" : end_reason.c_str(), wall,
               ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
-  std::printf("  test accuracy per node:");
-  for (double a : accuracy) std::printf(" %.4f", a);
-  std::printf("\n  mean test accuracy %.4f\n", mean);
+  const auto averaged = static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
+  if (averaged > 0) {
+    const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
+    std::printf("  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
+                "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
+                contributors, averaged, n, cluster_accuracy, *lo, *hi);
+  }
+  if (averaged < accuracy.size()) {
+    std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");
+    for (double a : accuracy) std::printf(" %.4f", a);
+    std::printf("\n  mean test accuracy %.4f\n", mean);
+  }
   if (consensus >= 0) {
     std::printf("  consensus distance (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
                 consensus, relative);

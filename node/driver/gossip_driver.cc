@@ -52,6 +52,9 @@ class GossipDriver : public gossip::GossipNodeObserver {
     o_.telemetry->SetCompression(density, residual_norm);
     o_.telemetry->SetConsensusDistance(consensus);
   }
+  void Finish(bool averaged, uint32_t contributors, double moved) override {
+    if (o_.telemetry != nullptr) o_.telemetry->SetFinish(averaged ? contributors : 0, moved);
+  }
 
  private:
   Status Start();

@@ -166,6 +166,18 @@ struct NodeTelemetry::Metrics {
                             "weighted average")
                       .Register(r)
                       .Add({})),
+        finish_contributors(BuildGauge()
+                                .Name("murmur_finish_contributors")
+                                .Help("Members' models in the average this node adopted at the "
+                                      "consensus finish (0: not reached or missed)")
+                                .Register(r)
+                                .Add({})),
+        finish_moved(BuildGauge()
+                         .Name("murmur_finish_moved_ratio")
+                         .Help("How far the consensus finish moved this node's model, relative "
+                               "to the average's norm")
+                         .Register(r)
+                         .Add({})),
         peers(BuildGauge()
                   .Name("murmur_peers")
                   .Help("Members of this node's view by state (this node excluded)")
@@ -364,6 +376,8 @@ struct NodeTelemetry::Metrics {
   Gauge& density;
   Gauge& residual;
   Gauge& consensus;
+  Gauge& finish_contributors;
+  Gauge& finish_moved;
   prometheus::Family<Gauge>& peers;
   std::vector<Gauge*> peers_by_state;
   Gauge& stragglers;
@@ -483,6 +497,11 @@ void NodeTelemetry::CountCheckpoint(std::string_view what, int64_t step, Duratio
 }
 
 void NodeTelemetry::SetConsensusDistance(double distance) { m_->consensus.Set(distance); }
+
+void NodeTelemetry::SetFinish(uint32_t contributors, double moved) {
+  m_->finish_contributors.Set(contributors);
+  m_->finish_moved.Set(moved);
+}
 
 void NodeTelemetry::SetCompression(double density, double residual_norm) {
   m_->density.Set(density);

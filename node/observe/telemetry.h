@@ -88,6 +88,9 @@ class NodeTelemetry {
   void CountCheckpoint(std::string_view what, int64_t step, Duration took = Duration(0));
   void SetAccuracy(double accuracy);
   void SetConsensusDistance(double distance);
+  // The consensus finish: models in the adopted average (0: missed), and how far it moved this
+  // node's model (relative).
+  void SetFinish(uint32_t contributors, double moved);
   void SetCompression(double density, double residual_norm);
   void SetStragglers(std::vector<gossip::NodeId> current, uint64_t detected_total);
   void AddLateDropped(uint64_t count);
