@@ -130,11 +130,14 @@ class ConfigSchema {
   // repeating their table.
   template <typename S>
   ConfigSchema& Embed(const ConfigSchema<S>& sub, S C::*member, const std::vector<std::string>& skip,
-                      const std::map<std::string, std::string>& defaults = {}) {
+                      const std::map<std::string, std::string>& defaults = {},
+                      const std::map<std::string, std::string>& helps = {}) {
     for (const auto& key : sub.keys()) {
       if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
       auto d = defaults.find(key.name);
-      Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed, key.help, key.is_bool,
+      auto h = helps.find(key.name);
+      Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed,
+           h == helps.end() ? key.help : h->second, key.is_bool,
            [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); }});
     }
     return *this;

@@ -126,7 +126,8 @@ TrainOptions TrainOptionsFrom(const TrainConfig& c) {
   o.batch_size = c.batch_size;
   o.sgd.learning_rate = c.lr;
   o.sgd.momentum = c.momentum;
-  o.lr_schedule_spec = c.lr_schedule;
+  // "auto" (gossip's default, resolved by GossipOptionsFrom) is a constant rate elsewhere.
+  o.lr_schedule_spec = c.lr_schedule == "auto" ? "constant" : c.lr_schedule;
   o.warmup_epochs = c.warmup_epochs;
   o.lr_reference_batch = c.lr_reference_batch;
   o.sgd.nesterov = c.nesterov;
