@@ -12,6 +12,9 @@
 namespace murmur::gossip {
 
 Status GossipNodeOptions::Validate() const {
+  if (consensus_target < 0 || consensus_slack < 1) {
+    return InvalidArgumentError("consensus_target must be >= 0 and consensus_slack >= 1");
+  }
   if (local_steps < 1 || post_local_steps < 1) {
     return InvalidArgumentError("local_steps and post_local_steps must be at least 1");
   }
@@ -248,7 +251,9 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
-  if (s_.local_steps % CurrentH() == 0) {
+  s_.gossip_period = CurrentH();
+  if (++steps_since_round_ >= s_.gossip_period) {
+    steps_since_round_ = 0;
     Round();
     if (phase_ == Phase::kOver) return;
   }
@@ -427,8 +432,14 @@ std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) con
 }
 
 int GossipNode::CurrentH() const {
-  if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return o_.post_local_steps;
-  return o_.local_steps;
+  const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
+                    ? o_.post_local_steps
+                    : o_.local_steps;
+  // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
+  // average yet) always gossip.
+  const bool under = o_.consensus_target > 0 && s_.rounds >= 8 &&
+                     s_.consensus_average < o_.consensus_target;
+  return under ? h * o_.consensus_slack : h;
 }
 
 void GossipNode::AdvanceTraining(TimePoint now) {
@@ -522,6 +533,8 @@ void GossipNode::Round() {
     Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
   }
   s_.consensus_distance = stats->consensus_distance;
+  s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
+                                        : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
   if (observer_ != nullptr) {
     const auto x_hat = choco_->public_copy();
     double residual = 0;

@@ -83,6 +83,12 @@ struct GossipNodeOptions {
   // The learning rate of each step, at the cluster's samples (every member at the same point of
   // the schedule); none: the trainer's own.
   std::optional<kernels::LrSchedule> lr_schedule;
+  // Consensus control (Kong et al., ICML 2021, §4 and §5.1): below a critical consensus distance
+  // decentralized SGD tracks centralized SGD, and more gossip buys nothing. While this node's
+  // consensus distance (relative, averaged over recent rounds) is under `consensus_target`, it
+  // gossips every `consensus_slack` × H steps; above it, every H. 0: off.
+  double consensus_target = 0;
+  int consensus_slack = 2;
   // Budget: the run ends at the first of these (0 = not used).
   int64_t budget_samples = 0;   // samples over every member
   double target_accuracy = 0;
@@ -149,6 +155,8 @@ struct GossipNodeState {
   uint64_t rounds = 0;
   uint64_t max_lag = 0;
   double consensus_distance = 0;
+  double consensus_average = 0;  // over recent rounds (consensus control)
+  int gossip_period = 1;         // steps between this node's rounds now
   double gamma = 0;
   double lr = 0;              // of the latest step asked for (0: the trainer's own)
   uint64_t catchups = 0;
@@ -262,6 +270,7 @@ class GossipNode {
   size_t finished_members_ = 0;  // other members that say they finished
   bool evaluate_now_ = false;    // a member finished: check the target with an evaluation
   int64_t max_batch_ = 0;        // the largest mini-batch this node computed
+  int64_t steps_since_round_ = 0;
   int64_t own_samples_at_view_ = 0;  // s_.samples when the latest view came
   // Messages from senders not in the view yet (a member that just joined), at most kMaxDeferred.
   struct Deferred {

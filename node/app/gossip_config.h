@@ -31,6 +31,8 @@ struct GossipConfig {
   double target_accuracy = 0;
   double time_limit_s = 0;
   double finish_wait_s = 0;
+  double consensus_target = 0;
+  int consensus_slack = 0;
   int eval_every = 0;
   int eval_samples = 0;
   std::string straggle;

@@ -70,6 +70,8 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["rounds"] = p.rounds;
   j["lag"] = p.max_lag;
   j["consensus"] = p.consensus_distance;
+  j["consensus_average"] = p.consensus_average;
+  j["gossip_period"] = p.gossip_period;
   j["gamma"] = p.gamma;
   j["lr"] = p.lr;
   j["wait_s"] = p.wait_s;

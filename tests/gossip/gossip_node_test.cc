@@ -487,5 +487,31 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
   }
 }
 
+// Consensus control: under the target a node gossips every consensus_slack x H steps (after its
+// first 8 rounds); off, every H.
+TEST(GossipNodeTest, ConsensusControlGossipsLessUnderTheTarget) {
+  for (const double target : {0.0, 100.0}) {
+    SCOPED_TRACE("target " + std::to_string(target));
+    GossipNodeOptions base = BaseOptions();
+    base.consensus_target = target;
+    base.consensus_slack = 4;
+    Cluster cluster = MakeCluster(3, 7, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.RunFor(std::chrono::seconds(2));
+    for (size_t i = 0; i < 3; ++i) {
+      const GossipNodeState& st = cluster.machine(i).state();
+      ASSERT_GT(st.local_steps, 200) << "node " << i;
+      if (target == 0) {  // off: a round every step
+        EXPECT_EQ(static_cast<int64_t>(st.rounds), st.local_steps) << "node " << i;
+        EXPECT_EQ(st.gossip_period, 1);
+      } else {           // always under after the first 8 rounds: every 4th step
+        EXPECT_NEAR(static_cast<double>(st.rounds), 8 + (st.local_steps - 8) / 4.0, 2) << "node " << i;
+        EXPECT_EQ(st.gossip_period, 4);
+        EXPECT_GT(st.consensus_average, 0);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace murmur::gossip
