@@ -380,8 +380,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     std::printf("\n  mean test accuracy %.4f\n", mean);
   }
   if (consensus >= 0) {
-    std::printf("  consensus distance (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
-                consensus, relative);
+    std::printf("  consensus distance%s (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
+                averaged > 0 ? " of the saved models after the finish" : "", consensus, relative);
   }
   std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
               static_cast<double>(bytes) / 1e6, allreduce / 1e6,
