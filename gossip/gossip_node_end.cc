@@ -47,11 +47,12 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   if (evaluating_) return;
   finish_->Tick(now);
   EmitFinishOutput();
-  if (!finish_->outcome().has_value()) {
+  if (!finish_->outcome().has_value() && !stop_requested_) {
     Emit(Wait{std::min(finish_->deadline(), now + std::chrono::milliseconds(20))});
     return;
   }
-  const FinishOutcome& o = *finish_->outcome();
+  const FinishOutcome o = finish_->outcome().value_or(
+      FinishOutcome{false, 0, 0, {}, "the operator stopped the node while it waited"});
   phase_ = Phase::kLingering;
   linger_until_ = now + o_.linger;
   if (!o.averaged) {

@@ -513,5 +513,24 @@ TEST(GossipNodeTest, ConsensusControlGossipsLessUnderTheTarget) {
   }
 }
 
+// A node stopped by its operator while it waits for the finish's result ends at once on its own
+// model, and says so.
+TEST(GossipNodeTest, StopWhileWaitingForTheFinishEndsAtOnce) {
+  GossipNodeOptions base = BaseOptions();
+  base.budget_samples = 3000;
+  base.finish_wait = std::chrono::seconds(60);
+  Cluster cluster = MakeCluster(3, 11, base);
+  for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] { return cluster.node(1).finished.has_value(); }));
+  cluster.Hold(0, true);  // the collector (lowest id) has not answered, and now never will
+  cluster.RunFor(milliseconds(20));  // far less than it takes to suspect node 0
+  EXPECT_EQ(cluster.machine(1).phase(), GossipNode::Phase::kFinishing);
+  cluster.machine(1).Step(StopRequested{}, cluster.now());
+  const TimePoint stopped = cluster.now();
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(2), [&] { return cluster.node(1).over.has_value(); }));
+  EXPECT_LE(cluster.now() - stopped, base.linger + milliseconds(20));
+  EXPECT_EQ(cluster.machine(1).state().finish, "missed");
+}
+
 }  // namespace
 }  // namespace murmur::gossip
