@@ -314,6 +314,12 @@ TEST(GossipNodeTest, StepsFollowTheLearningRateScheduleAtTheClustersSamples) {
     EXPECT_LT(last_max, 0.1 * 0.03);     // cosine near its end (t > 0.9: < 2.5 % of the peak)
     // 0.01 is 60 samples of the warm-up's slope: within a step of each of the 4 nodes.
     EXPECT_LT(worst, 0.01) << "a node's rate strayed from the cluster's schedule";
+    // The run ends when the schedule is spent, not a digest period later (at rate 0): the
+    // samples computed are the budget within a step of each node.
+    uint64_t total = 0;
+    for (uint64_t v : samples) total += v;
+    EXPECT_GE(total, static_cast<uint64_t>(base.budget_samples) * 9 / 10);
+    EXPECT_LE(total, static_cast<uint64_t>(base.budget_samples) + 4 * 10 * 2);
   }
 }
 
