@@ -63,6 +63,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     early_result_.reset();
     return;
   }
+  early_result_.reset();  // from a member that is no longer the lowest: its collector answers
   own_half_.assign(model.begin(), model.end());
   own_frame_ = EncodeHalf(own_half_);
   collector_ = live_.front();

@@ -239,5 +239,21 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
             FinishVerdict::kDuplicate);
 }
 
+// A result that came before Start from a member that is no longer the lowest when this node
+// starts is not kept: the new collector's result is adopted.
+TEST(ConsensusFinishTest, EarlyResultFromAFormerCollectorGivesWayToTheNewOne) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  const FinishMessage result{FinishMessage::Kind::kResult, kDim, 2};
+  ASSERT_EQ(m.finish.at(3).Step(1, result, Frame(m.model.at(1)), m.model.at(3), now).verdict,
+            FinishVerdict::kAccepted);
+  m.dead.insert(1);
+  for (NodeId id : {2, 3}) m.finish.at(id).View({2, 3}, now);
+  for (NodeId id : {2, 3}) m.finish.at(id).Start(m.model.at(id), {2, 3}, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {2, 3}, 2, Average(m, {2, 3}));
+  EXPECT_EQ(m.finish.at(3).outcome()->collector, 2u);
+}
+
 }  // namespace
 }  // namespace murmur::gossip
