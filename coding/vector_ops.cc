@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/check.h"
+
 namespace murmur::coding {
 
 std::optional<size_t> FirstNonFinite(std::span<const float> values) {
@@ -27,6 +29,16 @@ std::optional<size_t> FirstNonFinite(std::span<const float> values) {
 double SquaredL2Norm(std::span<const float> values) {
   double sum = 0;
   for (float v : values) sum += static_cast<double>(v) * v;
+  return sum;
+}
+
+double SquaredL2Distance(std::span<const float> a, std::span<const float> b) {
+  MURMUR_CHECK_EQ(a.size(), b.size());
+  double sum = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const double d = static_cast<double>(a[k]) - b[k];
+    sum += d * d;
+  }
   return sum;
 }
 

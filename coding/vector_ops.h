@@ -22,5 +22,7 @@ inline bool AllFinite(std::span<const float> values) { return !FirstNonFinite(va
 
 // Sum of squares, accumulated in double.
 double SquaredL2Norm(std::span<const float> values);
+// ‖a − b‖², accumulated in double. REQUIRES a.size() == b.size() (CHECKed).
+double SquaredL2Distance(std::span<const float> a, std::span<const float> b);
 
 }  // namespace murmur::coding

@@ -251,11 +251,7 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
   if (options_.snapshot_distance > 0 && public_norm_ > 0) {
-    double d2 = 0;
-    for (size_t k = 0; k < public_.size(); ++k) {
-      const double d = static_cast<double>(received_.values[k]) - public_[k];
-      d2 += d * d;
-    }
+    const double d2 = coding::SquaredL2Distance(received_.values, public_);
     const double bound = options_.snapshot_distance * public_norm_;
     if (!(std::sqrt(d2) <= bound)) {
       return {ChocoVerdict::kOutlier,

@@ -5,15 +5,10 @@
 
 #include "base/check.h"
 #include "coding/update.h"
+#include "coding/vector_ops.h"
 
 namespace murmur::gossip {
 namespace {
-
-double Norm(std::span<const float> x) {
-  double s = 0;
-  for (float v : x) s += static_cast<double>(v) * v;
-  return std::sqrt(s);
-}
 
 // `values` as a dense fp16 update; rounds `values` in place to what the receivers decode.
 std::shared_ptr<const std::vector<std::byte>> EncodeHalf(std::vector<float>& values) {
@@ -96,15 +91,11 @@ FinishStepResult ConsensusFinish::Decode(std::span<const std::byte> frame,
     return {FinishVerdict::kRejected, failure, InvalidArgumentError("a finish model must be dense")};
   }
   if (o_.max_distance > 0 && own.size() == u.values.size()) {
-    double d = 0;
-    for (size_t k = 0; k < own.size(); ++k) {
-      const double e = static_cast<double>(u.values[k]) - own[k];
-      d += e * e;
-    }
-    const double bound = o_.max_distance * Norm(own);
-    if (std::sqrt(d) > bound) {
+    const double d = std::sqrt(coding::SquaredL2Distance(u.values, own));
+    const double bound = o_.max_distance * std::sqrt(coding::SquaredL2Norm(own));
+    if (d > bound) {
       return {FinishVerdict::kOutlier, failure,
-              InvalidArgumentError("a finish model " + std::to_string(std::sqrt(d)) +
+              InvalidArgumentError("a finish model " + std::to_string(d) +
                                    " away from this node's, beyond " + std::to_string(bound))};
     }
   }

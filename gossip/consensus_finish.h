@@ -97,8 +97,6 @@ class ConsensusFinish {
   void Tick(TimePoint now);
   std::vector<SendTo> TakeOutput() { return std::exchange(out_, {}); }
 
-  bool started() const { return started_; }
-  bool collecting() const { return started_ && collector_ == o_.self; }
   // Set once: the average adopted, or the wait over.
   const std::optional<FinishOutcome>& outcome() const { return outcome_; }
   // When a member without a result gives up (valid once started).

@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "coding/update_codec.h"
+#include "coding/vector_ops.h"
 #include "gossip/membership.h"
 
 namespace murmur::gossip {
@@ -536,12 +537,7 @@ void GossipNode::Round() {
   s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
                                         : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
   if (observer_ != nullptr) {
-    const auto x_hat = choco_->public_copy();
-    double residual = 0;
-    for (size_t i = 0; i < x_.size() && i < x_hat.size(); ++i) {
-      const double d = static_cast<double>(x_[i]) - static_cast<double>(x_hat[i]);
-      residual += d * d;
-    }
+    const double residual = coding::SquaredL2Distance(x_, choco_->public_copy());
     observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
                      std::sqrt(residual), stats->consensus_distance);
   }

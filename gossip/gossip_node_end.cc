@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/log.h"
+#include "coding/vector_ops.h"
 #include "gossip/gossip_node.h"
 
 namespace murmur::gossip {
@@ -68,12 +69,8 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
     if (observer_ != nullptr) observer_->Finish(false, 0, 0);
     return;
   }
-  double moved = 0, norm = 0;
-  for (size_t k = 0; k < x_.size(); ++k) {
-    const double d = static_cast<double>(o.model[k]) - x_[k];
-    moved += d * d;
-    norm += static_cast<double>(o.model[k]) * o.model[k];
-  }
+  const double moved = coding::SquaredL2Distance(o.model, x_);
+  const double norm = coding::SquaredL2Norm(o.model);
   s_.finish = "averaged";
   s_.finish_contributors = o.contributors;
   s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;

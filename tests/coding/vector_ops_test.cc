@@ -33,5 +33,20 @@ TEST(VectorOpsTest, SquaredNormAccumulatesInDouble) {
   EXPECT_EQ(SquaredL2Norm({}), 0.0);
 }
 
+TEST(VectorOpsTest, SquaredDistanceAccumulatesInDoubleAndEqualsTheNormOfTheDifference) {
+  for (size_t n : {0u, 1u, 7u, 1000u, 1u << 20}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::vector<float> a(n), b(n), diff(n);
+    for (size_t k = 0; k < n; ++k) {
+      a[k] = 1.0f + static_cast<float>(k % 13) * 1e-3f;
+      b[k] = a[k] - ((k % 2) != 0U ? 1e-3f : -2e-3f);
+      diff[k] = a[k] - b[k];
+    }
+    EXPECT_NEAR(SquaredL2Distance(a, b), SquaredL2Norm(diff), 1e-9 * static_cast<double>(n) + 1e-12);
+    EXPECT_EQ(SquaredL2Distance(a, a), 0.0);
+  }
+  EXPECT_DEATH(SquaredL2Distance(std::vector<float>(3), std::vector<float>(4)), "");
+}
+
 }  // namespace
 }  // namespace murmur::coding
