@@ -14,33 +14,12 @@
 #include "kernels/compress_ops.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/elementwise.cuh"
 
 namespace murmur::kernels::cuda {
 namespace {
 
-#define MURMUR_FOR_EACH(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 __device__ __forceinline__ uint32_t Key(float v) { return __float_as_uint(v) & 0x7fffffffu; }
-
-template <typename F>
-__global__ void ForEachKernel(int64_t n, F f) {
-  MURMUR_FOR_EACH(i, n) { f(i); }
-}
-
-template <typename F>
-Status ForEach(const Device& device, int64_t n, F f, const char* what) {
-  if (n == 0) return OkStatus();
-  MURMUR_RETURN_IF_ERROR(GetContext(device).status());
-  ForEachKernel<<<Blocks(n), kThreads>>>(n, f);
-  return CheckLaunch(what);
-}
-
-__device__ double WarpSum(double v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
 
 // Reductions into Scalars: count of non-finite, Σ v² (double), max magnitude key (NaN skipped).
 __global__ void ReduceKernel(int64_t n, const float* v, Scalars* out) {

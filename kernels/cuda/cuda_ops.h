@@ -85,4 +85,18 @@ Status LevelsToFloat(const Device& device, std::span<const L> level, float scale
 Status FloatToHalf(const Device& device, std::span<const float> v, std::span<uint16_t> out);
 Status HalfToFloat(const Device& device, std::span<const uint16_t> h, std::span<float> out);
 
+// kernels/gossip_ops.h
+Status Subtract(const Device& device, std::span<const float> a, std::span<const float> b,
+                std::span<float> out);
+Status AccumulateDifference(const Device& device, double w, std::span<const float> x,
+                            std::span<const float> base, std::span<double> acc);
+Status AccumulateScaled(const Device& device, double w, std::span<const float> x,
+                        std::span<double> acc);
+Status ApplyScaled(const Device& device, double gamma, std::span<const double> acc,
+                   std::span<float> x, double* squares);
+Status DivideInto(const Device& device, std::span<const double> acc, double divisor,
+                  std::span<float> out);
+Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
+                       double* out);
+
 }  // namespace murmur::kernels::cuda

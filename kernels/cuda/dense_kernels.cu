@@ -8,15 +8,12 @@
 
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/elementwise.cuh"
 
 namespace murmur::kernels::cuda {
 namespace {
 
 // Element (r, c) of an n = rows * cols grid-stride loop.
-#define MURMUR_FOR_EACH(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 template <typename F>
 __global__ void MatrixKernel(int64_t rows, int64_t cols, F f) {
   MURMUR_FOR_EACH(i, rows * cols) { f(i / cols, i % cols); }

@@ -18,6 +18,7 @@
 
 #include "kernels/compress_ops.h"
 #include "kernels/device.h"
+#include "kernels/gossip_ops.h"
 #include "kernels/memory.h"
 #include "kernels/ops.h"
 #include "kernels/reference/reference_ops.h"
@@ -368,6 +369,67 @@ TEST_P(DeviceConformance, CompressionKernelsMatchHostBitForBit) {
     ASSERT_TRUE(Axpy(device(), 2.0f, dv.span(), dx.span()).ok());
     EXPECT_EQ(Down(dx), x);
   }
+}
+
+// The CHOCO vector ops (gossip_ops.h) against the formulas written out here: element-wise results
+// bit for bit (no fused multiply-add on either side), sums to 1e-12 relative.
+TEST_P(DeviceConformance, GossipKernelsMatchFormulasBitForBit) {
+  for (int64_t size : Sizes()) {
+    SCOPED_TRACE(::testing::Message() << "size " << size);
+    const auto n = static_cast<size_t>(size);
+    const std::vector<float> a = Random(n, kSeed + 3 * n);
+    const std::vector<float> b = Random(n, kSeed + 3 * n + 1, 0.01);
+    std::vector<double> acc(n);
+    for (size_t k = 0; k < n; ++k) acc[k] = 1e-3 * static_cast<double>(k % 17) - 0.008;
+    const double w = 1.0 / 3.0, gamma = 0.05;
+    std::vector<float> diff(n), x = a, average(n);
+    std::vector<double> want_acc = acc, want_sum = acc;
+    double squares = 0, distance = 0;
+    for (size_t k = 0; k < n; ++k) {
+      diff[k] = a[k] - b[k];
+      volatile double term = w * (static_cast<double>(a[k]) - b[k]);  // no contraction
+      want_acc[k] = want_acc[k] + term;
+      volatile double scaled = w * a[k];
+      want_sum[k] = want_sum[k] + scaled;
+      volatile double step = gamma * want_acc[k];
+      x[k] += static_cast<float>(step);
+      squares += want_acc[k] * want_acc[k];
+      average[k] = static_cast<float>(want_sum[k] / 1.75);
+      const double d = static_cast<double>(a[k]) - b[k];
+      distance += d * d;
+    }
+    auto da = Up(a);
+    auto db = Up(b);
+    auto dout = Poisoned<float>(n);
+    ASSERT_TRUE(Subtract(device(), da.span(), db.span(), dout.span()).ok());
+    EXPECT_EQ(Down(dout), diff);
+    auto dacc = Up(acc);
+    auto dsum = Up(acc);
+    ASSERT_TRUE(AccumulateDifference(device(), w, da.span(), db.span(), dacc.span()).ok());
+    EXPECT_EQ(Down(dacc), want_acc);
+    ASSERT_TRUE(AccumulateScaled(device(), w, da.span(), dsum.span()).ok());
+    EXPECT_EQ(Down(dsum), want_sum);
+    auto dx = Up(a);
+    double got_squares = -1;
+    ASSERT_TRUE(ApplyScaled(device(), gamma, std::span<const double>(dacc.span()), dx.span(),
+                            &got_squares).ok());
+    EXPECT_EQ(Down(dx), x);
+    EXPECT_NEAR(got_squares, squares, 1e-12 * std::max(1.0, squares));
+    auto davg = Poisoned<float>(n);
+    ASSERT_TRUE(DivideInto(device(), std::span<const double>(dsum.span()), 1.75, davg.span()).ok());
+    EXPECT_EQ(Down(davg), average);
+    double got_distance = -1;
+    ASSERT_TRUE(SquaredDistance(device(), da.span(), db.span(), &got_distance).ok());
+    EXPECT_NEAR(got_distance, distance, 1e-12 * std::max(1.0, distance));
+  }
+  // Shapes are checked before anything runs.
+  auto small = Poisoned<float>(3);
+  auto other = Poisoned<float>(4);
+  EXPECT_EQ(Subtract(device(), small.span(), other.span(), small.span()).code(),
+            StatusCode::kInvalidArgument);
+  auto acc = Poisoned<double>(3);
+  EXPECT_EQ(DivideInto(device(), std::span<const double>(acc.span()), 0.0, small.span()).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_P(DeviceConformance, NonFiniteValuesAreCounted) {

@@ -1,0 +1,115 @@
+// The CHOCO vector kernels of kernels/gossip_ops.h on the GPU. Element-wise results use the
+// explicitly rounded intrinsics (__dmul_rn, __dadd_rn, __fadd_rn: never contracted into a fused
+// multiply-add), so they equal the CPU versions (built with -ffp-contract=off) bit for bit; sums
+// go through a warp sum and one double atomic per warp.
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/elementwise.cuh"
+
+namespace murmur::kernels::cuda {
+namespace {
+
+// *out += Σ f(i)² over i < n, f(i) a double.
+template <typename F>
+__global__ void SumSquaresKernel(int64_t n, F f, double* out) {
+  double sum = 0;
+  MURMUR_FOR_EACH(i, n) {
+    const double v = f(i);
+    sum = __dadd_rn(sum, __dmul_rn(v, v));
+  }
+  sum = WarpSum(sum);
+  if (threadIdx.x % 32 == 0) atomicAdd(out, sum);
+}
+
+template <typename F>
+StatusOr<double> SumSquares(const Device& device, int64_t n, F f, const char* what) {
+  MURMUR_ASSIGN_OR_RETURN(Context * context, GetContext(device));
+  MURMUR_RETURN_IF_ERROR(ResetScalars(*context));
+  if (n > 0) {
+    SumSquaresKernel<<<Blocks(n), kThreads>>>(n, f, &context->device_scalars->sum);
+    MURMUR_RETURN_IF_ERROR(CheckLaunch(what));
+  }
+  MURMUR_ASSIGN_OR_RETURN(Scalars s, ReadScalars(*context, what));
+  return s.sum;
+}
+
+}  // namespace
+
+Status Subtract(const Device& device, std::span<const float> a, std::span<const float> b,
+                std::span<float> out) {
+  const float* pa = a.data();
+  const float* pb = b.data();
+  float* po = out.data();
+  return ForEach(
+      device, static_cast<int64_t>(a.size()),
+      [=] __device__(int64_t k) { po[k] = __fsub_rn(pa[k], pb[k]); }, "Subtract");
+}
+
+Status AccumulateDifference(const Device& device, double w, std::span<const float> x,
+                            std::span<const float> base, std::span<double> acc) {
+  const float* px = x.data();
+  const float* pb = base.data();
+  double* pa = acc.data();
+  return ForEach(
+      device, static_cast<int64_t>(x.size()),
+      [=] __device__(int64_t k) {
+        const double d = __dsub_rn(static_cast<double>(px[k]), static_cast<double>(pb[k]));
+        pa[k] = __dadd_rn(pa[k], __dmul_rn(w, d));
+      },
+      "AccumulateDifference");
+}
+
+Status AccumulateScaled(const Device& device, double w, std::span<const float> x,
+                        std::span<double> acc) {
+  const float* px = x.data();
+  double* pa = acc.data();
+  return ForEach(
+      device, static_cast<int64_t>(x.size()),
+      [=] __device__(int64_t k) {
+        pa[k] = __dadd_rn(pa[k], __dmul_rn(w, static_cast<double>(px[k])));
+      },
+      "AccumulateScaled");
+}
+
+Status ApplyScaled(const Device& device, double gamma, std::span<const double> acc,
+                   std::span<float> x, double* squares) {
+  const double* pa = acc.data();
+  float* px = x.data();
+  MURMUR_RETURN_IF_ERROR(ForEach(
+      device, static_cast<int64_t>(x.size()),
+      [=] __device__(int64_t k) {
+        px[k] = __fadd_rn(px[k], static_cast<float>(__dmul_rn(gamma, pa[k])));
+      },
+      "ApplyScaled"));
+  MURMUR_ASSIGN_OR_RETURN(
+      *squares, SumSquares(
+                    device, static_cast<int64_t>(acc.size()),
+                    [=] __device__(int64_t k) { return pa[k]; }, "ApplyScaled"));
+  return OkStatus();
+}
+
+Status DivideInto(const Device& device, std::span<const double> acc, double divisor,
+                  std::span<float> out) {
+  const double* pa = acc.data();
+  float* po = out.data();
+  return ForEach(
+      device, static_cast<int64_t>(out.size()),
+      [=] __device__(int64_t k) { po[k] = static_cast<float>(__ddiv_rn(pa[k], divisor)); },
+      "DivideInto");
+}
+
+Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
+                       double* out) {
+  const float* pa = a.data();
+  const float* pb = b.data();
+  MURMUR_ASSIGN_OR_RETURN(
+      *out, SumSquares(
+                device, static_cast<int64_t>(a.size()),
+                [=] __device__(int64_t k) {
+                  return __dsub_rn(static_cast<double>(pa[k]), static_cast<double>(pb[k]));
+                },
+                "SquaredDistance"));
+  return OkStatus();
+}
+
+}  // namespace murmur::kernels::cuda

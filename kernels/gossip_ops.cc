@@ -1,0 +1,99 @@
+#include "kernels/gossip_ops.h"
+
+#include <string>
+
+#include "base/config.h"
+#include "kernels/cpu/cpu_gossip_ops.h"
+#if MURMUR_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#endif
+
+namespace murmur::kernels {
+namespace {
+
+Status Mismatch(const char* op, size_t na, size_t nb) {
+  return InvalidArgumentError(std::string(op) + ": operands of " + std::to_string(na) + " and " +
+                              std::to_string(nb) + " elements");
+}
+
+#if MURMUR_WITH_CUDA
+#define MURMUR_GPU_CALL(call) return cuda::call
+#else
+#define MURMUR_GPU_CALL(call) \
+  return UnimplementedError(std::string(kOp) + " on " + device.ToString() + ": no CUDA backend")
+#endif
+
+}  // namespace
+
+Status Subtract(const Device& device, std::span<const float> a, std::span<const float> b,
+                std::span<float> out) {
+  [[maybe_unused]] constexpr const char* kOp = "Subtract";
+  if (a.size() != b.size()) return Mismatch(kOp, a.size(), b.size());
+  if (a.size() != out.size()) return Mismatch(kOp, a.size(), out.size());
+  if (device.is_cpu()) {
+    cpu::Subtract(a, b, out);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(Subtract(device, a, b, out));
+}
+
+Status AccumulateDifference(const Device& device, double w, std::span<const float> x,
+                            std::span<const float> base, std::span<double> acc) {
+  [[maybe_unused]] constexpr const char* kOp = "AccumulateDifference";
+  if (x.size() != base.size()) return Mismatch(kOp, x.size(), base.size());
+  if (x.size() != acc.size()) return Mismatch(kOp, x.size(), acc.size());
+  if (device.is_cpu()) {
+    cpu::AccumulateDifference(w, x, base, acc);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(AccumulateDifference(device, w, x, base, acc));
+}
+
+Status AccumulateScaled(const Device& device, double w, std::span<const float> x,
+                        std::span<double> acc) {
+  [[maybe_unused]] constexpr const char* kOp = "AccumulateScaled";
+  if (x.size() != acc.size()) return Mismatch(kOp, x.size(), acc.size());
+  if (device.is_cpu()) {
+    cpu::AccumulateScaled(w, x, acc);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(AccumulateScaled(device, w, x, acc));
+}
+
+Status ApplyScaled(const Device& device, double gamma, std::span<const double> acc,
+                   std::span<float> x, double* squares) {
+  [[maybe_unused]] constexpr const char* kOp = "ApplyScaled";
+  if (squares == nullptr) return InvalidArgumentError("ApplyScaled: result is null");
+  if (x.size() != acc.size()) return Mismatch(kOp, acc.size(), x.size());
+  if (device.is_cpu()) {
+    *squares = cpu::ApplyScaled(gamma, acc, x);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(ApplyScaled(device, gamma, acc, x, squares));
+}
+
+Status DivideInto(const Device& device, std::span<const double> acc, double divisor,
+                  std::span<float> out) {
+  [[maybe_unused]] constexpr const char* kOp = "DivideInto";
+  if (acc.size() != out.size()) return Mismatch(kOp, acc.size(), out.size());
+  if (divisor == 0) return InvalidArgumentError("DivideInto: divisor is zero");
+  if (device.is_cpu()) {
+    cpu::DivideInto(acc, divisor, out);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(DivideInto(device, acc, divisor, out));
+}
+
+Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
+                       double* out) {
+  [[maybe_unused]] constexpr const char* kOp = "SquaredDistance";
+  if (out == nullptr) return InvalidArgumentError("SquaredDistance: result is null");
+  if (a.size() != b.size()) return Mismatch(kOp, a.size(), b.size());
+  if (device.is_cpu()) {
+    *out = cpu::SquaredDistance(a, b);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(SquaredDistance(device, a, b, out));
+}
+
+}  // namespace murmur::kernels
