@@ -11,6 +11,7 @@
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "fmt/format.h"
+#include "kernels/compress_ops.h"
 
 namespace murmur::coding {
 namespace {
@@ -408,19 +409,13 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
   out.values.resize(source.size());
   float* values = out.values.data();
   size_t nonzero = 0;
-  uint64_t bits = 0;
-  int bits_left = 0;
+  // The draws of DeviceCompressor (a hash of seed, step and index), so a host and a device node
+  // quantize the same vector to the same levels.
+  const uint64_t seed = kernels::Mix64(options_.seed ^ (steps_ * 0x9e3779b97f4a7c15ULL));
   for (size_t i = 0; i < source.size(); ++i) {
     const double a = std::fabs(static_cast<double>(source[i])) * per_level;
     const double floor_a = static_cast<double>(static_cast<uint64_t>(a));
-    // One 64-bit draw gives two 32-bit uniforms.
-    if (bits_left == 0) {
-      bits = rng_();
-      bits_left = 2;
-    }
-    const double u = static_cast<double>(static_cast<uint32_t>(bits)) * 0x1.0p-32;
-    bits >>= 32;
-    --bits_left;
+    const double u = kernels::UniformHash(seed, i);
     // Round up with probability a - floor(a), branch-free (the outcome is a coin flip).
     const double level = floor_a + static_cast<double>(u < a - floor_a);
     const auto l = static_cast<uint32_t>(std::min(level, static_cast<double>(levels)));

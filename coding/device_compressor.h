@@ -6,10 +6,10 @@
 // and, for `none`, the dense fp32 vector that operator sends anyway.
 //
 // What comes out is an ordinary Update, encoded and decoded by update_codec.h as before. The
-// selections and quantizers agree with Compressor where both are deterministic (top-k, threshold,
-// 1-bit, fp16 to its window, none); DGC samples every stride-th entry rather than blocks of 16,
-// and QSGD draws its rounding from kernels::UniformHash rather than mt19937_64, so those two
-// differ from Compressor sample by sample but not in distribution. With a CPU device this runs
+// selections and quantizers agree with Compressor bit for bit (top-k, threshold, 1-bit, fp16 to
+// its window, none, and QSGD / int8, whose rounding both draw from kernels::UniformHash of seed,
+// step and index); DGC samples every stride-th entry rather than blocks of 16, so it differs
+// from Compressor sample by sample but not in distribution. With a CPU device this runs
 // the kernels' host versions, which is how the CPU test suite checks it.
 //
 // Thread safety: none; one per stream of updates, like Compressor.

@@ -6,6 +6,8 @@
 
 #include "base/check.h"
 #include "coding/vector_ops.h"
+#include "kernels/compress_ops.h"
+#include "kernels/gossip_ops.h"
 
 namespace murmur::gossip {
 
@@ -76,20 +78,51 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
   }
   coding::CompressorOptions compressor = options.compressor;
   compressor.error_feedback = false;
-  MURMUR_ASSIGN_OR_RETURN(auto c, coding::Compressor::Create(compressor, options.dimension));
-  std::unique_ptr<ChocoGossip> g(new ChocoGossip(options, std::move(c)));
-  g->public_.assign(public_copy.begin(), public_copy.end());
-  g->initial_.assign(initial_model.begin(), initial_model.end());
+  std::unique_ptr<ChocoGossip> g(new ChocoGossip(options));
+  if (options.device_compressor || options.device.is_cuda()) {
+    MURMUR_ASSIGN_OR_RETURN(g->device_compressor_, coding::DeviceCompressor::Create(
+                                                       compressor, options.dimension, options.device));
+  } else {
+    MURMUR_ASSIGN_OR_RETURN(g->host_compressor_,
+                            coding::Compressor::Create(compressor, options.dimension));
+  }
+  MURMUR_ASSIGN_OR_RETURN(g->public_, g->Upload(public_copy));
+  MURMUR_ASSIGN_OR_RETURN(g->initial_, g->Upload(initial_model));
+  MURMUR_ASSIGN_OR_RETURN(g->diff_, kernels::Buffer<float>::Create(options.device, options.dimension));
+  MURMUR_ASSIGN_OR_RETURN(g->mix_, kernels::Buffer<double>::Create(options.device, options.dimension));
   g->from_initial_ = from_initial;
-  g->public_norm_ = std::sqrt(coding::SquaredL2Norm(g->public_));
+  g->public_norm_ = std::sqrt(coding::SquaredL2Norm(public_copy));
   return g;
 }
 
-ChocoGossip::ChocoGossip(const ChocoOptions& options, coding::Compressor compressor)
+ChocoGossip::ChocoGossip(const ChocoOptions& options)
     : options_(options),
-      compressor_(std::move(compressor)),
+      device_(options.device),
       gamma_(options.gamma > 0 ? options.gamma : DefaultGamma(options.compressor)),
       snapshots_served_(options.snapshots_per_s, options.snapshot_burst) {}
+
+StatusOr<kernels::Buffer<float>> ChocoGossip::Upload(std::span<const float> host) const {
+  return kernels::Buffer<float>::FromHost(device_, host);
+}
+
+void ChocoGossip::Assign(kernels::Buffer<float>& dst, std::span<const float> src) const {
+  if (dst.size() != src.size()) {
+    auto fresh = kernels::Buffer<float>::Create(device_, src.size());
+    MURMUR_CHECK_OK(fresh.status());
+    dst = std::move(*fresh);
+  }
+  MURMUR_CHECK_OK(kernels::Copy<float>(device_, dst.span(), device_, src));
+}
+
+void ChocoGossip::Add(const coding::Update& update, std::span<float> x) {
+  MURMUR_CHECK_OK(coding::AddTo(device_, update, 1.0f, x, staging_));
+}
+
+std::vector<float> ChocoGossip::PublicCopyOnHost() const {
+  std::vector<float> host(public_.size());
+  MURMUR_CHECK_OK(public_.CopyToHost(host));
+  return host;
+}
 
 RoundPeers ChocoGossip::Peers(const std::vector<NodeId>& view, uint64_t round) const {
   if (!std::binary_search(view.begin(), view.end(), options_.self)) return {};
@@ -135,7 +168,11 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
               coding::DecodeFailure::kNone};
     }
     auto bytes = std::make_shared<std::vector<std::byte>>();
-    coding::EncodeDense(public_, *bytes);
+    if (device_.is_cpu()) {
+      coding::EncodeDense(public_.span(), *bytes);
+    } else {
+      coding::EncodeDense(PublicCopyOnHost(), *bytes);
+    }
     output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
     return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
   }
@@ -186,7 +223,7 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
   if (!copy.ready && h.from_initial && h.base_sequence == 0) {
-    copy.values = initial_;
+    Assign(copy.values, initial_.span());
     copy.version = 0;
     copy.ready = true;
     copy.requested = false;
@@ -222,7 +259,7 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
   }
   copy.norm_average = copy.norms == 0 ? norm : 0.9 * copy.norm_average + 0.1 * norm;
   ++copy.norms;
-  coding::AddTo(received_, 1.0f, copy.values);
+  Add(received_, copy.values.span());
   copy.version = h.round;
   return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
 }
@@ -250,8 +287,12 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
   if (copy.ready && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
+  auto staged = Upload(received_.values);
+  MURMUR_CHECK_OK(staged.status());
+  incoming_ = std::move(*staged);
   if (options_.snapshot_distance > 0 && public_norm_ > 0) {
-    const double d2 = coding::SquaredL2Distance(received_.values, public_);
+    double d2 = 0;
+    MURMUR_CHECK_OK(kernels::SquaredDistance(device_, incoming_.span(), public_.span(), &d2));
     const double bound = options_.snapshot_distance * public_norm_;
     if (!(std::sqrt(d2) <= bound)) {
       return {ChocoVerdict::kOutlier,
@@ -262,7 +303,7 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
     }
   }
   copy.norms = 0;  // a new start of the stream's history
-  copy.values = received_.values;
+  std::swap(copy.values, incoming_);
   copy.version = h.round;
   copy.ready = true;
   copy.requested = false;
@@ -284,15 +325,29 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
     return InvalidArgumentError("CHOCO round with a model of " + std::to_string(x.size()) +
                                 " values; expected " + std::to_string(d));
   }
-  if (auto bad = coding::FirstNonFinite(x)) {
-    return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
-                                " is not finite");
+  if (device_.is_cpu()) {
+    if (auto bad = coding::FirstNonFinite(x)) {
+      return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
+                                  " is not finite");
+    }
+  } else {
+    int64_t bad = 0;
+    MURMUR_RETURN_IF_ERROR(kernels::CountNonFinite(device_, x, &bad));
+    if (bad > 0) {
+      return InvalidArgumentError("CHOCO round skipped: " + std::to_string(bad) +
+                                  " model entries are not finite");
+    }
   }
   ChocoRoundStats stats;
-  diff_.resize(d);
-  for (size_t k = 0; k < d; ++k) diff_[k] = x[k] - public_[k];
-  MURMUR_RETURN_IF_ERROR(compressor_.Compress(diff_, q_));
-  coding::AddTo(q_, 1.0f, public_);
+  transfer_bytes_ = 0;
+  MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
+  if (device_compressor_) {
+    MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), q_));
+    transfer_bytes_ += device_compressor_->last_transfer_bytes();
+  } else {
+    MURMUR_RETURN_IF_ERROR(host_compressor_->Compress(diff_.span(), q_));
+  }
+  Add(q_, public_.span());
   ++version_;
   const double own_norm = std::sqrt(coding::SquaredL2Norm(q_.values));
   own_norm_average_ = own_norms_ == 0 ? own_norm : 0.9 * own_norm_average_ + 0.1 * own_norm;
@@ -333,7 +388,7 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   mixing_.clear();
   for (const Neighbor& n : peers.receive_from) mixing_.push_back(n.id);
   std::sort(mixing_.begin(), mixing_.end());
-  mix_.assign(d, 0.0);
+  MURMUR_CHECK_OK(mix_.Zero());
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) {
@@ -341,16 +396,15 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
       continue;
     }
     const double w = n.weight * std::clamp(damping ? damping(n.id) : 1.0, 0.0, 1.0);
-    const float* xj = it->second.values.data();
-    for (size_t k = 0; k < d; ++k) mix_[k] += w * (static_cast<double>(xj[k]) - public_[k]);
+    MURMUR_CHECK_OK(kernels::AccumulateDifference(device_, w, it->second.values.span(),
+                                                  public_.span(), mix_.span()));
     ++stats.mixed;
   }
   double mix_norm = 0;
-  for (size_t k = 0; k < d; ++k) {
-    x[k] += static_cast<float>(gamma_ * mix_[k]);
-    mix_norm += mix_[k] * mix_[k];
-  }
-  public_norm_ = std::sqrt(coding::SquaredL2Norm(public_));
+  MURMUR_CHECK_OK(kernels::ApplyScaled(device_, gamma_, mix_.span(), x, &mix_norm));
+  double public_squares = 0;
+  MURMUR_CHECK_OK(kernels::SumOfSquares(device_, public_.span(), &public_squares));
+  public_norm_ = std::sqrt(public_squares);
   stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm_, 1e-12);
   if (stats.mixed > 0) stats.gamma_halved = Guard(std::sqrt(mix_norm), stats.consensus_distance);
 }
@@ -387,15 +441,16 @@ bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<fl
   MURMUR_CHECK_EQ(out.size(), public_.size());
   const RoundPeers peers = Peers(view, 0);
   double total = 0;
-  std::vector<double> acc(out.size(), 0.0);
+  auto acc = kernels::Buffer<double>::Create(device_, out.size());
+  MURMUR_CHECK_OK(acc.status());
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) continue;
-    for (size_t k = 0; k < acc.size(); ++k) acc[k] += n.weight * it->second.values[k];
+    MURMUR_CHECK_OK(kernels::AccumulateScaled(device_, n.weight, it->second.values.span(), acc->span()));
     total += n.weight;
   }
   if (total <= 0) return false;
-  for (size_t k = 0; k < acc.size(); ++k) out[k] = static_cast<float>(acc[k] / total);
+  MURMUR_CHECK_OK(kernels::DivideInto(device_, acc->span(), total, out));
   return true;
 }
 
@@ -404,7 +459,7 @@ void ChocoGossip::Forget(NodeId id) { copies_.erase(id); }
 std::span<const float> ChocoGossip::CopyOf(NodeId id) const {
   auto it = copies_.find(id);
   if (it == copies_.end() || !it->second.ready) return {};
-  return it->second.values;
+  return it->second.values.span();
 }
 
 uint64_t ChocoGossip::CopyVersion(NodeId id) const {

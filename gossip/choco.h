@@ -45,12 +45,20 @@
 // Bounded state (issue 20): at most `max_copies` copies, the mixing peers' first; public-copy
 // snapshots served at a bounded rate, so invented or runaway peers cost bounded memory.
 //
+// Device residence (issue 21): x, x̂_i, the copies x̂_j and every scratch vector of a round live
+// in the memory of `options.device` and all arithmetic on them runs there (kernels/gossip_ops.h,
+// kernels/compress_ops.h): on a GPU only q_i goes down per round (compressed, by
+// coding::DeviceCompressor) and only received updates go up; dense vectors cross only as snapshots.
+// A device operation that fails (a GPU fault, device memory exhausted by a new copy) is fatal: the
+// process cannot go on with a faulted context.
+//
 // Thread safety: none; one thread (the node's training thread) drives it.
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -58,10 +66,13 @@
 #include "base/token_bucket.h"
 #include "base/status.h"
 #include "coding/compressor.h"
+#include "coding/device_compressor.h"
 #include "coding/update.h"
 #include "coding/update_codec.h"
 #include "gossip/envelope.h"
 #include "gossip/peer_sampling.h"
+#include "kernels/device.h"
+#include "kernels/memory.h"
 
 namespace murmur::gossip {
 
@@ -93,6 +104,12 @@ struct ChocoOptions {
   size_t max_copies = 16;
   double snapshots_per_s = 2;
   double snapshot_burst = 4;
+  // Where the vectors live (see the header comment).
+  kernels::Device device;
+  // Compress with coding::DeviceCompressor on `device` instead of coding::Compressor on the host.
+  // Implied by a GPU; on the CPU it runs the device path's host kernels, which is how the CPU
+  // test suite checks that path bit for bit against the host one.
+  bool device_compressor = false;
 
   Status Validate() const;
 };
@@ -149,7 +166,8 @@ class ChocoGossip {
  public:
   // `public_copy` is x̂_i at version 0: the seeded initial model when `from_initial` (then
   // `initial_model` is the same vector), or the model a joining node adopted. `initial_model` is
-  // what streams that start from the cluster's initial model begin at.
+  // what streams that start from the cluster's initial model begin at. Both are host memory.
+  // kUnavailable / kResourceExhausted when the device cannot hold them.
   static StatusOr<std::unique_ptr<ChocoGossip>> Create(const ChocoOptions& options,
                                                        std::span<const float> public_copy,
                                                        std::span<const float> initial_model,
@@ -158,7 +176,8 @@ class ChocoGossip {
   // One message from a peer.
   ChocoStepResult Step(const ChocoIncoming& message, TimePoint now);
 
-  // One round (see the header comment). `x` is x_half on entry and the mixed model on return.
+  // One round (see the header comment). `x` is x_half on entry and the mixed model on return,
+  // in the memory of options().device (as are `out`, public_copy() and CopyOf() below).
   // `view` is the live view (sorted, with this node). `damping(j)` scales w_ij (1 = none); the
   // weight removed stays with this node. kInvalidArgument (and nothing changes) when x has a
   // NaN or infinity, or the wrong size.
@@ -189,9 +208,14 @@ class ChocoGossip {
   const ChocoOptions& options() const { return options_; }
   double gamma() const { return gamma_; }
   uint64_t version() const { return version_; }
-  std::span<const float> public_copy() const { return public_; }
+  std::span<const float> public_copy() const { return public_.span(); }
   // The copy of `id`'s public copy, empty when none is ready (tests compare them bit for bit).
   std::span<const float> CopyOf(NodeId id) const;
+  // x̂_i copied to the host (a dense snapshot; on the CPU a plain copy).
+  std::vector<float> PublicCopyOnHost() const;
+  // Bytes moved between host and device by the latest Publish and Mix (0 on the CPU): the
+  // compressed update going down and its encoding; received updates count in Step.
+  size_t last_transfer_bytes() const { return transfer_bytes_; }
   uint64_t CopyVersion(NodeId id) const;
   uint64_t gamma_halvings() const { return gamma_halvings_; }
 
@@ -206,10 +230,15 @@ class ChocoGossip {
     double norm_average = 0;      // of applied updates
     uint64_t norms = 0;
     uint64_t last_update = 0;     // update_counter_ at its latest message
-    std::vector<float> values;
+    kernels::Buffer<float> values;
   };
 
-  ChocoGossip(const ChocoOptions& options, coding::Compressor compressor);
+  explicit ChocoGossip(const ChocoOptions& options);
+  // dst = src (memory of the device), allocating dst on first use.
+  void Assign(kernels::Buffer<float>& dst, std::span<const float> src) const;
+  // x += alpha · update on the device.
+  void Add(const coding::Update& update, std::span<float> x);
+  StatusOr<kernels::Buffer<float>> Upload(std::span<const float> host) const;
   std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
   // Room for a new copy of `from` (evicting one of a peer not mixed when full); false: none.
   bool AdmitCopy(NodeId from);
@@ -219,17 +248,22 @@ class ChocoGossip {
   bool Guard(double distance, double relative);
 
   ChocoOptions options_;
-  coding::Compressor compressor_;
+  const kernels::Device device_;
+  std::optional<coding::Compressor> host_compressor_;
+  std::optional<coding::DeviceCompressor> device_compressor_;
   double gamma_;
   bool from_initial_ = false;
   uint64_t version_ = 0;
-  std::vector<float> public_;
-  std::vector<float> initial_;
+  kernels::Buffer<float> public_;
+  kernels::Buffer<float> initial_;
   std::map<NodeId, Copy> copies_;
   std::vector<ChocoOutgoing> output_;
-  // Scratch.
-  std::vector<float> diff_;
-  std::vector<double> mix_;
+  // Scratch, on the device.
+  kernels::Buffer<float> diff_;
+  kernels::Buffer<double> mix_;
+  kernels::Buffer<float> incoming_;  // a snapshot being checked
+  coding::DeviceUpdateStaging staging_;
+  size_t transfer_bytes_ = 0;
   coding::Update q_;
   coding::Update received_;
   // Divergence guard.

@@ -1,5 +1,5 @@
 // DeviceCompressor on the CPU device (the kernels' host versions): the same updates as the host
-// Compressor where both are deterministic, DGC's contract, QSGD's unbiasedness, error feedback's
+// Compressor for every operator but DGC (QSGD and int8 included: both draw from one hash), DGC's contract, QSGD's unbiasedness, error feedback's
 // conservation, and rejection of non-finite input without a state change. murmur_cuda_test runs
 // the GPU against this.
 #include "coding/device_compressor.h"
@@ -78,7 +78,8 @@ TEST(DeviceCompressorTest, DeterministicOperatorsMatchTheHostCompressor) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
   for (size_t d : {size_t{1}, size_t{7}, size_t{4099}, size_t{100003}}) {
     for (const char* spec : {"topk:0.01", "topk:0.3,values=fp16", "threshold:1.5", "onebit:1.5",
-                             "threshold:0.5,adaptive=on", "none", "topk:0.05,ef=off"}) {
+                             "threshold:0.5,adaptive=on", "none", "topk:0.05,ef=off",
+                             "qsgd:16,ef=off", "qsgd:8,rescale=on,ef=on", "int8,ef=on"}) {
       SCOPED_TRACE(::testing::Message() << spec << " d " << d);
       auto options = ParseCompressorSpec(spec);
       ASSERT_TRUE(options.ok());
