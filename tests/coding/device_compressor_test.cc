@@ -1,7 +1,7 @@
 // DeviceCompressor on the CPU device (the kernels' host versions): the same updates as the host
-// Compressor for every operator but DGC (QSGD and int8 included: both draw from one hash), DGC's contract, QSGD's unbiasedness, error feedback's
-// conservation, and rejection of non-finite input without a state change. murmur_cuda_test runs
-// the GPU against this.
+// Compressor for every operator but DGC (QSGD and int8 included: both draw from one hash), DGC's
+// contract, QSGD's unbiasedness, error feedback's conservation, and rejection of non-finite input
+// without a state change. murmur_cuda_test runs the GPU against this.
 #include "coding/device_compressor.h"
 
 #include <gtest/gtest.h>
