@@ -9,6 +9,8 @@
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "gossip/membership.h"
+#include "kernels/gossip_ops.h"
+#include "kernels/memory.h"
 
 namespace murmur::gossip {
 
@@ -231,9 +233,23 @@ void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
   received_model_clock_ = std::max(r.round, m.step_clock);
 }
 
+std::span<const float> GossipNode::HostModel() {
+  if (o_.device.is_cpu()) return x_;
+  host_model_.resize(x_.size());
+  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.device,
+                                     x_.data(), x_.size_bytes()));
+  return host_model_;
+}
+
+void GossipNode::SetModel(std::span<const float> host) {
+  MURMUR_CHECK_EQ(host.size(), x_.size());
+  MURMUR_CHECK_OK(kernels::CopyBytes(o_.device, x_.data(), kernels::Device::Cpu(), host.data(),
+                                     host.size_bytes()));
+}
+
 void GossipNode::ServeModel(NodeId to) {
   auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeDense(x_, *bytes);
+  coding::EncodeDense(HostModel(), *bytes);
   Emit(SendTo{to, SnapshotReply{s_.step, static_cast<uint32_t>(x_.size()), true}, std::move(bytes)});
 }
 
@@ -392,9 +408,11 @@ void GossipNode::StartTraining(TimePoint now) {
   c.compressor = o_.compressor;
   c.gamma = o_.gamma;
   c.sampling = o_.sampling;
+  c.device = o_.device;
   const bool saved_copy = resume_.has_value() && !resume_->public_copy.empty();
-  auto choco = ChocoGossip::Create(c, saved_copy ? std::span<const float>(resume_->public_copy) : x_,
-                                   initial_, from_initial_);
+  auto choco = ChocoGossip::Create(
+      c, saved_copy ? std::span<const float>(resume_->public_copy) : HostModel(), initial_,
+      from_initial_);
   if (resume_.has_value()) resume_->public_copy = {};  // ChocoGossip holds its own copy
   if (!choco.ok()) {
     phase_ = Phase::kOver;
@@ -489,7 +507,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
 
 void GossipNode::AdoptReceivedModel() {
   if (received_model_->size() == x_.size()) {
-    std::copy(received_model_->begin(), received_model_->end(), x_.begin());
+    SetModel(*received_model_);
     Emit(ResetOptimizer{});
     s_.step = std::max(s_.step, received_model_clock_);
   }
@@ -499,11 +517,10 @@ void GossipNode::AdoptReceivedModel() {
 
 void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing,
                          TimePoint now) {
-  std::vector<float> average(x_.size());
   uint64_t clock = 0;
   for (NodeId id : mixing) clock = std::max(clock, sync_.ClockOf(id));
-  if (clock > s_.step && choco_->NeighbourAverage(view, average)) {
-    std::copy(average.begin(), average.end(), x_.begin());
+  // NeighbourAverage leaves x_ untouched when it has nothing to average.
+  if (clock > s_.step && choco_->NeighbourAverage(view, x_)) {
     Emit(ResetOptimizer{});
     MURMUR_LOG_DEBUG("node {}: caught up from step {} to {} with the neighbours' average", o_.self,
                      s_.step, clock);
@@ -537,7 +554,8 @@ void GossipNode::Round() {
   s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
                                         : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
   if (observer_ != nullptr) {
-    const double residual = coding::SquaredL2Distance(x_, choco_->public_copy());
+    double residual = 0;
+    MURMUR_CHECK_OK(kernels::SquaredDistance(o_.device, x_, choco_->public_copy(), &residual));
     observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
                      std::sqrt(residual), stats->consensus_distance);
   }

@@ -33,9 +33,10 @@
 //             and adopts the members' average when it comes (or keeps its own model after
 //             `finish_wait`, and says so).
 //   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver.
-// The model is the caller's span (the trainer's parameters): the machine reads it for rounds
-// and snapshots and writes it only between steps (rounds, adoption, catch-up), never while a
-// ComputeStep is outstanding. Snapshot requests for the model are answered in every phase.
+// The model is the caller's span (the trainer's parameters) in the memory of `device`: the
+// machine reads it for rounds and snapshots and writes it only between steps (rounds, adoption,
+// catch-up), never while a ComputeStep is outstanding. On a GPU it stays there: CHOCO runs on the
+// device (choco.h), and only dense snapshots, the consensus finish and checkpoints copy it. Snapshot requests for the model are answered in every phase.
 //
 // Trust: a message changes nothing (clock, copies, snapshots served) unless its sender is a live
 // member, its incarnation is below kMaxIncarnation and its step clock within max_clock_lead
@@ -66,6 +67,7 @@
 #include "gossip/node_io.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
+#include "kernels/device.h"
 #include "kernels/lr_schedule.h"
 
 namespace murmur::gossip {
@@ -116,6 +118,8 @@ struct GossipNodeOptions {
   // second on average (more is refused, kRejectSnapshotRate).
   double model_snapshot_burst = 4;
   double model_snapshots_per_s = 1;
+  // Where the model lives; CHOCO's public copies and its arithmetic go with it.
+  kernels::Device device;
 
   Status Validate() const;
 };
@@ -205,10 +209,12 @@ class GossipNode {
   std::vector<NodeAction> TakeOutput();
 
   Phase phase() const { return phase_; }
-  // x̂_i; empty before training starts.
-  std::span<const float> public_copy() const {
-    return choco_ ? choco_->public_copy() : std::span<const float>();
+  // x̂_i on the host (a copy); empty before training starts.
+  std::vector<float> PublicCopyOnHost() const {
+    return choco_ ? choco_->PublicCopyOnHost() : std::vector<float>();
   }
+  // Bytes CHOCO moved between host and device in the latest round (0 on the CPU).
+  size_t last_transfer_bytes() const { return choco_ ? choco_->last_transfer_bytes() : 0; }
   bool resumed() const { return resume_.has_value(); }
   bool joined() const { return phase_ >= Phase::kTraining; }
   // Held by an injected pause at the latest decision.
@@ -248,9 +254,15 @@ class GossipNode {
   void Emit(NodeAction action);
   std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
   int CurrentH() const;
+  // The model on the host: x_ itself on the CPU, else a copy in host_model_.
+  std::span<const float> HostModel();
+  // x_ = `host`, copied up on a GPU.
+  void SetModel(std::span<const float> host);
 
   const GossipNodeOptions o_;
   std::span<float> x_;
+  std::vector<float> host_model_;      // HostModel's copy on a GPU
+  std::span<const float> final_model_;  // the model the finish started with, on the host
   std::vector<float> initial_;
   bool from_initial_;
   SoftSync sync_;

@@ -45,7 +45,8 @@ void GossipNode::Finish(TimePoint now) {
     return;
   }
   phase_ = Phase::kFinishing;
-  finish_->Start(x_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
+  final_model_ = HostModel();  // stays as it is until the finish ends: training is over
+  finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
   EmitFinishOutput();
   Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
 }
@@ -69,12 +70,12 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
     if (observer_ != nullptr) observer_->Finish(false, 0, 0);
     return;
   }
-  const double moved = coding::SquaredL2Distance(o.model, x_);
+  const double moved = coding::SquaredL2Distance(o.model, final_model_);
   const double norm = coding::SquaredL2Norm(o.model);
   s_.finish = "averaged";
   s_.finish_contributors = o.contributors;
   s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;
-  std::copy(o.model.begin(), o.model.end(), x_.begin());
+  SetModel(o.model);
   Emit(ResetOptimizer{});
   MURMUR_LOG_INFO("node {}: adopted the average of {} members' models from node {} ({:.3g} "
                   "relative from its own)", o_.self, o.contributors, o.collector, s_.finish_moved);
@@ -88,7 +89,8 @@ void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header,
     return Reject(kRejectProtocol, m.from, "a finish message while this node does not finish");
   }
   sync_.Observe(m.from, m.step_clock);
-  const FinishStepResult r = finish_->Step(m.from, header, m.frame, x_, now);
+  const FinishStepResult r = finish_->Step(m.from, header, m.frame,
+                                               final_model_.empty() ? HostModel() : final_model_, now);
   ++s_.finish_verdicts[std::string(FinishVerdictName(r.verdict))];
   EmitFinishOutput();
   if (r.verdict == FinishVerdict::kOutlier) {

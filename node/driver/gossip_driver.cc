@@ -21,7 +21,8 @@ class GossipDriver : public gossip::GossipNodeObserver {
                const std::function<bool()>& stop)
       : o_(o),
         model_(model),
-        trainer_(model, train, std::move(rows), test, o.train, clock_),
+        train_(train),
+        rows_(std::move(rows)),
         test_(test),
         on_progress_(on_progress),
         stop_(stop),
@@ -79,7 +80,9 @@ class GossipDriver : public gossip::GossipNodeObserver {
   const GossipTrainerOptions& o_;
   Model<float>& model_;
   RealClock clock_;
-  Trainer trainer_;
+  const Dataset& train_;
+  std::vector<int64_t> rows_;  // until the trainer takes them
+  std::unique_ptr<Trainer> trainer_;  // on the model's device
   const Dataset* test_;
   Dataset eval_subset_;
   const GossipProgressFn& on_progress_;
@@ -115,6 +118,10 @@ Status GossipDriver::Start() {
   auto schedule = ScheduleFor(o_.train, p_.budget_samples, o_.dataset_rows,
                               o_.train.batch_size * std::max(1, o_.node.expect_members));
   if (!schedule.ok()) return schedule.status();
+  // The model, its optimizer state and this node's shard go to the model's device before the
+  // node joins: a device that cannot hold them is refused here.
+  MURMUR_ASSIGN_OR_RETURN(trainer_, Trainer::Create(model_, train_, std::move(rows_), test_,
+                                                    o_.train, clock_));
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
   MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", peer_->id(),
                   schedule->ToString());
@@ -129,16 +136,19 @@ Status GossipDriver::Start() {
   // The cluster's common initial model, or one of this node's own.
   std::vector<float> x0(static_cast<size_t>(model_.NumParams()));
   model_.Initialize(std::span<float>(x0), o_.init_seed);
-  auto x = trainer_.params();
   if (o_.per_node_init) {
-    model_.Initialize(x, o_.init_seed ^ (peer_->id() * 0x9E3779B97F4A7C15ULL));
+    std::vector<float> own(x0.size());
+    model_.Initialize(std::span<float>(own), o_.init_seed ^ (peer_->id() * 0x9E3779B97F4A7C15ULL));
+    MURMUR_RETURN_IF_ERROR(trainer_->SetParams(own));
   } else {
-    std::copy(x0.begin(), x0.end(), x.begin());
+    MURMUR_RETURN_IF_ERROR(trainer_->SetParams(x0));
   }
+  auto x = trainer_->params();
   gossip::GossipNodeOptions g = o_.node;
+  g.device = trainer_->device();
   g.self = peer_->id();
   g.incarnation = peer_->Snapshot().incarnation;
-  g.shard_rows = std::max<int64_t>(1, trainer_.shard_rows());
+  g.shard_rows = std::max<int64_t>(1, trainer_->shard_rows());
   g.budget_samples = p_.budget_samples;
   g.lr_schedule = *schedule;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, x, std::move(x0), !o_.per_node_init, start_));
@@ -165,7 +175,7 @@ Status GossipDriver::Restore() {
   StatusOr<GossipResume> resume = read.ok() ? ReadGossipCheckpoint(checkpoint_, *read)
                                             : StatusOr<GossipResume>(read.status());
   if (resume.status().code() == StatusCode::kFailedPrecondition) return resume.status();
-  Status restored = resume.ok() ? trainer_.RestoreState(resume->trainer) : resume.status();
+  Status restored = resume.ok() ? trainer_->RestoreState(resume->trainer) : resume.status();
   if (restored.ok()) restored = node_->Resume(std::move(resume->node));
   if (!restored.ok()) {
     // Written atomically and checksummed, so this is a damaged disk or a foreign file: set it
@@ -186,12 +196,12 @@ Status GossipDriver::Restore() {
 void GossipDriver::WriteCheckpoint() {
   if (checkpoint_.dir.empty() || !node_->joined()) return;
   const TimePoint t0 = clock_.Now();
-  auto state = trainer_.SaveState();
+  auto state = trainer_->SaveState();
   Status written = state.status();
   if (state.ok()) {
     written = node::WriteCheckpoint(
         checkpoint_.Path(),
-        MakeGossipCheckpoint(checkpoint_, *std::move(state), node_->state(), node_->public_copy()));
+        MakeGossipCheckpoint(checkpoint_, *std::move(state), node_->state(), node_->PublicCopyOnHost()));
   }
   const int64_t step = static_cast<int64_t>(node_->state().step);
   if (!written.ok()) {
@@ -240,7 +250,7 @@ bool GossipDriver::Perform(std::vector<gossip::NodeAction> actions) {
       compute_asked_ = true;
       compute_lr_ = c->lr;
     } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
-      trainer_.ResetOptimizerState();
+      trainer_->ResetOptimizerState();
     } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
       Evaluate(*e);
     } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
@@ -259,7 +269,7 @@ bool GossipDriver::Perform(std::vector<gossip::NodeAction> actions) {
 void GossipDriver::Evaluate(const gossip::Evaluate& e) {
   double accuracy = -1;
   if (test_ != nullptr) {
-    auto r = node::Evaluate<float>(model_, trainer_.params(), e.full ? *test_ : eval_subset_);
+    auto r = node::Evaluate<float>(model_, trainer_->params(), e.full ? *test_ : eval_subset_);
     if (r.ok()) {
       accuracy = r->accuracy;
       if (o_.telemetry != nullptr) o_.telemetry->SetAccuracy(accuracy);
@@ -272,7 +282,7 @@ void GossipDriver::Evaluate(const gossip::Evaluate& e) {
 
 void GossipDriver::ComputeStep() {
   const TimePoint t0 = clock_.Now();
-  auto loss = trainer_.Step(compute_lr_);
+  auto loss = trainer_->Step(compute_lr_);
   const Duration compute = clock_.Now() - t0;
   const Duration pause = injector_.AfterStep(compute);
   if (pause.count() > 0) std::this_thread::sleep_for(pause);
@@ -282,7 +292,7 @@ void GossipDriver::ComputeStep() {
     if (o_.telemetry != nullptr) o_.telemetry->CountNonFiniteStep();
     MURMUR_LOG_WARN("node {}: step skipped: {}", peer_->id(), loss.status().ToString());
   }
-  node_->Step(gossip::StepComputed{loss.ok(), loss.ok() ? *loss : 0.0, trainer_.last_batch_rows()},
+  node_->Step(gossip::StepComputed{loss.ok(), loss.ok() ? *loss : 0.0, trainer_->last_batch_rows()},
               clock_.Now());
   if (o_.telemetry != nullptr) {
     // The step's wall time since the previous one ended, by phase; what is neither compute,
@@ -293,7 +303,7 @@ void GossipDriver::ComputeStep() {
     t.injected = pause;
     t.waiting = waited_;
     t.communication = std::max(Duration(0), (end - last_step_end_) - compute - pause - waited_);
-    o_.telemetry->ObserveStep(t, trainer_.last_batch_rows());
+    o_.telemetry->ObserveStep(t, trainer_->last_batch_rows());
     o_.telemetry->SetStepClock(static_cast<int64_t>(node_->state().step));
     if (node_->state().have_loss) o_.telemetry->SetLoss(node_->state().loss);
     last_step_end_ = end;
@@ -345,7 +355,7 @@ StatusOr<GossipProgress> GossipDriver::Run() {
   WriteCheckpoint();  // the run's end or a SIGTERM: a restart resumes from here
   if (!over_->ok()) return *over_;
   if (!o_.save_model.empty()) {
-    MURMUR_ASSIGN_OR_RETURN(const std::vector<float> params, trainer_.ParamsOnHost());
+    MURMUR_ASSIGN_OR_RETURN(const std::vector<float> params, trainer_->ParamsOnHost());
     MURMUR_RETURN_IF_ERROR(SaveModel(o_.save_model, model_.spec().ToString(), params));
   }
   MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {:.4f}", peer_->id(), p_.end_reason,

@@ -128,7 +128,7 @@ TEST(GossipNodeTest, ResumedNodeTrainsOnFromItsCheckpointUnlessTheClusterIsTooFa
     cluster.RunFor(milliseconds(1500));
     const GossipNodeState before = cluster.machine(3).state();
     ASSERT_GT(before.step, 20u);
-    const auto copy = cluster.machine(3).public_copy();
+    const auto copy = cluster.machine(3).PublicCopyOnHost();
     resume = ResumePoint{before.step, before.local_steps, before.samples, {copy.begin(), copy.end()}};
     saved_model = cluster.node(3).x;
     cluster.Crash(3);
@@ -145,7 +145,7 @@ TEST(GossipNodeTest, ResumedNodeTrainsOnFromItsCheckpointUnlessTheClusterIsTooFa
       EXPECT_EQ(s.step, before.step);
       EXPECT_EQ(s.samples, before.samples);
       EXPECT_EQ(s.local_steps, before.local_steps);
-      const auto now_copy = cluster.machine(3).public_copy();
+      const auto now_copy = cluster.machine(3).PublicCopyOnHost();
       EXPECT_TRUE(std::equal(now_copy.begin(), now_copy.end(), resume->public_copy.begin()));
     } else {
       EXPECT_EQ(trace.requests, 1);
