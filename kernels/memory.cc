@@ -1,5 +1,6 @@
 #include "kernels/memory.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,7 +21,15 @@ constexpr size_t kHostAlignment = 64;
                           ": this build has no CUDA backend (MURMUR_WITH_CUDA=OFF)");
 }
 
+std::atomic<uint64_t> gpu_allocated{0};
+std::atomic<uint64_t> gpu_transferred{0};
+
 }  // namespace
+
+DeviceMemoryStats GetDeviceMemoryStats() {
+  return {gpu_allocated.load(std::memory_order_relaxed),
+          gpu_transferred.load(std::memory_order_relaxed)};
+}
 
 StatusOr<void*> AllocateBytes(const Device& device, size_t bytes) {
   if (bytes == 0) return static_cast<void*>(nullptr);
@@ -32,13 +41,15 @@ StatusOr<void*> AllocateBytes(const Device& device, size_t bytes) {
     return p;
   }
 #if MURMUR_WITH_CUDA
-  return cuda::Allocate(device, bytes);
+  StatusOr<void*> p = cuda::Allocate(device, bytes);
+  if (p.ok()) gpu_allocated.fetch_add(bytes, std::memory_order_relaxed);
+  return p;
 #else
   return NoCuda(device);
 #endif
 }
 
-void FreeBytes(const Device& device, void* pointer) {
+void FreeBytes(const Device& device, void* pointer, [[maybe_unused]] size_t bytes) {
   if (pointer == nullptr) return;
   if (device.is_cpu()) {
     ::operator delete(pointer, std::align_val_t(kHostAlignment));
@@ -46,6 +57,7 @@ void FreeBytes(const Device& device, void* pointer) {
   }
 #if MURMUR_WITH_CUDA
   cuda::Free(device, pointer);
+  gpu_allocated.fetch_sub(bytes, std::memory_order_relaxed);
 #endif
 }
 
@@ -57,6 +69,9 @@ Status CopyBytes(const Device& dst_device, void* dst, const Device& src_device, 
     return OkStatus();
   }
 #if MURMUR_WITH_CUDA
+  if (dst_device.is_cpu() != src_device.is_cpu()) {
+    gpu_transferred.fetch_add(bytes, std::memory_order_relaxed);
+  }
   return cuda::Copy(dst_device, dst, src_device, src, bytes);
 #else
   return NoCuda(dst_device.is_cpu() ? src_device : dst_device);

@@ -19,8 +19,8 @@ namespace murmur::kernels {
 // when the device does not exist (or the build has no CUDA backend), kResourceExhausted when it
 // is full; both name the device and the size.
 StatusOr<void*> AllocateBytes(const Device& device, size_t bytes);
-// Frees what AllocateBytes returned on the same device; null is a no-op.
-void FreeBytes(const Device& device, void* pointer);
+// Frees what AllocateBytes returned on the same device for `bytes`; null is a no-op.
+void FreeBytes(const Device& device, void* pointer, size_t bytes);
 // Copies `bytes` from `src` (memory of `src_device`) to `dst` (memory of `dst_device`).
 Status CopyBytes(const Device& dst_device, void* dst, const Device& src_device, const void* src,
                  size_t bytes);
@@ -28,6 +28,16 @@ Status CopyBytes(const Device& dst_device, void* dst, const Device& src_device, 
 Status ZeroBytes(const Device& device, void* pointer, size_t bytes);
 // Waits for everything queued on `device` by this thread; reports an asynchronous kernel fault.
 Status Synchronize(const Device& device);
+
+// What this process does with GPU memory, over all GPUs and threads (0 on a CPU-only run): the
+// bytes it holds through AllocateBytes now, and the bytes CopyBytes moved between the host and a
+// GPU since the process started, both ways (the metrics' murmur_device_memory_bytes and
+// murmur_host_device_bytes_total).
+struct DeviceMemoryStats {
+  uint64_t allocated_bytes = 0;
+  uint64_t transferred_bytes = 0;
+};
+DeviceMemoryStats GetDeviceMemoryStats();
 
 // An owning array of T on one device. Move-only. Contents start as zeros.
 template <typename T>
@@ -52,7 +62,7 @@ class Buffer {
         size_(std::exchange(o.size_, 0)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
-      FreeBytes(device_, data_);
+      FreeBytes(device_, data_, size_ * sizeof(T));
       device_ = o.device_;
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
@@ -61,7 +71,7 @@ class Buffer {
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { FreeBytes(device_, data_); }
+  ~Buffer() { FreeBytes(device_, data_, size_ * sizeof(T)); }
 
   const Device& device() const { return device_; }
   T* data() const { return data_; }

@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "kernels/device.h"
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/seeds.h"
@@ -181,21 +182,45 @@ struct Workload {
   TrainTest data;
   Model<float> model;
 };
-StatusOr<Workload> LoadWorkload(const NodeConfig& config) {
+StatusOr<Workload> LoadWorkload(const NodeConfig& config, const kernels::Device& device) {
   MURMUR_ASSIGN_OR_RETURN(TrainTest data, LoadTrainData(config.gossip.train));
-  MURMUR_ASSIGN_OR_RETURN(Model<float> model,
-                          Model<float>::Create(TrainModelSpec(config.gossip.train, data.train)));
+  MURMUR_ASSIGN_OR_RETURN(
+      Model<float> model, Model<float>::Create(TrainModelSpec(config.gossip.train, data.train), device));
   return Workload{std::move(data), std::move(model)};
 }
 
+// Where this node trains, from --device (kernels::ResolveDevice). Gossip trains where it is
+// told; the synchronous modes train on the CPU only so far, so `auto` means the CPU for them and
+// an explicit GPU is refused, as is any GPU for membership, which trains nothing. Never a silent
+// fallback: every refusal says why (kFailedPrecondition, or kInvalidArgument for a bad value).
+StatusOr<kernels::Device> NodeDevice(const NodeConfig& config) {
+  const std::string& spec = config.gossip.train.device;
+  MURMUR_ASSIGN_OR_RETURN(kernels::Device device, kernels::ResolveDevice(spec));
+  device.allow_tf32 = config.gossip.train.tf32;
+  if (config.mode == gossip::Mode::kGossip || device.is_cpu()) return device;
+  const std::string_view mode = gossip::ModeName(config.mode);
+  if (spec == "auto") {
+    MURMUR_LOG_INFO("--device auto: --mode {} trains on the CPU (its GPU path is not built yet)",
+                    mode);
+    return kernels::Device::Cpu();
+  }
+  if (config.mode == gossip::Mode::kMembership) {
+    return FailedPreconditionError("--device " + spec +
+                                   ": membership mode trains nothing; --device is for training");
+  }
+  return FailedPreconditionError("--device " + spec + ": --mode " + std::string(mode) +
+                                 " trains on the CPU only so far (the GPU path is --mode gossip's);"
+                                 " use --device cpu or auto");
+}
+
 int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
-                 NodeTelemetry* telemetry) {
+                 NodeTelemetry* telemetry, const kernels::Device& device) {
   auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
   if (!options.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
     return 2;
   }
-  auto work = LoadWorkload(config);
+  auto work = LoadWorkload(config, device);
   if (!work.ok()) return Refuse(work.status());
   auto& data = work->data;
   auto& model = work->model;
@@ -244,7 +269,7 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
 }
 
 int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
-                  NodeTelemetry* telemetry) {
+                  NodeTelemetry* telemetry, const kernels::Device& device) {
   auto options = GossipOptionsFrom(config.gossip);
   if (!options.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
@@ -255,7 +280,7 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
                  config.shard_index, config.shard_count);
     return 2;
   }
-  auto work = LoadWorkload(config);
+  auto work = LoadWorkload(config, device);
   if (!work.ok()) return Refuse(work.status());
   auto& data = work->data;
   auto& model = work->model;
@@ -334,6 +359,9 @@ int NodeCommand::Run() {
     return 2;
   }
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
+  // Where it trains, decided before anything starts: a device it cannot use is exit 2.
+  StatusOr<kernels::Device> device = NodeDevice(*config);
+  if (!device.ok()) return Refuse(device.status());
   InstallStopSignals();
   // The injection from flag/env/file; the admin port may replace it at run time.
   StragglerOptions initial;
@@ -354,6 +382,7 @@ int NodeCommand::Run() {
   // Metrics live in a registry owned here and handed to the telemetry (never a global one).
   prometheus::Registry registry;
   NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config->mode)), initial);
+  telemetry.SetDevice(device->ToString());
   std::unique_ptr<AdminServer> admin;
   if (!config->admin.empty()) {
     std::string token;
@@ -378,8 +407,10 @@ int NodeCommand::Run() {
         "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
         "root holds the one model"));
   }
-  if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, &telemetry);
-  if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry);
+  if (config->mode == gossip::Mode::kGossip) {
+    return RunGossipNode(*config, *options, &telemetry, *device);
+  }
+  if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry, *device);
   auto node = PeerNode::Start(*options);
   if (!node.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());

@@ -65,6 +65,9 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["accuracy"] = p.accuracy >= 0 ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
   j["accuracy_step"] = p.accuracy_step;
   j["elapsed_s"] = p.elapsed_s;
+  j["device"] = p.device;
+  j["device_memory_bytes"] = p.device_memory_bytes;
+  j["host_device_bytes"] = p.host_device_bytes;
   j["bytes_sent"] = p.bytes_sent;
   j["bytes_received"] = p.bytes_received;
   j["rounds"] = p.rounds;

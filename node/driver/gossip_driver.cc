@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "gossip/gossip_node.h"
+#include "kernels/memory.h"
 #include "node/observe/telemetry.h"
 
 namespace murmur::node {
@@ -146,6 +147,8 @@ Status GossipDriver::Start() {
   auto x = trainer_->params();
   gossip::GossipNodeOptions g = o_.node;
   g.device = trainer_->device();
+  p_.device = g.device.ToString();
+  MURMUR_LOG_INFO("node {}: training on {}", peer_->id(), p_.device);
   g.self = peer_->id();
   g.incarnation = peer_->Snapshot().incarnation;
   g.shard_rows = std::max<int64_t>(1, trainer_->shard_rows());
@@ -327,6 +330,9 @@ void GossipDriver::Report(bool force) {
   p_.stragglers = node_->Stragglers(now);
   p_.stragglers_detected = node_->soft_sync().stragglers_detected();
   p_.elapsed_s = ToSeconds(now - start_);
+  const kernels::DeviceMemoryStats memory = kernels::GetDeviceMemoryStats();
+  p_.device_memory_bytes = memory.allocated_bytes;
+  p_.host_device_bytes = memory.transferred_bytes;
   on_progress_(p_);
 }
 

@@ -16,6 +16,7 @@
 #include "coding/update_codec.h"
 #include "gossip/membership.h"
 #include "gossip/node_io.h"
+#include "kernels/memory.h"
 #include "node/observe/process_stats.h"
 #include "node/observe/telemetry_metrics.h"
 #include "node/peer/peer_node.h"
@@ -48,7 +49,9 @@ NodeTelemetry::~NodeTelemetry() = default;
 void NodeTelemetry::AttachPeer(const PeerNode* peer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (peer != nullptr) {
-    if (peer_ == nullptr) m_->node_info.Add({{"id", std::to_string(peer->id())}}).Set(1);
+    if (peer_ == nullptr) {
+      m_->node_info.Add({{"id", std::to_string(peer->id())}, {"device", device_}}).Set(1);
+    }
     PullLocked();
   } else if (peer_ != nullptr) {
     PullLocked();  // the last figures of the peer that is going away
@@ -209,6 +212,14 @@ void NodeTelemetry::PullLocked() {
   m_->process_max_fds.Set(p.max_fds);
   m_->process_threads.Set(p.threads);
   m_->process_start.Set(p.start_time_seconds);
+  const kernels::DeviceMemoryStats device = kernels::GetDeviceMemoryStats();
+  m_->device_memory.Set(static_cast<double>(device.allocated_bytes));
+  RaiseTo(m_->host_device_bytes, static_cast<double>(device.transferred_bytes));
+}
+
+void NodeTelemetry::SetDevice(std::string device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_ = std::move(device);
 }
 
 std::string NodeTelemetry::Exposition() {

@@ -71,6 +71,9 @@ class NodeTelemetry {
   // The peer whose traffic and membership a scrape reads; nullptr before it starts and after it
   // stops. The caller detaches before destroying the peer.
   void AttachPeer(const PeerNode* peer);
+  // Where the node trains ("cpu", "cuda:0"): murmur_node_info's device label. Set before
+  // AttachPeer (default "cpu").
+  void SetDevice(std::string device);
   // /healthz answers 200 only once the node has joined (gossip: the cluster seen and the model
   // taken; coded modes: the tree or ring assembled; membership: a member besides itself).
   void SetJoined(bool joined, std::string detail);
@@ -119,6 +122,7 @@ class NodeTelemetry {
 
   std::mutex mu_;  // guards what follows
   const PeerNode* peer_ = nullptr;
+  std::string device_ = "cpu";
   bool joined_ = false;
   std::string join_detail_ = "starting";
   int64_t rank_ = -1;

@@ -54,7 +54,8 @@ struct NodeTelemetry::Metrics {
                              {"cuda", MURMUR_WITH_CUDA ? "true" : "false"}})),
         node_info(BuildGauge()
                       .Name("murmur_node_info")
-                      .Help("Always 1 once the peer has started; label id: this node's id")
+                      .Help("Always 1 once the peer has started; labels id: this node's id, "
+                            "device: where it trains (cpu, cuda:N)")
                       .Register(r)),
         ready(BuildGauge()
                   .Name("murmur_ready")
@@ -272,7 +273,20 @@ struct NodeTelemetry::Metrics {
                           .Name("process_start_time_seconds")
                           .Help("Start time of the process since the Unix epoch")
                           .Register(r)
-                          .Add({})) {
+                          .Add({})),
+        device_memory(BuildGauge()
+                          .Name("murmur_device_memory_bytes")
+                          .Help("GPU memory this process holds (model, optimizer, shard, CHOCO "
+                                "copies, scratch); 0 on the CPU")
+                          .Register(r)
+                          .Add({})),
+        host_device_bytes(BuildCounter()
+                              .Name("murmur_host_device_bytes_total")
+                              .Help("Bytes copied between host and GPU, both ways (per step: "
+                                    "the batch's row positions, the loss, the compressed updates "
+                                    "out and in); 0 on the CPU")
+                              .Register(r)
+                              .Add({})) {
     build_info.Set(1);
     // Step phases: 100 us to ~100 s.
     for (std::string_view phase : kPhases) {
@@ -393,6 +407,8 @@ struct NodeTelemetry::Metrics {
   Gauge& process_max_fds;
   Gauge& process_threads;
   Gauge& process_start;
+  Gauge& device_memory;
+  Counter& host_device_bytes;
   uint64_t coded_late_seen = 0;  // CodedStats.late_dropped already added to late_dropped
   uint64_t shown_injection_version = ~uint64_t{0};
 };
