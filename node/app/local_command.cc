@@ -17,7 +17,9 @@
 
 #include "gossip/sync_node.h"
 #include "node/app/local_cluster.h"
+#include "kernels/device.h"
 #include "node/app/local_config.h"
+#include "node/app/placement.h"
 #include "node/app/command.h"
 #include "node/app/node_command.h"
 #include "node/train/checkpoint.h"
@@ -152,7 +154,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
 std::vector<std::string> Forwarded(const ConfigParser<LocalConfig>& parser, bool coded) {
   std::vector<std::string> keys = coded ? CodedKeyNames() : std::vector<std::string>{};
   for (const auto& k : GossipKeyNames()) {
-    if (k != "straggle") keys.push_back(k);
+    if (k != "straggle" && k != "device") keys.push_back(k);  // each node gets its own device
   }
   return parser.GivenFlags(keys);
 }
@@ -212,16 +214,20 @@ class MembershipLocal : public LocalMode {
 
 class GossipLocal : public LocalMode {
  public:
-  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded, std::filesystem::path dir)
+  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded, std::filesystem::path dir,
+              std::vector<std::string> devices)
       : config_(config), forwarded_(std::move(forwarded)), dir_(std::move(dir)),
-        what_(fmt::format("CHOCO-SGD {} on a {}", config.gossip.compress, config.gossip.topology)) {}
+        devices_(std::move(devices)),
+        what_(fmt::format("CHOCO-SGD {} on a {}, on {}", config.gossip.compress,
+                          config.gossip.topology, PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
   std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i) + ".model")).string(); }
   std::vector<std::string> NodeArgs(int i) const override {
     std::vector<std::string> a = {"--mode", "gossip", "--shard-index", std::to_string(i),
                                   "--shard-count", std::to_string(config_.nodes),
                                   "--expect-members", std::to_string(config_.nodes),
-                                  "--save-model", ModelPath(i)};
+                                  "--save-model", ModelPath(i),
+                                  "--device", devices_[static_cast<size_t>(i)]};
     a.insert(a.end(), forwarded_.begin(), forwarded_.end());
     return a;
   }
@@ -278,6 +284,7 @@ class GossipLocal : public LocalMode {
   const LocalConfig& config_;
   const std::vector<std::string> forwarded_;
   const std::filesystem::path dir_;
+  const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
   std::set<size_t> flagged_;                          // nodes some other node marked a straggler
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
@@ -344,6 +351,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     nlohmann::json j;
     j["mode"] = "gossip";
     j["nodes"] = n;
+    j["devices"] = devices_;
     j["ok"] = ok;
     j["end"] = end_reason;
     j["accuracy"] = accuracy;
@@ -391,18 +399,22 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
 
 class CodedLocal : public LocalMode {
  public:
-  CodedLocal(const LocalConfig& config, gossip::SyncPlan plan, std::vector<std::string> forwarded)
-      : config_(config), plan_(std::move(plan)), forwarded_(std::move(forwarded)) {
+  CodedLocal(const LocalConfig& config, gossip::SyncPlan plan, std::vector<std::string> forwarded,
+             std::vector<std::string> devices)
+      : config_(config), plan_(std::move(plan)), forwarded_(std::move(forwarded)),
+        devices_(std::move(devices)) {
     what_ = std::string(gossip::ModeName(config.mode));
     if (plan_.code) what_ += ": " + plan_.code->ToString();
     what_ += fmt::format(", N = {} workers", plan_.workers);
     if (config.mode != Mode::kGc && config.mode != Mode::kRing) {
       what_ += fmt::format(" (n = {}, L = {})", config.coded.n, config.coded.L);
     }
+    what_ += ", on " + PlacementSummary(devices_);
   }
   int processes() const override { return static_cast<int>(plan_.processes); }
-  std::vector<std::string> NodeArgs(int) const override {
-    std::vector<std::string> a = {"--mode", std::string(gossip::ModeName(config_.mode))};
+  std::vector<std::string> NodeArgs(int i) const override {
+    std::vector<std::string> a = {"--mode", std::string(gossip::ModeName(config_.mode)),
+                                  "--device", devices_[static_cast<size_t>(i)]};
     a.insert(a.end(), forwarded_.begin(), forwarded_.end());
     return a;
   }
@@ -484,6 +496,7 @@ class CodedLocal : public LocalMode {
   const LocalConfig& config_;
   const gossip::SyncPlan plan_;
   const std::vector<std::string> forwarded_;
+  const std::vector<std::string> devices_;
   std::string what_;
 };
 
@@ -540,6 +553,10 @@ int LocalCommand::Run() {
       }
     }
   }
+  // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
+  auto devices = PlaceNodes(config.gossip.train.device, config.gpus, processes,
+                            kernels::CudaDeviceCount(), config.mode == Mode::kGossip);
+  if (!devices.ok()) return Refuse(std::string(devices.status().message()));
   char dir_template[] = "/tmp/murmur-local-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {
     std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");
@@ -547,9 +564,10 @@ int LocalCommand::Run() {
   }
   const std::filesystem::path dir = dir_template;
   if (plan.has_value()) {
-    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(parser_, true));
+    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(parser_, true),
+                                        *std::move(devices));
   } else if (config.mode == Mode::kGossip) {
-    mode = std::make_unique<GossipLocal>(config, Forwarded(parser_, false), dir);
+    mode = std::make_unique<GossipLocal>(config, Forwarded(parser_, false), dir, *std::move(devices));
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }

@@ -48,6 +48,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Text("straggle", &C::straggle, "",
               "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
               "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
+        .Text("gpus", &C::gpus, "",
+              "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "
+              "e.g. 0,2 (empty: every visible GPU); several nodes may share one")
         .Embed(GossipSchema(), &C::gossip, {"straggle"})
         .Embed(CodedSchema(), &C::coded, {});
     return s;

@@ -29,6 +29,7 @@ struct LocalConfig {
   bool secure = false;
   std::string prometheus_targets;
   std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
+  std::string gpus;      // GPU ordinals to spread the nodes over ("": every visible one)
   GossipConfig gossip;
   CodedConfig coded;
 };

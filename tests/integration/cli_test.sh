@@ -48,7 +48,21 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   check "cuda without a GPU exits 2" 2 "$murmur" train --device cuda --epochs 1 --max-train-samples 100
   contains "cuda without a GPU says why" "$tmp/err" "use --device cpu or auto"
   check "auto without a GPU trains on the CPU" 0 "$murmur" train --device auto --epochs 1 --max-train-samples 500 --progress none
+  check "a local cluster on cuda without a GPU exits 2" 2 "$murmur" local --nodes 4 --device cuda
+  contains "the local refusal says why" "$tmp/err" "no CUDA device is visible"
+  check "a gossip node on cuda without a GPU exits 2" 2 "$murmur" node --mode gossip --listen tcp://127.0.0.1:0 --device cuda:0
+  contains "the node refusal says why" "$tmp/err" "use --device cpu or auto"
 fi
+check "a synchronous mode on a GPU exits 2" 2 "$murmur" local --mode ring --n 2 --L 1 --device cuda
+contains "the refusal says the mode is CPU-only" "$tmp/err" "trains on the CPU only so far"
+check "a local cluster on the CPU says where it trains" 0 "$murmur" local --nodes 2 --device cpu \
+  --epochs 1 --max-train-samples 2000 --finish-wait-s 2 --json --progress none
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["devices"] == ["cpu", "cpu"], d["devices"]
+print("ok   local devices:", d["devices"])
+PY
 check "compressed run reports its bytes" 0 "$murmur" train --compress topk:0.05,values=fp16 --epochs 1 --max-train-samples 2000 --json --progress none
 python3 - "$tmp/out" <<'PY' || fail=1
 import json, sys

@@ -1,0 +1,86 @@
+#include "node/app/placement.h"
+
+#include <charconv>
+#include <map>
+
+#include "fmt/format.h"
+
+namespace murmur::node {
+namespace {
+
+StatusOr<int> ParseOrdinal(std::string_view text, std::string_view what) {
+  int value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+    return InvalidArgumentError(fmt::format("{}: '{}' is not a GPU ordinal (0, 1, ...)", what, text));
+  }
+  return value;
+}
+
+Status NotVisible(std::string_view what, int ordinal, int visible) {
+  if (visible == 0) {
+    return FailedPreconditionError(fmt::format(
+        "{}: no CUDA device is visible to this process (no GPU, no driver, a build without CUDA, "
+        "or CUDA_VISIBLE_DEVICES hides it); use --device cpu or auto", what));
+  }
+  return FailedPreconditionError(fmt::format("{}: GPU {} is not visible (this machine shows {})",
+                                             what, ordinal, visible));
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::string_view gpus,
+                                              int nodes, int visible_gpus, bool gpu_mode) {
+  const std::string what = fmt::format("--device {}", device);
+  const bool is_auto = device == "auto";
+  const bool any_cuda = device == "cuda";
+  const bool one_cuda = device.starts_with("cuda:");
+  if (device != "cpu" && !is_auto && !any_cuda && !one_cuda) {
+    return InvalidArgumentError(fmt::format("{}: not one of auto, cpu, cuda, cuda:N", what));
+  }
+  std::vector<int> pool;
+  if (!gpus.empty()) {
+    if (!is_auto && !any_cuda) {
+      return InvalidArgumentError(fmt::format("--gpus {} needs --device auto or cuda ({})", gpus, what));
+    }
+    for (size_t begin = 0; begin <= gpus.size();) {
+      const size_t comma = std::min(gpus.find(',', begin), gpus.size());
+      MURMUR_ASSIGN_OR_RETURN(int ordinal, ParseOrdinal(gpus.substr(begin, comma - begin), "--gpus"));
+      if (ordinal >= visible_gpus) return NotVisible("--gpus", ordinal, visible_gpus);
+      pool.push_back(ordinal);
+      begin = comma + 1;
+    }
+  }
+  if (one_cuda) {
+    MURMUR_ASSIGN_OR_RETURN(int ordinal, ParseOrdinal(device.substr(5), what));
+    if (ordinal >= visible_gpus) return NotVisible(what, ordinal, visible_gpus);
+    pool = {ordinal};
+  }
+  const bool wants_gpu = any_cuda || one_cuda;
+  if (wants_gpu && !gpu_mode) {
+    return FailedPreconditionError(fmt::format(
+        "{}: this mode trains on the CPU only so far (the GPU path is --mode gossip's); use "
+        "--device cpu or auto", what));
+  }
+  if (wants_gpu && visible_gpus == 0) return NotVisible(what, 0, 0);
+  std::vector<std::string> out(static_cast<size_t>(nodes), "cpu");
+  if (device == "cpu" || !gpu_mode || visible_gpus == 0) return out;
+  if (pool.empty()) {
+    for (int g = 0; g < visible_gpus; ++g) pool.push_back(g);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = fmt::format("cuda:{}", pool[i % pool.size()]);
+  return out;
+}
+
+std::string PlacementSummary(const std::vector<std::string>& devices) {
+  std::map<std::string, int> count;
+  for (const auto& d : devices) ++count[d];
+  if (count.size() == 1) return count.begin()->first;
+  std::string out;
+  for (const auto& [d, n] : count) {
+    out += fmt::format("{}{} ({} node{})", out.empty() ? "" : ", ", d, n, n == 1 ? "" : "s");
+  }
+  return out;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,51 @@
+#include "node/app/placement.h"
+
+#include <gtest/gtest.h>
+
+namespace murmur::node {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(PlacementTest, CpuAndAutoWithoutAGpuPlaceEveryNodeOnTheCpu) {
+  EXPECT_EQ(*PlaceNodes("cpu", "", 3, 0, true), (V{"cpu", "cpu", "cpu"}));
+  EXPECT_EQ(*PlaceNodes("auto", "", 2, 0, true), (V{"cpu", "cpu"}));
+  EXPECT_EQ(*PlaceNodes("cpu", "", 2, 4, true), (V{"cpu", "cpu"}));  // a GPU is not forced
+}
+
+TEST(PlacementTest, AutoAndCudaSpreadNodesRoundRobinOverTheVisibleOrListedGpus) {
+  EXPECT_EQ(*PlaceNodes("auto", "", 5, 2, true), (V{"cuda:0", "cuda:1", "cuda:0", "cuda:1", "cuda:0"}));
+  EXPECT_EQ(*PlaceNodes("cuda", "", 3, 1, true), (V{"cuda:0", "cuda:0", "cuda:0"}));
+  EXPECT_EQ(*PlaceNodes("cuda", "2,0", 4, 3, true), (V{"cuda:2", "cuda:0", "cuda:2", "cuda:0"}));
+  EXPECT_EQ(*PlaceNodes("cuda:1", "", 2, 2, true), (V{"cuda:1", "cuda:1"}));
+}
+
+TEST(PlacementTest, AGpuThatCannotBeGivenIsRefusedWithTheReason) {
+  auto none = PlaceNodes("cuda", "", 4, 0, true);
+  EXPECT_EQ(none.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("no CUDA device is visible"), std::string::npos);
+  EXPECT_EQ(PlaceNodes("cuda:2", "", 4, 2, true).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PlaceNodes("auto", "0,3", 4, 2, true).status().code(), StatusCode::kFailedPrecondition);
+  // The synchronous modes train on the CPU: auto means the CPU, an explicit GPU is refused.
+  EXPECT_EQ(*PlaceNodes("auto", "", 2, 2, false), (V{"cpu", "cpu"}));
+  auto coded = PlaceNodes("cuda", "", 2, 2, false);
+  EXPECT_EQ(coded.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(coded.status().message().find("CPU only"), std::string::npos);
+}
+
+TEST(PlacementTest, BadValuesAreInvalidArguments) {
+  for (auto [device, gpus] : std::vector<std::pair<std::string, std::string>>{
+           {"gpu", ""}, {"cuda:x", ""}, {"cuda:-1", ""}, {"auto", "0,,1"}, {"auto", "a"},
+           {"cpu", "0"}, {"cuda:0", "0"}}) {
+    EXPECT_EQ(PlaceNodes(device, gpus, 2, 2, true).status().code(), StatusCode::kInvalidArgument)
+        << device << " / " << gpus;
+  }
+}
+
+TEST(PlacementTest, SummaryCountsNodesPerDevice) {
+  EXPECT_EQ(PlacementSummary({"cpu", "cpu"}), "cpu");
+  EXPECT_EQ(PlacementSummary({"cuda:0", "cuda:1", "cuda:0"}), "cuda:0 (2 nodes), cuda:1 (1 node)");
+}
+
+}  // namespace
+}  // namespace murmur::node
