@@ -409,6 +409,7 @@ void GossipNode::StartTraining(TimePoint now) {
   c.gamma = o_.gamma;
   c.sampling = o_.sampling;
   c.device = o_.device;
+  c.device_compressor = o_.device_compressor;
   const bool saved_copy = resume_.has_value() && !resume_->public_copy.empty();
   auto choco = ChocoGossip::Create(
       c, saved_copy ? std::span<const float>(resume_->public_copy) : HostModel(), initial_,

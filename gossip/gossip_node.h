@@ -120,6 +120,7 @@ struct GossipNodeOptions {
   double model_snapshots_per_s = 1;
   // Where the model lives; CHOCO's public copies and its arithmetic go with it.
   kernels::Device device;
+  bool device_compressor = false;  // ChocoOptions::device_compressor (the device path on the CPU)
 
   Status Validate() const;
 };

@@ -17,6 +17,7 @@
 #include "node/train/sharding.h"
 #include "node/train/trainer.h"
 #include "tests/gossip/choco_equivalence.h"
+#include "tests/testing/gossip_training.h"
 #include "tests/kernels/device_conformance.h"
 
 namespace murmur::kernels {
@@ -116,6 +117,27 @@ TEST_F(CudaTest, DeviceResidentChocoMatchesTheHostChoco) {
       gossip::equivalence::ExpectSame(host, gpu);
     }
   }
+}
+
+// Four gossip nodes in one process on one GPU (fake network, manual clock) against the same run
+// on the CPU: each node's final accuracy within the fp32 bound of the MLP test, every node
+// adopting the consensus finish, and host<->device traffic during training within what the
+// compressed updates, the losses and the batches' row positions account for.
+TEST_F(CudaTest, FourGossipNodesOnOneGpuMatchTheirCpuRun) {
+  auto data = node::LoadFashionMnist();
+  if (!data.ok()) GTEST_SKIP() << data.status();
+  const auto cpu = murmur::testing::RunGossipTraining(*data, Device::Cpu(), false);
+  const auto gpu = murmur::testing::RunGossipTraining(*data, Device::Cuda(0), true);
+  ASSERT_EQ(gpu.accuracy.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(gpu.accuracy[i], cpu.accuracy[i], 0.01) << "node " << i;
+    EXPECT_EQ(gpu.finish[i], "averaged") << "node " << i;
+  }
+  EXPECT_EQ(gpu.models[0], gpu.models[3]);
+  EXPECT_GT(gpu.transfer_bytes, 0u);
+  EXPECT_LE(gpu.transfer_bytes, gpu.transfer_bound);
+  std::printf("host<->device bytes per step on the GPU: %.0f\n",
+              static_cast<double>(gpu.transfer_bytes) / static_cast<double>(gpu.steps));
 }
 
 TEST_F(CudaTest, ThreeEpochsOfTheMlpMatchTheCpu) {

@@ -5,7 +5,8 @@
 // node's `step_time` and moves its model a tenth of the way toward a target of its own (so
 // models differ by node and an adopted model is recognisable); a ComputeGradient takes
 // `step_time` and returns `gradient(i, request)`. Evaluations return `accuracy(i)` at once.
-// Node i has id i + 1 and membership address "sim://i"; every envelope carries the node's
+// With `compute` set, a ComputeStep is real instead: the hook runs it (a Trainer's step at the
+// asked learning rate) and returns its loss and rows. Node i has id i + 1 and membership address "sim://i"; every envelope carries the node's
 // announced step clock, as PeerNode stamps it.
 
 #include <cmath>
@@ -49,6 +50,7 @@ class NodeCluster {
     std::vector<float> x;  // GossipNode: the model (the trainer's parameters)
     Duration step_time = std::chrono::milliseconds(2);
     std::optional<TimePoint> compute_done;
+    std::optional<double> compute_lr;  // of the ComputeStep in progress
     std::optional<gossip::ComputeGradient> gradient_request;
     uint64_t announced_step = 0;
     uint64_t announced_samples = 0;
@@ -81,6 +83,8 @@ class NodeCluster {
   int64_t samples_per_step = 10;
   std::function<std::vector<float>(size_t i, const gossip::ComputeGradient&)> gradient;
   std::function<double(size_t i)> accuracy = [](size_t) { return 0.5; };
+  // Real computing (see the header comment): (loss, rows) of node i's step at `lr`.
+  std::function<std::pair<double, int64_t>(size_t i, std::optional<double> lr)> compute;
   // Called for every output a node takes, before the cluster acts on it.
   std::function<void(size_t i, const gossip::NodeAction&)> on_output;
   // Membership messages node i sends to an address outside the cluster (an attacker's).
@@ -165,6 +169,9 @@ class NodeCluster {
       gossip::ComputeGradient request = *std::move(n.gradient_request);
       n.gradient_request.reset();
       n.machine->Step(gossip::GradientComputed{request.iteration, gradient(i, request)}, now_);
+    } else if (compute) {
+      const auto [loss, rows] = compute(i, n.compute_lr);
+      n.machine->Step(gossip::StepComputed{std::isfinite(loss), loss, rows}, now_);
     } else {
       double loss = 0;
       const float target = static_cast<float>(i + 1);
@@ -212,8 +219,9 @@ class NodeCluster {
           n.announced_step = a->step_clock;
           n.announced_samples = a->samples;
           n.membership->SetProgress(a->step_clock, a->samples, a->finished);
-        } else if (std::holds_alternative<gossip::ComputeStep>(action)) {
+        } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
           n.compute_done = now_ + n.step_time;
+          n.compute_lr = c->lr;
         } else if (auto* g = std::get_if<gossip::ComputeGradient>(&action)) {
           n.gradient_request = std::move(*g);
           n.compute_done = now_ + n.step_time;
