@@ -19,7 +19,12 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
                "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
                "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
-               "those fractions of the budget), cosine[:final=R] (down to R × lr)"}})
+               "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
+              {"device",
+               "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
+               "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
+               "modes train on the CPU (auto picks it, a GPU is refused). murmur local spreads its "
+               "nodes over the GPUs round-robin (--gpus)"}})
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
