@@ -4,11 +4,8 @@
 #include <limits>
 #include <string>
 
-#include "base/config.h"
 #include "kernels/cpu/cpu_compress_ops.h"
-#if MURMUR_WITH_CUDA
-#include "kernels/cuda/cuda_ops.h"
-#endif
+#include "kernels/gpu_call.h"
 
 namespace murmur::kernels {
 namespace {
@@ -19,14 +16,6 @@ Status Mismatch(const char* op, const char* a, size_t na, const char* b, size_t 
 }
 
 Status NullOut(const char* op) { return InvalidArgumentError(std::string(op) + ": result is null"); }
-
-// The CUDA side of each op: `call` is a cuda:: function call.
-#if MURMUR_WITH_CUDA
-#define MURMUR_GPU_CALL(call) return cuda::call
-#else
-#define MURMUR_GPU_CALL(call) \
-  return UnimplementedError(std::string(kOp) + " on " + device.ToString() + ": no CUDA backend")
-#endif
 
 }  // namespace
 

@@ -2,11 +2,8 @@
 
 #include <string>
 
-#include "base/config.h"
 #include "kernels/cpu/cpu_gossip_ops.h"
-#if MURMUR_WITH_CUDA
-#include "kernels/cuda/cuda_ops.h"
-#endif
+#include "kernels/gpu_call.h"
 
 namespace murmur::kernels {
 namespace {
@@ -15,13 +12,6 @@ Status Mismatch(const char* op, size_t na, size_t nb) {
   return InvalidArgumentError(std::string(op) + ": operands of " + std::to_string(na) + " and " +
                               std::to_string(nb) + " elements");
 }
-
-#if MURMUR_WITH_CUDA
-#define MURMUR_GPU_CALL(call) return cuda::call
-#else
-#define MURMUR_GPU_CALL(call) \
-  return UnimplementedError(std::string(kOp) + " on " + device.ToString() + ": no CUDA backend")
-#endif
 
 }  // namespace
 

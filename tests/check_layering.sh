@@ -56,7 +56,7 @@ check_folder() {  # folder, allowed prefixes...
 check_folder gossip/transport base/ gossip/transport/
 check_folder node/train base/ kernels/ coding/ node/train/
 check_folder node/peer base/ gossip/ proto/ node/peer/
-check_folder node/observe base/ coding/ gossip/ proto/ node/peer/ node/observe/
+check_folder node/observe base/ kernels/ coding/ gossip/ proto/ node/peer/ node/observe/
 check_folder node/driver base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/
 
 [ $status -eq 0 ] && echo "layering: ok"

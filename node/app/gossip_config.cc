@@ -23,8 +23,8 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               {"device",
                "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
                "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
-               "modes train on the CPU (auto picks it, a GPU is refused). murmur local spreads its "
-               "nodes over the GPUs round-robin (--gpus)"}})
+               "modes compute their weighted gradients there. murmur local spreads its nodes "
+               "over the GPUs round-robin (--gpus)"}})
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")

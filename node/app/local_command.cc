@@ -554,8 +554,9 @@ int LocalCommand::Run() {
     }
   }
   // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
+  const bool trains = config.mode != Mode::kMembership;
   auto devices = PlaceNodes(config.gossip.train.device, config.gpus, processes,
-                            kernels::CudaDeviceCount(), config.mode == Mode::kGossip);
+                            trains ? kernels::CudaDeviceCount() : 0, trains);
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
   char dir_template[] = "/tmp/murmur-local-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {

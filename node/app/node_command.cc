@@ -189,28 +189,22 @@ StatusOr<Workload> LoadWorkload(const NodeConfig& config, const kernels::Device&
   return Workload{std::move(data), std::move(model)};
 }
 
-// Where this node trains, from --device (kernels::ResolveDevice). Gossip trains where it is
-// told; the synchronous modes train on the CPU only so far, so `auto` means the CPU for them and
-// an explicit GPU is refused, as is any GPU for membership, which trains nothing. Never a silent
-// fallback: every refusal says why (kFailedPrecondition, or kInvalidArgument for a bad value).
+// Where this node trains, from --device (kernels::ResolveDevice): every training mode trains
+// where it is told; membership trains nothing, so `auto` is the CPU for it and an explicit GPU is
+// refused. Never a silent fallback: every refusal says why (kFailedPrecondition, or
+// kInvalidArgument for a bad value).
 StatusOr<kernels::Device> NodeDevice(const NodeConfig& config) {
   const std::string& spec = config.gossip.train.device;
+  if (config.mode == gossip::Mode::kMembership) {  // no GPU probe: it would only slow the start
+    if (spec == "auto" || spec == "cpu") return kernels::Device::Cpu();
+    if (spec == "cuda" || spec.starts_with("cuda:")) {
+      return FailedPreconditionError("--device " + spec +
+                                     ": membership mode trains nothing; --device is for training");
+    }
+  }
   MURMUR_ASSIGN_OR_RETURN(kernels::Device device, kernels::ResolveDevice(spec));
   device.allow_tf32 = config.gossip.train.tf32;
-  if (config.mode == gossip::Mode::kGossip || device.is_cpu()) return device;
-  const std::string_view mode = gossip::ModeName(config.mode);
-  if (spec == "auto") {
-    MURMUR_LOG_INFO("--device auto: --mode {} trains on the CPU (its GPU path is not built yet)",
-                    mode);
-    return kernels::Device::Cpu();
-  }
-  if (config.mode == gossip::Mode::kMembership) {
-    return FailedPreconditionError("--device " + spec +
-                                   ": membership mode trains nothing; --device is for training");
-  }
-  return FailedPreconditionError("--device " + spec + ": --mode " + std::string(mode) +
-                                 " trains on the CPU only so far (the GPU path is --mode gossip's);"
-                                 " use --device cpu or auto");
+  return device;
 }
 
 int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,

@@ -30,7 +30,7 @@ Status NotVisible(std::string_view what, int ordinal, int visible) {
 }  // namespace
 
 StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::string_view gpus,
-                                              int nodes, int visible_gpus, bool gpu_mode) {
+                                              int nodes, int visible_gpus, bool trains) {
   const std::string what = fmt::format("--device {}", device);
   const bool is_auto = device == "auto";
   const bool any_cuda = device == "cuda";
@@ -57,14 +57,13 @@ StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::stri
     pool = {ordinal};
   }
   const bool wants_gpu = any_cuda || one_cuda;
-  if (wants_gpu && !gpu_mode) {
-    return FailedPreconditionError(fmt::format(
-        "{}: this mode trains on the CPU only so far (the GPU path is --mode gossip's); use "
-        "--device cpu or auto", what));
+  if (wants_gpu && !trains) {
+    return FailedPreconditionError(
+        fmt::format("{}: membership mode trains nothing; --device is for training", what));
   }
   if (wants_gpu && visible_gpus == 0) return NotVisible(what, 0, 0);
   std::vector<std::string> out(static_cast<size_t>(nodes), "cpu");
-  if (device == "cpu" || !gpu_mode || visible_gpus == 0) return out;
+  if (device == "cpu" || !trains || visible_gpus == 0) return out;
   if (pool.empty()) {
     for (int g = 0; g < visible_gpus; ++g) pool.push_back(g);
   }

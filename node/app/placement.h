@@ -2,9 +2,9 @@
 // Where each node process of `murmur local` trains (issue 21), from its --device and --gpus:
 //   cpu      every node on the CPU;
 //   auto     round-robin over the GPUs (those --gpus lists, or every visible one); the CPU when
-//            none is visible, or for a mode that trains on the CPU only;
-//   cuda     round-robin as auto, refused when no GPU is visible or the mode is CPU-only;
-//   cuda:N   every node on GPU N, refused when N is not visible or the mode is CPU-only.
+//            none is visible, or for membership, which trains nothing;
+//   cuda     round-robin as auto, refused when no GPU is visible or the mode trains nothing;
+//   cuda:N   every node on GPU N, refused when N is not visible or the mode trains nothing.
 // Several nodes may share one GPU. Nothing here touches a GPU: the caller says how many are
 // visible (kernels::CudaDeviceCount), so the rules are tested on any machine.
 
@@ -19,7 +19,7 @@ namespace murmur::node {
 // One "cpu" or "cuda:N" per node. kInvalidArgument for a value that is not a device or a GPU
 // list; kFailedPrecondition for a device this machine or mode cannot give, saying why.
 StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::string_view gpus,
-                                              int nodes, int visible_gpus, bool gpu_mode);
+                                              int nodes, int visible_gpus, bool trains);
 
 // "cpu", or "cuda:0 (2 nodes), cuda:1 (2 nodes)": what the live table and the report show.
 std::string PlacementSummary(const std::vector<std::string>& devices);

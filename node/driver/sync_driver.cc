@@ -10,6 +10,8 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "gossip/sync_node.h"
+#include "kernels/compress_ops.h"
+#include "kernels/memory.h"
 #include "node/observe/telemetry.h"
 #include "node/train/trainer.h"
 
@@ -36,7 +38,8 @@ class SyncDriver : public gossip::SyncNodeObserver {
         on_progress_(on_progress),
         stop_(stop),
         injector_(o.straggle),
-        batch_(o.global_batch > 0 ? o.global_batch : train.rows) {}
+        batch_(o.global_batch > 0 ? o.global_batch : train.rows),
+        device_(model.device()) {}
 
   StatusOr<CodedProgress> Run(gossip::SyncPlan plan);
 
@@ -49,6 +52,9 @@ class SyncDriver : public gossip::SyncNodeObserver {
 
  private:
   int64_t SampleAt(uint64_t iteration, int64_t position);
+  // `buffer` (on device_) = `host`, reallocated when the size differs.
+  template <typename T>
+  Status Put(std::span<const T> host, kernels::Buffer<T>& buffer);
   Status ComputeOwn(uint64_t iteration, std::span<const float> params, std::vector<float>& out);
   // Computes this rank's part for `iteration` at `params`, then sleeps the injected delay.
   std::vector<float> ComputeWithInjection(uint64_t iteration, std::span<const float> params);
@@ -74,6 +80,12 @@ class SyncDriver : public gossip::SyncNodeObserver {
   RealClock clock_;
   StragglerInjector injector_;
   const int64_t batch_;  // B: positions per iteration
+  // Where the gradients are computed (the model's device). The rank's gathered rows, the
+  // iteration's model and the partial sum live there; the model goes up and the partial comes
+  // down once per iteration. The decode and the root's SGD step stay on the host (gossip/).
+  const kernels::Device device_;
+  kernels::Buffer<float> x_dev_, weights_dev_, targets_dev_, params_dev_, grad_dev_, out_dev_;
+  kernels::Buffer<int32_t> labels_dev_;
   std::unique_ptr<gossip::SyncNode> node_;
 
   TimePoint start_{};
@@ -88,7 +100,6 @@ class SyncDriver : public gossip::SyncNodeObserver {
   bool gathered_ = false;
   std::vector<float> x_, targets_, weights_;
   std::vector<int32_t> labels_;
-  std::vector<float> grad_;
   uint64_t perm_epoch_ = ~uint64_t{0};
   std::vector<int64_t> perm_;
   std::optional<Dataset> eval_train_;
@@ -97,6 +108,14 @@ class SyncDriver : public gossip::SyncNodeObserver {
   TimePoint last_compute_end_{};
   CodedProgress p_;
 };
+
+template <typename T>
+Status SyncDriver::Put(std::span<const T> host, kernels::Buffer<T>& buffer) {
+  if (buffer.size() != host.size()) {
+    MURMUR_ASSIGN_OR_RETURN(buffer, kernels::Buffer<T>::Create(device_, host.size()));
+  }
+  return buffer.CopyFromHost(host);
+}
 
 int64_t SyncDriver::SampleAt(uint64_t iteration, int64_t position) {
   if (o_.global_batch <= 0) return position;  // full batch: the identity
@@ -136,26 +155,36 @@ Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params,
         targets_[i] = train_.targets[static_cast<size_t>(sample)];
       }
     }
+    MURMUR_RETURN_IF_ERROR(Put<float>(x_, x_dev_));
+    MURMUR_RETURN_IF_ERROR(Put<float>(weights_, weights_dev_));
+    MURMUR_RETURN_IF_ERROR(Put<int32_t>(labels_, labels_dev_));
+    MURMUR_RETURN_IF_ERROR(Put<float>(targets_, targets_dev_));
     gathered_ = true;
   }
-  grad_.resize(out.size());
+  MURMUR_RETURN_IF_ERROR(Put<float>(params, params_dev_));
+  if (grad_dev_.size() != out.size()) {
+    MURMUR_ASSIGN_OR_RETURN(grad_dev_, kernels::Buffer<float>::Create(device_, out.size()));
+    MURMUR_ASSIGN_OR_RETURN(out_dev_, kernels::Buffer<float>::Create(device_, out.size()));
+  }
+  MURMUR_RETURN_IF_ERROR(out_dev_.Zero());
   const auto rows = static_cast<int64_t>(own.size());
   for (int64_t begin = 0; begin < rows; begin += kComputeChunk) {
     const int64_t count = std::min(kComputeChunk, rows - begin);
+    const auto first = static_cast<size_t>(begin), n = static_cast<size_t>(count);
     Batch<float> b;
-    b.x = kernels::ConstMatrixView<float>(x_.data() + begin * cols, count, cols);
-    b.weights = std::span<const float>(weights_.data() + begin, static_cast<size_t>(count));
+    b.x = kernels::ConstMatrixView<float>(x_dev_.data() + begin * cols, count, cols);
+    b.weights = weights_dev_.span().subspan(first, n);
     if (classes) {
-      b.labels = std::span<const int32_t>(labels_.data() + begin, static_cast<size_t>(count));
+      b.labels = labels_dev_.span().subspan(first, n);
     } else {
-      b.targets = std::span<const float>(targets_.data() + begin, static_cast<size_t>(count));
+      b.targets = targets_dev_.span().subspan(first, n);
     }
-    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params, b, grad_).status());
+    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params_dev_.span(), b, grad_dev_.span()).status());
     // The loss is a mean over the chunk: scale back to a sum of weighted per-sample gradients.
-    const auto scale = static_cast<float>(count);
-    for (size_t i = 0; i < out.size(); ++i) out[i] += scale * grad_[i];
+    MURMUR_RETURN_IF_ERROR(
+        kernels::Axpy(device_, static_cast<float>(count), grad_dev_.span(), out_dev_.span()));
   }
-  return OkStatus();
+  return out_dev_.CopyToHost(out);
 }
 
 std::vector<float> SyncDriver::ComputeWithInjection(uint64_t iteration,
@@ -246,10 +275,15 @@ void SyncDriver::Evaluate(std::span<const float> params) {
     eval_train_ = train_;
     eval_train_->Truncate(kEvalTrainRows);
   }
-  auto loss = murmur::node::Evaluate<float>(model_, params, *eval_train_);
+  // The model's copy on its device (on the CPU a plain copy).
+  if (Status s = Put<float>(params, params_dev_); !s.ok()) {
+    node_->Step(gossip::Evaluated{std::nan(""), std::nan("")}, clock_.Now());
+    return;
+  }
+  auto loss = murmur::node::Evaluate<float>(model_, params_dev_.span(), *eval_train_);
   double accuracy = std::nan("");
   if (test_ != nullptr && test_->rows > 0) {
-    auto acc = murmur::node::Evaluate<float>(model_, params, *test_);
+    auto acc = murmur::node::Evaluate<float>(model_, params_dev_.span(), *test_);
     if (acc.ok()) accuracy = acc->accuracy;
   }
   node_->Step(gossip::Evaluated{accuracy, loss.ok() ? loss->loss : std::nan("")}, clock_.Now());

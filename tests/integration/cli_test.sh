@@ -53,8 +53,8 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   check "a gossip node on cuda without a GPU exits 2" 2 "$murmur" node --mode gossip --listen tcp://127.0.0.1:0 --device cuda:0
   contains "the node refusal says why" "$tmp/err" "use --device cpu or auto"
 fi
-check "a synchronous mode on a GPU exits 2" 2 "$murmur" local --mode ring --n 2 --L 1 --device cuda
-contains "the refusal says the mode is CPU-only" "$tmp/err" "trains on the CPU only so far"
+check "membership on a GPU exits 2" 2 "$murmur" local --mode membership --device cuda
+contains "the refusal says membership trains nothing" "$tmp/err" "trains nothing"
 check "a local cluster on the CPU says where it trains" 0 "$murmur" local --nodes 2 --device cpu \
   --epochs 1 --max-train-samples 2000 --finish-wait-s 2 --json --progress none
 python3 - "$tmp/out" <<'PY' || fail=1
