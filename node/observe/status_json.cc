@@ -38,6 +38,7 @@ std::string NodeTelemetry::StatusJson() {
   nlohmann::json j;
   j["version"] = MURMUR_VERSION;
   j["mode"] = mode_;
+  j["device"] = device_;
   j["uptime_s"] = ToSeconds(clock_.Now() - start_);
   j["joined"] = joined_;
   j["health"] = joined_ ? "joined" : join_detail_;

@@ -146,6 +146,14 @@ def gossip_with_prometheus(tmp):
         for k, e in series.items():
             wait_until(f"{k} moved on every node",
                        lambda e=e, k=k: all(values(e).get(n, 0) > first[k][n] for n in first[k]), 15)
+        # Where each node trains, through the real scrape (this machine's run is on the CPU unless
+        # a GPU is visible; the label says which).
+        devices = {r["metric"].get("node", "?"): r["metric"].get("device")
+                   for r in api.query("murmur_node_info")}
+        assert len(devices) == 3 and all(d and (d == "cpu" or d.startswith("cuda:"))
+                                         for d in devices.values()), devices
+        assert len(values("murmur_host_device_bytes_total")) == 3
+        print(f"ok: devices {devices}")
         rate = values("rate(murmur_steps_total[5s])")
         print(f"ok: step rates {', '.join(f'node {n}: {v:.0f}/s' for n, v in sorted(rate.items()))}")
         assert all(v > 0 for v in rate.values()), rate
