@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -375,6 +376,11 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
               end_reason.empty() ? "?" : end_reason.c_str(), wall,
               ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
+  if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) != devices_.end()) {
+    std::printf("  devices:");
+    for (size_t i = 0; i < devices_.size(); ++i) std::printf(" node %zu %s", i, devices_[i].c_str());
+    std::printf("\n");
+  }
   const auto averaged = static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
   if (averaged > 0) {
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
