@@ -287,9 +287,15 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
   if (copy.ready && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
-  auto staged = Upload(received_.values);
-  MURMUR_CHECK_OK(staged.status());
-  incoming_ = std::move(*staged);
+  // Staged in the buffer a previous snapshot left behind (swapped out below), so a stream's
+  // snapshots cost no allocation after the first.
+  if (incoming_.size() != received_.values.size()) {
+    auto staged = Upload(received_.values);
+    MURMUR_CHECK_OK(staged.status());
+    incoming_ = std::move(*staged);
+  } else {
+    MURMUR_CHECK_OK(incoming_.CopyFromHost(received_.values));
+  }
   if (options_.snapshot_distance > 0 && public_norm_ > 0) {
     double d2 = 0;
     MURMUR_CHECK_OK(kernels::SquaredDistance(device_, incoming_.span(), public_.span(), &d2));
@@ -339,11 +345,9 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
     }
   }
   ChocoRoundStats stats;
-  transfer_bytes_ = 0;
   MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
   if (device_compressor_) {
     MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), q_));
-    transfer_bytes_ += device_compressor_->last_transfer_bytes();
   } else {
     MURMUR_RETURN_IF_ERROR(host_compressor_->Compress(diff_.span(), q_));
   }
@@ -437,20 +441,19 @@ std::vector<ChocoOutgoing> ChocoGossip::TakeOutput() {
   return out;
 }
 
-bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) const {
+bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) {
   MURMUR_CHECK_EQ(out.size(), public_.size());
   const RoundPeers peers = Peers(view, 0);
   double total = 0;
-  auto acc = kernels::Buffer<double>::Create(device_, out.size());
-  MURMUR_CHECK_OK(acc.status());
+  MURMUR_CHECK_OK(mix_.Zero());  // the consensus step's accumulator, free between rounds
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) continue;
-    MURMUR_CHECK_OK(kernels::AccumulateScaled(device_, n.weight, it->second.values.span(), acc->span()));
+    MURMUR_CHECK_OK(kernels::AccumulateScaled(device_, n.weight, it->second.values.span(), mix_.span()));
     total += n.weight;
   }
   if (total <= 0) return false;
-  MURMUR_CHECK_OK(kernels::DivideInto(device_, acc->span(), total, out));
+  MURMUR_CHECK_OK(kernels::DivideInto(device_, mix_.span(), total, out));
   return true;
 }
 

@@ -195,8 +195,9 @@ class ChocoGossip {
 
   // The weighted average of this node's mixing peers' public copies (ready ones only, renormalized
   // over their weights) into `out`: what a straggler adopts to catch up without a transfer.
-  // False (and `out` untouched) when no mixing peer's copy is ready.
-  bool NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) const;
+  // False (and `out` untouched) when no mixing peer's copy is ready. Uses the consensus step's
+  // scratch, so not between a Publish and its Mix.
+  bool NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out);
 
   // Who this node mixes with in `round` and with what weights (the random topology is fixed per
   // view here); empty when `view` lacks this node. The node's soft-sync gate waits on these.
@@ -213,9 +214,6 @@ class ChocoGossip {
   std::span<const float> CopyOf(NodeId id) const;
   // x̂_i copied to the host (a dense snapshot; on the CPU a plain copy).
   std::vector<float> PublicCopyOnHost() const;
-  // Bytes moved between host and device by the latest Publish and Mix (0 on the CPU): the
-  // compressed update going down and its encoding; received updates count in Step.
-  size_t last_transfer_bytes() const { return transfer_bytes_; }
   uint64_t CopyVersion(NodeId id) const;
   uint64_t gamma_halvings() const { return gamma_halvings_; }
 
@@ -263,7 +261,6 @@ class ChocoGossip {
   kernels::Buffer<double> mix_;
   kernels::Buffer<float> incoming_;  // a snapshot being checked
   coding::DeviceUpdateStaging staging_;
-  size_t transfer_bytes_ = 0;
   coding::Update q_;
   coding::Update received_;
   // Divergence guard.

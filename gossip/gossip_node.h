@@ -36,7 +36,8 @@
 // The model is the caller's span (the trainer's parameters) in the memory of `device`: the
 // machine reads it for rounds and snapshots and writes it only between steps (rounds, adoption,
 // catch-up), never while a ComputeStep is outstanding. On a GPU it stays there: CHOCO runs on the
-// device (choco.h), and only dense snapshots, the consensus finish and checkpoints copy it. Snapshot requests for the model are answered in every phase.
+// device (choco.h), and only dense snapshots, the consensus finish and checkpoints copy it.
+// Snapshot requests for the model are answered in every phase.
 //
 // Trust: a message changes nothing (clock, copies, snapshots served) unless its sender is a live
 // member, its incarnation is below kMaxIncarnation and its step clock within max_clock_lead
@@ -214,8 +215,6 @@ class GossipNode {
   std::vector<float> PublicCopyOnHost() const {
     return choco_ ? choco_->PublicCopyOnHost() : std::vector<float>();
   }
-  // Bytes CHOCO moved between host and device in the latest round (0 on the CPU).
-  size_t last_transfer_bytes() const { return choco_ ? choco_->last_transfer_bytes() : 0; }
   bool resumed() const { return resume_.has_value(); }
   bool joined() const { return phase_ >= Phase::kTraining; }
   // Held by an injected pause at the latest decision.

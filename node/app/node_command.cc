@@ -15,6 +15,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/device.h"
+#include "node/app/placement.h"
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/seeds.h"
@@ -196,11 +197,8 @@ StatusOr<Workload> LoadWorkload(const NodeConfig& config, const kernels::Device&
 StatusOr<kernels::Device> NodeDevice(const NodeConfig& config) {
   const std::string& spec = config.gossip.train.device;
   if (config.mode == gossip::Mode::kMembership) {  // no GPU probe: it would only slow the start
-    if (spec == "auto" || spec == "cpu") return kernels::Device::Cpu();
-    if (spec == "cuda" || spec.starts_with("cuda:")) {
-      return FailedPreconditionError("--device " + spec +
-                                     ": membership mode trains nothing; --device is for training");
-    }
+    MURMUR_RETURN_IF_ERROR(PlaceNodes(spec, "", 1, 0, /*trains=*/false).status());
+    return kernels::Device::Cpu();
   }
   MURMUR_ASSIGN_OR_RETURN(kernels::Device device, kernels::ResolveDevice(spec));
   device.allow_tf32 = config.gossip.train.tf32;

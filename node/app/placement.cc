@@ -38,6 +38,11 @@ StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::stri
   if (device != "cpu" && !is_auto && !any_cuda && !one_cuda) {
     return InvalidArgumentError(fmt::format("{}: not one of auto, cpu, cuda, cuda:N", what));
   }
+  const bool wants_gpu = any_cuda || one_cuda;
+  if (wants_gpu && !trains) {
+    return FailedPreconditionError(
+        fmt::format("{}: membership mode trains nothing; --device is for training", what));
+  }
   std::vector<int> pool;
   if (!gpus.empty()) {
     if (!is_auto && !any_cuda) {
@@ -55,11 +60,6 @@ StatusOr<std::vector<std::string>> PlaceNodes(std::string_view device, std::stri
     MURMUR_ASSIGN_OR_RETURN(int ordinal, ParseOrdinal(device.substr(5), what));
     if (ordinal >= visible_gpus) return NotVisible(what, ordinal, visible_gpus);
     pool = {ordinal};
-  }
-  const bool wants_gpu = any_cuda || one_cuda;
-  if (wants_gpu && !trains) {
-    return FailedPreconditionError(
-        fmt::format("{}: membership mode trains nothing; --device is for training", what));
   }
   if (wants_gpu && visible_gpus == 0) return NotVisible(what, 0, 0);
   std::vector<std::string> out(static_cast<size_t>(nodes), "cpu");
