@@ -1,11 +1,24 @@
 #include "gossip/coded_reduce.h"
 
+#include <algorithm>
 #include <bit>
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "kernels/compress_ops.h"
+#include "kernels/gossip_ops.h"
 
 namespace murmur::gossip {
+namespace {
+
+template <typename T>
+kernels::Buffer<T> Allocate(const kernels::Device& device, size_t size) {
+  auto b = kernels::Buffer<T>::Create(device, size);
+  MURMUR_CHECK_OK(b.status());
+  return *std::move(b);
+}
+
+}  // namespace
 
 // ---- TreeAggregator ----
 
@@ -18,17 +31,22 @@ TreeAggregator::TreeAggregator(const coding::TreeLayout& layout, const coding::G
       leaf_(layout.IsLeaf(options.rank)) {
   MURMUR_CHECK_EQ(code.n(), layout.n());
   MURMUR_CHECK(options.rank >= 0 && options.rank < layout.size());
-  if (!leaf_) answers_.resize(static_cast<size_t>(layout.n()));
+  if (leaf_) return;
+  sum_ = Allocate<double>(options.device, options.dimension);
+  result_ = Allocate<float>(options.device, options.dimension);
+  for (int k = 0; k < layout.n(); ++k) answers_.push_back(Allocate<float>(options.device, options.dimension));
 }
 
-void TreeAggregator::Send(int64_t to, CodedMessage::Kind kind, std::span<const float> vector) {
+void TreeAggregator::Send(int64_t to, CodedMessage::Kind kind, const kernels::Device& where,
+                          std::span<const float> vector) {
   CodedSend send;
   send.to = to;
   send.header = {.kind = kind,
                  .iteration = current_,
                  .tree_position = static_cast<uint32_t>(options_.rank),
                  .dimension = options_.dimension};
-  send.vector.assign(vector.begin(), vector.end());
+  send.vector.resize(vector.size());
+  MURMUR_CHECK_OK(kernels::Copy<float>(kernels::Device::Cpu(), send.vector, where, vector));
   actions_.emplace_back(std::move(send));
 }
 
@@ -50,11 +68,12 @@ void TreeAggregator::Begin(uint64_t iteration, std::span<const float> model, Tim
   // Forward first, then compute (§2.3 step 1): the subtree starts while this rank computes.
   if (!leaf_) {
     for (int k = 0; k < layout_.n(); ++k) {
-      Send(layout_.FirstChild(options_.rank) + k, CodedMessage::Kind::kModel, model);
+      Send(layout_.FirstChild(options_.rank) + k, CodedMessage::Kind::kModel,
+           kernels::Device::Cpu(), model);
     }
   }
   if (root_) {
-    sum_.assign(options_.dimension, 0.0);  // the root holds no data
+    MURMUR_CHECK_OK(sum_.Zero());  // the root holds no data
     own_ready_ = true;
     own_ready_at_ = now;
     TryFinish();
@@ -101,7 +120,7 @@ void TreeAggregator::Step(int64_t from, const CodedMessage& header, std::span<co
     return;
   }
   answered_ |= uint64_t{1} << k;
-  answers_[k].assign(vector.begin(), vector.end());
+  MURMUR_CHECK_OK(answers_[k].CopyFromHost(vector));
   TryFinish();
 }
 
@@ -113,15 +132,17 @@ void TreeAggregator::Step(const OwnPart& own, TimePoint now) {
     return;
   }
   MURMUR_CHECK_EQ(partial.size(), options_.dimension);
-  sum_.assign(partial.begin(), partial.end());
   own_ready_ = true;
   own_ready_at_ = now;
   if (leaf_) {
-    Send(layout_.Parent(options_.rank), CodedMessage::Kind::kPartialGradient, partial);
+    Send(layout_.Parent(options_.rank), CodedMessage::Kind::kPartialGradient, options_.device,
+         partial);
     done_ = true;
     ++stats_.iterations;
     return;
   }
+  MURMUR_CHECK_OK(sum_.Zero());
+  MURMUR_CHECK_OK(kernels::AccumulateScaled(options_.device, 1.0, partial, sum_.span()));
   TryFinish();
 }
 
@@ -141,19 +162,20 @@ void TreeAggregator::TryFinish() {
   for (int k = 0; k < layout_.n(); ++k) {
     const double coefficient = (*a)[static_cast<size_t>(k)];
     if (coefficient == 0) continue;
-    const std::vector<float>& m = answers_[static_cast<size_t>(k)];
-    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += coefficient * static_cast<double>(m[i]);
+    MURMUR_CHECK_OK(kernels::AccumulateScaled(options_.device, coefficient,
+                                              answers_[static_cast<size_t>(k)].span(), sum_.span()));
   }
   ++stats_.decodes;
   stats_.children_waited += static_cast<uint64_t>(std::popcount(answered_));
   stats_.children_ignored += static_cast<uint64_t>(layout_.n() - std::popcount(answered_));
-  std::vector<float> result(sum_.begin(), sum_.end());
+  MURMUR_CHECK_OK(kernels::DivideInto(options_.device, sum_.span(), 1.0, result_.span()));
   done_ = true;
   ++stats_.iterations;
   if (root_) {
-    actions_.emplace_back(Aggregated{current_, std::move(result)});
+    actions_.emplace_back(Aggregated{current_, result_.span()});
   } else {
-    Send(layout_.Parent(options_.rank), CodedMessage::Kind::kPartialGradient, result);
+    Send(layout_.Parent(options_.rank), CodedMessage::Kind::kPartialGradient, options_.device,
+         result_.span());
   }
 }
 
@@ -184,6 +206,13 @@ std::vector<CodedAction> TreeAggregator::TakeOutput() { return std::exchange(act
 RingAllReduce::RingAllReduce(Options options) : options_(options) {
   MURMUR_CHECK(options.size >= 1);
   MURMUR_CHECK(options.rank >= 0 && options.rank < options.size);
+  data_ = Allocate<float>(options.device, options.dimension);
+  size_t widest = 0;
+  for (int64_t c = 0; c < options.size; ++c) {
+    auto [b, e] = Chunk(c);
+    widest = std::max(widest, e - b);
+  }
+  chunk_ = Allocate<float>(options.device, widest);
 }
 
 std::pair<size_t, size_t> RingAllReduce::Chunk(int64_t chunk) const {
@@ -212,7 +241,7 @@ void RingAllReduce::Step(const OwnPart& own) {
   active_ = true;
   iteration_ = iteration;
   next_step_ = 0;
-  data_.assign(local.begin(), local.end());
+  MURMUR_CHECK_OK(kernels::Copy<float>(options_.device, data_.span(), options_.device, local));
   // Buffered messages of older iterations can never be used.
   for (auto it = early_.begin(); it != early_.end();) {
     if (it->first.first < iteration) {
@@ -225,7 +254,7 @@ void RingAllReduce::Step(const OwnPart& own) {
   if (options_.size == 1) {
     active_ = false;
     ++stats_.iterations;
-    actions_.emplace_back(Aggregated{iteration_, data_});
+    actions_.emplace_back(Aggregated{iteration_, data_.span()});
     return;
   }
   SendStep(0);
@@ -245,8 +274,9 @@ void RingAllReduce::SendStep(uint32_t step) {
                  .iteration = iteration_,
                  .tree_position = step,
                  .dimension = options_.dimension};
-  send.vector.assign(data_.begin() + static_cast<std::ptrdiff_t>(b),
-                     data_.begin() + static_cast<std::ptrdiff_t>(e));
+  send.vector.resize(e - b);
+  MURMUR_CHECK_OK(kernels::Copy<float>(kernels::Device::Cpu(), send.vector, options_.device,
+                                       data_.span().subspan(b, e - b)));
   actions_.emplace_back(std::move(send));
 }
 
@@ -291,19 +321,19 @@ void RingAllReduce::Apply(uint32_t step, std::span<const float> vector) {
   const int64_t n = options_.size;
   const bool reduce = step < n - 1;
   const int64_t chunk = reduce ? Mod(options_.rank - step - 1) : Mod(options_.rank - (step - (n - 1)));
-  const size_t b = Chunk(chunk).first;
-  for (size_t i = 0; i < vector.size(); ++i) {
-    if (reduce) {
-      data_[b + i] += vector[i];
-    } else {
-      data_[b + i] = vector[i];
-    }
+  const std::span<float> target = data_.span().subspan(Chunk(chunk).first, vector.size());
+  if (reduce) {
+    const std::span<float> received = chunk_.span().first(vector.size());
+    MURMUR_CHECK_OK(kernels::Copy<float>(options_.device, received, kernels::Device::Cpu(), vector));
+    MURMUR_CHECK_OK(kernels::Axpy(options_.device, 1.0f, received, target));
+  } else {
+    MURMUR_CHECK_OK(kernels::Copy<float>(options_.device, target, kernels::Device::Cpu(), vector));
   }
   ++next_step_;
   if (next_step_ == static_cast<uint32_t>(2 * (n - 1))) {
     active_ = false;
     ++stats_.iterations;
-    actions_.emplace_back(Aggregated{iteration_, data_});
+    actions_.emplace_back(Aggregated{iteration_, data_.span()});
     return;
   }
   SendStep(next_step_);

@@ -29,6 +29,13 @@
 // Messages are gossip::CodedMessage headers plus one float vector. The driver maps ranks to
 // peers and checks the vector's finiteness and length against the header before Step (both
 // machines also reject a wrong length themselves and count it).
+//
+// Device (issue 21): both machines keep their arithmetic on `Options::device` — a parent's own
+// part, its children's answers and the decoded sum Σ a_k M_k, a ring's vector and the chunks it
+// adds. Messages arrive and leave in host memory (one copy up per answer or chunk received, one
+// copy down per vector sent); OwnPart and Aggregated are in the device's memory. On the CPU
+// device the copies are memcpy. A failed device operation is a CHECK (the buffers were sized
+// when the machine was built; what is left is a device fault).
 // Thread safety: none; one driver thread per machine.
 
 #include <cstdint>
@@ -43,6 +50,8 @@
 #include "coding/coded_tree.h"
 #include "coding/gradient_code.h"
 #include "gossip/envelope.h"
+#include "kernels/device.h"
+#include "kernels/memory.h"
 
 namespace murmur::gossip {
 
@@ -57,17 +66,18 @@ struct ComputeRequest {
   uint64_t iteration = 0;
   std::vector<float> model;
 };
-// The root's decoded full gradient (sum over all samples), or a ring's reduced sum.
+// The root's decoded full gradient (sum over all samples), or a ring's reduced sum: in the
+// memory of the machine's device, valid until the machine's next input.
 struct Aggregated {
   uint64_t iteration = 0;
-  std::vector<float> gradient;
+  std::span<const float> gradient;
 };
 struct CodedReport {
   uint64_t iteration = 0;
   std::string text;
 };
 // This rank's own part of an iteration (a tree rank's weighted partial gradient, a ring rank's
-// local vector): an input, like a message.
+// local vector), in the memory of the machine's device: an input, like a message.
 struct OwnPart {
   uint64_t iteration = 0;
   std::span<const float> partial;
@@ -92,6 +102,7 @@ class TreeAggregator {
     int64_t rank = 0;
     uint32_t dimension = 0;
     Duration report_after = std::chrono::seconds(5);
+    kernels::Device device = kernels::Device::Cpu();
   };
   // `layout` and `code` must outlive the aggregator; code.n() == layout.n().
   TreeAggregator(const coding::TreeLayout& layout, const coding::GradientCode& code,
@@ -114,7 +125,9 @@ class TreeAggregator {
  private:
   void Begin(uint64_t iteration, std::span<const float> model, TimePoint now);
   void TryFinish();
-  void Send(int64_t to, CodedMessage::Kind kind, std::span<const float> vector);
+  // `vector` is in the memory of `where` (the host for a model, the device for a partial sum).
+  void Send(int64_t to, CodedMessage::Kind kind, const kernels::Device& where,
+            std::span<const float> vector);
 
   const coding::TreeLayout& layout_;
   const coding::GradientCode& code_;
@@ -127,9 +140,12 @@ class TreeAggregator {
   bool own_ready_ = false;
   TimePoint own_ready_at_{};
   bool reported_ = false;
-  std::vector<double> sum_;  // own part, then the decoded children added
+  // On the device (non-leaf ranks): the own part, then the decoded children added, in double;
+  // its float32 rounding; each child's answer for current_ (allocated at its first answer).
+  kernels::Buffer<double> sum_;
+  kernels::Buffer<float> result_;
+  std::vector<kernels::Buffer<float>> answers_;
   uint64_t answered_ = 0;    // bitmask over child indices
-  std::vector<std::vector<float>> answers_;  // per child index, for current_
   std::vector<CodedAction> actions_;
   CodedStats stats_;
 };
@@ -140,6 +156,7 @@ class RingAllReduce {
     int64_t rank = 0;
     int64_t size = 1;
     uint32_t dimension = 0;
+    kernels::Device device = kernels::Device::Cpu();
   };
   explicit RingAllReduce(Options options);
 
@@ -166,8 +183,9 @@ class RingAllReduce {
   bool started_ = false;
   uint64_t iteration_ = 0;
   uint32_t next_step_ = 0;  // the step whose message is expected next
-  std::vector<float> data_;
-  std::map<std::pair<uint64_t, uint32_t>, std::vector<float>> early_;
+  kernels::Buffer<float> data_;   // on the device: the vector being all-reduced
+  kernels::Buffer<float> chunk_;  // on the device: a received reduce-scatter chunk
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<float>> early_;  // host, as received
   std::vector<CodedAction> actions_;
   CodedStats stats_;
 };

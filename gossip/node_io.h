@@ -55,10 +55,11 @@ struct StepComputed {
   double loss = 0;
   int64_t samples = 0;  // rows of the mini-batch
 };
-// This rank's weighted partial gradient for ComputeGradient.
+// This rank's weighted partial gradient for ComputeGradient, in the memory of the node's device
+// (SyncNodeOptions::device); read during the Step only.
 struct GradientComputed {
   uint64_t iteration = 0;
-  std::vector<float> partial;
+  std::span<const float> partial;
 };
 // The result of an Evaluate; accuracy < 0 or NaN when the task has none.
 struct Evaluated {
@@ -95,10 +96,12 @@ struct ComputeStep {
   uint64_t step = 0;  // the step clock once it is done
   std::optional<double> lr;  // the schedule's learning rate for it (none: the trainer's own)
 };
-// Compute this rank's weighted partial gradient at `model`, then Step(GradientComputed).
+// Compute this rank's weighted partial gradient at `model`, then Step(GradientComputed). `model`
+// is in the memory of the node's device and stays valid until that Step (the node asks for one
+// computation at a time).
 struct ComputeGradient {
   uint64_t iteration = 0;
-  std::vector<float> model;
+  std::span<const float> model;
 };
 // The model was replaced (a snapshot, a catch-up): optimizer state (momentum) no longer fits.
 struct ResetOptimizer {};

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
+#include "kernels/compress_ops.h"
 #include "kernels/ops.h"
 
 namespace murmur::gossip {
@@ -69,12 +70,23 @@ StatusOr<std::unique_ptr<SyncNode>> SyncNode::Create(SyncPlan plan, const SyncNo
   if (plan.processes < 1 || (plan.mode != Mode::kRing && (!plan.layout || !plan.code))) {
     return InvalidArgumentError("the plan has no shape: build it with MakeSyncPlan");
   }
-  return std::unique_ptr<SyncNode>(new SyncNode(std::move(plan), options, std::move(initial_model), now));
+  MURMUR_ASSIGN_OR_RETURN(auto params,
+                          kernels::Buffer<float>::FromHost(options.device, initial_model));
+  auto node = std::unique_ptr<SyncNode>(new SyncNode(std::move(plan), options, std::move(params), now));
+  const size_t d = initial_model.size();
+  MURMUR_ASSIGN_OR_RETURN(node->step_grad_, kernels::Buffer<float>::Create(options.device, d));
+  MURMUR_ASSIGN_OR_RETURN(node->compute_model_, kernels::Buffer<float>::Create(options.device, d));
+  if (options.momentum > 0) {
+    MURMUR_ASSIGN_OR_RETURN(node->velocity_, kernels::Buffer<float>::Create(options.device, d));
+  }
+  node->params_host_ = std::move(initial_model);
+  node->host_stale_ = false;
+  return node;
 }
 
-SyncNode::SyncNode(SyncPlan plan, const SyncNodeOptions& options, std::vector<float> initial,
+SyncNode::SyncNode(SyncPlan plan, const SyncNodeOptions& options, kernels::Buffer<float> params,
                    TimePoint now)
-    : plan_(std::move(plan)), o_(options), created_(now), params_(std::move(initial)) {
+    : plan_(std::move(plan)), o_(options), created_(now), params_(std::move(params)) {
   s_.loss = std::nan("");
   s_.accuracy = std::nan("");
   detail_ = fmt::format("assembling the {}: waiting for {} nodes", ModeName(plan_.mode), plan_.processes);
@@ -94,6 +106,15 @@ CodedStats SyncNode::stats() const {
 }
 
 std::vector<NodeAction> SyncNode::TakeOutput() { return output_.Take(); }
+
+std::span<const float> SyncNode::model() {
+  if (host_stale_) {
+    params_host_.resize(params_.size());
+    MURMUR_CHECK_OK(params_.CopyToHost(params_host_));
+    host_stale_ = false;
+  }
+  return params_host_;
+}
 
 void SyncNode::Emit(NodeAction action) { output_.Emit(std::move(action)); }
 
@@ -155,12 +176,13 @@ void SyncNode::StartRunning(TimePoint now) {
   if (plan_.mode == Mode::kRing) {
     const int64_t n = plan_.processes;
     for (int64_t p = o_.batch * rank_ / n; p < o_.batch * (rank_ + 1) / n; ++p) own_.push_back({p, 1.0});
-    ring_.emplace(RingAllReduce::Options{rank_, plan_.processes, dim});
+    ring_.emplace(RingAllReduce::Options{rank_, plan_.processes, dim, o_.device});
   } else {
     auto alloc = coding::AllocateTree(*plan_.layout, *plan_.code, o_.batch);
     MURMUR_CHECK_OK(alloc.status());
     own_ = std::move(alloc->own[static_cast<size_t>(rank_)]);
-    tree_.emplace(*plan_.layout, *plan_.code, TreeAggregator::Options{rank_, dim, o_.report_after});
+    tree_.emplace(*plan_.layout, *plan_.code,
+                  TreeAggregator::Options{rank_, dim, o_.report_after, o_.device});
   }
   phase_ = Phase::kRunning;
   detail_ = "assembled";
@@ -168,10 +190,10 @@ void SyncNode::StartRunning(TimePoint now) {
   MURMUR_LOG_INFO("node {}: {} rank {} of {} ({}), {} weighted samples per iteration of {}", o_.self,
                   ModeName(plan_.mode), rank_, plan_.processes, role(), own_.size(), o_.batch);
   if (ring_) {
-    pending_ = ComputeRequest{0, params_};
+    pending_ = ComputeRequest{0, {}};
   } else if (rank_ == 0) {
     iteration_start_ = now;
-    tree_->StartIteration(0, params_, now);
+    tree_->StartIteration(0, model(), now);
     Dispatch(tree_->TakeOutput(), now);
   }
   MaybeCompute(now);
@@ -273,7 +295,7 @@ void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
       Emit(Announce{s_.iteration, 0, false});
       if (o_.eval_every > 0 && s_.iteration % static_cast<uint64_t>(o_.eval_every) == 0 && rank_ == 0) {
         s_.evaluated_at = s_.iteration;
-        Emit(Evaluate{true, params_});
+        Emit(Evaluate{true, model()});
       }
       if (BudgetSpent(now)) {
         Finish(now, static_cast<int64_t>(s_.iteration) >= o_.iterations ? "iterations" : "time");
@@ -281,10 +303,10 @@ void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
       }
       if (tree_) {
         iteration_start_ = now;
-        tree_->StartIteration(s_.iteration, params_, now);
+        tree_->StartIteration(s_.iteration, model(), now);
         Dispatch(tree_->TakeOutput(), now);
       } else if (!ring_->busy() && s_.iteration == ring_started_) {
-        pending_ = ComputeRequest{ring_started_, params_};
+        pending_ = ComputeRequest{ring_started_, {}};
       }
     } else if (auto* report = std::get_if<CodedReport>(&action)) {
       MURMUR_LOG_WARN("{}", report->text);
@@ -296,7 +318,14 @@ void SyncNode::MaybeCompute(TimePoint now) {
   if (computing_ || !pending_ || phase_ != Phase::kRunning) return;
   computing_ = true;
   if (ring_) iteration_start_ = now;  // a ring iteration starts with its own computation
-  Emit(ComputeGradient{pending_->iteration, std::move(pending_->model)});
+  // A ring computes at its own model, which changes only once this computation is in (its
+  // Aggregated needs it); a tree rank's model from its parent goes up to the device.
+  std::span<const float> model = params_.span();
+  if (!pending_->model.empty()) {
+    MURMUR_CHECK_OK(compute_model_.CopyFromHost(pending_->model));
+    model = compute_model_.span();
+  }
+  Emit(ComputeGradient{pending_->iteration, model});
   pending_.reset();
 }
 
@@ -322,17 +351,19 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
   Tick(now);
 }
 
-void SyncNode::Update(const std::vector<float>& sum) {
-  step_grad_.resize(sum.size());
+void SyncNode::Update(std::span<const float> sum) {
+  // The mean gradient sum / B, as one float product per element (0 + inv · sum_i).
   const float inv = 1.0f / static_cast<float>(std::max<int64_t>(o_.batch, 1));
-  for (size_t i = 0; i < sum.size(); ++i) step_grad_[i] = sum[i] * inv;
+  MURMUR_CHECK_OK(step_grad_.Zero());
+  MURMUR_CHECK_OK(kernels::Axpy(o_.device, inv, sum, step_grad_.span()));
   const double lr = o_.lr_schedule.has_value()
                         ? o_.lr_schedule->At(static_cast<int64_t>(s_.iteration) * o_.batch)
                         : o_.lr;
   kernels::SgdOptions sgd{.learning_rate = lr, .momentum = o_.momentum,
                           .weight_decay = o_.weight_decay};
-  if (o_.momentum > 0) velocity_.resize(params_.size(), 0.0f);
-  MURMUR_CHECK_OK(kernels::SgdStep<float>(kernels::Device::Cpu(), sgd, step_grad_, velocity_, params_));
+  MURMUR_CHECK_OK(kernels::SgdStep<float>(o_.device, sgd, step_grad_.span(), velocity_.span(),
+                                          params_.span()));
+  host_stale_ = true;
 }
 
 void SyncNode::Step(const Evaluated& result, TimePoint now) {
@@ -363,7 +394,7 @@ void SyncNode::Finish(TimePoint now, std::string reason) {
   if (rank_ == 0) {
     evaluating_final_ = true;
     s_.evaluated_at = s_.iteration;
-    Emit(Evaluate{true, params_});
+    Emit(Evaluate{true, model()});
   }
   Emit(Finished{std::move(reason)});
   Emit(Announce{s_.iteration, 0, true});

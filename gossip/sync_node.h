@@ -22,6 +22,10 @@
 //               rank but the root), or on a stop.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver.
+// Device (issue 21): the model, its momentum, the SGD step and the aggregators' arithmetic
+// (coded_reduce.h) live on `SyncNodeOptions::device`; ComputeGradient's model and
+// GradientComputed's partial are in its memory. The model comes down to the host only to go to
+// the network (the root's model for its children, every iteration) or to be evaluated.
 // Inputs: Step(Incoming | MemberView | GradientComputed | Evaluated | StopRequested, now),
 // Tick(now). Outputs (node_io.h): SendTo, Announce, ComputeGradient, Evaluate, Wait, Finished,
 // RunOver.
@@ -43,7 +47,9 @@
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
 #include "gossip/node_io.h"
+#include "kernels/device.h"
 #include "kernels/lr_schedule.h"
+#include "kernels/memory.h"
 
 namespace murmur::gossip {
 
@@ -75,6 +81,7 @@ struct SyncNodeOptions {
   Duration join_timeout = std::chrono::seconds(30);
   Duration settle = std::chrono::milliseconds(200);
   Duration linger = std::chrono::milliseconds(500);
+  kernels::Device device = kernels::Device::Cpu();  // where the model and the arithmetic live
 
   Status Validate() const;
 };
@@ -103,7 +110,8 @@ class SyncNode {
   enum class Phase : uint8_t { kAssembling, kRunning, kLingering, kOver };
   static constexpr size_t kMaxEarlyMessages = 1024;
 
-  // `initial_model` is the run's seeded initial model (every rank draws the same).
+  // `initial_model` is the run's seeded initial model (every rank draws the same), on the host.
+  // Fails when the device cannot hold the model and its buffers.
   static StatusOr<std::unique_ptr<SyncNode>> Create(SyncPlan plan, const SyncNodeOptions& options,
                                                     std::vector<float> initial_model, TimePoint now);
 
@@ -126,7 +134,8 @@ class SyncNode {
   CodedStats stats() const;
   // Why the node is not assembled yet, or "assembled".
   const std::string& detail() const { return detail_; }
-  std::span<const float> model() const { return params_; }
+  // The current model, on the host (copied down from the device when it changed).
+  std::span<const float> model();
   void set_observer(SyncNodeObserver* observer) { observer_ = observer; }
 
  private:
@@ -134,13 +143,14 @@ class SyncNode {
     Incoming message;
     std::vector<std::byte> frame;
   };
-  SyncNode(SyncPlan plan, const SyncNodeOptions& options, std::vector<float> initial, TimePoint now);
+  SyncNode(SyncPlan plan, const SyncNodeOptions& options, kernels::Buffer<float> params,
+           TimePoint now);
   void Assemble(const std::vector<NodeId>& live, TimePoint now);
   void StartRunning(TimePoint now);
   void Handle(const Incoming& m, TimePoint now);
   void Dispatch(std::vector<CodedAction> actions, TimePoint now);
   void MaybeCompute(TimePoint now);
-  void Update(const std::vector<float>& sum);
+  void Update(std::span<const float> sum);
   bool BudgetSpent(TimePoint now) const;
   void Finish(TimePoint now, std::string reason);
   void Fail(Status status);
@@ -164,9 +174,16 @@ class SyncNode {
   std::vector<coding::WeightedSample> own_;
   std::optional<TreeAggregator> tree_;
   std::optional<RingAllReduce> ring_;
-  std::vector<float> params_;
-  std::vector<float> velocity_;
-  std::vector<float> step_grad_;
+  // On the device: the model, the momentum (empty without), the step's mean gradient, and the
+  // model of the computation asked for (a tree rank's model from its parent).
+  kernels::Buffer<float> params_;
+  kernels::Buffer<float> velocity_;
+  kernels::Buffer<float> step_grad_;
+  kernels::Buffer<float> compute_model_;
+  std::vector<float> params_host_;  // the model on the host when !host_stale_
+  bool host_stale_ = true;
+  // The next computation: a tree rank's model from its parent (host), or for a ring an empty
+  // model meaning the node's current one.
   std::optional<ComputeRequest> pending_;
   bool computing_ = false;
   uint64_t ring_started_ = 0;

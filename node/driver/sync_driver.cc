@@ -55,9 +55,10 @@ class SyncDriver : public gossip::SyncNodeObserver {
   // `buffer` (on device_) = `host`, reallocated when the size differs.
   template <typename T>
   Status Put(std::span<const T> host, kernels::Buffer<T>& buffer);
-  Status ComputeOwn(uint64_t iteration, std::span<const float> params, std::vector<float>& out);
-  // Computes this rank's part for `iteration` at `params`, then sleeps the injected delay.
-  std::vector<float> ComputeWithInjection(uint64_t iteration, std::span<const float> params);
+  // This rank's weighted partial gradient for `iteration` at `params` (device memory) into out_dev_.
+  Status ComputeOwn(uint64_t iteration, std::span<const float> params);
+  // ComputeOwn, then sleeps the injected delay; the partial is in out_dev_.
+  void ComputeWithInjection(uint64_t iteration, std::span<const float> params);
   void Drain(Duration wait);
   bool Perform(std::vector<gossip::NodeAction> actions);
   void OnAssembled();
@@ -80,9 +81,9 @@ class SyncDriver : public gossip::SyncNodeObserver {
   RealClock clock_;
   StragglerInjector injector_;
   const int64_t batch_;  // B: positions per iteration
-  // Where the gradients are computed (the model's device). The rank's gathered rows, the
-  // iteration's model and the partial sum live there; the model goes up and the partial comes
-  // down once per iteration. The decode and the root's SGD step stay on the host (gossip/).
+  // Where the gradients are computed (the model's device), which is also the SyncNode's: the
+  // rank's gathered rows and the partial sum live there, and the node hands the iteration's model
+  // and takes the partial in device memory (the decode and the SGD step run there too).
   const kernels::Device device_;
   kernels::Buffer<float> x_dev_, weights_dev_, targets_dev_, params_dev_, grad_dev_, out_dev_;
   kernels::Buffer<int32_t> labels_dev_;
@@ -132,10 +133,14 @@ int64_t SyncDriver::SampleAt(uint64_t iteration, int64_t position) {
   return perm_[k % m];
 }
 
-Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params,
-                              std::vector<float>& out) {
+Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params) {
   const auto& own = node_->own();
-  out.assign(static_cast<size_t>(model_.NumParams()), 0.0f);
+  const auto d = static_cast<size_t>(model_.NumParams());
+  if (out_dev_.size() != d) {
+    MURMUR_ASSIGN_OR_RETURN(grad_dev_, kernels::Buffer<float>::Create(device_, d));
+    MURMUR_ASSIGN_OR_RETURN(out_dev_, kernels::Buffer<float>::Create(device_, d));
+  }
+  MURMUR_RETURN_IF_ERROR(out_dev_.Zero());
   if (own.empty()) return OkStatus();
   const int64_t cols = train_.cols;
   const bool classes = train_.task == TaskKind::kMulticlass;
@@ -161,12 +166,6 @@ Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params,
     MURMUR_RETURN_IF_ERROR(Put<float>(targets_, targets_dev_));
     gathered_ = true;
   }
-  MURMUR_RETURN_IF_ERROR(Put<float>(params, params_dev_));
-  if (grad_dev_.size() != out.size()) {
-    MURMUR_ASSIGN_OR_RETURN(grad_dev_, kernels::Buffer<float>::Create(device_, out.size()));
-    MURMUR_ASSIGN_OR_RETURN(out_dev_, kernels::Buffer<float>::Create(device_, out.size()));
-  }
-  MURMUR_RETURN_IF_ERROR(out_dev_.Zero());
   const auto rows = static_cast<int64_t>(own.size());
   for (int64_t begin = 0; begin < rows; begin += kComputeChunk) {
     const int64_t count = std::min(kComputeChunk, rows - begin);
@@ -179,19 +178,17 @@ Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params,
     } else {
       b.targets = targets_dev_.span().subspan(first, n);
     }
-    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params_dev_.span(), b, grad_dev_.span()).status());
+    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params, b, grad_dev_.span()).status());
     // The loss is a mean over the chunk: scale back to a sum of weighted per-sample gradients.
     MURMUR_RETURN_IF_ERROR(
         kernels::Axpy(device_, static_cast<float>(count), grad_dev_.span(), out_dev_.span()));
   }
-  return out_dev_.CopyToHost(out);
+  return OkStatus();
 }
 
-std::vector<float> SyncDriver::ComputeWithInjection(uint64_t iteration,
-                                                    std::span<const float> params) {
-  std::vector<float> partial;
+void SyncDriver::ComputeWithInjection(uint64_t iteration, std::span<const float> params) {
   const TimePoint t0 = clock_.Now();
-  Status s = ComputeOwn(iteration, params, partial);
+  Status s = ComputeOwn(iteration, params);
   MURMUR_CHECK_OK(s);  // shapes were checked when the run started
   const Duration compute = clock_.Now() - t0;
   p_.compute_s += ToSeconds(compute);
@@ -213,7 +210,6 @@ std::vector<float> SyncDriver::ComputeWithInjection(uint64_t iteration,
     last_compute_end_ = end;
   }
   waited_ = Duration(0);
-  return partial;
 }
 
 void SyncDriver::Drain(Duration wait) {
@@ -321,6 +317,7 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
   auto schedule = CodedSchedule(o_, train_.rows);
   if (!schedule.ok()) return schedule.status();
   so.lr_schedule = *schedule;
+  so.device = device_;
   MURMUR_ASSIGN_OR_RETURN(node_, gossip::SyncNode::Create(std::move(plan), so, std::move(initial), clock_.Now()));
   node_->set_observer(this);
   if (o_.straggle.send_delay.count() > 0 || o_.straggle.drop > 0) {
@@ -342,9 +339,9 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
     if (compute_.has_value()) {
       gossip::ComputeGradient c = *std::move(compute_);
       compute_.reset();
-      std::vector<float> partial = ComputeWithInjection(c.iteration, c.model);
+      ComputeWithInjection(c.iteration, c.model);
       Drain(Duration(0));  // newer models that arrived meanwhile make this result stale
-      node_->Step(gossip::GradientComputed{c.iteration, std::move(partial)}, clock_.Now());
+      node_->Step(gossip::GradientComputed{c.iteration, out_dev_.span()}, clock_.Now());
       continue;  // its sends go out before anything waits
     }
     Drain(std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20)));

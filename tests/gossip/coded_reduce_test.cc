@@ -118,7 +118,7 @@ class TreeSim {
         node(rank).Step(OwnPart{compute->iteration, partial}, now_);
         Collect(rank);
       } else if (auto* done = std::get_if<Aggregated>(&action)) {
-        result_ = std::move(done->gradient);
+        result_.emplace(done->gradient.begin(), done->gradient.end());
       } else if (auto* report = std::get_if<CodedReport>(&action)) {
         reports_.push_back(report->text);
       }
@@ -319,7 +319,7 @@ struct RingSim {
       if (auto* send = std::get_if<CodedSend>(&a)) {
         inbox[static_cast<size_t>(send->to)].push_back({r, send->header, std::move(send->vector)});
       } else if (auto* done = std::get_if<Aggregated>(&a)) {
-        results[static_cast<size_t>(r)] = std::move(done->gradient);
+        results[static_cast<size_t>(r)].assign(done->gradient.begin(), done->gradient.end());
       }
     }
   }

@@ -135,7 +135,7 @@ TEST(SyncNodeTest, MessagesBeforeAssemblyWaitForTheRanks) {
     if (auto* c = std::get_if<ComputeGradient>(&a)) {
       asked = true;
       EXPECT_EQ(c->iteration, 0u);
-      EXPECT_EQ(c->model, model);
+      EXPECT_EQ(std::vector<float>(c->model.begin(), c->model.end()), model);
     }
   }
   EXPECT_TRUE(asked);
