@@ -4,15 +4,14 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "base/check.h"
 #include "base/log.h"
 #include "gossip/sync_node.h"
-#include "kernels/compress_ops.h"
 #include "kernels/memory.h"
 #include "node/observe/telemetry.h"
+#include "node/train/partial_gradient.h"
 #include "node/train/trainer.h"
 
 namespace murmur::node {
@@ -20,7 +19,6 @@ namespace {
 
 using gossip::NodeId;
 
-constexpr int64_t kComputeChunk = 4096;   // rows per forward/backward call
 constexpr int64_t kEvalTrainRows = 10000;  // training loss is measured on at most this many rows
 
 class SyncDriver : public gossip::SyncNodeObserver {
@@ -38,7 +36,7 @@ class SyncDriver : public gossip::SyncNodeObserver {
         on_progress_(on_progress),
         stop_(stop),
         injector_(o.straggle),
-        batch_(o.global_batch > 0 ? o.global_batch : train.rows),
+        partial_(model, train, o.global_batch, o.seed),
         device_(model.device()) {}
 
   StatusOr<CodedProgress> Run(gossip::SyncPlan plan);
@@ -51,14 +49,12 @@ class SyncDriver : public gossip::SyncNodeObserver {
   }
 
  private:
-  int64_t SampleAt(uint64_t iteration, int64_t position);
   // `buffer` (on device_) = `host`, reallocated when the size differs.
   template <typename T>
   Status Put(std::span<const T> host, kernels::Buffer<T>& buffer);
-  // This rank's weighted partial gradient for `iteration` at `params` (device memory) into out_dev_.
-  Status ComputeOwn(uint64_t iteration, std::span<const float> params);
-  // ComputeOwn, then sleeps the injected delay; the partial is in out_dev_.
-  void ComputeWithInjection(uint64_t iteration, std::span<const float> params);
+  // This rank's part for `iteration` at `params` (device memory), then the injected delay. The
+  // partial is in device memory, valid until the next computation.
+  std::span<const float> ComputeWithInjection(uint64_t iteration, std::span<const float> params);
   void Drain(Duration wait);
   bool Perform(std::vector<gossip::NodeAction> actions);
   void OnAssembled();
@@ -80,13 +76,11 @@ class SyncDriver : public gossip::SyncNodeObserver {
   const std::function<bool()>& stop_;
   RealClock clock_;
   StragglerInjector injector_;
-  const int64_t batch_;  // B: positions per iteration
-  // Where the gradients are computed (the model's device), which is also the SyncNode's: the
-  // rank's gathered rows and the partial sum live there, and the node hands the iteration's model
-  // and takes the partial in device memory (the decode and the SGD step run there too).
+  PartialGradient partial_;
+  // The model's device, which is also the SyncNode's: the node hands the iteration's model and
+  // takes the partial in device memory (the decode and the SGD step run there too).
   const kernels::Device device_;
-  kernels::Buffer<float> x_dev_, weights_dev_, targets_dev_, params_dev_, grad_dev_, out_dev_;
-  kernels::Buffer<int32_t> labels_dev_;
+  kernels::Buffer<float> params_dev_;  // a model to evaluate
   std::unique_ptr<gossip::SyncNode> node_;
 
   TimePoint start_{};
@@ -97,12 +91,6 @@ class SyncDriver : public gossip::SyncNodeObserver {
   bool assembled_ = false;
   bool stop_sent_ = false;
   std::optional<Status> over_;
-  // Full batch: this rank's rows gathered once.
-  bool gathered_ = false;
-  std::vector<float> x_, targets_, weights_;
-  std::vector<int32_t> labels_;
-  uint64_t perm_epoch_ = ~uint64_t{0};
-  std::vector<int64_t> perm_;
   std::optional<Dataset> eval_train_;
   uint64_t injection_version_ = ~uint64_t{0};
   Duration waited_{0};  // blocked waiting for messages since the last own computation
@@ -118,78 +106,11 @@ Status SyncDriver::Put(std::span<const T> host, kernels::Buffer<T>& buffer) {
   return buffer.CopyFromHost(host);
 }
 
-int64_t SyncDriver::SampleAt(uint64_t iteration, int64_t position) {
-  if (o_.global_batch <= 0) return position;  // full batch: the identity
-  const auto m = static_cast<uint64_t>(train_.rows);
-  const uint64_t k = iteration * static_cast<uint64_t>(batch_) + static_cast<uint64_t>(position);
-  const uint64_t epoch = k / m;
-  if (epoch != perm_epoch_) {
-    perm_.resize(m);
-    std::iota(perm_.begin(), perm_.end(), int64_t{0});
-    std::mt19937_64 rng(o_.seed * 1000003 + epoch);
-    std::shuffle(perm_.begin(), perm_.end(), rng);
-    perm_epoch_ = epoch;
-  }
-  return perm_[k % m];
-}
-
-Status SyncDriver::ComputeOwn(uint64_t iteration, std::span<const float> params) {
-  const auto& own = node_->own();
-  const auto d = static_cast<size_t>(model_.NumParams());
-  if (out_dev_.size() != d) {
-    MURMUR_ASSIGN_OR_RETURN(grad_dev_, kernels::Buffer<float>::Create(device_, d));
-    MURMUR_ASSIGN_OR_RETURN(out_dev_, kernels::Buffer<float>::Create(device_, d));
-  }
-  MURMUR_RETURN_IF_ERROR(out_dev_.Zero());
-  if (own.empty()) return OkStatus();
-  const int64_t cols = train_.cols;
-  const bool classes = train_.task == TaskKind::kMulticlass;
-  if (!gathered_ || o_.global_batch > 0) {
-    const size_t rows = own.size();
-    x_.resize(rows * static_cast<size_t>(cols));
-    weights_.resize(rows);
-    labels_.resize(classes ? rows : 0);
-    targets_.resize(classes ? 0 : rows);
-    for (size_t i = 0; i < rows; ++i) {
-      const int64_t sample = SampleAt(iteration, own[i].sample);
-      std::copy_n(train_.features.begin() + sample * cols, cols, x_.begin() + static_cast<int64_t>(i) * cols);
-      weights_[i] = static_cast<float>(own[i].weight);
-      if (classes) {
-        labels_[i] = train_.labels[static_cast<size_t>(sample)];
-      } else {
-        targets_[i] = train_.targets[static_cast<size_t>(sample)];
-      }
-    }
-    MURMUR_RETURN_IF_ERROR(Put<float>(x_, x_dev_));
-    MURMUR_RETURN_IF_ERROR(Put<float>(weights_, weights_dev_));
-    MURMUR_RETURN_IF_ERROR(Put<int32_t>(labels_, labels_dev_));
-    MURMUR_RETURN_IF_ERROR(Put<float>(targets_, targets_dev_));
-    gathered_ = true;
-  }
-  const auto rows = static_cast<int64_t>(own.size());
-  for (int64_t begin = 0; begin < rows; begin += kComputeChunk) {
-    const int64_t count = std::min(kComputeChunk, rows - begin);
-    const auto first = static_cast<size_t>(begin), n = static_cast<size_t>(count);
-    Batch<float> b;
-    b.x = kernels::ConstMatrixView<float>(x_dev_.data() + begin * cols, count, cols);
-    b.weights = weights_dev_.span().subspan(first, n);
-    if (classes) {
-      b.labels = labels_dev_.span().subspan(first, n);
-    } else {
-      b.targets = targets_dev_.span().subspan(first, n);
-    }
-    MURMUR_RETURN_IF_ERROR(model_.LossAndGradient(params, b, grad_dev_.span()).status());
-    // The loss is a mean over the chunk: scale back to a sum of weighted per-sample gradients.
-    MURMUR_RETURN_IF_ERROR(
-        kernels::Axpy(device_, static_cast<float>(count), grad_dev_.span(), out_dev_.span()));
-  }
-  return OkStatus();
-}
-
-void SyncDriver::ComputeWithInjection(uint64_t iteration, std::span<const float> params) {
+std::span<const float> SyncDriver::ComputeWithInjection(uint64_t iteration,
+                                                        std::span<const float> params) {
   const TimePoint t0 = clock_.Now();
-  Status s = ComputeOwn(iteration, params);
-  MURMUR_CHECK_OK(s);  // shapes were checked when the run started
+  auto partial = partial_.Compute(iteration, node_->own(), params);
+  MURMUR_CHECK_OK(partial.status());  // shapes were checked when the run started
   const Duration compute = clock_.Now() - t0;
   p_.compute_s += ToSeconds(compute);
   const Duration extra = injector_.AfterStep(compute);
@@ -210,6 +131,7 @@ void SyncDriver::ComputeWithInjection(uint64_t iteration, std::span<const float>
     last_compute_end_ = end;
   }
   waited_ = Duration(0);
+  return *partial;
 }
 
 void SyncDriver::Drain(Duration wait) {
@@ -313,7 +235,7 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
   model_.Initialize(initial, o_.seed);
   gossip::SyncNodeOptions so = o_.node;
   so.self = peer_.id();
-  so.batch = batch_;
+  so.batch = partial_.batch();
   auto schedule = CodedSchedule(o_, train_.rows);
   if (!schedule.ok()) return schedule.status();
   so.lr_schedule = *schedule;
@@ -339,9 +261,9 @@ StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
     if (compute_.has_value()) {
       gossip::ComputeGradient c = *std::move(compute_);
       compute_.reset();
-      ComputeWithInjection(c.iteration, c.model);
+      const std::span<const float> partial = ComputeWithInjection(c.iteration, c.model);
       Drain(Duration(0));  // newer models that arrived meanwhile make this result stale
-      node_->Step(gossip::GradientComputed{c.iteration, out_dev_.span()}, clock_.Now());
+      node_->Step(gossip::GradientComputed{c.iteration, partial}, clock_.Now());
       continue;  // its sends go out before anything waits
     }
     Drain(std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20)));

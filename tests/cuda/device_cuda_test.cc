@@ -18,6 +18,7 @@
 #include "node/train/trainer.h"
 #include "tests/gossip/choco_equivalence.h"
 #include "tests/testing/gossip_training.h"
+#include "tests/testing/sync_training.h"
 #include "tests/kernels/device_conformance.h"
 
 namespace murmur::kernels {
@@ -138,6 +139,36 @@ TEST_F(CudaTest, FourGossipNodesOnOneGpuMatchTheirCpuRun) {
   EXPECT_LE(gpu.transfer_bytes, gpu.transfer_bound);
   std::printf("host<->device bytes per step on the GPU: %.0f\n",
               static_cast<double>(gpu.transfer_bytes) / static_cast<double>(gpu.steps));
+}
+
+// The synchronous modes on one GPU (fake network, one process): the root's model is the CPU's
+// centralized SGD within fp32 reordering and TF32 GEMM rounding; only messages, the root's model
+// and the computations' rows cross PCIe.
+TEST_F(CudaTest, SyncModesOnOneGpuMatchCentralizedSgd) {
+  auto data = node::LoadFashionMnist();
+  if (!data.ok()) GTEST_SKIP() << data.status();
+  const murmur::testing::SyncTrainingSetup setup(*data);
+  const std::vector<float> central = murmur::testing::CentralSgd(setup);
+  const double central_accuracy = setup.Accuracy(central);
+  struct Case {
+    gossip::Mode mode;
+    int n, layers, s;
+    std::optional<size_t> held;
+  };
+  const Case cases[] = {{gossip::Mode::kCodedTree, 2, 2, 1, size_t{4}},
+                        {gossip::Mode::kRing, 4, 1, 0, std::nullopt}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(gossip::ModeName(c.mode)));
+    const auto run = murmur::testing::RunSyncTraining(setup, Device::Cuda(0), c.mode, c.n, c.layers,
+                                                      c.s, c.held);
+    EXPECT_EQ(run.iterations, static_cast<uint64_t>(setup.kIterations));
+    const double diff = murmur::testing::RelativeMaxDifference(run.model, central);
+    std::printf("  relative max difference to the CPU's centralized SGD: %.3g\n", diff);
+    EXPECT_LT(diff, 2e-3);
+    EXPECT_NEAR(setup.Accuracy(run.model), central_accuracy, 0.01);
+    EXPECT_GT(run.transfer_bytes, 0u);
+    EXPECT_LE(run.transfer_bytes, run.transfer_bound);
+  }
 }
 
 TEST_F(CudaTest, ThreeEpochsOfTheMlpMatchTheCpu) {

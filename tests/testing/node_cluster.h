@@ -4,7 +4,8 @@
 // deterministic counterpart of node/driver/. Computing is modeled: a ComputeStep takes the
 // node's `step_time` and moves its model a tenth of the way toward a target of its own (so
 // models differ by node and an adopted model is recognisable); a ComputeGradient takes
-// `step_time` and returns `gradient(i, request)`. Evaluations return `accuracy(i)` at once.
+// `step_time` and returns `gradient(i, request)` (or `device_gradient`'s, a real computation).
+// Evaluations return `accuracy(i)` at once.
 // With `compute` set, a ComputeStep is real instead: the hook runs it (a Trainer's step at the
 // asked learning rate) and returns its loss and rows. Node i has id i + 1 and membership address "sim://i"; every envelope carries the node's
 // announced step clock, as PeerNode stamps it.
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,9 @@ class NodeCluster {
 
   int64_t samples_per_step = 10;
   std::function<std::vector<float>(size_t i, const gossip::ComputeGradient&)> gradient;
+  // Instead of `gradient`: a partial in the node's device memory (a real model's computation),
+  // valid until the node is stepped with it.
+  std::function<std::span<const float>(size_t i, const gossip::ComputeGradient&)> device_gradient;
   std::function<double(size_t i)> accuracy = [](size_t) { return 0.5; };
   // Real computing (see the header comment): (loss, rows) of node i's step at `lr`.
   std::function<std::pair<double, int64_t>(size_t i, std::optional<double> lr)> compute;
@@ -168,7 +173,12 @@ class NodeCluster {
     if constexpr (requires(Machine& m) { m.Step(gossip::GradientComputed{}, TimePoint{}); }) {
       gossip::ComputeGradient request = *std::move(n.gradient_request);
       n.gradient_request.reset();
-      n.machine->Step(gossip::GradientComputed{request.iteration, gradient(i, request)}, now_);
+      if (device_gradient) {
+        n.machine->Step(gossip::GradientComputed{request.iteration, device_gradient(i, request)}, now_);
+      } else {
+        const std::vector<float> g = gradient(i, request);
+        n.machine->Step(gossip::GradientComputed{request.iteration, g}, now_);
+      }
     } else if (compute) {
       const auto [loss, rows] = compute(i, n.compute_lr);
       n.machine->Step(gossip::StepComputed{std::isfinite(loss), loss, rows}, now_);
