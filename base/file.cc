@@ -1,12 +1,14 @@
 #include "base/file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace murmur {
 namespace {
@@ -86,6 +88,40 @@ StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
   ::close(fd);
   if (got != text.size()) return UnavailableError("'" + path + "' changed size while being read");
   return text;
+}
+
+StatusOr<MappedFile> MapFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return errno == ENOENT ? NotFoundError(Why("cannot open", path))
+                           : UnavailableError(Why("cannot open", path));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const Status s = UnavailableError(Why("cannot stat", path));
+    ::close(fd);
+    return s;
+  }
+  MappedFile out;
+  out.size = static_cast<size_t>(st.st_size);
+  if (out.size == 0) {
+    ::close(fd);
+    return out;
+  }
+  void* p = ::mmap(nullptr, out.size, PROT_READ, MAP_SHARED, fd, 0);
+  const Status failed = p == MAP_FAILED ? UnavailableError(Why("cannot map", path)) : OkStatus();
+  ::close(fd);  // the mapping keeps the file
+  if (!failed.ok()) return failed;
+  const size_t size = out.size;
+  out.data = std::shared_ptr<const std::byte>(static_cast<const std::byte*>(p),
+                                              [size](const std::byte* q) {
+                                                ::munmap(const_cast<std::byte*>(q), size);
+                                              });
+  return out;
+}
+
+void MappedFile::DropResidentPages() const {
+  if (data != nullptr) ::madvise(const_cast<std::byte*>(data.get()), size, MADV_DONTNEED);
 }
 
 }  // namespace murmur

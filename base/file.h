@@ -5,6 +5,7 @@
 // old file or the new one, never a mixture or a truncated file.
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -21,5 +22,18 @@ Status WriteFileAtomically(const std::string& path, std::span<const std::byte> b
 // The whole file. kNotFound without one, kUnavailable when it cannot be read, kOutOfRange when it
 // is larger than `max_bytes`.
 StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes);
+
+// A whole file mapped read-only and shared (MAP_SHARED): every process that maps it reads the
+// same page-cache pages. The mapping lives as long as any copy of `data` (or an aliasing
+// pointer into it); the file may be replaced by a rename meanwhile without changing it.
+struct MappedFile {
+  std::shared_ptr<const std::byte> data;  // null for an empty file
+  size_t size = 0;
+  // Lets the kernel drop this process's resident pages (MADV_DONTNEED; they stay in the page
+  // cache and come back on the next read), e.g. after a checksum pass over the whole file.
+  void DropResidentPages() const;
+};
+// kNotFound without the file, kUnavailable when it cannot be opened or mapped.
+StatusOr<MappedFile> MapFile(const std::string& path);
 
 }  // namespace murmur

@@ -1,8 +1,14 @@
 #pragma once
-// In-memory data sets: a dense float feature matrix plus labels (classification) or targets
-// (regression). Loaders return these; sharding hands out row indices into them.
+// In-memory data sets: a float feature matrix plus labels (classification) or targets
+// (regression). Loaders return these; sharding hands out row indices into them. The features are
+// either dense floats or compact bytes (Fashion-MNIST: one byte per pixel, memory-mapped from the
+// data cache and shared by every copy of the set and every process on the machine); a consumer
+// reads rows through RowsInto / RowInto, which convert, so a node holds floats only for the rows
+// it trains on (issue 23).
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,13 +30,19 @@ struct Dataset {
   int64_t rows = 0;
   int64_t cols = 0;
   int num_classes = 0;            // kMulticlass only
-  std::vector<float> features;    // rows * cols, row-major
+  std::vector<float> features;    // rows * cols, row-major; empty when compact()
   std::vector<int32_t> labels;    // kMulticlass: one per row
   std::vector<float> targets;     // kBinary / kRegression: one per row
+  // Compact features: rows * cols bytes, row-major; feature = pixel_values[byte].
+  std::shared_ptr<const uint8_t> pixels;
+  std::array<float, 256> pixel_values{};
 
-  kernels::ConstMatrixView<float> Features() const {
-    return kernels::ConstMatrixView<float>(features.data(), rows, cols);
-  }
+  bool compact() const { return pixels != nullptr; }
+  // REQUIRES !compact().
+  kernels::ConstMatrixView<float> Features() const;
+  // Rows [begin, begin + n) as floats into out (n * cols values).
+  void RowsInto(int64_t begin, int64_t n, std::span<float> out) const;
+  void RowInto(int64_t row, std::span<float> out) const { RowsInto(row, 1, out); }
   // Keeps the first `n` rows (all when n >= rows).
   void Truncate(int64_t n);
 };

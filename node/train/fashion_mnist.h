@@ -29,9 +29,23 @@ StatusOr<IdxArray> ParseIdx(const std::vector<uint8_t>& bytes, uint64_t max_elem
 // kNotFound when the file is missing; kDataLoss when it does not decompress or parse.
 StatusOr<IdxArray> ReadIdxFile(const std::string& path);
 
-// Loads train (60000) and test (10000) sets from `dir`, scaling pixels to
-// (x / 255 - 0.2860) / 0.3530 (the training set's mean and standard deviation).
+// The data cache's directory: $MURMUR_CACHE_DIR, else $XDG_CACHE_HOME/murmur, else
+// $HOME/.cache/murmur, else /tmp/murmur-cache.
+std::string DefaultCacheDir();
+
+// Loads train (60000) and test (10000) sets from `dir` as compact datasets (dataset.h) whose
+// features are (x / 255 - 0.2860) / 0.3530 (the training set's mean and standard deviation).
 // A missing directory or file gives a kNotFound naming the Debian package to install.
-StatusOr<TrainTest> LoadFashionMnist(const std::string& dir = kFashionMnistDir);
+//
+// The data cache (issue 23): each split is decoded once per machine into `cache_dir` as
+//   "MURMURU8", u32 version 1, u32 rows, u32 cols, u32 0, u64 XXH3-64 of the rest,
+//   rows label bytes, rows × cols pixel bytes
+// named by the source files' path, size and modification time, and memory-mapped, so node
+// processes share one copy of the pixels and start without decompressing. A cache file that
+// fails any check (size, header, checksum, a label ≥ 10) is rebuilt; a cache directory that
+// cannot be written is logged once and the split is decoded in memory. An empty `cache_dir`
+// disables the cache.
+StatusOr<TrainTest> LoadFashionMnist(const std::string& dir = kFashionMnistDir,
+                                     const std::string& cache_dir = DefaultCacheDir());
 
 }  // namespace murmur::node

@@ -68,8 +68,8 @@ StatusOr<std::span<const float>> PartialGradient::Compute(
     targets_.resize(classes ? 0 : rows);
     for (size_t i = 0; i < rows; ++i) {
       const int64_t sample = SampleAt(iteration, own[i].sample);
-      std::copy_n(train_.features.begin() + sample * cols, cols,
-                  x_.begin() + static_cast<int64_t>(i) * cols);
+      train_.RowInto(sample, std::span<float>(x_).subspan(i * static_cast<size_t>(cols),
+                                                          static_cast<size_t>(cols)));
       weights_[i] = static_cast<float>(own[i].weight);
       if (classes) {
         labels_[i] = train_.labels[static_cast<size_t>(sample)];

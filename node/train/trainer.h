@@ -170,12 +170,17 @@ class Trainer {
   kernels::Buffer<float> batch_x_;
   kernels::Buffer<int32_t> batch_labels_;
   kernels::Buffer<float> batch_targets_;
-  // A GPU's copy of the training set and of this epoch's row order (the CPU reads train_ and
-  // rows_ directly).
+  // This shard's rows as floats (local row k is the training set's row rows_[k] as it was
+  // given; a compact set is converted once, here), and this epoch's order as local rows on a GPU
+  // (the CPU maps each batch's rows through local_of_).
   kernels::Buffer<float> features_;
   kernels::Buffer<int32_t> labels_;
   kernels::Buffer<float> targets_;
   kernels::Buffer<int64_t> order_;
+  std::vector<int64_t> local_of_;     // training-set row -> local row (-1: not in the shard)
+  std::vector<int64_t> batch_local_;  // CPU: the current batch's local rows
+  // Local rows of rows_ (this epoch's order).
+  std::vector<int64_t> LocalOrder() const;
   int64_t cursor_ = 0;  // next position in rows_ within the current epoch
   int64_t steps_ = 0;
   int64_t last_batch_rows_ = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -53,10 +54,110 @@ TEST(FashionMnistTest, LoadsTheRealDebianFiles) {
   std::array<int, 10> counts{};
   for (int32_t l : data->train.labels) counts[static_cast<size_t>(l)]++;
   for (int c : counts) EXPECT_EQ(c, 6000);  // Fashion-MNIST is balanced
+  EXPECT_TRUE(data->train.compact());
   double mean = 0;
-  for (float v : data->train.features) mean += v;
-  mean /= static_cast<double>(data->train.features.size());
+  std::vector<float> rows(1000 * 784);
+  for (int64_t begin = 0; begin < data->train.rows; begin += 1000) {
+    data->train.RowsInto(begin, 1000, rows);
+    for (float v : rows) mean += v;
+  }
+  mean /= 60000.0 * 784;
   EXPECT_NEAR(mean, 0.0, 0.01);  // standardized with the training set's statistics
+}
+
+// A small Fashion-MNIST-shaped directory: `rows` training and 3 test images.
+void WriteSplits(const TempDir& dir, uint32_t rows) {
+  WriteGzip(dir.File("train-images-idx3-ubyte.gz"), IdxBytes({rows, 28, 28}));
+  WriteGzip(dir.File("train-labels-idx1-ubyte.gz"), IdxBytes({rows}));
+  WriteGzip(dir.File("t10k-images-idx3-ubyte.gz"), IdxBytes({3, 28, 28}));
+  WriteGzip(dir.File("t10k-labels-idx1-ubyte.gz"), IdxBytes({3}));
+}
+
+// Every feature is the formula applied to the IDX byte (IdxBytes writes i % 10).
+void ExpectDecoded(const Dataset& d) {
+  std::vector<float> row(static_cast<size_t>(d.cols));
+  for (int64_t r = 0; r < d.rows; ++r) {
+    d.RowInto(r, row);
+    for (int64_t c = 0; c < d.cols; ++c) {
+      const auto v = static_cast<uint8_t>((r * d.cols + c) % 10);
+      ASSERT_EQ(row[static_cast<size_t>(c)], (static_cast<float>(v) / 255.0f - 0.2860f) / 0.3530f)
+          << "row " << r << " col " << c;
+    }
+    ASSERT_EQ(d.labels[static_cast<size_t>(r)], r % 10);
+  }
+}
+
+std::vector<fs::path> CacheFiles(const std::string& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(FashionMnistCacheTest, BuiltOnceThenMappedWithTheDecodedValues) {
+  TempDir dir;
+  WriteSplits(dir, 17);
+  const std::string cache = dir.File("cache");
+  auto first = LoadFashionMnist(dir.File(""), cache);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto files = CacheFiles(cache);
+  ASSERT_EQ(files.size(), 2u);  // one per split, no staging file left behind
+  const auto written = fs::last_write_time(files[1]);
+  auto second = LoadFashionMnist(dir.File(""), cache);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(CacheFiles(cache), files);
+  EXPECT_EQ(fs::last_write_time(files[1]), written);  // mapped, not rebuilt
+  for (const TrainTest* t : {&*first, &*second}) {
+    EXPECT_EQ(t->train.rows, 17);
+    EXPECT_EQ(t->test.rows, 3);
+    ExpectDecoded(t->train);
+    ExpectDecoded(t->test);
+  }
+  // A truncated copy shares the mapping and reads the same rows.
+  Dataset cut = second->train;
+  cut.Truncate(5);
+  EXPECT_EQ(cut.pixels.get(), second->train.pixels.get());
+  ExpectDecoded(cut);
+}
+
+TEST(FashionMnistCacheTest, EveryDamagedCacheFileIsRebuilt) {
+  TempDir dir;
+  WriteSplits(dir, 9);
+  const std::string cache = dir.File("cache");
+  ASSERT_TRUE(LoadFashionMnist(dir.File(""), cache).ok());
+  const fs::path train = CacheFiles(cache)[1];
+  ASSERT_NE(train.filename().string().find("train"), std::string::npos);
+  std::ifstream in(train, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A flipped byte in the header, a label and a pixel; a truncation; an empty file.
+  std::vector<std::string> damaged;
+  for (size_t at : {size_t{0}, size_t{12}, size_t{24}, size_t{32}, size_t{32 + 9 + 100}}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x40);
+    damaged.push_back(bad);
+  }
+  damaged.push_back(good.substr(0, good.size() - 1));
+  damaged.push_back("");
+  for (size_t i = 0; i < damaged.size(); ++i) {
+    SCOPED_TRACE("damage " + std::to_string(i));
+    std::ofstream(train, std::ios::binary | std::ios::trunc) << damaged[i];
+    auto data = LoadFashionMnist(dir.File(""), cache);
+    ASSERT_TRUE(data.ok()) << data.status();
+    ExpectDecoded(data->train);
+    std::ifstream again(train, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), good);
+  }
+}
+
+TEST(FashionMnistCacheTest, WithoutAWritableCacheTheSetIsDecodedInMemory) {
+  TempDir dir;
+  WriteSplits(dir, 4);
+  for (const std::string& cache : {std::string("/dev/null/murmur-cache"), std::string()}) {
+    auto data = LoadFashionMnist(dir.File(""), cache);
+    ASSERT_TRUE(data.ok()) << data.status();
+    ExpectDecoded(data->train);
+    ExpectDecoded(data->test);
+  }
 }
 
 TEST(FashionMnistTest, MissingFilesNameTheDebianPackage) {
