@@ -17,6 +17,14 @@ int CudaDeviceCount() {
 #endif
 }
 
+Status LoadGpuLibraries() {
+#if MURMUR_WITH_CUDA
+  return cuda::LoadLibraries();
+#else
+  return FailedPreconditionError("this build has no CUDA backend (MURMUR_WITH_CUDA=OFF)");
+#endif
+}
+
 StatusOr<Device> ResolveDevice(std::string_view spec) {
   if (spec == "cpu") return Device::Cpu();
   const int count = CudaDeviceCount();

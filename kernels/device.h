@@ -35,6 +35,12 @@ struct Device {
 // a build without CUDA. Never fails: a missing driver is the same as no device.
 int CudaDeviceCount();
 
+// Opens the GPU math libraries (cuBLAS) a CUDA device needs. They are opened on the first GPU
+// context rather than at start, so a process that trains on the CPU never maps them. Once per
+// process; kUnavailable naming where it looked and why when they are missing,
+// kFailedPrecondition in a build without CUDA.
+Status LoadGpuLibraries();
+
 // The device a `--device` value names: "cpu"; "cuda" or "cuda:N"; "auto" (cuda:0 when a CUDA
 // device is present, else cpu). kInvalidArgument for anything else; kFailedPrecondition when
 // CUDA is asked for and this build or machine has none, saying which.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/cublas_loader.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace murmur::kernels::cuda {
@@ -17,8 +18,10 @@ Status Check(cudaError_t error, const char* what) {
 
 Status CheckBlas(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return OkStatus();
-  return InternalError(std::string(what) + ": " + cublasGetStatusName(status) + " (" +
-                       cublasGetStatusString(status) + ")");
+  auto blas = LoadBlas();  // loaded: a status comes from a call into it
+  if (!blas.ok()) return InternalError(std::string(what) + ": cuBLAS status " + std::to_string(status));
+  return InternalError(std::string(what) + ": " + (*blas)->status_name(status) + " (" +
+                       (*blas)->status_string(status) + ")");
 }
 
 Status CheckLaunch(const char* what) { return Check(cudaGetLastError(), what); }
@@ -35,7 +38,9 @@ StatusOr<Context*> GetContext(const Device& device) {
   if (index < contexts.size() && contexts[index] != nullptr) return contexts[index];
   auto context = std::make_unique<Context>();
   context->device = device.index;
-  MURMUR_RETURN_IF_ERROR(CheckBlas(cublasCreate(&context->blas), "cublasCreate"));
+  MURMUR_ASSIGN_OR_RETURN(const Blas* blas, LoadBlas());
+  context->gemm_ex = blas->gemm_ex;
+  MURMUR_RETURN_IF_ERROR(CheckBlas(blas->create(&context->blas), "cublasCreate"));
   MURMUR_RETURN_IF_ERROR(
       Check(cudaMalloc(&context->device_scalars, sizeof(Scalars)), "cudaMalloc(scalars)"));
   MURMUR_RETURN_IF_ERROR(

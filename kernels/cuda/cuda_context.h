@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "kernels/cuda/cublas_loader.h"
 #include "kernels/device.h"
 
 namespace murmur::kernels::cuda {
@@ -34,6 +35,7 @@ struct Scalars {
 struct Context {
   int device = 0;
   cublasHandle_t blas = nullptr;
+  GemmExFn gemm_ex = nullptr;  // from the loaded cuBLAS
   Scalars* device_scalars = nullptr;
   Scalars* host_scalars = nullptr;  // pinned
   void* temp = nullptr;             // CUB temporary storage and other scratch, grows

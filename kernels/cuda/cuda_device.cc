@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cublas_loader.h"
+
 namespace murmur::kernels::cuda {
 
 int DeviceCount() {
@@ -12,5 +14,7 @@ int DeviceCount() {
   }
   return count;
 }
+
+Status LoadLibraries() { return LoadBlas().status(); }
 
 }  // namespace murmur::kernels::cuda

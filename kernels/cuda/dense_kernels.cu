@@ -195,7 +195,7 @@ Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, float al
   const cublasOperation_t op_a = trans_a == Transpose::kNo ? CUBLAS_OP_N : CUBLAS_OP_T;
   const cublasComputeType_t compute =
       device.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  return CheckBlas(cublasGemmEx(context->blas, op_b, op_a, static_cast<int>(n),
+  return CheckBlas(context->gemm_ex(context->blas, op_b, op_a, static_cast<int>(n),
                                 static_cast<int>(m), static_cast<int>(k), &alpha, b.data,
                                 CUDA_R_32F, static_cast<int>(b.stride), a.data, CUDA_R_32F,
                                 static_cast<int>(a.stride), &beta, c.data, CUDA_R_32F,

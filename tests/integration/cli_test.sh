@@ -53,6 +53,13 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   check "a gossip node on cuda without a GPU exits 2" 2 "$murmur" node --mode gossip --listen tcp://127.0.0.1:0 --device cuda:0
   contains "the node refusal says why" "$tmp/err" "use --device cpu or auto"
 fi
+# cuBLAS is opened on the first GPU context (kernels/cuda/cublas_loader.h), never linked: a CPU
+# process does not map its ~140 MB or pay its half second of loading.
+if ldd "$murmur" | grep -q libcublas; then
+  echo "FAIL the binary links cuBLAS:"; ldd "$murmur" | grep cublas; fail=1
+else
+  echo "ok   the binary does not link cuBLAS"
+fi
 check "membership on a GPU exits 2" 2 "$murmur" local --mode membership --device cuda
 contains "the refusal says membership trains nothing" "$tmp/err" "trains nothing"
 check "a local cluster on the CPU says where it trains" 0 "$murmur" local --nodes 2 --device cpu \

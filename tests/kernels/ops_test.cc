@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/config.h"
+#include "kernels/device.h"
 #include "kernels/reference/reference_ops.h"
 
 namespace murmur::kernels {
@@ -309,6 +311,24 @@ TEST(DispatchTest, CudaDeviceNeverFallsBackToHost) {
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s;
   EXPECT_GE(CudaDeviceCount(), 0);
   EXPECT_EQ(Device::Cuda(1).ToString(), "cuda:1");
+}
+
+}  // namespace
+}  // namespace murmur::kernels
+
+namespace murmur::kernels {
+namespace {
+
+// cuBLAS is opened on the first GPU context, not linked (a CPU process never maps it); where the
+// build has CUDA the library must still be found — on this machine without a GPU too.
+TEST(GpuLibrariesTest, OpenOnDemandWhereTheBuildHasCuda) {
+  const Status s = LoadGpuLibraries();
+  if (!MURMUR_WITH_CUDA) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+    return;
+  }
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(LoadGpuLibraries().ok());  // once per process, the same answer
 }
 
 }  // namespace
