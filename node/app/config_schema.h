@@ -46,6 +46,7 @@ class ConfigSchema {
     std::string help;
     bool is_bool = false;
     Setter set;
+    std::string type = "TEXT";  // --help's value label: INT, NUMBER, CHOICE, LIST, TEXT
   };
 
   template <typename M>
@@ -56,7 +57,8 @@ class ConfigSchema {
                   MURMUR_ASSIGN_OR_RETURN(int64_t v, ParseInteger(text, lo, hi));
                   c.*member = static_cast<M>(v);
                   return OkStatus();
-                }});
+                },
+                "INT"});
   }
   ConfigSchema& Real(std::string name, double C::*member, std::string def, double lo, double hi,
                      std::string help) {
@@ -65,14 +67,16 @@ class ConfigSchema {
                 [member, lo, hi](std::string_view text, C& c) -> Status {
                   MURMUR_ASSIGN_OR_RETURN(c.*member, ParseReal(text, lo, hi));
                   return OkStatus();
-                }});
+                },
+                "NUMBER"});
   }
   ConfigSchema& Bool(std::string name, bool C::*member, bool def, std::string help) {
     return Add({std::move(name), def ? "true" : "false", "true or false", std::move(help), true,
                 [member](std::string_view text, C& c) -> Status {
                   MURMUR_ASSIGN_OR_RETURN(c.*member, ParseBool(text));
                   return OkStatus();
-                }});
+                },
+                ""});
   }
   ConfigSchema& Choice(std::string name, std::string C::*member, std::string def,
                        std::vector<std::string> choices, std::string help) {
@@ -87,7 +91,8 @@ class ConfigSchema {
                     }
                   }
                   return InvalidArgumentError("not a known choice");
-                }});
+                },
+                "CHOICE"});
   }
   // One of `choices` by name, stored as its enum value.
   template <typename E>
@@ -104,7 +109,8 @@ class ConfigSchema {
                     }
                   }
                   return InvalidArgumentError("not a known choice");
-                }});
+                },
+                "CHOICE"});
   }
   ConfigSchema& Text(std::string name, std::string C::*member, std::string def,
                      std::string help) {
@@ -122,7 +128,8 @@ class ConfigSchema {
                 [member, lo, hi](std::string_view text, C& c) -> Status {
                   MURMUR_ASSIGN_OR_RETURN(c.*member, ParseIntegerList(text, lo, hi));
                   return OkStatus();
-                }});
+                },
+                "LIST"});
   }
 
   // Adds the keys of `sub` (a schema of a member struct), except those named in `skip`, with the
@@ -138,7 +145,8 @@ class ConfigSchema {
       auto h = helps.find(key.name);
       Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed,
            h == helps.end() ? key.help : h->second, key.is_bool,
-           [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); }});
+           [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); },
+           key.type});
     }
     return *this;
   }
@@ -169,6 +177,16 @@ inline std::vector<std::pair<std::string, gossip::Mode>> ModeChoices() {
 std::string FlagName(std::string_view key);  // "batch_size" -> "--batch-size"
 std::string EnvName(std::string_view key);   // "batch_size" -> "MURMUR_BATCH_SIZE"
 
+// --help as murmur prints it: a boolean key shows as --flag, not CLI11's --flag{true}.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (size_t at; (at = name.find("{true}")) != std::string::npos;) name.erase(at, 6);
+    return name;
+  }
+};
+
 // Binds a schema to one CLI11 (sub)command and resolves the final config after parsing.
 template <typename C>
 class ConfigParser {
@@ -179,6 +197,7 @@ class ConfigParser {
   // --nesterov=false). Help text shows the default, the allowed values and the env variable.
   void AddOptions(CLI::App& app) {
     app.add_option("--config", config_path_, "TOML file with any of the keys below (snake_case)")
+        ->type_name("FILE")
         ->envname("MURMUR_CONFIG");
     flag_values_.resize(schema_.keys().size());
     options_.resize(schema_.keys().size());
@@ -187,9 +206,10 @@ class ConfigParser {
       const std::string desc = key.help + " [" + key.default_text + "; " + key.allowed + "; env " +
                                EnvName(key.name) + "]";
       if (key.is_bool) {
+        // "{true}": a bare --flag means true (--flag=false also parses); HelpFormatter hides it.
         options_[i] = app.add_flag(FlagName(key.name) + "{true}", flag_values_[i], desc);
       } else {
-        options_[i] = app.add_option(FlagName(key.name), flag_values_[i], desc);
+        options_[i] = app.add_option(FlagName(key.name), flag_values_[i], desc)->type_name(key.type);
       }
     }
   }

@@ -8,12 +8,14 @@
 
 #include "base/config.h"
 #include "node/app/command.h"
+#include "node/app/config_schema.h"
 
 int main(int argc, char** argv) {
   CLI::App app("murmur: decentralized, straggler-tolerant data-parallel training", "murmur");
   app.set_version_flag("--version", std::string("murmur ") + MURMUR_VERSION +
                                         (MURMUR_WITH_CUDA ? " (cuda)" : " (cpu only)"));
   app.require_subcommand(1);
+  app.formatter(std::make_shared<murmur::node::HelpFormatter>());  // subcommands inherit it
   std::vector<std::unique_ptr<murmur::node::Command>> commands;
   commands.push_back(murmur::node::MakeTrainCommand(app));
   commands.push_back(murmur::node::MakeNodeCommand(app));

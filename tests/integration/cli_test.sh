@@ -32,6 +32,15 @@ wait_for() {  # file, pattern, seconds
 
 check "help exits 0" 0 "$murmur" train --help
 contains "help lists keys with env names" "$tmp/out" "MURMUR_BATCH_SIZE"
+for sub in train node local plan; do
+  "$murmur" "$sub" --help >"$tmp/help" 2>&1
+  if grep -q "{true}" "$tmp/help"; then echo "FAIL $sub --help shows CLI11's {true}"; fail=1; fi
+done
+"$murmur" local --help >"$tmp/help" 2>&1
+contains "--help shows integer options as INT" "$tmp/help" "--nodes INT"
+contains "--help shows real options as NUMBER" "$tmp/help" "--lr NUMBER"
+contains "--help shows choices as CHOICE" "$tmp/help" "--mode CHOICE"
+contains "--help shows a boolean as a bare flag" "$tmp/help" "--nesterov  "
 check "no subcommand is a usage error" 2 "$murmur"
 check "unknown flag is a usage error" 2 "$murmur" train --no-such-flag
 check "bad value exits 2" 2 "$murmur" train --epochs abc
