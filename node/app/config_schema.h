@@ -177,16 +177,6 @@ inline std::vector<std::pair<std::string, gossip::Mode>> ModeChoices() {
 std::string FlagName(std::string_view key);  // "batch_size" -> "--batch-size"
 std::string EnvName(std::string_view key);   // "batch_size" -> "MURMUR_BATCH_SIZE"
 
-// --help as murmur prints it: a boolean key shows as --flag, not CLI11's --flag{true}.
-class HelpFormatter : public CLI::Formatter {
- public:
-  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
-    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
-    for (size_t at; (at = name.find("{true}")) != std::string::npos;) name.erase(at, 6);
-    return name;
-  }
-};
-
 // Binds a schema to one CLI11 (sub)command and resolves the final config after parsing.
 template <typename C>
 class ConfigParser {

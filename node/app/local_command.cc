@@ -488,9 +488,13 @@ class CodedLocal : public LocalMode {
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
     if (have) {
+      // Numbers to the digits a reader compares (the JSON keeps every digit); null as "-".
+      auto shown = [](const nlohmann::json& v, const char* format) {
+        return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : std::string("-");
+      };
       std::printf("  %s iterations; final training loss %s, test accuracy %s\n",
-                  head["iteration"].dump().c_str(), head["loss"].dump().c_str(),
-                  head["accuracy"].dump().c_str());
+                  head["iteration"].dump().c_str(), shown(head["loss"], "{:.5f}").c_str(),
+                  shown(head["accuracy"], "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
     }
     std::printf("  late answers dropped per node:");

@@ -8,7 +8,7 @@
 
 #include "base/config.h"
 #include "node/app/command.h"
-#include "node/app/config_schema.h"
+#include "node/app/cli_help.h"
 
 int main(int argc, char** argv) {
   CLI::App app("murmur: decentralized, straggler-tolerant data-parallel training", "murmur");
@@ -27,6 +27,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      // The command the flag was given to is the last one parsed.
+      const std::vector<CLI::App*> parsed = app.get_subcommands();
+      const CLI::App& where = parsed.empty() ? app : *parsed.back();
+      for (const std::string& extra : where.remaining()) {
+        const std::string suggestion = murmur::node::DidYouMean(where, extra);
+        if (!suggestion.empty()) std::fprintf(stderr, "%s: did you mean %s?\n", extra.c_str(), suggestion.c_str());
+      }
+    }
     // Help and version exit 0; every usage error exits 2, as the README promises.
     return code == 0 ? 0 : 2;
   }

@@ -43,6 +43,8 @@ contains "--help shows choices as CHOICE" "$tmp/help" "--mode CHOICE"
 contains "--help shows a boolean as a bare flag" "$tmp/help" "--nesterov  "
 check "no subcommand is a usage error" 2 "$murmur"
 check "unknown flag is a usage error" 2 "$murmur" train --no-such-flag
+check "a mistyped flag is a usage error" 2 "$murmur" local --nodse 4
+contains "a mistyped flag gets a suggestion" "$tmp/err" "--nodse: did you mean --nodes?"
 check "bad value exits 2" 2 "$murmur" train --epochs abc
 contains "bad value names key, value and range" "$tmp/err" "invalid value 'abc' for epochs (from flag --epochs): expected an integer in [1, 100000]"
 check "bad env exits 2" 2 env MURMUR_BATCH_SIZE=0 "$murmur" train
