@@ -211,6 +211,9 @@ class GossipNode {
   std::vector<NodeAction> TakeOutput();
 
   Phase phase() const { return phase_; }
+  // What the node is doing, for a person: "joining: 2 of 4 members", "waiting for a model
+  // snapshot from node 3", "training", "finishing", "lingering", "over".
+  std::string Activity() const;
   // x̂_i on the host (a copy); empty before training starts.
   std::vector<float> PublicCopyOnHost() const {
     return choco_ ? choco_->PublicCopyOnHost() : std::vector<float>();

@@ -108,4 +108,25 @@ void GossipNode::EmitFinishOutput() {
   for (SendTo& send : finish_->TakeOutput()) Emit(std::move(send));
 }
 
+std::string GossipNode::Activity() const {
+  switch (phase_) {
+    case Phase::kJoining:
+      if (o_.expect_members > 0) {
+        return fmt::format("joining: {} of {} members", s_.live_members, o_.expect_members);
+      }
+      return fmt::format("joining: {} member{} so far", s_.live_members, s_.live_members == 1 ? "" : "s");
+    case Phase::kAwaitingModel:
+      return fmt::format("waiting for a model snapshot from node {}", awaiting_model_from_);
+    case Phase::kTraining:
+      return "training";
+    case Phase::kFinishing:
+      return "finishing";
+    case Phase::kLingering:
+      return "lingering";
+    case Phase::kOver:
+      return "over";
+  }
+  return "";
+}
+
 }  // namespace murmur::gossip

@@ -248,6 +248,7 @@ class GossipLocal : public LocalMode {
     if (fresh && all_have) timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
+    static const nlohmann::json kNoProgress;  // null: every cell "-"
     int64_t samples = 0, budget = 0;
     for (const auto& c : cluster.children()) {
       if (!c.progress.is_object()) continue;
@@ -268,10 +269,17 @@ class GossipLocal : public LocalMode {
       std::string flag = flagged_.count(i) ? "yes" : "";
       if (!c.straggle.empty()) flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
       std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+      if (state.empty() && !p.is_object()) state = "  starting";
+      const std::string activity = p.is_object() ? p.value("activity", "training") : "";
+      if (state.empty() && activity != "training") state = "  " + activity;
+      // Before it trains a node has no step, loss or accuracy to show: only what it waits for.
+      const bool waiting = activity.starts_with("joining") || activity.starts_with("waiting");
+      const nlohmann::json& shown = waiting ? kNoProgress : p;
       out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i,
-                         Cell(p, "step", "{:.0f}"), Cell(p, "epoch", "{:.2f}"), Cell(p, "loss", "{:.4f}"),
-                         Cell(p, "accuracy", "{:.4f}"), Cell(p, "bytes_sent", "{:.2f}", 1e-6),
-                         Cell(p, "lag", "{:.0f}"), Cell(p, "wait_s", "{:.1f}"), flag, state);
+                         Cell(shown, "step", "{:.0f}"), Cell(shown, "epoch", "{:.2f}"),
+                         Cell(shown, "loss", "{:.4f}"), Cell(shown, "accuracy", "{:.4f}"),
+                         Cell(shown, "bytes_sent", "{:.2f}", 1e-6), Cell(shown, "lag", "{:.0f}"),
+                         Cell(shown, "wait_s", "{:.1f}"), flag, state);
     }
     return out;
   }
@@ -441,6 +449,10 @@ class CodedLocal : public LocalMode {
       const Child& c = children[i];
       const nlohmann::json& p = c.progress;
       std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
+      if (state.empty() && !p.is_object()) state = "  starting";
+      if (state.empty() && p.value("activity", "training") != "training") {
+        state = "  " + p.value("activity", "");
+      }
       out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i,
                          p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
                          Cell(p, "own_samples", "{:.0f}"), Cell(p, "compute_s", "{:.2f}"),

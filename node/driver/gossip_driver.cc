@@ -31,6 +31,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
     if (test != nullptr) {
       eval_subset_ = *test;
       eval_subset_.Truncate(o.eval_samples);
+      eval_subset_.Densify();  // evaluated every eval_every steps: convert its rows once
     }
   }
   ~GossipDriver() override {
@@ -330,6 +331,7 @@ void GossipDriver::Report(bool force) {
   p_.stragglers = node_->Stragglers(now);
   p_.stragglers_detected = node_->soft_sync().stragglers_detected();
   p_.elapsed_s = ToSeconds(now - start_);
+  p_.activity = node_->Activity();
   const kernels::DeviceMemoryStats memory = kernels::GetDeviceMemoryStats();
   p_.device_memory_bytes = memory.allocated_bytes;
   p_.host_device_bytes = memory.transferred_bytes;
@@ -356,6 +358,11 @@ StatusOr<GossipProgress> GossipDriver::Run() {
     Drain(wait);
     if (node_->phase() == gossip::GossipNode::Phase::kTraining) waited_ += clock_.Now() - now;
     node_->Tick(clock_.Now());
+    // Before training nothing else reports: say what the node waits for (joining, a snapshot).
+    if (node_->phase() == gossip::GossipNode::Phase::kJoining ||
+        node_->phase() == gossip::GossipNode::Phase::kAwaitingModel) {
+      Report(false);
+    }
   }
   Report(true);
   WriteCheckpoint();  // the run's end or a SIGTERM: a restart resumes from here

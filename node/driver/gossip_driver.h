@@ -66,6 +66,7 @@ struct GossipProgress : gossip::GossipNodeState {
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
   uint64_t stragglers_detected = 0;        // times a peer was marked
   bool finished = false;
+  std::string activity;                // GossipNode::Activity(): "joining: 2 of 4 members", ...
   std::string device;                  // where it trains: "cpu", "cuda:0"
   uint64_t device_memory_bytes = 0;    // GPU memory held (kernels::GetDeviceMemoryStats)
   uint64_t host_device_bytes = 0;      // copied between host and GPU since the start

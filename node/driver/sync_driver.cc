@@ -192,6 +192,7 @@ void SyncDriver::Evaluate(std::span<const float> params) {
   if (!eval_train_) {
     eval_train_ = train_;
     eval_train_->Truncate(kEvalTrainRows);
+    eval_train_->Densify();  // evaluated periodically: convert its rows once
   }
   // The model's copy on its device (on the CPU a plain copy).
   if (Status s = Put<float>(params, params_dev_); !s.ok()) {

@@ -24,6 +24,14 @@ void Dataset::RowsInto(int64_t begin, int64_t n, std::span<float> out) const {
   for (size_t i = 0; i < count; ++i) out[i] = pixel_values[in[i]];
 }
 
+void Dataset::Densify() {
+  if (!compact()) return;
+  std::vector<float> dense(static_cast<size_t>(rows * cols));
+  RowsInto(0, rows, dense);
+  features = std::move(dense);
+  pixels.reset();
+}
+
 void Dataset::Truncate(int64_t n) {
   if (n >= rows || n < 0) return;
   rows = n;

@@ -45,6 +45,9 @@ struct Dataset {
   void RowInto(int64_t row, std::span<float> out) const { RowsInto(row, 1, out); }
   // Keeps the first `n` rows (all when n >= rows).
   void Truncate(int64_t n);
+  // Converts compact rows to dense floats (no-op when dense): for a small set read often, such
+  // as a periodic evaluation subset.
+  void Densify();
 };
 
 // A training set and its held-out test set.
