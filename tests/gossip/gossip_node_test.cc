@@ -102,6 +102,39 @@ TEST(GossipNodeTest, JoiningNodeAdoptsTheMostAdvancedPeersModelAndClock) {
   }
 }
 
+// What a person sees while a node starts (issue 23): how many members it waits for, whom it
+// asked for a snapshot, then training.
+TEST(GossipNodeTest, ActivitySaysWhatAStartingNodeWaitsFor) {
+  GossipNodeOptions base = BaseOptions();
+  base.expect_members = 3;
+  base.join_wait = std::chrono::seconds(30);
+  base.soft_sync.max_lead = -1;
+  Cluster cluster = MakeCluster(4, 5, base);  // seed 5
+  cluster.Start(0);
+  cluster.RunFor(milliseconds(300));
+  EXPECT_EQ(cluster.machine(0).Activity(), "joining: 1 of 3 members");
+  cluster.Start(1);
+  cluster.Start(2);
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] {
+    return cluster.machine(0).Activity() == "training" && cluster.machine(2).Activity() == "training";
+  }));
+  cluster.RunFor(milliseconds(1500));  // far past join_after_steps: a late joiner asks for a model
+  bool asked = false;
+  cluster.on_output = [&](size_t i, const NodeAction& action) {
+    const auto* send = std::get_if<SendTo>(&action);
+    if (i != 3 || send == nullptr || asked) return;
+    if (const auto* r = std::get_if<SnapshotRequest>(&send->payload); r != nullptr && r->model) {
+      asked = true;
+      EXPECT_EQ(cluster.machine(3).Activity(), "waiting for a model snapshot from node " +
+                                                   std::to_string(send->to));
+    }
+  };
+  cluster.Start(3);
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(3).joined(); }));
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(cluster.machine(3).Activity(), "training");
+}
+
 // Issue 20: a node restarted from its own checkpoint trains on at its saved step with its saved
 // public copy, asking nobody for a model; when the cluster has gone more than resume_max_lag
 // steps beyond the checkpoint it joins with a peer's model instead.

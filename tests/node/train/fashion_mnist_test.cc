@@ -118,6 +118,11 @@ TEST(FashionMnistCacheTest, BuiltOnceThenMappedWithTheDecodedValues) {
   cut.Truncate(5);
   EXPECT_EQ(cut.pixels.get(), second->train.pixels.get());
   ExpectDecoded(cut);
+  // Densified (a periodic evaluation subset): the same values as dense floats.
+  cut.Densify();
+  EXPECT_FALSE(cut.compact());
+  EXPECT_EQ(cut.features.size(), 5u * 784);
+  ExpectDecoded(cut);
 }
 
 TEST(FashionMnistCacheTest, EveryDamagedCacheFileIsRebuilt) {
