@@ -21,6 +21,7 @@
 #include "kernels/device.h"
 #include "node/app/local_config.h"
 #include "node/app/placement.h"
+#include "node/app/progress.h"
 #include "node/app/command.h"
 #include "node/app/node_command.h"
 #include "node/train/checkpoint.h"
@@ -59,9 +60,11 @@ class LocalMode {
   // The mode's arguments of node i (after the common ones: id, endpoints, cluster, report).
   virtual std::vector<std::string> NodeArgs(int i) const = 0;
   virtual std::string Table(const LocalCluster& cluster, double t) const = 0;
-  // A plain (not a terminal) progress line, every plain_period seconds.
+  // Plain progress (not a terminal: a log, a pipe), every plain_period seconds. By default the
+  // table, of which only the rows that changed since the last print go out (PlainChanges).
   virtual std::string Plain(const LocalCluster& cluster, double t) const { return Table(cluster, t); }
-  virtual double plain_period() const { return 2; }
+  virtual bool plain_is_table() const { return true; }
+  virtual double plain_period() const { return 1; }
   // After every read of the children's output; `plain`: progress goes out as log lines.
   virtual void Observe(LocalCluster& /*cluster*/, double /*t*/, bool /*plain*/) {}
   // The run ends once every node exited (training modes) or only on Ctrl-C / --duration.
@@ -114,6 +117,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
                        [](const Child& c) { return c.exited; });
   };
   double next_draw = 0, next_line = 1;
+  std::vector<std::string> plain_printed;  // the table rows plain progress printed last
   size_t drawn_lines = 0;
   auto draw = [&](const std::string& table) {
     if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
@@ -130,7 +134,8 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
       draw(mode.Table(cluster, t));
     } else if (plain && t >= next_line) {
       next_line = t + mode.plain_period();
-      std::fputs(mode.Plain(cluster, t).c_str(), stderr);
+      const std::string out = mode.Plain(cluster, t);
+      std::fputs((mode.plain_is_table() ? PlainChanges(out, t, plain_printed) : out).c_str(), stderr);
     }
   }
   double wall = elapsed();
@@ -168,7 +173,7 @@ class MembershipLocal : public LocalMode {
   std::string Table(const LocalCluster& cluster, double t) const override {
     return cluster.Table(t);
   }
-  double plain_period() const override { return 1; }
+  bool plain_is_table() const override { return false; }
   std::string Plain(const LocalCluster& cluster, double t) const override {
     size_t seeing_all = 0;
     const size_t n = cluster.children().size();
@@ -500,13 +505,10 @@ class CodedLocal : public LocalMode {
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
     if (have) {
-      // Numbers to the digits a reader compares (the JSON keeps every digit); null as "-".
-      auto shown = [](const nlohmann::json& v, const char* format) {
-        return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : std::string("-");
-      };
+      // The digits a reader compares (the JSON keeps every digit).
       std::printf("  %s iterations; final training loss %s, test accuracy %s\n",
-                  head["iteration"].dump().c_str(), shown(head["loss"], "{:.5f}").c_str(),
-                  shown(head["accuracy"], "{:.4f}").c_str());
+                  head["iteration"].dump().c_str(), Cell(head, "loss", "{:.5f}").c_str(),
+                  Cell(head, "accuracy", "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
     }
     std::printf("  late answers dropped per node:");

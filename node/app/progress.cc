@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -159,6 +160,29 @@ std::string SummaryJson(const RunInfo& info, const TrainSummary& s,
                         {"bytes_per_nonzero", compression->bytes_per_nonzero}};
   }
   return j.dump();
+}
+
+std::string PlainChanges(const std::string& table, double t, std::vector<std::string>& printed) {
+  std::vector<std::string> lines;
+  for (size_t begin = 0, end; begin < table.size(); begin = end + 1) {
+    end = table.find('\n', begin);
+    if (end == std::string::npos) end = table.size();
+    lines.push_back(table.substr(begin, end - begin));
+  }
+  std::string out;
+  const bool first = printed.empty();
+  if (first) {
+    for (size_t i = 0; i < std::min<size_t>(2, lines.size()); ++i) {
+      out += (i == 0 ? "" : "        ") + lines[i] + "\n";
+    }
+  }
+  printed.resize(std::max(printed.size(), lines.size()));
+  for (size_t i = 2; i < lines.size(); ++i) {
+    if (lines[i] == printed[i]) continue;
+    printed[i] = lines[i];
+    out += fmt::format("{:6.1f} s {}\n", t, lines[i]);
+  }
+  return out;
 }
 
 }  // namespace murmur::node

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 #include "node/train/gradient_compression.h"
@@ -50,5 +51,10 @@ std::string SummaryText(const RunInfo& info, const TrainSummary& summary,
                         const CompressionReport* compression = nullptr);
 std::string SummaryJson(const RunInfo& info, const TrainSummary& summary,
                         const CompressionReport* compression = nullptr);
+
+// `murmur local`'s plain progress (a log, a pipe): of a live table (title, column header, one row
+// per node), the title and header the first time, then each row whose text changed since it was
+// last printed, stamped with `t`. `printed` keeps the rows between calls (empty at first).
+std::string PlainChanges(const std::string& table, double t, std::vector<std::string>& printed);
 
 }  // namespace murmur::node

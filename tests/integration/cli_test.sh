@@ -192,8 +192,8 @@ contains "bad compressor says why" "$tmp/err" "compress:"
 # Ctrl-C stops a gossip cluster cleanly too: every node ends, reports and leaves.
 "$murmur" local --nodes 2 --epochs 1000 --progress plain >"$tmp/out" 2>"$tmp/err" &
 local_pid=$!
-# Once node 0 has taken steps (its row of the plain table shows a step count).
-wait_for "$tmp/err" "^ *0 *[0-9][0-9]* " 60 || echo "FAIL no steps within 60 s: $(tail -3 "$tmp/err")"
+# Once node 0 has taken steps (its row of plain progress, "  2.1 s    0     48 ...", has a step).
+wait_for "$tmp/err" "^ *[0-9.]* s *0 *[0-9][0-9]* " 60 || echo "FAIL no steps within 60 s: $(tail -3 "$tmp/err")"
 kill -INT "$local_pid"
 wait "$local_pid"; got=$?
 if grep -q "ended by stopped" "$tmp/out" && grep -q "mean test accuracy" "$tmp/out"; then

@@ -82,5 +82,21 @@ TEST(SummaryTest, JsonIsOneParseableObjectWithTheHeadlineFigures) {
   EXPECT_NE(SummaryText(info, s).find("test accuracy  n/a"), std::string::npos);
 }
 
+// murmur local --progress plain: a log gets the title and header once, then only the rows that
+// changed, stamped with the time (issue 23: it used to get the whole table every 2 s).
+TEST(ProgressTest, PlainLocalProgressPrintsOnlyChangedRows) {
+  std::vector<std::string> printed;
+  const std::string first = PlainChanges("title 1.0 s\nnode step\n   0  -  joining\n   1  -  starting\n",
+                                         1.0, printed);
+  EXPECT_EQ(first, "title 1.0 s\n        node step\n   1.0 s    0  -  joining\n   1.0 s    1  -  starting\n");
+  // The title's time changed, node 0's row did not, node 1's did.
+  EXPECT_EQ(PlainChanges("title 2.0 s\nnode step\n   0  -  joining\n   1  5\n", 2.0, printed),
+            "   2.0 s    1  5\n");
+  EXPECT_EQ(PlainChanges("title 3.0 s\nnode step\n   0  -  joining\n   1  5\n", 3.0, printed), "");
+  // A row that appears later (a restarted node's) is printed once.
+  EXPECT_EQ(PlainChanges("title\nnode step\n   0  -  joining\n   1  5\n   2  7\n", 4.0, printed),
+            "   4.0 s    2  7\n");
+}
+
 }  // namespace
 }  // namespace murmur::node
