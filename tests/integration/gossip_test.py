@@ -88,7 +88,10 @@ def main():
         killed_at = nodes[3].step()
         time.sleep(1.0)
         nodes[3].start()
-        wait_until("the restarted node reports", lambda: nodes[3].latest() is not None, 20)
+        # Its first reports say what it waits for (activity "joining: …", "waiting for a model
+        # snapshot …"); the one to check is its first as a training member.
+        wait_until("the restarted node trains",
+                   lambda: (nodes[3].latest() or {}).get("activity") == "training", 20)
         r = nodes[3].latest()
         print(f"restarted node: joined_by_snapshot={r['joined_by_snapshot']} at step {r['step']} "
               f"(was at {killed_at} when killed; node 0 at {nodes[0].step()})")

@@ -154,13 +154,18 @@ def gossip_with_prometheus(tmp):
                                          for d in devices.values()), devices
         assert len(values("murmur_host_device_bytes_total")) == 3
         print(f"ok: devices {devices}")
-        rate = values("rate(murmur_steps_total[5s])")
+        # Windows of several scrapes: one scrape lost on a loaded machine (ctest -j2 runs another
+        # multi-process test beside this one) must not drop a node from a rate. Once a run here
+        # lost node 0 from both queries with 5 s and 10 s windows; the scrape health says why.
+        health = {k: values(e) for k, e in (("up", 'up{job="murmur"}'),
+                                            ("scrape s", 'scrape_duration_seconds{job="murmur"}'))}
+        rate = values("rate(murmur_steps_total[15s])")
         print(f"ok: step rates {', '.join(f'node {n}: {v:.0f}/s' for n, v in sorted(rate.items()))}")
-        assert all(v > 0 for v in rate.values()), rate
+        assert len(rate) == 3 and all(v > 0 for v in rate.values()), (rate, health)
         # Soft sync bounds the lead over a mixing peer to S = 32 steps (the default).
-        p90 = values("histogram_quantile(0.9, rate(murmur_staleness_steps_bucket[10s]))")
+        p90 = values("histogram_quantile(0.9, rate(murmur_staleness_steps_bucket[30s]))")
         print(f"ok: staleness p90 {', '.join(f'node {n}: {v:.1f}' for n, v in sorted(p90.items()))} steps")
-        assert len(p90) == 3 and all(0 <= v <= 64 for v in p90.values()), p90
+        assert len(p90) == 3 and all(0 <= v <= 64 for v in p90.values()), (p90, health)
 
         rules = json.loads(get(api.base + "/api/v1/rules"))["data"]["groups"]
         names = sorted(r["name"] for g in rules for r in g["rules"])
