@@ -139,6 +139,10 @@ def gossip_with_prometheus(tmp):
             "update bytes received": 'murmur_received_bytes_total{kind="update"}',
             "staleness observations": "murmur_staleness_steps_count",
         }
+        # A node's series exist once it has done the thing once (received an update, observed a
+        # staleness): on a loaded machine a node can be scraped before that, so wait for them.
+        wait_until("every node has every series",
+                   lambda: all(len(values(e)) == 3 for e in series.values()), 30)
         first = {k: values(e) for k, e in series.items()}
         for k, v in first.items():
             assert len(v) == 3, f"{k}: expected a series per node, got {v}"
