@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <sstream>
 
 #include "base/file.h"
 
@@ -22,6 +23,20 @@ std::string EnvName(std::string_view key) {
   std::string out = "MURMUR_";
   for (char c : key) out += c == '-' ? '_' : static_cast<char>(std::toupper(c));
   return out;
+}
+
+std::string TomlLine(std::string_view key, std::string_view text, bool bare) {
+  if (bare) {
+    // Bare only when TOML itself reads it as a number or a boolean (not "1e", "inf" or "").
+    try {
+      const toml::table parsed = toml::parse("v = " + std::string(text));
+      if (parsed["v"].is_number() || parsed["v"].is_boolean()) return fmt::format("{} = {}\n", key, text);
+    } catch (const toml::parse_error&) {
+    }
+  }
+  std::ostringstream quoted;
+  quoted << toml::value<std::string>(std::string(text));
+  return fmt::format("{} = {}\n", key, quoted.str());
 }
 
 StatusOr<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi) {

@@ -176,6 +176,9 @@ inline std::vector<std::pair<std::string, gossip::Mode>> ModeChoices() {
 
 std::string FlagName(std::string_view key);  // "batch_size" -> "--batch-size"
 std::string EnvName(std::string_view key);   // "batch_size" -> "MURMUR_BATCH_SIZE"
+// `key = value\n`: `text` bare when `bare` and it reads as a TOML number or boolean, else a
+// quoted TOML string.
+std::string TomlLine(std::string_view key, std::string_view text, bool bare);
 
 // Binds a schema to one CLI11 (sub)command and resolves the final config after parsing.
 template <typename C>
@@ -222,11 +225,15 @@ class ConfigParser {
   // Applies default, file, environment and flags in that order. `getenv` is injected so tests
   // control the environment. Errors are kInvalidArgument (or kNotFound for a missing file) with a
   // message naming the key, the value, where it came from and what is allowed.
-  StatusOr<C> Resolve(const std::function<const char*(const char*)>& getenv) const {
+  // `texts`, when given, receives every key's resolved text (what config.toml of a run
+  // directory records).
+  StatusOr<C> Resolve(const std::function<const char*(const char*)>& getenv,
+                      std::map<std::string, std::string>* texts = nullptr) const {
     C config{};
     for (const auto& key : schema_.keys()) {
       Status s = key.set(key.default_text, config);
       if (!s.ok()) return InternalError("default of " + key.name + " is invalid: " + s.ToString());
+      if (texts != nullptr) (*texts)[key.name] = key.default_text;
     }
     std::string path = config_path_;
     if (path.empty()) {
@@ -241,21 +248,36 @@ class ConfigParser {
                                       KnownKeys() + ")");
         }
         MURMUR_RETURN_IF_ERROR(Apply(*key, text, "'" + key->name + "' in " + path, config));
+        if (texts != nullptr) (*texts)[key->name] = text;
       }
     }
     for (const auto& key : schema_.keys()) {
       const std::string env = EnvName(key.name);
       if (const char* value = getenv(env.c_str())) {
         MURMUR_RETURN_IF_ERROR(Apply(key, value, "environment variable " + env, config));
+        if (texts != nullptr) (*texts)[key.name] = value;
       }
     }
     for (size_t i = 0; i < schema_.keys().size(); ++i) {
       if (options_[i] != nullptr && options_[i]->count() > 0) {
         const auto& key = schema_.keys()[i];
         MURMUR_RETURN_IF_ERROR(Apply(key, flag_values_[i], "flag " + FlagName(key.name), config));
+        if (texts != nullptr) (*texts)[key.name] = flag_values_[i];
       }
     }
     return config;
+  }
+
+  // `texts` (from Resolve) as a TOML file --config loads: booleans and numbers bare, the rest
+  // quoted strings, in the schema's order.
+  std::string ResolvedToml(const std::map<std::string, std::string>& texts) const {
+    std::string out;
+    for (const auto& key : schema_.keys()) {
+      const auto t = texts.find(key.name);
+      if (t == texts.end()) continue;
+      out += TomlLine(key.name, t->second, key.is_bool || key.type == "INT" || key.type == "NUMBER");
+    }
+    return out;
   }
 
  private:

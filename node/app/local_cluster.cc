@@ -94,6 +94,7 @@ Status LocalCluster::Spawn() {
         std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
         "200", "--log-level", config_.node_log_level};
     if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
+    if (!config_.run_dir.empty()) args.insert(args.end(), {"--run-dir", config_.run_dir});
     args.insert(args.end(), secrets.begin(), secrets.end());
     if (extra_args_) {
       for (auto& a : extra_args_(i)) args.push_back(std::move(a));
@@ -102,7 +103,8 @@ Status LocalCluster::Spawn() {
     }
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
-    const std::string log = (dir_ / ("node-" + std::to_string(i) + ".log")).string();
+    const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
+    const std::string log = (logs / ("node-" + std::to_string(i) + ".log")).string();
     const pid_t pid = ::fork();
     if (pid < 0) return InternalError("fork failed");
     if (pid == 0) {

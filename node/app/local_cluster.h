@@ -29,6 +29,7 @@ struct LocalClusterOptions {
   std::string admin_token_file;    // "" : a fresh token in the run's directory
   bool secure = false;             // CURVE with a fresh cluster key; else plaintext
   std::string prometheus_targets;  // file_sd file to write ("" none)
+  std::string run_dir;             // "": none; else the nodes' logs and series go there (run_dir.h)
 };
 
 // One `murmur node` process of the local cluster, with what its report lines said.

@@ -23,6 +23,7 @@
 #include "node/app/local_mode.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
+#include "node/app/run_dir.h"
 #include "node/app/command.h"
 #include "node/app/node_command.h"
 #include "node/train/checkpoint.h"
@@ -47,6 +48,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.admin_token_file = config.admin_token_file;
   co.secure = config.secure;
   co.prometheus_targets = config.prometheus_targets;
+  co.run_dir = config.run_dir;
   LocalCluster cluster(co, dir, [&](int i) {
     std::vector<std::string> a = mode.NodeArgs(i);
     if (auto it = straggle.find(i); it != straggle.end()) a.insert(a.end(), {"--straggle", it->second});
@@ -101,7 +103,13 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   if (show && !mode.final_table_before_stop()) draw(mode.Table(cluster, wall));
   const bool ok = mode.Succeeded(cluster, killed);
   const bool keep = !ok || config.keep_logs;
-  mode.Print(cluster, wall, killed, ok, config.json, keep, dir.string());
+  ReportOut out;
+  out.json = config.json;
+  out.run_dir = config.run_dir;
+  // With a run directory the logs are there and stay; the temporary directory keeps the rest.
+  out.keep = keep || !config.run_dir.empty();
+  out.logs = config.run_dir.empty() ? dir.string() : (std::filesystem::path(config.run_dir) / "logs").string();
+  mode.Print(cluster, wall, killed, ok, out);
   if (!keep) {
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
@@ -147,22 +155,21 @@ class MembershipLocal : public LocalMode {
   bool final_table_before_stop() const override { return true; }
   void BeforeStop(const LocalCluster& cluster, double) override { final_ok_ = cluster.AllSeeAllAlive(); }
   bool Succeeded(const LocalCluster&, int) const override { return converged_at_ >= 0 && final_ok_; }
-  void Print(const LocalCluster&, double wall, int killed, bool, bool json, bool keep,
-             const std::string& dir) const override {
-    if (json) {
+  void Print(const LocalCluster&, double wall, int killed, bool, const ReportOut& out) const override {
+    {
       nlohmann::json j;
       j["nodes"] = config_.nodes;
       j["converged"] = converged_at_ >= 0;
       j["converged_after_s"] = converged_at_;
       j["full_view_at_end"] = final_ok_;
-      return PrintJson(j, wall, killed, keep, dir);
+      if (PrintJson(j, wall, killed, out)) return;
     }
     std::printf("%d nodes: %s; %s at the end; stopped %s; %s\n", config_.nodes,
                 converged_at_ >= 0 ? fmt::format("full view after {:.2f} s", converged_at_).c_str()
                                    : "never reached a full view",
                 final_ok_ ? "full view" : "NOT a full view",
                 killed == 0 ? "cleanly" : fmt::format("({} killed)", killed).c_str(),
-                LogsLine(keep, dir).c_str());
+                LogsLine(out).c_str());
   }
 
  private:
@@ -244,8 +251,8 @@ class GossipLocal : public LocalMode {
   bool Succeeded(const LocalCluster& cluster, int killed) const override {
     return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), Finished);
   }
-  void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json, bool keep,
-             const std::string& dir) const override;
+  void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
+             const ReportOut& out) const override;
 
  private:
   const LocalConfig& config_;
@@ -258,8 +265,8 @@ class GossipLocal : public LocalMode {
 };
 
 // The report: accuracy per node, consensus over the saved models, bytes against ring all-reduce.
-void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json,
-                        bool keep, const std::string& dir) const {
+void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bool ok,
+                        const ReportOut& out) const {
   const size_t n = cluster.children().size();
   std::vector<double> accuracy;
   std::vector<int64_t> steps;
@@ -314,7 +321,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
   const double allreduce = static_cast<double>(local_steps) * 2.0 * static_cast<double>(n - 1) /
                            static_cast<double>(n) * 4.0 * static_cast<double>(d);
-  if (json) {
+  {
     nlohmann::json j;
     j["mode"] = "gossip";
     j["nodes"] = n;
@@ -337,7 +344,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["finish"] = finishes;
     j["cluster_accuracy"] = cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
     j["finish_contributors"] = contributors;
-    return PrintJson(j, wall, killed, keep, dir);
+    if (PrintJson(j, wall, killed, out)) return;
   }
   std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
               end_reason.empty() ? "?" : end_reason.c_str(), wall,
@@ -366,7 +373,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
               static_cast<double>(bytes) / 1e6, allreduce / 1e6,
               bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
-  std::printf("  %s\n", LogsLine(keep, dir).c_str());
+  std::printf("  %s\n", LogsLine(out).c_str());
 }
 
 class CodedLocal : public LocalMode {
@@ -423,8 +430,8 @@ class CodedLocal : public LocalMode {
   bool Succeeded(const LocalCluster& cluster, int killed) const override {
     return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), Finished);
   }
-  void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json, bool keep,
-             const std::string& dir) const override {
+  void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
+             const ReportOut& out) const override {
     nlohmann::json late = nlohmann::json::array();
     uint64_t rejected = 0;
     for (const Child& c : cluster.children()) {
@@ -435,7 +442,7 @@ class CodedLocal : public LocalMode {
     const bool have = head.is_object();
     const std::vector<double> times = have ? head["iteration_ms"].get<std::vector<double>>() : std::vector<double>{};
     const auto [mean, p95] = MeanAndP95(times);
-    if (json) {
+    {
       nlohmann::json j;
       j["mode"] = std::string(gossip::ModeName(config_.mode));
       j["n"] = config_.coded.n;
@@ -453,7 +460,7 @@ class CodedLocal : public LocalMode {
       j["iteration_ms"] = times;
       j["late_dropped"] = late;
       j["rejected"] = rejected;
-      return PrintJson(j, wall, killed, keep, dir);
+      if (PrintJson(j, wall, killed, out)) return;
     }
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
@@ -466,7 +473,7 @@ class CodedLocal : public LocalMode {
     }
     std::printf("  late answers dropped per node:");
     for (const auto& l : late) std::printf(" %s", l.dump().c_str());
-    std::printf("\n  %s\n", LogsLine(keep, dir).c_str());
+    std::printf("\n  %s\n", LogsLine(out).c_str());
   }
 
  private:
@@ -488,13 +495,19 @@ class LocalCommand : public ConfiguredCommand<LocalConfig> {
  public:
   explicit LocalCommand(CLI::App& app)
       : ConfiguredCommand(app, "local",
-                          "Start N node processes on loopback and show who sees whom, live",
+                          "Train with N node processes on this machine (gossip, or a synchronous mode's tree "
+                          "or ring), with a live table and a report; --mode membership only shows who sees whom",
                           LocalSchema()) {}
   int Run() override;
 };
 
 int LocalCommand::Run() {
-  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv);
+  std::map<std::string, std::string> texts;
+  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv, &texts);
+  if (resolved.ok() && !resolved->run_dir.empty()) {
+    resolved->run_dir = std::filesystem::absolute(resolved->run_dir).lexically_normal().string();
+    texts["run_dir"] = resolved->run_dir;
+  }
   if (resolved.ok() && resolved->probe_timeout_ms >= resolved->probe_interval_ms) {
     resolved = InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
   }
@@ -535,6 +548,15 @@ int LocalCommand::Run() {
   auto devices = PlaceNodes(config.gossip.train.device, config.gpus, processes,
                             trains ? kernels::CudaDeviceCount() : 0, trains);
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
+  if (!config.run_dir.empty()) {
+    if (std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {
+      return Refuse("run_dir: '" + config.run_dir + "' already holds a run (result.json); give a "
+                    "new directory, or remove that one");
+    }
+    Status made = MakeRunDir(std::filesystem::path(config.run_dir) / "logs", "run_dir");
+    if (made.ok()) made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(texts));
+    if (!made.ok()) return Refuse(std::string(made.message()));
+  }
   char dir_template[] = "/tmp/murmur-local-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {
     std::fprintf(stderr, "murmur local: cannot create a temporary directory\n");

@@ -28,6 +28,10 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "live table on stderr: redrawn (tty), a line per second (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Text("run_dir", &C::run_dir, "",
+              "keep the run in this directory for murmur report: the command, the resolved "
+              "config (config.toml), the summary (result.json), the node logs and every node's "
+              "time series; refused if it already holds a run. Empty: none")
         .Choice("node_log_level", &C::node_log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"},
                 "log level of the node processes (their logs go to files, listed at the end)")
@@ -43,8 +47,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "CURVE on every peer link with a fresh cluster key (default: plaintext, since "
               "every node is on this machine's loopback)")
         .Text("prometheus_targets", &C::prometheus_targets, "",
-              "write the nodes' admin ports to this file as Prometheus file_sd targets (see "
-              "ops/prometheus/prometheus-local.yml)")
+              "write the nodes' admin ports to this file as Prometheus file_sd targets, e.g. "
+              "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "
+              "looks; empty: none")
         .Text("straggle", &C::straggle, "",
               "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
               "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")

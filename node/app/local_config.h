@@ -22,6 +22,7 @@ struct LocalConfig {
   int probe_timeout_ms = 0;
   std::string progress;
   bool json = false;
+  std::string run_dir;
   std::string node_log_level;
   bool keep_logs = false;
   bool admin = true;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "node/app/local_cluster.h"
+#include "node/app/run_dir.h"
 
 namespace murmur::node {
 
@@ -21,16 +22,31 @@ inline std::string Cell(const nlohmann::json& j, const char* key, const char* fo
   return fmt::format(fmt::runtime(format), j[key].get<double>() * scale);
 }
 
-// What every mode's JSON report ends with, then the line itself on stdout.
-inline void PrintJson(nlohmann::json j, double wall, int killed, bool keep, const std::string& dir) {
+// Where a mode's report goes.
+struct ReportOut {
+  bool json = false;     // one JSON object on stdout instead of text
+  bool keep = false;     // the node logs stay in `logs`
+  std::string logs;      // the directory of the node logs
+  std::string run_dir;   // "": none; else result.json is written there (run_dir.h)
+};
+
+// What every mode's JSON report ends with; written to the run directory's result.json when
+// there is one, and printed on stdout with --json (returns whether it was).
+inline bool PrintJson(nlohmann::json j, double wall, int killed, const ReportOut& out) {
   j["wall_s"] = wall;
   j["killed_at_stop"] = killed;
-  j["logs"] = keep ? nlohmann::json(dir) : nlohmann::json(nullptr);
-  std::printf("%s\n", j.dump().c_str());
+  j["logs"] = out.keep ? nlohmann::json(out.logs) : nlohmann::json(nullptr);
+  if (!out.run_dir.empty()) {
+    if (Status s = WriteRunFile(out.run_dir, "result.json", j.dump() + "\n"); !s.ok()) {
+      std::fprintf(stderr, "murmur local: run_dir: %s\n", s.ToString().c_str());
+    }
+  }
+  if (out.json) std::printf("%s\n", j.dump().c_str());
+  return out.json;
 }
 
-inline std::string LogsLine(bool keep, const std::string& dir) {
-  return fmt::format("node logs {} {}", keep ? "kept in" : "removed from", dir);
+inline std::string LogsLine(const ReportOut& out) {
+  return fmt::format("node logs {} {}", out.keep ? "kept in" : "removed from", out.logs);
 }
 
 inline bool Finished(const Child& c) {
@@ -58,10 +74,9 @@ class LocalMode {
   virtual bool final_table_before_stop() const { return false; }
   virtual void BeforeStop(const LocalCluster& /*cluster*/, double /*t*/) {}
   virtual bool Succeeded(const LocalCluster& cluster, int killed) const = 0;
-  // The report on stdout: text, or one JSON object with `json`.
-  // `keep`: the node logs stay in `dir`.
-  virtual void Print(const LocalCluster& cluster, double wall, int killed, bool ok, bool json,
-                     bool keep, const std::string& dir) const = 0;
+  // The report on stdout: text, or one JSON object with `out.json` (PrintJson).
+  virtual void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
+                     const ReportOut& out) const = 0;
 };
 
 }  // namespace murmur::node

@@ -21,6 +21,7 @@
 #include "node/peer/seeds.h"
 #include "node/train/sharding.h"
 #include "node/app/secrets.h"
+#include "node/app/run_dir.h"
 #include "node/app/train_config.h"
 #include <fmt/format.h>
 #include <cmath>
@@ -81,6 +82,9 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
                 "periodic view on stdout: none, a text line, or one JSON object per line")
         .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,
                  "period of --report")
+        .Text("run_dir", &C::run_dir, "",
+              "keep this node's time series (its report lines, with the time and the injection "
+              "in force) in RUN_DIR/series/node-ID.jsonl, for murmur report; empty: none")
         .Choice("log_level", &C::log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)")
         .Text("admin", &C::admin, "",
@@ -205,6 +209,25 @@ StatusOr<kernels::Device> NodeDevice(const NodeConfig& config) {
   return device;
 }
 
+// The node's time series in its run directory (run_dir.h), or nothing without --run-dir.
+class Series {
+ public:
+  Series(const NodeConfig& config, NodeTelemetry* telemetry) : telemetry_(telemetry) {
+    if (!config.run_dir.empty()) writer_.emplace(config.run_dir);
+  }
+  bool on() const { return writer_.has_value(); }
+  void Write(uint64_t id, const std::string& line) {
+    if (!writer_) return;
+    const std::string injection =
+        telemetry_ != nullptr ? StraggleSpec(telemetry_->straggler().Current().options) : "";
+    writer_->Write(id, line, injection);
+  }
+
+ private:
+  NodeTelemetry* telemetry_;
+  std::optional<SeriesWriter> writer_;
+};
+
 int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
                  NodeTelemetry* telemetry, const kernels::Device& device) {
   auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
@@ -233,11 +256,14 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
     }
   } detach{telemetry};
   const bool json = config.report == "json";
+  Series series(config, telemetry);
   std::function<void(const CodedProgress&)> report;
-  if (config.report != "none") report = [&](const CodedProgress& p) {
+  if (config.report != "none" || series.on()) report = [&](const CodedProgress& p) {
+    const std::string line = CodedProgressJson(p);
+    series.Write((*peer)->id(), line);
     if (json) {
-      std::printf("%s\n", CodedProgressJson(p).c_str());
-    } else {
+      std::printf("%s\n", line.c_str());
+    } else if (config.report != "none") {
       const auto [mean, p95] = MeanAndP95(p.iteration_ms);
       std::printf("node %llu: %s rank %lld (%s), iteration %llu, loss %s, iteration %.1f ms mean "
                   "%.1f ms p95, late %llu\n",
@@ -304,11 +330,14 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
   options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
   options->report_interval = std::chrono::milliseconds(config.report_interval_ms);
   const bool json = config.report == "json";
+  Series series(config, telemetry);
   GossipProgressFn report;
-  if (config.report != "none") report = [&](const GossipProgress& p) {
+  if (config.report != "none" || series.on()) report = [&](const GossipProgress& p) {
+    const std::string line = GossipProgressJson(p, false);
+    series.Write(p.id, line);
     if (json) {
-      std::printf("%s\n", GossipProgressJson(p, false).c_str());
-    } else {
+      std::printf("%s\n", line.c_str());
+    } else if (config.report != "none") {
       std::printf("node %llu: step %lld, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
                   static_cast<unsigned long long>(p.id), static_cast<long long>(p.step), p.loss,
                   p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
@@ -328,8 +357,10 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
     std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
     return 1;
   }
+  const std::string final_line = GossipProgressJson(*result, true);
+  series.Write(result->id, final_line);
   if (json) {
-    std::printf("%s\n", GossipProgressJson(*result, true).c_str());
+    std::printf("%s\n", final_line.c_str());
   } else if (config.report != "none") {
     std::printf("node %llu: done (%s) at step %lld, test accuracy %.4f, %.2f MB sent\n",
                 static_cast<unsigned long long>(result->id), result->end_reason.c_str(),
@@ -393,6 +424,9 @@ int NodeCommand::Run() {
                     "{}", admin->host(), admin->port(),
                     token.empty() ? "refused (no --admin-token-file)" : "need the bearer token");
   }
+  if (!config->run_dir.empty()) {
+    if (Status made = MakeRunDir(config->run_dir, "run_dir"); !made.ok()) return Refuse(made);
+  }
   if (config->mode != gossip::Mode::kGossip &&
       (!config->checkpoint_dir.empty() || !config->save_model.empty())) {
     return Refuse(InvalidArgumentError(
@@ -411,6 +445,7 @@ int NodeCommand::Run() {
   telemetry.AttachPeer(node->get());
   const auto start = std::chrono::steady_clock::now();
   auto next_report = start;
+  Series series(*config, &telemetry);
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
@@ -418,12 +453,14 @@ int NodeCommand::Run() {
     const size_t live = (*node)->LiveView().size();
     telemetry.SetJoined(live > 1 || options->seeds.empty(),
                         "no other member seen yet (seeds: " + config->seeds + ")");
-    if (config->report != "none" && std::chrono::steady_clock::now() >= next_report) {
+    if ((config->report != "none" || series.on()) && std::chrono::steady_clock::now() >= next_report) {
       next_report += std::chrono::milliseconds(config->report_interval_ms);
       const PeerSnapshot s = (*node)->Snapshot();
+      const std::string line = SnapshotJson(s, elapsed());
+      series.Write(s.id, line);
       if (config->report == "json") {
-        std::printf("%s\n", SnapshotJson(s, elapsed()).c_str());
-      } else {
+        std::printf("%s\n", line.c_str());
+      } else if (config->report != "none") {
         size_t alive = 0;
         for (const auto& m : s.members) alive += m.state == gossip::MemberState::kAlive;
         std::printf("node %llu: %zu members, %zu alive, view epoch %llu\n",

@@ -30,6 +30,7 @@ struct NodeConfig {
   double duration = 0;  // seconds; 0 runs until SIGINT/SIGTERM
   std::string report;   // none, text, json
   int report_interval_ms = 0;
+  std::string run_dir;  // time series kept here (run_dir.h); empty: none
   std::string log_level;
   std::string admin;  // HOST:PORT of the admin HTTP port; empty: none
   std::string admin_token_file;  // bearer token for the admin port's mutating endpoints
