@@ -30,14 +30,14 @@ WARMUP = 5
 
 
 def stragglers(mode, spec):
-    # Workers 3, 6, 9, 12 are process indices 3, 6, 9, 12 with a root (rank 0), 2, 5, 8, 11 in ring.
+    # Workers 3, 6, 9, 12 are ranks 3, 6, 9, 12 with a root (rank 0), 2, 5, 8, 11 in ring.
     shift = 1 if mode == "ring" else 0
-    return ";".join(f"node={w - shift},{spec}" for w in (3, 6, 9, 12))
+    return ";".join(f"rank={w - shift},{spec}" for w in (3, 6, 9, 12))
 
 
 def every_worker(mode, spec):
     first, last = (0, 11) if mode == "ring" else (1, 12)
-    return ";".join(f"node={w},{spec}" for w in range(first, last + 1))
+    return ";".join(f"rank={w},{spec}" for w in range(first, last + 1))
 
 
 def run(murmur, mode, scenario, a):

@@ -104,7 +104,7 @@ Status LocalCluster::Spawn() {
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
     const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
-    const std::string log = (logs / ("node-" + std::to_string(i) + ".log")).string();
+    const std::string log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     const pid_t pid = ::fork();
     if (pid < 0) return InternalError("fork failed");
     if (pid == 0) {
@@ -133,8 +133,8 @@ Status LocalCluster::Spawn() {
   if (config_.admin) {
     std::string list;
     for (int i = 0; i < n; ++i) list += (i ? ", " : "") + admins[i];
-    std::fprintf(stderr, "murmur local: admin ports (node 0..%d): %s; changes need the token in %s "
-                 "(murmur ctl --token-file)\n", n - 1, list.c_str(), token_file.c_str());
+    std::fprintf(stderr, "murmur local: admin ports (node 1..%d): %s; changes need the token in %s "
+                 "(murmur ctl --token-file)\n", n, list.c_str(), token_file.c_str());
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();
@@ -145,7 +145,7 @@ Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const 
   nlohmann::json groups = nlohmann::json::array();
   for (size_t i = 0; i < admins.size(); ++i) {
     groups.push_back({{"targets", {admins[i]}},
-                      {"labels", {{"node", std::to_string(i)}, {"mode", config_.mode}}}});
+                      {"labels", {{"node", std::to_string(i + 1)}, {"mode", config_.mode}}}});
   }
   const std::string tmp = config_.prometheus_targets + ".tmp";
   {
@@ -219,7 +219,7 @@ std::string LocalCluster::Table(double t) const {
       row += View(i, j);
       row += ' ';
     }
-    out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}{}\n", i, c.endpoint, row,
+    out += fmt::format("{:>4}  {:<28} {:<{}}  {:>5}  {:>9}  {:>8}{}\n", i + 1, c.endpoint, row,
                        std::max<size_t>(4, children_.size() * 2), c.alive, c.heartbeat, c.rejected,
                        c.exited ? "  (exited)" : "");
   }
@@ -252,8 +252,8 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
   return killed;
 }
 
-// `--straggle node=K,<spec>;...` -> spec per node index.
-StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes) {
+// `--straggle node=K,<spec>;...` (or rank=R,<spec>) -> spec per process index.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks) {
   std::map<int, std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -261,19 +261,29 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
     const std::string item = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
     start = semi == std::string::npos ? text.size() + 1 : semi + 1;
     if (item.empty()) continue;
-    if (item.rfind("node=", 0) != 0) {
-      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node)");
+    const bool by_rank = item.rfind("rank=", 0) == 0;
+    if (item.rfind("node=", 0) != 0 && !by_rank) {
+      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node" +
+                                  std::string(ranks ? ", or rank=R" : "") + ")");
+    }
+    if (by_rank && !ranks) {
+      return InvalidArgumentError("straggle: '" + item + "': rank=R is for the synchronous modes "
+                                  "(coded-tree, tree, gc, ring); name a node with node=K");
     }
     const size_t comma = item.find(',');
-    const std::string index = item.substr(5, comma == std::string::npos ? std::string::npos : comma - 5);
-    auto k = ParseInteger(index, 0, nodes - 1);
+    const std::string number = item.substr(5, comma == std::string::npos ? std::string::npos : comma - 5);
+    // Nodes are named by their ids, 1..N, as the table, the logs and /status show them; ranks
+    // (the position in the tree or ring, 0 the root) are 0..N-1, and rank R is process R.
+    const int lo = by_rank ? 0 : 1;
+    auto k = ParseInteger(number, lo, nodes - 1 + lo);
     if (!k.ok()) {
-      return InvalidArgumentError("straggle: node '" + index + "' is not a node index in [0, " +
-                                  std::to_string(nodes - 1) + "]");
+      return InvalidArgumentError(fmt::format("straggle: {} '{}' is not in [{}, {}]{}",
+                                              by_rank ? "rank" : "node", number, lo, nodes - 1 + lo,
+                                              by_rank ? "" : " (nodes are numbered from 1, as the table shows them)"));
     }
     const std::string spec = comma == std::string::npos ? "" : item.substr(comma + 1);
     MURMUR_RETURN_IF_ERROR(ParseStraggle(spec).status());
-    out[static_cast<int>(*k)] = spec;
+    out[static_cast<int>(*k) - lo] = spec;
   }
   return out;
 }

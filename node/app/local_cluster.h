@@ -78,8 +78,10 @@ class LocalCluster {
   std::vector<Child> children_;
 };
 
-// `node=K,<spec>;...` (K 0-based) -> the straggle spec of each node index; kInvalidArgument
-// for a bad index or spec.
-StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes);
+// `node=K,<spec>;...` (K the node's id, 1..N) or, with `ranks` (synchronous modes),
+// `rank=R,<spec>` (R 0..N-1, the tree's or ring's rank) -> the straggle spec of each process
+// index (0-based: node K is process K-1, rank R process R); kInvalidArgument for a bad number or
+// spec.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks);
 
 }  // namespace murmur::node

@@ -187,7 +187,7 @@ class GossipLocal : public LocalMode {
         what_(fmt::format("CHOCO-SGD {} on a {}, on {}", config.gossip.compress,
                           config.gossip.topology, PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
-  std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i) + ".model")).string(); }
+  std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string(); }
   std::vector<std::string> NodeArgs(int i) const override {
     std::vector<std::string> a = {"--mode", "gossip", "--shard-index", std::to_string(i),
                                   "--shard-count", std::to_string(config_.nodes),
@@ -208,7 +208,7 @@ class GossipLocal : public LocalMode {
         continue;
       }
       sum += c.progress["accuracy"].get<double>();
-      for (const auto& id : c.progress["stragglers"]) flagged_.insert(id.get<size_t>() - 1);
+      for (const auto& id : c.progress["stragglers"]) flagged_.insert(id.get<uint64_t>());
     }
     if (fresh && all_have) timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
   }
@@ -231,7 +231,7 @@ class GossipLocal : public LocalMode {
     for (size_t i = 0; i < cluster.children().size(); ++i) {
       const Child& c = cluster.children()[i];
       const nlohmann::json& p = c.progress;
-      std::string flag = flagged_.count(i) ? "yes" : "";
+      std::string flag = flagged_.count(i + 1) ? "yes" : "";
       if (!c.straggle.empty()) flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
       std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
       if (state.empty() && !p.is_object()) state = "  starting";
@@ -240,7 +240,7 @@ class GossipLocal : public LocalMode {
       // Before it trains a node has no step, loss or accuracy to show: only what it waits for.
       const bool waiting = activity.starts_with("joining") || activity.starts_with("waiting");
       const nlohmann::json& shown = waiting ? kNoProgress : p;
-      out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i,
+      out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
                          Cell(shown, "step", "{:.0f}"), Cell(shown, "epoch", "{:.2f}"),
                          Cell(shown, "loss", "{:.4f}"), Cell(shown, "accuracy", "{:.4f}"),
                          Cell(shown, "bytes_sent", "{:.2f}", 1e-6), Cell(shown, "lag", "{:.0f}"),
@@ -260,7 +260,7 @@ class GossipLocal : public LocalMode {
   const std::filesystem::path dir_;
   const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
-  std::set<size_t> flagged_;                          // nodes some other node marked a straggler
+  std::set<uint64_t> flagged_;                        // ids some other node marked a straggler
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
 };
 
@@ -351,7 +351,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
               ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
   if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) != devices_.end()) {
     std::printf("  devices:");
-    for (size_t i = 0; i < devices_.size(); ++i) std::printf(" node %zu %s", i, devices_[i].c_str());
+    for (size_t i = 0; i < devices_.size(); ++i) std::printf(" node %zu %s", i + 1, devices_[i].c_str());
     std::printf("\n");
   }
   const auto averaged = static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
@@ -407,8 +407,8 @@ class CodedLocal : public LocalMode {
                          Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
                          Cell(head, "iteration_ms_p95", "{:.1f}"));
     }
-    out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}\n", "node",
-                       "role", "iters", "samples", "compute s", "inject s", "late", "ignored",
+    out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}\n", "node",
+                       "rank", "role", "iters", "samples", "compute s", "inject s", "late", "ignored",
                        "waiting", "injection");
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& c = children[i];
@@ -418,8 +418,8 @@ class CodedLocal : public LocalMode {
       if (state.empty() && p.value("activity", "training") != "training") {
         state = "  " + p.value("activity", "");
       }
-      out += fmt::format("{:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i,
-                         p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
+      out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i + 1,
+                         Cell(p, "rank", "{:.0f}"), p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
                          Cell(p, "own_samples", "{:.0f}"), Cell(p, "compute_s", "{:.2f}"),
                          Cell(p, "injected_s", "{:.2f}"), Cell(p, "late_dropped", "{:.0f}"),
                          Cell(p, "children_ignored", "{:.0f}"), Cell(p, "undecodable_waits", "{:.0f}"),
@@ -534,12 +534,12 @@ int LocalCommand::Run() {
       return Refuse(std::string(options.status().message()));
     }
   }
-  auto straggle = ParseStraggleList(config.straggle, processes);
+  auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value());
   if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
   if (plan.has_value()) {
     for (const auto& [i, spec] : *straggle) {
       if (auto o = ParseCodedStraggle(config.mode, spec); !o.ok()) {
-        return Refuse(fmt::format("node {}: {}", i, o.status().message()));
+        return Refuse(fmt::format("straggle: node {} (rank {}): {}", i + 1, i, o.status().message()));
       }
     }
   }

@@ -51,8 +51,10 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "
               "looks; empty: none")
         .Text("straggle", &C::straggle, "",
-              "straggler injection per node: node=K,<injection> (K 0-based; injection as in "
-              "`murmur node --straggle`), several separated by ';', e.g. node=3,slowdown=4")
+              "straggler injection per node: node=K,<injection> (K the node's id, 1..N, as the "
+              "table and the logs name it; in the synchronous modes also rank=R, 0 the root; "
+              "injection as in `murmur node --straggle`), several separated by ';', e.g. "
+              "node=3,slowdown=4")
         .Text("gpus", &C::gpus, "",
               "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "
               "e.g. 0,2 (empty: every visible GPU); several nodes may share one")

@@ -186,14 +186,17 @@ contains "no budget says why" "$tmp/err" "no budget"
 check "bad straggle spec exits 2" 2 "$murmur" local --nodes 2 --straggle node=1,slowdown=0.5
 contains "bad straggle says why" "$tmp/err" "slowdown must be in [1, 1000]"
 check "straggle for a node that does not exist exits 2" 2 "$murmur" local --nodes 2 --straggle node=5,slowdown=2
-contains "straggle node out of range says why" "$tmp/err" "not a node index in [0, 1]"
+contains "straggle node out of range says why" "$tmp/err" "node '5' is not in [1, 2] (nodes are numbered from 1"
+check "straggle node=0 exits 2 (nodes count from 1)" 2 "$murmur" local --nodes 2 --straggle node=0,slowdown=2
+check "straggle by rank in gossip exits 2" 2 "$murmur" local --nodes 2 --straggle rank=1,slowdown=2
+contains "rank in gossip says why" "$tmp/err" "rank=R is for the synchronous modes"
 check "bad compressor exits 2" 2 "$murmur" local --nodes 2 --compress topk:2
 contains "bad compressor says why" "$tmp/err" "compress:"
 # Ctrl-C stops a gossip cluster cleanly too: every node ends, reports and leaves.
 "$murmur" local --nodes 2 --epochs 1000 --progress plain >"$tmp/out" 2>"$tmp/err" &
 local_pid=$!
-# Once node 0 has taken steps (its row of plain progress, "  2.1 s    0     48 ...", has a step).
-wait_for "$tmp/err" "^ *[0-9.]* s *0 *[0-9][0-9]* " 60 || echo "FAIL no steps within 60 s: $(tail -3 "$tmp/err")"
+# Once node 1 has taken steps (its row of plain progress, "  2.1 s    1     48 ...", has a step).
+wait_for "$tmp/err" "^ *[0-9.]* s *1 *[0-9][0-9]* " 60 || echo "FAIL no steps within 60 s: $(tail -3 "$tmp/err")"
 kill -INT "$local_pid"
 wait "$local_pid"; got=$?
 if grep -q "ended by stopped" "$tmp/out" && grep -q "mean test accuracy" "$tmp/out"; then

@@ -160,7 +160,7 @@ def gossip_with_prometheus(tmp):
         print(f"ok: devices {devices}")
         # Windows of several scrapes: one scrape lost on a loaded machine (ctest -j2 runs another
         # multi-process test beside this one) must not drop a node from a rate. Once a run here
-        # lost node 0 from both queries with 5 s and 10 s windows; the scrape health says why.
+        # lost a node from both queries with 5 s and 10 s windows; the scrape health says why.
         health = {k: values(e) for k, e in (("up", 'up{job="murmur"}'),
                                             ("scrape s", 'scrape_duration_seconds{job="murmur"}'))}
         rate = values("rate(murmur_steps_total[15s])")
@@ -177,7 +177,7 @@ def gossip_with_prometheus(tmp):
         assert "MurmurStraggler" in names and "MurmurNodeDown" in names and "MurmurLossNotFinite" in names
 
         # The accuracy gauge is absent until a node's first evaluation (--eval-every 100 steps).
-        wait_until("node 0 evaluated once (murmur_test_accuracy_ratio)",
+        wait_until("node 1 evaluated once (murmur_test_accuracy_ratio)",
                    lambda: sample(metrics_page(targets[0]), "murmur_test_accuracy_ratio") is not None, 60)
         # A real page: promtool's lint, then the dashboard's queries against it and Prometheus.
         page = metrics_page(targets[0])
@@ -214,11 +214,11 @@ def check_dashboard(api, exported):
 
 def coded_metrics(tmp):
     targets_file = os.path.join(tmp, "coded-targets.json")
-    # Rank 1 (a leaf) sleeps 30 ms per iteration: the root decodes without it (s = 1).
+    # Rank 1 (a leaf; node 2) sleeps 30 ms per iteration: the root decodes without it (s = 1).
     cluster = start_local(tmp, ["--mode", "coded-tree", "--n", "3", "--L", "1", "--s", "1",
                                 "--task", "logistic", "--samples", "2000", "--features", "100",
                                 "--iterations", "100000", "--time-limit-s", "300",
-                                "--straggle", "node=1,delay=30ms",
+                                "--straggle", "rank=1,delay=30ms",
                                 "--prometheus-targets", targets_file], "coded")
     try:
         wait_until("coded run wrote its targets", lambda: os.path.exists(targets_file), 20)
