@@ -64,6 +64,8 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Feeds what arrived (waiting up to `wait` for the first message) to the machine.
   void Drain(Duration wait);
   void RefreshMembers(TimePoint now);
+  // The seeds other than this node itself ("" when there are none), as the user gave them.
+  std::string OtherSeeds() const;
   // The injection's pause rule is the machine's to apply (it still ends with the cluster).
   void TakePause(TimePoint now) {
     node_->Step(gossip::InjectedPause{injector_.options().pause_from, injector_.options().pause_to}, now);
@@ -101,6 +103,8 @@ class GossipDriver : public gossip::GossipNodeObserver {
   std::optional<double> compute_lr_;  // the cluster schedule's rate for the asked step
   bool stop_sent_ = false;
   bool joined_reported_ = false;
+  bool alone_reported_ = false;
+  TimePoint next_alone_warning_{};
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
   Duration waited_{0};  // blocked in the gate or a pause since the last step
@@ -227,6 +231,15 @@ void GossipDriver::Drain(Duration wait) {
   }
 }
 
+std::string GossipDriver::OtherSeeds() const {
+  std::string out;
+  for (const std::string& seed : o_.peer.seeds) {
+    if (seed == peer_->endpoint() || "tcp://" + seed == peer_->endpoint()) continue;
+    out += (out.empty() ? "" : ", ") + seed;
+  }
+  return out;
+}
+
 void GossipDriver::RefreshMembers(TimePoint now) {
   node_->Step(gossip::MemberView{peer_->Members()}, now);
   if (o_.telemetry != nullptr) {
@@ -234,9 +247,25 @@ void GossipDriver::RefreshMembers(TimePoint now) {
       TakePause(now);
     }
     o_.telemetry->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
-    if (!joined_reported_ && node_->joined()) {
-      o_.telemetry->SetJoined(true, "joined");
+  }
+  if (node_->joined()) {
+    // Training while no other member answered: its seeds are unreachable (a wrong address, a
+    // firewall, a cluster id or key that differs). Said loudly, every 10 s, and in /healthz
+    // (503) until a peer appears; the node keeps trying its seeds meanwhile.
+    const std::string seeds = OtherSeeds();
+    const bool alone = !seeds.empty() && peer_->LiveView().size() <= 1;
+    if (alone && now >= next_alone_warning_) {
+      MURMUR_LOG_ERROR("node {}: TRAINING ALONE: no other member has answered (seeds: {}); check "
+                       "the seeds' addresses, --cluster and the cluster key. Still trying them",
+                       peer_->id(), seeds);
+      next_alone_warning_ = now + std::chrono::seconds(10);
+    }
+    if (o_.telemetry != nullptr && (!joined_reported_ || alone != alone_reported_)) {
+      o_.telemetry->SetJoined(!alone, alone ? "training alone: no other member has answered "
+                                              "(seeds: " + seeds + ")" : "joined");
+      if (!alone && alone_reported_) MURMUR_LOG_INFO("node {}: a peer answered: no longer alone", peer_->id());
       joined_reported_ = true;
+      alone_reported_ = alone;
     }
   }
   last_refresh_ = now;

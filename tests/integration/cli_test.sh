@@ -229,4 +229,20 @@ check "drop in ring exits 2" 2 "$murmur" local --mode ring --straggle node=1,dro
 contains "drop in ring says why" "$tmp/err" "would stall the run"
 check "coded node needing more members times out cleanly" 1 "$murmur" node --mode coded-tree --n 2 --L 1 --listen tcp://127.0.0.1:0 --task logistic --samples 100 --features 4 --join-timeout-s 1
 contains "the timeout says how many joined" "$tmp/err" "needs 3 nodes; only 1 joined"
+# A gossip node whose seeds never answer trains alone, but says so loudly in its log and its
+# /healthz answers 503 with the reason (port 9 on loopback refuses every connection).
+"$murmur" node --listen tcp://127.0.0.1:0 --seeds 127.0.0.1:9 --admin 127.0.0.1:0 --task logistic \
+  --samples 2000 --features 10 --time-limit-s 120 >/dev/null 2>"$tmp/alone" &
+alone_pid=$!
+if wait_for "$tmp/alone" "TRAINING ALONE" 30; then
+  echo "ok   a node whose seeds never answer says TRAINING ALONE in its log"
+  port=$(grep -o "admin port: http://127.0.0.1:[0-9]*" "$tmp/alone" | grep -o "[0-9]*$")
+  exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && cat <&3 >"$tmp/healthz"
+  exec 3<&-
+  contains "its /healthz is 503" "$tmp/healthz" "503"
+  contains "its /healthz says why" "$tmp/healthz" "training alone: no other member has answered (seeds: tcp://127.0.0.1:9)"
+else
+  echo "FAIL no TRAINING ALONE within 30 s: $(tail -3 "$tmp/alone")"; fail=1
+fi
+kill -TERM "$alone_pid"; wait "$alone_pid"
 exit $fail
