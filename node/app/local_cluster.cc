@@ -44,6 +44,19 @@ std::vector<int> FreePorts(int n) {
   return ports;
 }
 
+// The non-empty pieces of `text` between `sep`s.
+std::vector<std::string> SplitNonEmpty(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(sep, start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Status LocalCluster::Spawn() {
@@ -86,6 +99,7 @@ Status LocalCluster::Spawn() {
   if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
   std::fprintf(stderr, "murmur local: peer links %s\n",
                config_.secure ? "CURVE (a fresh cluster key)" : "plaintext on loopback (--secure for CURVE)");
+  const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> args = {
         exe, "node", "--id", std::to_string(i + 1), "--listen", endpoints[i], "--seeds", seeds,
@@ -101,33 +115,12 @@ Status LocalCluster::Spawn() {
     } else {
       args.insert(args.end(), {"--mode", "membership"});
     }
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
-    const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
-    const std::string log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
-    const pid_t pid = ::fork();
-    if (pid < 0) return InternalError("fork failed");
-    if (pid == 0) {
-      ::dup2(pipe_fds[1], STDOUT_FILENO);
-      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
-      // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
-      // the parent dies without stopping them (SIGKILL), they leave on their own.
-      ::signal(SIGINT, SIG_IGN);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(exe, argv.data());
-      ::_exit(127);
-    }
-    ::close(pipe_fds[1]);
-    ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
     Child c;
-    c.pid = pid;
-    c.out_fd = pipe_fds[0];
+    c.argv = std::move(args);
+    c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     c.endpoint = endpoints[i];
     if (config_.admin) c.admin = admins[i];
+    MURMUR_RETURN_IF_ERROR(Start(c));
     children_.push_back(std::move(c));
   }
   if (config_.admin) {
@@ -138,6 +131,54 @@ Status LocalCluster::Spawn() {
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();
+}
+
+Status LocalCluster::Start(Child& c) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) return InternalError("fork failed");
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    const int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
+    // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
+    // the parent dies without stopping them (SIGKILL), they leave on their own.
+    ::signal(SIGINT, SIG_IGN);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    std::vector<char*> argv;
+    for (auto& a : c.argv) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  c.pid = pid;
+  c.out_fd = pipe_fds[0];
+  c.exited = false;
+  c.status = 0;
+  return OkStatus();
+}
+
+void LocalCluster::Crash(size_t i) {
+  Child& c = children_[i];
+  if (c.exited) return;
+  ::kill(c.pid, SIGKILL);
+  ::waitpid(c.pid, &c.status, 0);
+  if (c.out_fd >= 0) ::close(c.out_fd);
+  c.out_fd = -1;
+  c.buffer.clear();
+  c.exited = true;
+  c.down = true;
+  ++c.crashes;
+}
+
+Status LocalCluster::Restart(size_t i) {
+  Child& c = children_[i];
+  static_cast<ChildReport&>(c) = ChildReport{};  // what the crashed process said is void
+  c.down = false;
+  return Start(c);
 }
 
 Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const {
@@ -196,8 +237,10 @@ char LocalCluster::View(size_t i, size_t j) const {
 
 bool LocalCluster::AllSeeAllAlive() const {
   for (size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i].down) continue;  // crashed on purpose (--crash): neither seen nor seeing
     if (children_[i].exited) return false;
     for (size_t j = 0; j < children_.size(); ++j) {
+      if (children_[j].down) continue;
       const char v = View(i, j);
       if (v != '=' && v != 'A') return false;
     }
@@ -284,6 +327,37 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
     const std::string spec = comma == std::string::npos ? "" : item.substr(comma + 1);
     MURMUR_RETURN_IF_ERROR(ParseStraggle(spec).status());
     out[static_cast<int>(*k) - lo] = spec;
+  }
+  return out;
+}
+
+StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes) {
+  std::vector<CrashPlan> out;
+  for (const std::string& item : SplitNonEmpty(text, ';')) {
+    CrashPlan plan;
+    bool have_node = false, have_at = false;
+    for (const std::string& field : SplitNonEmpty(item, ',')) {
+      const size_t eq = field.find('=');
+      const std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
+      if (key == "node") {
+        auto k = ParseInteger(value, 1, nodes);
+        if (!k.ok()) return InvalidArgumentError(fmt::format("crash: node '{}' is not in [1, {}]", value, nodes));
+        plan.index = static_cast<int>(*k) - 1;
+        have_node = true;
+      } else if (key == "at" || key == "down") {
+        auto v = ParseDurationText(value);
+        if (!v.ok()) return InvalidArgumentError(fmt::format("crash: {}: {}", key, v.status().message()));
+        (key == "at" ? plan.at : plan.down) = std::chrono::duration<double>(*v).count();
+        have_at |= key == "at";
+      } else {
+        return InvalidArgumentError("crash: unknown setting '" + key + "' in '" + item +
+                                    "' (node=K,at=S[,down=D])");
+      }
+    }
+    if (!have_node || !have_at) {
+      return InvalidArgumentError("crash: '" + item + "' needs node=K and at=S (node=K,at=S[,down=D])");
+    }
+    out.push_back(plan);
   }
   return out;
 }

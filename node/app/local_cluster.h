@@ -40,8 +40,12 @@ struct Child : ChildReport {
   std::string buffer;
   std::string straggle;  // injected into this node
   std::string admin;     // HOST:PORT of its admin port ("" without)
+  std::vector<std::string> argv;  // how it was started (a restart uses the same)
+  std::string log;
   bool exited = false;
   int status = 0;
+  int crashes = 0;       // injected crashes (--crash)
+  bool down = false;     // crashed on purpose and not (yet) restarted
 };
 
 class LocalCluster {
@@ -64,6 +68,11 @@ class LocalCluster {
 
   std::string Table(double t) const;
 
+  // An injected crash: SIGKILL node index `i` (it cannot leave; its peers must detect it).
+  void Crash(size_t i);
+  // Starts a crashed node again with its arguments (its log is appended to).
+  Status Restart(size_t i);
+
   // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
   // to be killed.
   int Stop(std::chrono::milliseconds grace);
@@ -72,6 +81,8 @@ class LocalCluster {
   std::vector<Child>& children() { return children_; }
 
  private:
+  Status Start(Child& c);
+
   const LocalClusterOptions config_;
   std::filesystem::path dir_;
   std::function<std::vector<std::string>(int)> extra_args_;
@@ -83,5 +94,16 @@ class LocalCluster {
 // index (0-based: node K is process K-1, rank R process R); kInvalidArgument for a bad number or
 // spec.
 StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks);
+
+// An injected crash (--crash): SIGKILL process `index` `at` seconds into the run and, when
+// `down` > 0, start it again that many seconds later.
+struct CrashPlan {
+  int index = 0;
+  double at = 0;
+  double down = 0;
+  bool killed = false, restarted = false;
+};
+// `node=K,at=S[,down=D];...` (K 1..N, seconds; D 0: not restarted); kInvalidArgument says why.
+StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes);
 
 }  // namespace murmur::node

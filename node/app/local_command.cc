@@ -35,7 +35,7 @@ using gossip::Mode;
 
 // The loop every mode shares: spawn, poll and draw until done, stop, report, clean up.
 int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::path& dir,
-             const std::map<int, std::string>& straggle) {
+             const std::map<int, std::string>& straggle, std::vector<CrashPlan> crashes) {
   LocalClusterOptions co;
   co.nodes = mode.processes();
   co.mode = std::string(gossip::ModeName(config.mode));
@@ -69,7 +69,27 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   };
   auto all_exited = [&] {
     return std::all_of(cluster.children().begin(), cluster.children().end(),
-                       [](const Child& c) { return c.exited; });
+                       [](const Child& c) { return c.exited; }) &&
+           std::none_of(crashes.begin(), crashes.end(),
+                        [](const CrashPlan& p) { return p.down > 0 && !p.restarted; });
+  };
+  // Injected crashes and restarts, when their time comes.
+  auto crash = [&](double t) {
+    for (CrashPlan& p : crashes) {
+      Child& c = cluster.children()[static_cast<size_t>(p.index)];
+      if (!p.killed && t >= p.at) {
+        p.killed = true;
+        cluster.Crash(static_cast<size_t>(p.index));
+        std::fprintf(stderr, "murmur local: %.1f s: node %d crashed (SIGKILL, injected)%s\n", t,
+                     p.index + 1, p.down > 0 ? fmt::format("; back in {:g} s", p.down).c_str() : "");
+      } else if (p.killed && !p.restarted && p.down > 0 && t >= p.at + p.down) {
+        p.restarted = true;
+        const Status s = cluster.Restart(static_cast<size_t>(p.index));
+        std::fprintf(stderr, "murmur local: %.1f s: node %d %s\n", t, p.index + 1,
+                     s.ok() ? "restarted" : ("could not restart: " + s.ToString()).c_str());
+        (void)c;
+      }
+    }
   };
   double next_draw = 0, next_line = 1;
   std::vector<std::string> plain_printed;  // the table rows plain progress printed last
@@ -83,6 +103,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
          !(mode.ends_when_all_exit() && all_exited())) {
     cluster.Poll(std::chrono::milliseconds(50));
     const double t = elapsed();
+    crash(t);
     mode.Observe(cluster, t, plain);
     if (tty && t >= next_draw) {
       next_draw = t + 0.25;
@@ -249,7 +270,7 @@ class GossipLocal : public LocalMode {
     return out;
   }
   bool Succeeded(const LocalCluster& cluster, int killed) const override {
-    return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), Finished);
+    return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), FinishedOrDown);
   }
   void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
              const ReportOut& out) const override;
@@ -344,6 +365,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["finish"] = finishes;
     j["cluster_accuracy"] = cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
     j["finish_contributors"] = contributors;
+    nlohmann::json crashes = nlohmann::json::array();
+    for (const Child& c : cluster.children()) crashes.push_back(c.crashes);
+    j["crashes"] = crashes;
     if (PrintJson(j, wall, killed, out)) return;
   }
   std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
@@ -543,6 +567,12 @@ int LocalCommand::Run() {
       }
     }
   }
+  auto crashes = ParseCrashList(config.crash, processes);
+  if (!crashes.ok()) return Refuse(std::string(crashes.status().message()));
+  if (!crashes->empty() && plan.has_value()) {
+    return Refuse("crash: injected crashes are for gossip and membership (a synchronous tree or "
+                  "ring does not take a restarted member back)");
+  }
   // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
   const bool trains = config.mode != Mode::kMembership;
   auto devices = PlaceNodes(config.gossip.train.device, config.gpus, processes,
@@ -571,7 +601,7 @@ int LocalCommand::Run() {
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }
-  return RunLocal(config, *mode, dir, *straggle);
+  return RunLocal(config, *mode, dir, *straggle, *std::move(crashes));
 }
 
 std::unique_ptr<Command> MakeLocalCommand(CLI::App& app) { return std::make_unique<LocalCommand>(app); }

@@ -55,6 +55,11 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "table and the logs name it; in the synchronous modes also rank=R, 0 the root; "
               "injection as in `murmur node --straggle`), several separated by ';', e.g. "
               "node=3,slowdown=4")
+        .Text("crash", &C::crash, "",
+              "injected crashes (gossip, membership): node=K,at=S[,down=D] SIGKILLs node K S "
+              "into the run (5s, 1500ms) and, with down, starts it again D later (it rejoins "
+              "with a peer's model); several separated by ';'. A node crashed for good does not "
+              "fail the run")
         .Text("gpus", &C::gpus, "",
               "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "
               "e.g. 0,2 (empty: every visible GPU); several nodes may share one")
