@@ -130,6 +130,8 @@ std::string CodedProgressJson(const CodedProgress& p) {
   j["rejected"] = p.rejected_messages;
   j["refused_views"] = p.refused_views;
   j["elapsed_s"] = p.elapsed_s;
+  j["bytes_sent"] = p.bytes_sent;
+  j["bytes_received"] = p.bytes_received;
   return j.dump();
 }
 

@@ -224,6 +224,9 @@ void SyncDriver::Report(bool final) {
   static_cast<gossip::SyncNodeState&>(p_) = s;
   p_.elapsed_s = assembled_ ? ToSeconds(now - start_) : 0;
   p_.stats = node_->stats();
+  const transport::TransportStats wire = peer_.Snapshot().transport;
+  p_.bytes_sent = wire.sent_bytes;
+  p_.bytes_received = wire.received_bytes;
   p_.final = final;
   if (on_progress_ && (assembled_ || final)) on_progress_(p_);
 }

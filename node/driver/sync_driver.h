@@ -69,6 +69,7 @@ struct CodedProgress : gossip::SyncNodeState {
   double injected_s = 0;         // injected straggler delay, total
   gossip::CodedStats stats;
   double elapsed_s = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;  // this node's transport, every kind of message
   bool final = false;
 };
 
