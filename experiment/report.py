@@ -136,14 +136,14 @@ def curves(figs, runs, color, panel, which):
             else:
                 sent = R.bytes_curve(r)
                 xs = [bytes_at(sent, t) / 1e6 for t, _ in acc]
-            ax.plot(xs, [a for _, a in acc], color=PALETTE[ci % len(PALETTE)], alpha=0.8, lw=1.4,
+            ax.plot(xs, [a for _, a in acc], color=PALETTE[ci % len(PALETTE)], alpha=0.8, lw=1.4, marker=".", ms=4,
                     label=str(r["labels"].get(color)))
         ax.set_title(str(k) if k is not None else "", fontsize=10)
         ax.set_xlabel("seconds since start" if which == "time" else "MB sent per node")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
-        if which == "bytes":
-            ax.set_xscale("symlog", linthresh=1)
+        if which == "bytes" and ax.get_lines() and min(min(l.get_xdata(), default=1) for l in ax.get_lines()) > 0:
+            ax.set_xscale("log")
         handles, labels = ax.get_legend_handles_labels()
         seen = {}
         for h, lab in zip(handles, labels):
@@ -156,7 +156,7 @@ def curves(figs, runs, color, panel, which):
     else:
         figs.save(fig, "accuracy_vs_bytes", "Accuracy against bytes sent",
                   "The same accuracy against the mean bytes a node had sent by then "
-                  "(every message: updates and control), log scale above 1 MB.")
+                  "(every message: updates and control), on a log scale.")
 
 
 def bytes_at(curve, t):

@@ -12,7 +12,7 @@ import tomllib
 # Columns of runs.csv that depend on timing (the machine's load), not on the seeded computation:
 # an interrupted and resumed grid reproduces every other column of a seeded run.
 TIMING_COLUMNS = {"wall_s", "train_s", "time_to_target_s", "iteration_ms_mean",
-                  "iteration_ms_p95", "steps_mean", "started"}
+                  "iteration_ms_p95", "steps_mean", "bytes_per_node", "fewer_bytes_than_allreduce"}
 
 
 def read_jsonl(path):

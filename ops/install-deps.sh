@@ -22,6 +22,9 @@ packages=(
   prometheus docker-compose
   # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
   dataset-fashion-mnist
+  # murmur experiment / murmur report: figures with matplotlib (for Debian's /usr/bin/python3),
+  # and a real browser to check the HTML report in the tests
+  python3-matplotlib chromium
 )
 
 # The Kubernetes schema check runs on Node.js with npm; images that already have them (e.g. from

@@ -44,5 +44,7 @@ std::unique_ptr<Command> MakeLocalCommand(CLI::App& app);
 std::unique_ptr<Command> MakePlanCommand(CLI::App& app);
 std::unique_ptr<Command> MakeCtlCommand(CLI::App& app);
 std::unique_ptr<Command> MakeKeygenCommand(CLI::App& app);
+std::unique_ptr<Command> MakeExperimentCommand(CLI::App& app);
+std::unique_ptr<Command> MakeReportCommand(CLI::App& app);
 
 }  // namespace murmur::node

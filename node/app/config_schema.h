@@ -207,21 +207,6 @@ class ConfigParser {
     }
   }
 
-  // The flags given on the command line, as "--flag", "value" pairs (for keys in `only` when it
-  // is not empty), plus --config when given: what a parent passes on to child processes, which
-  // inherit the environment and so resolve the same configuration.
-  std::vector<std::string> GivenFlags(const std::vector<std::string>& only = {}) const {
-    std::vector<std::string> out;
-    if (!config_path_.empty()) out.insert(out.end(), {"--config", config_path_});
-    for (size_t i = 0; i < schema_.keys().size(); ++i) {
-      const auto& key = schema_.keys()[i];
-      if (options_[i] == nullptr || options_[i]->count() == 0) continue;
-      if (!only.empty() && std::find(only.begin(), only.end(), key.name) == only.end()) continue;
-      out.push_back(FlagName(key.name) + "=" + flag_values_[i]);
-    }
-    return out;
-  }
-
   // Applies default, file, environment and flags in that order. `getenv` is injected so tests
   // control the environment. Errors are kInvalidArgument (or kNotFound for a missing file) with a
   // message naming the key, the value, where it came from and what is allowed.
@@ -266,6 +251,21 @@ class ConfigParser {
       }
     }
     return config;
+  }
+
+  // The keys in `only` whose resolved text (from Resolve) is not their default, as
+  // "--flag=value": what a parent passes on to child processes whose schema is another (a
+  // --config file of the parent's may hold keys the child does not know).
+  std::vector<std::string> ResolvedFlags(const std::map<std::string, std::string>& texts,
+                                         const std::vector<std::string>& only) const {
+    std::vector<std::string> out;
+    for (const auto& key : schema_.keys()) {
+      const auto t = texts.find(key.name);
+      if (t == texts.end() || t->second == key.default_text) continue;
+      if (std::find(only.begin(), only.end(), key.name) == only.end()) continue;
+      out.push_back(FlagName(key.name) + "=" + t->second);
+    }
+    return out;
   }
 
   // `texts` (from Resolve) as a TOML file --config loads: booleans and numbers bare, the rest

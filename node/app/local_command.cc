@@ -138,13 +138,16 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   return ok ? 0 : 1;
 }
 
-// The keys `murmur local` forwards to its nodes as flags, when the user gave them.
-std::vector<std::string> Forwarded(const ConfigParser<LocalConfig>& parser, bool coded) {
+// The keys `murmur local` forwards to its nodes as flags, when they are not the default (from
+// a flag, the environment or the --config file, which the nodes do not read: it may hold keys
+// only `local` knows).
+std::vector<std::string> Forwarded(const ConfigParser<LocalConfig>& parser,
+                                   const std::map<std::string, std::string>& texts, bool coded) {
   std::vector<std::string> keys = coded ? CodedKeyNames() : std::vector<std::string>{};
   for (const auto& k : GossipKeyNames()) {
     if (k != "straggle" && k != "device") keys.push_back(k);  // each node gets its own device
   }
-  return parser.GivenFlags(keys);
+  return parser.ResolvedFlags(texts, keys);
 }
 
 class MembershipLocal : public LocalMode {
@@ -594,10 +597,10 @@ int LocalCommand::Run() {
   }
   const std::filesystem::path dir = dir_template;
   if (plan.has_value()) {
-    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(parser_, true),
+    mode = std::make_unique<CodedLocal>(config, *std::move(plan), Forwarded(parser_, texts, true),
                                         *std::move(devices));
   } else if (config.mode == Mode::kGossip) {
-    mode = std::make_unique<GossipLocal>(config, Forwarded(parser_, false), dir, *std::move(devices));
+    mode = std::make_unique<GossipLocal>(config, Forwarded(parser_, texts, false), dir, *std::move(devices));
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   commands.push_back(murmur::node::MakePlanCommand(app));
   commands.push_back(murmur::node::MakeCtlCommand(app));
   commands.push_back(murmur::node::MakeKeygenCommand(app));
+  commands.push_back(murmur::node::MakeExperimentCommand(app));
+  commands.push_back(murmur::node::MakeReportCommand(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
