@@ -348,14 +348,15 @@ bool GossipNode::AskForModel(TimePoint now) {
 void GossipNode::AdvanceJoin(TimePoint now) {
   if (phase_ == Phase::kJoining) {
     const bool enough = o_.expect_members > 0 && static_cast<int>(s_.live_members) >= o_.expect_members;
-    if (!enough && now < join_deadline_ && !stop_requested_) {
+    // A quorum of the members seen has finished: nobody more is coming, the run is over.
+    if (!enough && now < join_deadline_ && !stop_requested_ && !peer_finished_) {
       Emit(Wait{std::min(join_deadline_, now + std::chrono::milliseconds(20))});
       return;
     }
     // Peers only a few steps in are starting together with this node, which starts like them.
     const bool running = best_clock_ > static_cast<uint64_t>(o_.join_after_steps);
     const bool own_is_fresh = resume_.has_value() && best_clock_ <= s_.step + o_.resume_max_lag;
-    if (running && !own_is_fresh && !stop_requested_ && AskForModel(now)) {
+    if (running && !own_is_fresh && !stop_requested_ && !peer_finished_ && AskForModel(now)) {
       if (resume_.has_value()) {
         MURMUR_LOG_WARN("node {}: its checkpoint (step {}) is more than {} steps behind the cluster "
                         "(step {}): joining with a peer's model", o_.self, s_.step,
@@ -382,7 +383,7 @@ void GossipNode::AdvanceJoin(TimePoint now) {
     MURMUR_LOG_INFO("node {}: joined a running cluster at step {} with a peer's model", o_.self, s_.step);
     return StartTraining(now);
   }
-  if (stop_requested_) return StartTraining(now);
+  if (stop_requested_ || peer_finished_) return StartTraining(now);
   if (now - model_asked_at_ < o_.snapshot_timeout) {
     Emit(Wait{model_asked_at_ + o_.snapshot_timeout});
     return;

@@ -296,7 +296,8 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
 }
 
 // `--straggle node=K,<spec>;...` (or rank=R,<spec>) -> spec per process index.
-StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks) {
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks,
+                                                       int roots) {
   std::map<int, std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -305,28 +306,33 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
     start = semi == std::string::npos ? text.size() + 1 : semi + 1;
     if (item.empty()) continue;
     const bool by_rank = item.rfind("rank=", 0) == 0;
-    if (item.rfind("node=", 0) != 0 && !by_rank) {
-      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node" +
-                                  std::string(ranks ? ", or rank=R" : "") + ")");
+    const bool by_worker = item.rfind("worker=", 0) == 0;
+    if (item.rfind("node=", 0) != 0 && !by_rank && !by_worker) {
+      return InvalidArgumentError("straggle: '" + item + "' must start with node=K (which node), "
+                                  "worker=W" + std::string(ranks ? " or rank=R" : ""));
     }
     if (by_rank && !ranks) {
       return InvalidArgumentError("straggle: '" + item + "': rank=R is for the synchronous modes "
                                   "(coded-tree, tree, gc, ring); name a node with node=K");
     }
     const size_t comma = item.find(',');
-    const std::string number = item.substr(5, comma == std::string::npos ? std::string::npos : comma - 5);
+    const size_t eq = item.find('=');
+    const std::string number = item.substr(eq + 1, comma == std::string::npos ? std::string::npos : comma - eq - 1);
     // Nodes are named by their ids, 1..N, as the table, the logs and /status show them; ranks
-    // (the position in the tree or ring, 0 the root) are 0..N-1, and rank R is process R.
+    // (the position in the tree or ring, 0 the root) are 0..N-1, and rank R is process R;
+    // workers (the processes that compute gradients) are 1..W in every mode: the root(s) of a
+    // tree come before them.
     const int lo = by_rank ? 0 : 1;
-    auto k = ParseInteger(number, lo, nodes - 1 + lo);
+    const int hi = by_worker ? nodes - roots : nodes - 1 + lo;
+    auto k = ParseInteger(number, lo, hi);
     if (!k.ok()) {
       return InvalidArgumentError(fmt::format("straggle: {} '{}' is not in [{}, {}]{}",
-                                              by_rank ? "rank" : "node", number, lo, nodes - 1 + lo,
-                                              by_rank ? "" : " (nodes are numbered from 1, as the table shows them)"));
+                                              item.substr(0, eq), number, lo, hi,
+                                              by_rank || by_worker ? "" : " (nodes are numbered from 1, as the table shows them)"));
     }
     const std::string spec = comma == std::string::npos ? "" : item.substr(comma + 1);
     MURMUR_RETURN_IF_ERROR(ParseStraggle(spec).status());
-    out[static_cast<int>(*k) - lo] = spec;
+    out[static_cast<int>(*k) - lo + (by_worker ? roots : 0)] = spec;
   }
   return out;
 }

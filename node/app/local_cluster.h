@@ -89,11 +89,13 @@ class LocalCluster {
   std::vector<Child> children_;
 };
 
-// `node=K,<spec>;...` (K the node's id, 1..N) or, with `ranks` (synchronous modes),
+// `node=K,<spec>;...` (K the node's id, 1..N), `worker=W,<spec>` (W 1.., the W-th process that
+// computes gradients: the same worker in every mode) or, with `ranks` (synchronous modes),
 // `rank=R,<spec>` (R 0..N-1, the tree's or ring's rank) -> the straggle spec of each process
-// index (0-based: node K is process K-1, rank R process R); kInvalidArgument for a bad number or
-// spec.
-StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks);
+// index (0-based: node K is process K-1, rank R process R, worker W process W-1+roots, where
+// `roots` processes of a tree compute nothing); kInvalidArgument for a bad number or spec.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks,
+                                                       int roots);
 
 // An injected crash (--crash): SIGKILL process `index` `at` seconds into the run and, when
 // `down` > 0, start it again that many seconds later.

@@ -561,7 +561,8 @@ int LocalCommand::Run() {
       return Refuse(std::string(options.status().message()));
     }
   }
-  auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value());
+  const int roots = plan.has_value() ? static_cast<int>(plan->processes - plan->workers) : 0;
+  auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value(), roots);
   if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
   if (plan.has_value()) {
     for (const auto& [i, spec] : *straggle) {

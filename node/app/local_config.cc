@@ -52,7 +52,8 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "looks; empty: none")
         .Text("straggle", &C::straggle, "",
               "straggler injection per node: node=K,<injection> (K the node's id, 1..N, as the "
-              "table and the logs name it; in the synchronous modes also rank=R, 0 the root; "
+              "table and the logs name it), worker=W (the W-th process that computes gradients, "
+              "the same worker in every mode), or in the synchronous modes rank=R (0 the root); "
               "injection as in `murmur node --straggle`), several separated by ';', e.g. "
               "node=3,slowdown=4")
         .Text("crash", &C::crash, "",

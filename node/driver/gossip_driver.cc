@@ -104,6 +104,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   bool stop_sent_ = false;
   bool joined_reported_ = false;
   bool alone_reported_ = false;
+  bool saw_peer_ = false;  // another member was live at some point (then left: not "alone")
   TimePoint next_alone_warning_{};
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
@@ -253,7 +254,8 @@ void GossipDriver::RefreshMembers(TimePoint now) {
     // firewall, a cluster id or key that differs). Said loudly, every 10 s, and in /healthz
     // (503) until a peer appears; the node keeps trying its seeds meanwhile.
     const std::string seeds = OtherSeeds();
-    const bool alone = !seeds.empty() && peer_->LiveView().size() <= 1;
+    saw_peer_ |= peer_->LiveView().size() > 1 || node_->state().live_members > 1;
+    const bool alone = !seeds.empty() && !saw_peer_;
     if (alone && now >= next_alone_warning_) {
       MURMUR_LOG_ERROR("node {}: TRAINING ALONE: no other member has answered (seeds: {}); check "
                        "the seeds' addresses, --cluster and the cluster key. Still trying them",

@@ -436,6 +436,38 @@ TEST(GossipNodeTest, AQuorumOfFinishedMembersEndsTheRunEverywhere) {
   }
 }
 
+// A node still joining when the cluster ends (murmur local --crash restarts one late, and it
+// never sees the members it expects live at once): once a quorum of the members it saw have
+// finished it stops waiting and ends with them, instead of waiting out expect_wait for members
+// that left (it used to wait the whole 30 s, then "train alone").
+TEST(GossipNodeTest, ANodeStillJoiningEndsWithAFinishedCluster) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 3000;
+    Cluster cluster(4, FastMembership(), seed, [base](size_t i, Cluster::Node& node, TimePoint now) {
+      GossipNodeOptions o = base;
+      o.self = Cluster::Id(i);
+      o.incarnation = node.membership->incarnation();
+      if (i == 3) {
+        o.expect_members = 5;  // more than will ever be live
+        o.expect_wait = std::chrono::seconds(30);
+      }
+      std::vector<float> initial(node.x.size(), 0.0f);
+      return *GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
+    });
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      return cluster.node(0).over && cluster.node(1).over && cluster.node(2).over;
+    }));
+    const TimePoint ended = cluster.now();
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(30), [&] { return cluster.node(3).over.has_value(); }));
+    EXPECT_LE(cluster.now() - ended, std::chrono::seconds(2)) << "waited for members that had left";
+    EXPECT_EQ(cluster.node(3).finished, "peer");
+    EXPECT_EQ(cluster.machine(3).state().local_steps, 0) << "it never trained alone";
+  }
+}
+
 TEST(GossipNodeTest, InjectedPauseHoldsComputeUntilTheClusterIsAheadButNotTheEnd) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -190,6 +190,8 @@ contains "straggle node out of range says why" "$tmp/err" "node '5' is not in [1
 check "straggle node=0 exits 2 (nodes count from 1)" 2 "$murmur" local --nodes 2 --straggle node=0,slowdown=2
 check "straggle by rank in gossip exits 2" 2 "$murmur" local --nodes 2 --straggle rank=1,slowdown=2
 contains "rank in gossip says why" "$tmp/err" "rank=R is for the synchronous modes"
+check "worker beyond a tree's workers exits 2" 2 "$murmur" local --mode tree --n 2 --L 1 --straggle worker=3,slowdown=2
+contains "worker out of range names the range" "$tmp/err" "worker '3' is not in [1, 2]"
 check "bad compressor exits 2" 2 "$murmur" local --nodes 2 --compress topk:2
 contains "bad compressor says why" "$tmp/err" "compress:"
 # Ctrl-C stops a gossip cluster cleanly too: every node ends, reports and leaves.
