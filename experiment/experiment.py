@@ -217,7 +217,11 @@ def run_one(murmur, run, run_dir, token_file, timeout_s, interrupted):
     with open(os.path.join(run_dir, "stdout.json"), "w") as out, \
             open(os.path.join(run_dir, "stderr.log"), "w") as err:
         # Its own session: the runner decides when it stops (SIGINT, as Ctrl-C would).
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+        try:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+        except OSError as e:  # e.g. the binary being replaced by a rebuild at that moment
+            return {"exit": 127, "started": started, "seconds": 0.0, "command": cmd,
+                    "events": [], "timed_out": False, "refused": [f"cannot start {murmur}: {e}"]}
         pending = sorted(run["events"], key=lambda e: e["at"])
         sent = []
         killed = None
