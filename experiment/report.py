@@ -81,7 +81,7 @@ def grid_axes(count, width=5.2, height=3.4):
 def time_to_accuracy(figs, runs, color, panel, target):
     colors = unique(r["labels"].get(color) for r in runs)
     cats = unique(r["labels"].get(panel) for r in runs) if panel else [None]
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cats) * max(1, len(colors)) / 2 + 3), 4))
+    fig, ax = plt.subplots(figsize=(min(15, max(6, 0.45 * len(cats) * max(1, len(colors)) + 3)), 4.2))
     width = 0.8 / max(1, len(colors))
     top = 0
     missing = []
@@ -174,8 +174,10 @@ def step_rates(figs, runs, panel):
     picked = []
     for k in cats:
         group = [r for r in runs if (panel is None or r["labels"].get(panel) == k) and not R.is_sync(r)]
-        # The run with an injection (or the first), of the first seed.
-        group.sort(key=lambda r: (not any(l.get("injection") for ls in r["series"].values() for l in ls),))
+        # A run where another node marked a straggler, else one with an injection, else the
+        # first (of the grid's order: the first system, the first seed).
+        group.sort(key=lambda r: (not first_marked(r),
+                                  not any(l.get("injection") for ls in r["series"].values() for l in ls)))
         if group:
             picked.append((k, group[0]))
     if not picked:
@@ -184,23 +186,26 @@ def step_rates(figs, runs, panel):
     for ax, (k, run) in zip(axes, picked):
         t0 = run["t0"]
         injected_nodes = {n for n, ls in run["series"].items() if any(l.get("injection") for l in ls)}
+        span = max((l["time"] for ls in run["series"].values() for l in ls), default=t0) - t0
+        window = min(1.0, max(0.3, span / 15))
         for node, lines in sorted(run["series"].items()):
-            rate = step_rate(lines, t0)
+            rate = step_rate(lines, t0, window)
             if not rate:
                 continue
             hot = node in injected_nodes
             ax.plot([t for t, _ in rate], [v for _, v in rate], lw=2.2 if hot else 1,
                     color="#d62728" if hot else PALETTE[node % len(PALETTE)],
                     label=f"node {node}" + (" (injected)" if hot else ""), alpha=0.9)
-            for t in restarts(lines, t0):
-                ax.axvline(t, color="#7f7f7f", ls=":", lw=1.2)
-                ax.text(t, 0.02, f" node {node} restarted", transform=ax.get_xaxis_transform(),
+            for crashed, back in restarts(lines, t0):
+                ax.axvspan(crashed, back, color="#7f7f7f", alpha=0.12)
+                ax.text(crashed, 0.02, f" node {node} down", transform=ax.get_xaxis_transform(),
                         fontsize=7, rotation=90, va="bottom", color="#555")
         for node in injected_nodes:
             for a, b, spec in injection_spans(run["series"][node], t0):
-                ax.axvspan(a, b, color="#d62728", alpha=0.08)
-                ax.text(a, 0.98, f" node {node}: {spec}", transform=ax.get_xaxis_transform(),
-                        fontsize=6, va="top")
+                ax.axvspan(a, b, color="#d62728", alpha=0.06)
+                if len(injected_nodes) <= 2:
+                    ax.text(a, 0.98, f" node {node}: {spec}", transform=ax.get_xaxis_transform(),
+                            fontsize=6, va="top")
         for node, t in first_marked(run).items():
             ax.axvline(t, color="black", ls="--", lw=1)
             ax.text(t, 0.5, f" node {node} marked", transform=ax.get_xaxis_transform(), fontsize=7,
@@ -213,7 +218,8 @@ def step_rates(figs, runs, panel):
     figs.save(fig, "step_rate", "Per-node step rate over time",
               "One gossip run per panel. The injected node in red, its injection shaded and named; "
               "a dashed line where another node first marked it a straggler (stopped waiting for "
-              "it); a dotted line where a crashed node started again. Rates over 1 s windows of "
+              "it); grey where a crashed node was down until it started again. Each panel shows a "
+              "run where a straggler was marked if there is one. Rates over windows of 0.3-1 s of "
               "the steps each node computed.")
 
 
@@ -240,12 +246,13 @@ def step_rate(lines, t0, window=1.0):
 
 
 def restarts(lines, t0):
-    """Seconds at which a node's series shows a new process (its clocks went back)."""
+    """[(last line of a process, first of the next)] in seconds: where a node's series shows a
+    new process (its clocks went back): it was down in between."""
     out = []
     for a, b in zip(lines, lines[1:]):
         if b.get("elapsed_s", 0) < a.get("elapsed_s", 0) or \
                 b.get("local_steps", 0) < a.get("local_steps", 0):
-            out.append(b["time"] - t0)
+            out.append((a["time"] - t0, b["time"] - t0))
     return out
 
 

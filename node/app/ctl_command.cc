@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "base/file.h"
 #include "node/app/secrets.h"
 
 #include <cstdio>
@@ -88,6 +89,31 @@ std::vector<std::string> SplitTargets(const std::vector<std::string>& items) {
 
 }  // namespace
 
+// The targets of a file_sd file (a JSON array of {"targets": [...], "labels": {"node": K}}),
+// all or only node K's. kInvalidArgument says what is wrong with the file.
+StatusOr<std::vector<std::string>> TargetsFromFile(const std::string& path, int node) {
+  auto text = ReadWholeFile(path, 1 << 20);
+  if (!text.ok()) return InvalidArgumentError("--targets-file: " + std::string(text.status().message()));
+  const auto groups = nlohmann::json::parse(*text, nullptr, false);
+  if (!groups.is_array()) return InvalidArgumentError("--targets-file '" + path + "': not a JSON array of target groups");
+  std::vector<std::string> out;
+  for (const auto& g : groups) {
+    if (!g.is_object() || !g.contains("targets") || !g["targets"].is_array()) {
+      return InvalidArgumentError("--targets-file '" + path + "': a group without a targets list");
+    }
+    const auto labels = g.value("labels", nlohmann::json::object());
+    if (node != 0 && (!labels.is_object() || labels.value("node", "") != std::to_string(node))) continue;
+    for (const auto& t : g["targets"]) {
+      if (t.is_string()) out.push_back(t.get<std::string>());
+    }
+  }
+  if (out.empty()) {
+    return InvalidArgumentError("--targets-file '" + path + "': no target" +
+                                (node != 0 ? " labelled node " + std::to_string(node) : std::string()));
+  }
+  return out;
+}
+
 class CtlCommand : public Command {
  public:
   explicit CtlCommand(CLI::App& app);
@@ -100,6 +126,8 @@ class CtlCommand : public Command {
   CLI::App* clear = nullptr;
   CLI::App* metrics = nullptr;
   std::vector<std::string> targets;
+  std::string targets_file;  // Prometheus file_sd JSON (murmur local --prometheus-targets)
+  int node = 0;              // with targets_file: only the group labelled node=K (0: all)
   bool json = false;
   std::string match;
   // straggle settings (empty: not given)
@@ -121,8 +149,13 @@ CtlCommand::CtlCommand(CLI::App& app)
   CtlCommand& i = *this;
   auto targets = [&](CLI::App* sub) {
     sub->add_option("--targets,--target", i.targets,
-                    "admin ports: HOST:PORT, comma-separated or repeated")
-        ->required();
+                    "admin ports: HOST:PORT, comma-separated or repeated");
+    sub->add_option("--targets-file", i.targets_file,
+                    "the admin ports from a Prometheus file_sd file, as murmur local "
+                    "--prometheus-targets writes it")
+        ->type_name("FILE");
+    sub->add_option("--node", i.node, "with --targets-file: only node K (its `node` label)")
+        ->type_name("INT");
   };
   i.status = subcommand()->add_subcommand("status", "Show each node's id, mode, step, peers and injection");
   targets(i.status);
@@ -158,6 +191,21 @@ CtlCommand::CtlCommand(CLI::App& app)
 
 int CtlCommand::Run() {
   CtlCommand& i = *this;
+  if (!i.targets_file.empty()) {
+    auto from_file = TargetsFromFile(i.targets_file, i.node);
+    if (!from_file.ok()) {
+      std::fprintf(stderr, "murmur ctl: %s\n", std::string(from_file.status().message()).c_str());
+      return 2;
+    }
+    i.targets.insert(i.targets.end(), from_file->begin(), from_file->end());
+  } else if (i.node != 0) {
+    std::fprintf(stderr, "murmur ctl: --node picks a node of --targets-file; give the file\n");
+    return 2;
+  }
+  if (i.targets.empty()) {
+    std::fprintf(stderr, "murmur ctl: no admin port: give --targets HOST:PORT or --targets-file FILE\n");
+    return 2;
+  }
   i.targets = SplitTargets(i.targets);
   for (const auto& t : i.targets) {
     if (auto hp = ParseTarget(t); !hp.ok()) {

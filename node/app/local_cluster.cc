@@ -95,6 +95,11 @@ Status LocalCluster::Spawn() {
     MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
     token_file = (dir_ / "admin.token").string();
     MURMUR_RETURN_IF_ERROR(WriteSecretFile(token_file, token + "\n", true));
+  } else if (config_.admin && !std::filesystem::exists(token_file)) {
+    // A path that does not exist yet: a fresh token there, which murmur ctl --token-file reads.
+    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(token_file, token + "\n", true));
+    std::fprintf(stderr, "murmur local: wrote a fresh admin token to %s\n", token_file.c_str());
   }
   if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
   std::fprintf(stderr, "murmur local: peer links %s\n",
@@ -188,6 +193,8 @@ Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const 
     groups.push_back({{"targets", {admins[i]}},
                       {"labels", {{"node", std::to_string(i + 1)}, {"mode", config_.mode}}}});
   }
+  std::error_code ignored;  // a missing directory is made; a failure shows when writing
+  std::filesystem::create_directories(std::filesystem::path(config_.prometheus_targets).parent_path(), ignored);
   const std::string tmp = config_.prometheus_targets + ".tmp";
   {
     std::ofstream out(tmp);

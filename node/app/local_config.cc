@@ -42,7 +42,8 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "/straggler); the ports are printed at the start")
         .Text("admin_token_file", &C::admin_token_file, "",
               "bearer token the nodes' admin ports require for changes (murmur ctl "
-              "--token-file); empty: a fresh token in the run's directory, printed at the start")
+              "--token-file); created with a fresh token when it does not exist; empty: a fresh "
+              "token in the run's temporary directory, printed at the start")
         .Bool("secure", &C::secure, false,
               "CURVE on every peer link with a fresh cluster key (default: plaintext, since "
               "every node is on this machine's loopback)")

@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "gossip/sync_node.h"
 #include "node/app/local_cluster.h"
+#include "node/app/local_config.h"
 #include "node/app/run_dir.h"
 
 namespace murmur::node {
@@ -80,5 +84,10 @@ class LocalMode {
   virtual void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
                      const ReportOut& out) const = 0;
 };
+
+// The mode of coded-tree, tree, gc and ring (local_coded.cc).
+std::unique_ptr<LocalMode> MakeCodedLocal(const LocalConfig& config, gossip::SyncPlan plan,
+                                          std::vector<std::string> forwarded,
+                                          std::vector<std::string> devices);
 
 }  // namespace murmur::node

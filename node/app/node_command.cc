@@ -169,7 +169,8 @@ class NodeCommand : public ConfiguredCommand<NodeConfig> {
  public:
   explicit NodeCommand(CLI::App& app)
       : ConfiguredCommand(app, "node",
-                          "Run one peer: join the cluster through its seeds and keep membership",
+                          "Run one peer: join the cluster through its seeds and train its shard by gossip (or a "
+                          "synchronous mode's tree or ring), or only keep membership",
                           NodeSchema()) {}
   int Run() override;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <fmt/format.h>
 
 #include "base/log.h"
 #include "gossip/gossip_node.h"
@@ -402,8 +403,9 @@ StatusOr<GossipProgress> GossipDriver::Run() {
     MURMUR_ASSIGN_OR_RETURN(const std::vector<float> params, trainer_->ParamsOnHost());
     MURMUR_RETURN_IF_ERROR(SaveModel(o_.save_model, model_.spec().ToString(), params));
   }
-  MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {:.4f}", peer_->id(), p_.end_reason,
-                  p_.step, p_.accuracy);
+  MURMUR_LOG_INFO("node {}: done ({}) at step {}, test accuracy {}", peer_->id(),
+                  p_.end_reason.empty() ? "stopped before training" : p_.end_reason, p_.step,
+                  p_.accuracy >= 0 ? fmt::format("{:.4f}", p_.accuracy) : "not evaluated");
   peer_->Leave();
   return p_;
 }

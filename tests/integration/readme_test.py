@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Every command the README shows pastes and runs as written (issue 23).
+
+Runs each `build/murmur ...` line of the README's code blocks (continuation lines joined), in
+order, from a scratch directory holding `build` and `ops` links to the checkout (so files a
+command writes, such as cluster.key, land there), with bash, each bounded in time:
+  - it passes when it exits 0, or is still running at its bound (a long training run or a node:
+    it got past its flags and started; it is then stopped with SIGINT, as Ctrl-C would);
+  - a line ending in `&` is started in the background and stopped once its block is done; a
+    line after it that fails is retried until its bound (it may need the background cluster);
+  - anything else (exit 2 for a flag the binary no longer takes, 127, a crash) fails the test.
+The README's first two commands (install + build + the main job; install + build + the tests)
+are this test's own setup; of the first, the main job itself (`build/murmur local ...`) runs.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BOUND_S = 6.0
+
+
+def commands(readme):
+    """[(block number, command)] of the README's fenced blocks, continuation lines joined."""
+    out, block, in_block, pending = [], 0, False, ""
+    for line in open(readme, encoding="utf-8"):
+        if line.startswith("```"):
+            in_block = not in_block
+            block += in_block
+            continue
+        if not in_block:
+            continue
+        text = pending + line.rstrip("\n")
+        if text.endswith("\\"):
+            pending = text[:-1] + " "
+            continue
+        pending = ""
+        # The setup commands: only the main job at the end of the first one is this test's.
+        m = re.search(r"&& (build/murmur local [^&]*)$", text)
+        if text.startswith("ops/install-deps.sh"):
+            if m:
+                out.append((block, m.group(1).strip()))
+            continue
+        if text.lstrip().startswith("build/murmur"):
+            out.append((block, text.strip()))
+    return out
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def main():
+    murmur = os.path.abspath(sys.argv[1])
+    build = os.path.dirname(murmur)
+    work = tempfile.mkdtemp(prefix="murmur-readme-test-")
+    os.symlink(build, os.path.join(work, "build"))
+    os.symlink(os.path.join(ROOT, "ops"), os.path.join(work, "ops"))
+    env = dict(os.environ, MURMUR_PLAINTEXT="true")
+    background, failures, ran = [], [], 0
+    last_block = None
+    try:
+        for block, cmd in commands(os.path.join(ROOT, "README.md")):
+            if block != last_block:
+                for p in background:
+                    stop(p)
+                background = []
+                last_block = block
+            ran += 1
+            line = cmd.rstrip()
+            if line.endswith("&"):
+                p = subprocess.Popen(["bash", "-c", line[:-1]], cwd=work, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True, text=True)
+                background.append(p)
+                print(f"ok   started in the background: {line}", flush=True)
+                continue
+            t0 = time.monotonic()
+            verdict, tail = None, ""
+            while verdict is None:
+                p = subprocess.Popen(["bash", "-c", line], cwd=work, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True, text=True)
+                try:
+                    _, err = p.communicate(timeout=max(0.1, BOUND_S - (time.monotonic() - t0)))
+                except subprocess.TimeoutExpired:
+                    stop(p)
+                    verdict = "still running at its bound"
+                    break
+                tail = (err or "").strip().splitlines()[-1:] 
+                if p.returncode == 0:
+                    verdict = "exit 0"
+                elif background and time.monotonic() - t0 < BOUND_S:
+                    time.sleep(0.5)  # the background cluster may not be up yet
+                else:
+                    failures.append(f"{line}\n    exit {p.returncode}: {tail}")
+                    verdict = f"FAILED (exit {p.returncode})"
+            print(f"{'ok  ' if not verdict.startswith('FAILED') else 'FAIL'} {verdict:<27} "
+                  f"{time.monotonic() - t0:5.1f} s  {line[:110]}", flush=True)
+    finally:
+        for p in background:
+            stop(p)
+        shutil.rmtree(work, ignore_errors=True)
+    assert ran >= 20, f"only {ran} README commands found: did the README's code blocks change?"
+    if failures:
+        print(f"\n{len(failures)} of {ran} README commands failed:\n" + "\n".join(failures))
+        sys.exit(1)
+    print(f"ok: all {ran} README commands run as written")
+
+
+if __name__ == "__main__":
+    main()
