@@ -22,7 +22,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BOUND_S = 6.0
+BOUND_S = 5.0
 
 
 def commands(readme):
@@ -67,7 +67,7 @@ def main():
     work = tempfile.mkdtemp(prefix="murmur-readme-test-")
     os.symlink(build, os.path.join(work, "build"))
     os.symlink(os.path.join(ROOT, "ops"), os.path.join(work, "ops"))
-    env = dict(os.environ, MURMUR_PLAINTEXT="true")
+    env = dict(os.environ)
     background, failures, ran = [], [], 0
     last_block = None
     try:
@@ -98,7 +98,7 @@ def main():
                     stop(p)
                     verdict = "still running at its bound"
                     break
-                tail = (err or "").strip().splitlines()[-1:] 
+                tail = (err or "").strip().splitlines()[-1:]
                 if p.returncode == 0:
                     verdict = "exit 0"
                 elif background and time.monotonic() - t0 < BOUND_S:
