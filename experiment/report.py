@@ -290,7 +290,7 @@ def iteration_times(figs, runs, color, panel):
     for r in sync:
         key = (str(r["labels"].get(color)), str(r["labels"].get(panel)) if panel else "")
         groups.setdefault(key, []).extend(r["result"]["iteration_ms"][5:] or r["result"]["iteration_ms"])
-    keys = sorted(groups)
+    keys = list(groups)  # the grid's order
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(keys) + 2), 4))
     ax.boxplot([groups[k] for k in keys], showfliers=True, whis=(5, 95))
     ax.set_xticks(range(1, len(keys) + 1))

@@ -269,12 +269,14 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   max_batch_ = std::max(max_batch_, done.samples);
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
   s_.gossip_period = CurrentH();
+  // Announced before the round: the round's messages carry this step's clock, which is what a
+  // neighbour's gate waits for (announced after, lock-step waited a round or a view refresh).
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
   if (++steps_since_round_ >= s_.gossip_period) {
     steps_since_round_ = 0;
     Round();
     if (phase_ == Phase::kOver) return;
   }
-  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
   uint64_t lag = 0;
   for (NodeId id : step_mixing_) lag = std::max(lag, sync_.Lag(s_.step, id));
   s_.max_lag = lag;
@@ -460,7 +462,13 @@ int GossipNode::CurrentH() const {
   // average yet) always gossip.
   const bool under = o_.consensus_target > 0 && s_.rounds >= 8 &&
                      s_.consensus_average < o_.consensus_target;
-  return under ? h * o_.consensus_slack : h;
+  if (!under) return h;
+  // A round is also how the neighbours learn this node's clock: the stretch stays within the
+  // lead soft sync allows (lock-step, S = 0, keeps every H-th step), or they would wait for the
+  // clock the membership view brings once a probe period.
+  const int64_t stretched = static_cast<int64_t>(h) * o_.consensus_slack;
+  const int64_t lead = o_.soft_sync.max_lead;
+  return static_cast<int>(lead < 0 ? stretched : std::max<int64_t>(h, std::min(stretched, lead)));
 }
 
 void GossipNode::AdvanceTraining(TimePoint now) {
