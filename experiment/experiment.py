@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report as REPORT  # noqa: E402
 
 BACKENDS = ("local",)  # "sim" once `murmur sim` exists
-RUNNER_KEYS = {"events"}
 # What the runner sets itself: a scenario may not.
 RESERVED = {"run_dir", "json", "progress", "prometheus_targets", "admin_token_file", "admin", "config"}
 
@@ -135,7 +134,7 @@ def grid(scn):
         combos = [(labels + [(axis, label)], {**settings, **extra})
                   for labels, settings in combos for label, extra in values]
     out = []
-    for i, (labels, extra) in enumerate(combos):
+    for labels, extra in combos:
         lab = dict(labels)
         if any(all(lab.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
                for rule in scn["exclude"]):

@@ -91,7 +91,7 @@ def time_to_accuracy(figs, runs, color, panel, target):
             group = [r for r in runs if r["labels"].get(color) == c and (panel is None or r["labels"].get(panel) == k)]
             if not group:
                 continue
-            times = [R.time_to(R.accuracy_curve(r), target) for r in group]
+            times = [R.time_to(r["accuracy"], target) for r in group]
             mean, mn, mx = stats(times)
             x = ki + (ci - (len(colors) - 1) / 2) * width
             if mean is None:
@@ -127,7 +127,7 @@ def curves(figs, runs, color, panel, which):
         for r in runs:
             if panel and r["labels"].get(panel) != k:
                 continue
-            acc = R.accuracy_curve(r)
+            acc = r["accuracy"]
             if not acc:
                 continue
             ci = colors.index(r["labels"].get(color))
@@ -273,7 +273,7 @@ def injection_spans(lines, t0):
 def first_marked(run):
     """node -> seconds when another node first listed it among its stragglers."""
     out = {}
-    for node, lines in run["series"].items():
+    for lines in run["series"].values():
         for l in lines:
             for other in l.get("stragglers") or []:
                 t = l["time"] - run["t0"]

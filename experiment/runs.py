@@ -5,6 +5,7 @@ directory (experiment.py) holds experiment.json and runs/<id>/ run directories, 
 done.json once the runner saw it through. Everything here is plain data: lists of dicts whose
 keys are the CSV columns.
 """
+import csv
 import json
 import os
 import tomllib
@@ -33,7 +34,8 @@ def is_run_dir(path):
 
 
 def load_run(path, labels=None, run_id=None):
-    """One run directory -> {"id", "labels", "config", "result", "done", "series": {node: [..]}}."""
+    """One run directory -> {"id", "labels", "config", "result", "done", "series": {node: [..]},
+    "t0": its start (Unix s), "accuracy": the cluster's accuracy curve}."""
     run = {"id": run_id or os.path.basename(os.path.normpath(path)), "dir": path,
            "labels": dict(labels or {}), "config": {}, "result": None, "done": None, "series": {}}
     cfg = os.path.join(path, "config.toml")
@@ -53,6 +55,7 @@ def load_run(path, labels=None, run_id=None):
                 if lines:
                     run["series"][int(name[5:-6])] = lines
     run["t0"] = start_time(run)
+    run["accuracy"] = accuracy_curve(run)  # read by every figure and the row: computed once
     return run
 
 
@@ -152,7 +155,7 @@ def run_row(run, target):
         "fewer_bytes_than_allreduce": round_or_none(r.get("fewer_bytes_than_allreduce"), 2),
         "stragglers_flagged": ";".join(str(x) for x in r.get("stragglers_flagged", [])),
         "crashes": sum(r.get("crashes", [])),
-        "time_to_target_s": round_or_none(time_to(accuracy_curve(run), target), 3),
+        "time_to_target_s": round_or_none(time_to(run["accuracy"], target), 3),
         "wall_s": round_or_none(r.get("wall_s"), 3),
         "train_s": round_or_none(max(r["train_s"]), 3) if r.get("train_s") else None,
         "iteration_ms_mean": round_or_none(r.get("iteration_ms_mean"), 3),
@@ -190,7 +193,6 @@ def round_or_none(v, digits):
 
 
 def write_csv(path, rows):
-    import csv
     cols = []
     for r in rows:
         for k in r:

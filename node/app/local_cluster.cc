@@ -306,12 +306,7 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
 StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes, bool ranks,
                                                        int roots) {
   std::map<int, std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t semi = text.find(';', start);
-    const std::string item = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
-    start = semi == std::string::npos ? text.size() + 1 : semi + 1;
-    if (item.empty()) continue;
+  for (const std::string& item : SplitNonEmpty(text, ';')) {
     const bool by_rank = item.rfind("rank=", 0) == 0;
     const bool by_worker = item.rfind("worker=", 0) == 0;
     if (item.rfind("node=", 0) != 0 && !by_rank && !by_worker) {

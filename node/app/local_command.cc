@@ -76,7 +76,6 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   // Injected crashes and restarts, when their time comes.
   auto crash = [&](double t) {
     for (CrashPlan& p : crashes) {
-      Child& c = cluster.children()[static_cast<size_t>(p.index)];
       if (!p.killed && t >= p.at) {
         p.killed = true;
         cluster.Crash(static_cast<size_t>(p.index));
@@ -87,7 +86,6 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
         const Status s = cluster.Restart(static_cast<size_t>(p.index));
         std::fprintf(stderr, "murmur local: %.1f s: node %d %s\n", t, p.index + 1,
                      s.ok() ? "restarted" : ("could not restart: " + s.ToString()).c_str());
-        (void)c;
       }
     }
   };

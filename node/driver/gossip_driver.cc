@@ -65,8 +65,6 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Feeds what arrived (waiting up to `wait` for the first message) to the machine.
   void Drain(Duration wait);
   void RefreshMembers(TimePoint now);
-  // The seeds other than this node itself ("" when there are none), as the user gave them.
-  std::string OtherSeeds() const;
   // The injection's pause rule is the machine's to apply (it still ends with the cluster).
   void TakePause(TimePoint now) {
     node_->Step(gossip::InjectedPause{injector_.options().pause_from, injector_.options().pause_to}, now);
@@ -106,6 +104,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   bool joined_reported_ = false;
   bool alone_reported_ = false;
   bool saw_peer_ = false;  // another member was live at some point (then left: not "alone")
+  std::string other_seeds_;  // the seeds other than this node, as given ("" when none)
   TimePoint next_alone_warning_{};
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
@@ -131,6 +130,10 @@ Status GossipDriver::Start() {
   MURMUR_ASSIGN_OR_RETURN(trainer_, Trainer::Create(model_, train_, std::move(rows_), test_,
                                                     o_.train, clock_));
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
+  for (const std::string& seed : o_.peer.seeds) {
+    if (seed == peer_->endpoint() || "tcp://" + seed == peer_->endpoint()) continue;
+    other_seeds_ += (other_seeds_.empty() ? "" : ", ") + seed;
+  }
   MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", peer_->id(),
                   schedule->ToString());
   p_.id = peer_->id();
@@ -233,15 +236,6 @@ void GossipDriver::Drain(Duration wait) {
   }
 }
 
-std::string GossipDriver::OtherSeeds() const {
-  std::string out;
-  for (const std::string& seed : o_.peer.seeds) {
-    if (seed == peer_->endpoint() || "tcp://" + seed == peer_->endpoint()) continue;
-    out += (out.empty() ? "" : ", ") + seed;
-  }
-  return out;
-}
-
 void GossipDriver::RefreshMembers(TimePoint now) {
   node_->Step(gossip::MemberView{peer_->Members()}, now);
   if (o_.telemetry != nullptr) {
@@ -254,18 +248,18 @@ void GossipDriver::RefreshMembers(TimePoint now) {
     // Training while no other member answered: its seeds are unreachable (a wrong address, a
     // firewall, a cluster id or key that differs). Said loudly, every 10 s, and in /healthz
     // (503) until a peer appears; the node keeps trying its seeds meanwhile.
-    const std::string seeds = OtherSeeds();
-    saw_peer_ |= peer_->LiveView().size() > 1 || node_->state().live_members > 1;
-    const bool alone = !seeds.empty() && !saw_peer_;
+    // live_members counts the view the machine was just given (alive and suspect members).
+    saw_peer_ |= node_->state().live_members > 1;
+    const bool alone = !other_seeds_.empty() && !saw_peer_;
     if (alone && now >= next_alone_warning_) {
       MURMUR_LOG_ERROR("node {}: TRAINING ALONE: no other member has answered (seeds: {}); check "
                        "the seeds' addresses, --cluster and the cluster key. Still trying them",
-                       peer_->id(), seeds);
+                       peer_->id(), other_seeds_);
       next_alone_warning_ = now + std::chrono::seconds(10);
     }
     if (o_.telemetry != nullptr && (!joined_reported_ || alone != alone_reported_)) {
       o_.telemetry->SetJoined(!alone, alone ? "training alone: no other member has answered "
-                                              "(seeds: " + seeds + ")" : "joined");
+                                              "(seeds: " + other_seeds_ + ")" : "joined");
       if (!alone && alone_reported_) MURMUR_LOG_INFO("node {}: a peer answered: no longer alone", peer_->id());
       joined_reported_ = true;
       alone_reported_ = alone;

@@ -100,7 +100,7 @@ def main():
         third = os.path.join(b, "runs", "002-ring_rank-1-slow_1", "series")
         wait_until("the third run writes its series", lambda: os.path.isdir(third), 120)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, f"exit {proc.returncode}\n{err[-2000:]}"
         assert "interrupted; 2 of 8 runs done" in err, err[-2000:]
         assert not os.path.exists(os.path.join(b, "runs", "002-ring_rank-1-slow_1", "done.json"))
