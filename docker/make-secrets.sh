@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Makes the compose cluster's secrets once: docker/secrets/cluster.key (the CURVE keypair every
-# node is given) and docker/secrets/admin.token (the admin ports' bearer token), both mode 0600.
-# Uses a local murmur when there is one, else the image. Existing files are kept.
+# node is given) and docker/secrets/admin.token (the admin ports' bearer token). Uses a local
+# murmur when there is one, else the image. Existing files are kept.
+#   docker/make-secrets.sh [DIR]     (default docker/secrets)
+# Compose mounts file secrets as they are on the host (uid, gid and mode are not applied outside
+# swarm), and the nodes run as uid 10001: as root (sudo docker, rootful podman) the files are
+# given to 10001 with mode 0400; otherwise they are mode 0644 inside a mode-0700 directory, so no
+# other host user can reach them while the container's user can read them (murmur then warns
+# that the file is readable by others: inside the container only murmur runs).
 set -euo pipefail
-dir="$(cd "$(dirname "$0")" && pwd)/secrets"
+dir="${1:-$(cd "$(dirname "$0")" && pwd)/secrets}"
 mkdir -p "$dir"
 chmod 700 "$dir"
 murmur="${MURMUR:-$(command -v murmur || true)}"
@@ -16,5 +22,11 @@ if [ ! -f "$dir/cluster.key" ]; then
 fi
 if [ ! -f "$dir/admin.token" ]; then
   (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/admin.token"; echo >> "$dir/admin.token")
+fi
+if [ "$(id -u)" -eq 0 ]; then
+  chown 10001:10001 "$dir/cluster.key" "$dir/admin.token"
+  chmod 0400 "$dir/cluster.key" "$dir/admin.token"
+else
+  chmod 0644 "$dir/cluster.key" "$dir/admin.token"
 fi
 echo "secrets in $dir: cluster.key, admin.token"

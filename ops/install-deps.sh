@@ -2,7 +2,20 @@
 # Installs every Debian package murmur needs to build, test, train and be operated.
 # Idempotent: when all packages are present it only runs dpkg-query (well under a second).
 # Quiet: apt's chatter goes to a log file that is printed only if something fails.
+#   ops/install-deps.sh           everything: build, tests, benchmarks, fuzzing, ops tools
+#   ops/install-deps.sh --image   only what building the `murmur` binary and its data need
+#                                 (the images' build stage: docker/Dockerfile, Dockerfile.cuda)
+#   ops/install-deps.sh --containers  everything, and podman to build and run the images here
+#                                 (docker/podman/, ctest `containers`)
 set -euo pipefail
+
+profile=all
+case "${1:-}" in
+  "") ;;
+  --image) profile=image ;;
+  --containers) profile=containers ;;
+  *) echo "usage: ops/install-deps.sh [--image | --containers]" >&2; exit 2 ;;
+esac
 
 packages=(
   # toolchain
@@ -14,25 +27,35 @@ packages=(
   # metrics, config, logging, CLI, HTTP
   prometheus-cpp-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libxxhash-dev
+  # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
+  dataset-fashion-mnist
+)
+[ "$profile" = image ] || packages+=(
   # tests and benchmarks; clang and libFuzzer for fuzz/run.sh
   clang libfuzzer-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-yaml
   # operations: a real Prometheus (and promtool) for the metrics tests, docker-compose for
   # offline compose validation
   prometheus docker-compose
-  # data: Fashion-MNIST under /usr/share/datasets/fashion-mnist/
-  dataset-fashion-mnist
   # murmur experiment / murmur report: figures with matplotlib (for Debian's /usr/bin/python3),
   # and a real browser to check the HTML report in the tests
   python3-matplotlib chromium
+)
+
+# podman with runc and netavark (docker/podman/containers.conf says why), podman-compose, and
+# debootstrap for the local base image (no image registry is reachable from the build machine).
+[ "$profile" != containers ] || packages+=(
+  podman runc netavark aardvark-dns podman-compose debootstrap uidmap
 )
 
 # The Kubernetes schema check runs on Node.js with npm; images that already have them (e.g. from
 # NodeSource) keep theirs, a fresh Debian gets Debian's. kubectl is not installed here: Debian's
 # kubernetes-client (1.20) conflicts with the kubectl many images carry; without kubectl the
 # check validates the base manifests file by file.
-command -v node >/dev/null 2>&1 || packages+=(nodejs)
-command -v npm >/dev/null 2>&1 || packages+=(npm)
+if [ "$profile" != image ]; then
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -72,7 +72,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "test rows of the periodic evaluations (the final one uses all)")
         .Text("straggle", &C::straggle, "",
               "straggler injection for this node: slowdown=F, delay=D, exp=D, pause=A..B, "
-              "send_delay=D, drop=P (e.g. slowdown=4)")
+              "send_delay=D, drop=P (e.g. slowdown=4); empty or none: no injection")
         .Choice("init", &C::init, "common", {"common", "per-node"},
                 "initial model: the cluster's seeded one, or a different one per node");
     return s;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,19 @@
 #include "base/log.h"
 
 namespace murmur::node {
+namespace {
+
+// Whether `gid` is this process's group or one of its supplementary groups: a key readable by
+// such a group is how Kubernetes gives a secret to a non-root pod (fsGroup, mode 0440).
+bool InOwnGroups(gid_t gid) {
+  if (gid == ::getegid()) return true;
+  std::array<gid_t, 256> groups{};
+  const int n = ::getgroups(static_cast<int>(groups.size()), groups.data());
+  const auto end = groups.begin() + std::max(n, 0);
+  return std::find(groups.begin(), end, gid) != end;
+}
+
+}  // namespace
 
 StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
   auto text = ReadWholeFile(path, 64 * 1024);
@@ -18,7 +32,8 @@ StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string&
     return InvalidArgumentError(what + ": cannot read it (" + std::string(text.status().message()) + ")");
   }
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+  if (::stat(path.c_str(), &st) == 0 &&
+      ((st.st_mode & S_IRWXO) != 0 || ((st.st_mode & S_IRWXG) != 0 && !InOwnGroups(st.st_gid)))) {
     MURMUR_LOG_WARN("{}: '{}' can be read by other users (chmod 600 it)", what, path);
   }
   return text;

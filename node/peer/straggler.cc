@@ -55,6 +55,7 @@ StatusOr<Duration> ParseDurationText(std::string_view text) {
 
 StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
   StragglerOptions o;
+  if (spec == "none") return o;  // spelled out where an empty value cannot be (compose defaults)
   while (!spec.empty()) {
     const size_t comma = spec.find(',');
     std::string_view item = spec.substr(0, comma);

@@ -27,6 +27,10 @@ TEST(StragglerTest, ParsesEveryKeyAndPrintsItBack) {
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->active());
   EXPECT_EQ(StraggleSpec(*none), "");
+  auto spelled = ParseStraggle("none");
+  ASSERT_TRUE(spelled.ok());
+  EXPECT_EQ(StraggleSpec(*spelled), "");
+  EXPECT_FALSE(ParseStraggle("none,slowdown=2").ok());
 }
 
 TEST(StragglerTest, BadSpecsSayWhatIsWrong) {
