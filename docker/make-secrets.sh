@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the compose cluster's secrets once: docker/secrets/cluster.key (the CURVE keypair every
 # node is given) and docker/secrets/admin.token (the admin ports' bearer token). Uses a local
-# murmur when there is one, else the image. Existing files are kept.
+# murmur when there is one (MURMUR, or murmur on PATH), else the image murmur:cpu through
+# ${DOCKER:-docker} (DOCKER=podman works). Existing files are kept.
 #   docker/make-secrets.sh [DIR]     (default docker/secrets)
 # Compose mounts file secrets as they are on the host (uid, gid and mode are not applied outside
 # swarm), and the nodes run as uid 10001: as root (sudo docker, rootful podman) the files are
@@ -17,7 +18,9 @@ if [ ! -f "$dir/cluster.key" ]; then
   if [ -n "$murmur" ]; then
     "$murmur" keygen --out "$dir/cluster.key" >/dev/null
   else
-    docker run --rm -v "$dir:/out" murmur:cpu murmur keygen --out /out/cluster.key >/dev/null
+    # As the calling user, who owns $dir (the image's own user could not write there).
+    ${DOCKER:-docker} run --rm --user "$(id -u):$(id -g)" -v "$dir:/out" murmur:cpu \
+      murmur keygen --out /out/cluster.key >/dev/null
   fi
 fi
 if [ ! -f "$dir/admin.token" ]; then
