@@ -92,9 +92,8 @@ make_cuda_standins() {
   scratch+=("$ctx")
   mkdir -p "$ctx/cuda/lib" "$ctx/rt/lib64"
   cp -a "$cuda/bin" "$cuda/include" "$cuda/nvvm" "$cuda/targets" "$ctx/cuda/"
-  local libs=(libcudart.so* libcudart_static.a libcudadevrt.a libculibos.a libcublas.so*
-              libcublasLt.so* stubs)
-  (cd "$cuda/lib" && cp -a "${libs[@]}" "$ctx/cuda/lib/")
+  (cd "$cuda/lib" && cp -a libcudart.so* libcudart_static.a libcudadevrt.a libculibos.a \
+    libcublas.so* libcublasLt.so* stubs "$ctx/cuda/lib/")
   ln -s lib "$ctx/cuda/lib64"
   (cd "$cuda/lib" && cp -a libcudart.so* libcublas.so* libcublasLt.so* "$ctx/rt/lib64/")
   printf '%s\n' "FROM debian:12" "COPY cuda /usr/local/cuda" \

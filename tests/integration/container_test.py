@@ -4,7 +4,9 @@
   MURMUR_CONTAINER_TESTS=1 ctest --test-dir build -R containers --output-on-failure
   MURMUR_CONTAINER_TESTS=1 python3 tests/integration/container_test.py build/murmur
 
-Without MURMUR_CONTAINER_TESTS=1 it prints why and exits 77 (ctest: skipped): it builds the
+With MURMUR_CONTAINER_CUDA=1 as well, docker/Dockerfile.cuda is built on stand-in bases
+(docker/podman/images.sh cuda) and its image checked. Without MURMUR_CONTAINER_TESTS=1 it
+prints why and exits 77 (ctest: skipped): it builds the
 images (about ten minutes on 2 cores, the compile included), which does not fit the README test
 command's budget. Needs root and `ops/install-deps.sh --containers`. In order:
   1. docker/podman/images.sh: base images if missing, murmur:cpu and murmur-prometheus:debian
@@ -145,6 +147,32 @@ def check_image(murmur):
     log(f"ok: murmur:cpu ({size / 1e6:.0f} MB) runs as 10001: {version}; --help lists the "
         f"commands; HEALTHCHECK {health}")
     return size
+
+
+def check_cuda_image():
+    """docker/Dockerfile.cuda on the stand-in bases (MURMUR_CONTAINER_CUDA=1): it builds, the
+    binary has the CUDA backend, trains on the CPU when told to, and without a GPU refuses
+    --device cuda with exit 2 and the reason (never a silent CPU run)."""
+    t0 = time.monotonic()
+    r = subprocess.run([os.path.join(ROOT, "docker", "podman", "images.sh"), "cuda"], text=True,
+                       stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, timeout=3600)
+    sys.stdout.write(r.stderr)
+    if r.returncode != 0:
+        fail("docker/podman/images.sh cuda failed")
+    version = sh("podman", "run", "--rm", "murmur:cuda", "murmur", "--version").stdout.strip()
+    if "cuda" not in version:
+        fail(f"murmur:cuda's murmur --version says '{version}'")
+    train = sh("podman", "run", "--rm", "murmur:cuda", "murmur", "train", "--device", "cpu",
+               "--epochs", "1", "--max-train-samples", "6000", "--json", "--progress", "none")
+    acc = json.loads(train.stdout.strip().splitlines()[-1])["test_accuracy"]
+    gpu = sh("podman", "run", "--rm", "murmur:cuda", "murmur", "train", "--device", "cuda",
+             "--epochs", "1", check=False)
+    has_gpu = os.path.exists("/dev/nvidia0")
+    if not has_gpu and (gpu.returncode != 2 or "no CUDA device" not in gpu.stderr):
+        fail(f"murmur:cuda without a GPU: --device cuda gave {gpu.returncode}: {gpu.stderr}")
+    log(f"ok: murmur:cuda built in {time.monotonic() - t0:.0f} s: '{version}', trains on the "
+        f"CPU ({acc:.4f} after 1 epoch of 6000 rows), --device cuda without a GPU: exit "
+        f"{gpu.returncode} ({gpu.stderr.strip().splitlines()[-1][:120]})")
 
 
 def reference(murmur, work):
@@ -334,6 +362,8 @@ def main():
     network = f"murmur-e2e-{os.getpid()}"
     try:
         check_image(murmur)
+        if os.environ.get("MURMUR_CONTAINER_CUDA") == "1":
+            check_cuda_image()
         acc = reference(murmur, work)
         secrets = os.path.join(work, "secrets")
         sh(os.path.join(ROOT, "docker", "make-secrets.sh"), secrets,
