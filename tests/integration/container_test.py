@@ -184,22 +184,16 @@ def reference(murmur, work):
     return acc
 
 
-def compose(project, override, *args, check=True, timeout=600):
-    env = dict(ENV, MURMUR_COMPOSE_PROJECT=project)
-    env.update(COMPOSE_ENV)
-    return sh(os.path.join(ROOT, "docker", "podman", "compose.sh"), "-f", override, *args,
-              check=check, timeout=timeout, env=env)
-
-
-COMPOSE_ENV = {}
-
-
 def run_compose(murmur, work, network, secrets, reference_acc):
     project = f"murmur-e2e-{os.getpid()}"
     p0, p1, p2, pp = free_ports(4)
-    COMPOSE_ENV.update(NODE0_ADMIN_PORT=str(p0), NODE1_ADMIN_PORT=str(p1),
-                       NODE2_ADMIN_PORT=str(p2), PROMETHEUS_PORT=str(pp),
-                       MURMUR_EPOCHS=str(EPOCHS), MURMUR_REPORT="json")
+    compose_env = dict(ENV, MURMUR_COMPOSE_PROJECT=project, NODE0_ADMIN_PORT=str(p0),
+                       NODE1_ADMIN_PORT=str(p1), NODE2_ADMIN_PORT=str(p2),
+                       PROMETHEUS_PORT=str(pp), MURMUR_EPOCHS=str(EPOCHS), MURMUR_REPORT="json")
+
+    def compose(*args, check=True):
+        return sh(os.path.join(ROOT, "docker", "podman", "compose.sh"), "-f", override, *args,
+                  check=check, env=compose_env)
     override = os.path.join(work, "override.yml")
     with open(override, "w") as f:
         f.write(f"""networks:
@@ -211,7 +205,7 @@ secrets:
     nodes = [f"{project}_node{i}_1" for i in range(3)]
     try:
         t0 = time.monotonic()
-        compose(project, override, "up", "-d")
+        compose("up", "-d")
         log(f"compose up: {time.monotonic() - t0:.1f} s")
         running = sh("podman", "ps", "--format", "{{.Names}}",
                      "--filter", f"label=io.podman.compose.project={project}").stdout.split()
@@ -288,7 +282,7 @@ secrets:
         log("ok: node0 and node1 each marked node2 (their reports); every compose node exited 0 "
             "on the cluster model, within 1 point of murmur local --nodes 3")
     finally:
-        compose(project, override, "down", "-v", check=False)
+        compose("down", "-v", check=False)
         left = sh("podman", "ps", "-aq", "--filter",
                   f"label=io.podman.compose.project={project}").stdout.split()
         vols = [v for v in sh("podman", "volume", "ls", "-q").stdout.split() if project in v]
