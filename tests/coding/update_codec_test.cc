@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "coding/compressor.h"
@@ -118,6 +120,89 @@ TEST(UpdateCodecTest, Fp16KeepsElevenSignificantBitsWithoutOverflowOrUnderflow) 
   EXPECT_NEAR(wide[0], 1e30f, 1e30 * std::ldexp(1.0, -11)) << "largest kept to fp16 precision";
   EXPECT_EQ(wide[1], 0.0f);
   EXPECT_EQ(wide[2], 0.0f);
+}
+
+// QuantizeFloats against a scalar reference written from the format's definition (update.h):
+// round to nearest even at 10 mantissa bits, the window's base below the smallest exponent, or
+// a 5-bit window under the largest with everything below flushed to signed zero.
+TEST(UpdateCodecTest, QuantizeFloatsMatchesTheScalarDefinition) {
+  const uint64_t seed = 11;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (const int mantissa : {10, 23}) {
+    for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{1001}, size_t{1} << 20}) {
+      for (const Distribution d : {Distribution::kNormal, Distribution::kHeavyTailed,
+                                   Distribution::kMostlyZero, Distribution::kAllEqual}) {
+        std::vector<float> v = MakeVector(d, n, seed + n);
+        v[0] = 0.0f;  // zeros carry exponent code 0 and do not move the window
+        if (n > 2) v[1] = std::numeric_limits<float>::max();  // rounds to the largest fp16 kept
+        std::vector<float> expected = v;
+        uint32_t emax = 0, emin = 255;
+        for (float& x : expected) {
+          uint32_t bits = std::bit_cast<uint32_t>(x);
+          if (mantissa == 10) {
+            const uint32_t rounded = bits + 0xFFFu + ((bits >> 13) & 1u);
+            bits = rounded & ~0x1FFFu;
+            if (((bits >> 23) & 0xFFu) == 0xFFu) bits = (bits & 0x80000000u) | 0x7F7FE000u;
+            x = std::bit_cast<float>(bits);
+          }
+          const uint32_t e = (bits >> 23) & 0xFFu;
+          emax = std::max(emax, e);
+          if (e != 0) emin = std::min(emin, e);
+        }
+        const ValueFormat f = QuantizeFloats(v, mantissa);
+        const std::string what = "mantissa " + std::to_string(mantissa) + " n=" +
+                                 std::to_string(n) + " " +
+                                 std::string(testing::DistributionName(d));
+        uint32_t base = emin == 255 ? 0 : emin - 1;  // only zeros: base 0, nothing flushed
+        const uint32_t width_limit = mantissa == 10 ? 5 : 8;
+        if (emin != 255 && static_cast<uint32_t>(std::bit_width(emax - base)) > width_limit) {
+          base = emax - ((1u << width_limit) - 1);
+        }
+        EXPECT_EQ(f.exponent_base, base) << what;
+        for (size_t i = 0; i < n; ++i) {
+          const uint32_t e = (std::bit_cast<uint32_t>(expected[i]) >> 23) & 0xFFu;
+          const float want = e != 0 && e <= base ? std::copysign(0.0f, expected[i]) : expected[i];
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want)) << what << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// Dense fp16 on the wire is one little-endian 16-bit code per value: sign, 5 bits of exponent
+// above the base, the top 10 mantissa bits.
+TEST(UpdateCodecTest, DenseFp16BytesAreSixteenBitCodes) {
+  const uint64_t seed = 13;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::vector<std::byte> bytes;
+  Update update, decoded;
+  for (size_t n : {size_t{2}, size_t{7}, size_t{33}, size_t{1001}, size_t{1} << 20}) {
+    for (const Distribution d : {Distribution::kNormal, Distribution::kHeavyTailed,
+                                 Distribution::kMostlyZero}) {
+      std::vector<float> v = MakeVector(d, n, seed + n);
+      v[0] = -1e-12f;  // a range wider than 5 bits of exponent: the full window, small ones flushed
+      v[n - 1] = 1e12f;
+      auto compressor = Compressor::Create(*ParseCompressorSpec("fp16"), n);
+      ASSERT_TRUE(compressor.ok());
+      ASSERT_TRUE(compressor->Compress(v, update).ok());
+      const std::string what =
+          "n=" + std::to_string(n) + " " + std::string(testing::DistributionName(d));
+      ASSERT_EQ(update.format.exponent_bits, 5) << what << " (a narrower window packs fewer bits)";
+      EncodeUpdate(update, bytes);
+      ASSERT_EQ(bytes.size(), kUpdateHeaderBytes + 2 * n) << what;
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t bits = std::bit_cast<uint32_t>(update.values[i]);
+        const uint32_t e = (bits >> 23) & 0xFFu;
+        const uint32_t code = ((bits >> 31) << 15) | ((e == 0 ? 0 : e - update.format.exponent_base) << 10) |
+                              ((bits >> 13) & 0x3FFu);
+        uint16_t got;
+        std::memcpy(&got, bytes.data() + kUpdateHeaderBytes + 2 * i, 2);
+        ASSERT_EQ(got, code) << what << " i=" << i;
+      }
+      ASSERT_TRUE(DecodeUpdate(bytes, static_cast<uint32_t>(n), decoded).ok()) << what;
+      ExpectSameUpdate(update, decoded, what);
+    }
+  }
 }
 
 // --- Corrupt input: each check has its own failure. ---
@@ -313,6 +398,24 @@ TEST(UpdateCodecTest, RejectsNonFiniteValuesAndBadLevels) {
   std::vector<uint8_t> four(4);
   std::memcpy(four.data(), &code, 4);
   EXPECT_EQ(FailureOf(Craft(packed, {3}, four), 10), DecodeFailure::kNonFinite);
+  // Dense 16-bit codes (the decoder's own loop for them): base 240 + exponent code 15 = 255 in
+  // the third of four values; with base 239 the same bytes decode.
+  Header fp16;
+  fp16.op = 1;
+  fp16.index_coding = 0;
+  fp16.dimension = 4;
+  fp16.count = 4;
+  fp16.mantissa_bits = 10;
+  fp16.exponent_bits = 5;
+  fp16.exponent_base = 240;
+  const std::vector<uint8_t> codes = {0x00, 0x04, 0x00, 0x38, 0x00, 0x3C, 0xFF, 0x83};
+  Update decoded;
+  DecodeFailure failure = DecodeFailure::kNone;
+  const Status status = DecodeUpdate(Craft(fp16, {}, codes), 4, decoded, &failure);
+  EXPECT_EQ(failure, DecodeFailure::kNonFinite) << status;
+  EXPECT_NE(status.message().find("value 2 has exponent 255"), std::string_view::npos) << status;
+  fp16.exponent_base = 239;
+  EXPECT_EQ(FailureOf(Craft(fp16, {}, codes), 4), DecodeFailure::kNone);
   // Sign values with a NaN magnitude.
   Header sign = h;
   sign.value_coding = 1;
