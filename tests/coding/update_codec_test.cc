@@ -150,8 +150,8 @@ TEST(UpdateCodecTest, QuantizeFloatsMatchesTheScalarDefinition) {
           if (e != 0) emin = std::min(emin, e);
         }
         const ValueFormat f = QuantizeFloats(v, mantissa);
-        const std::string what = "mantissa " + std::to_string(mantissa) + " n=" +
-                                 std::to_string(n) + " " +
+        const std::string what = "mantissa " + std::to_string(mantissa) +
+                                 " n=" + std::to_string(n) + " " +
                                  std::string(testing::DistributionName(d));
         uint32_t base = emin == 255 ? 0 : emin - 1;  // only zeros: base 0, nothing flushed
         const uint32_t width_limit = mantissa == 10 ? 5 : 8;
@@ -162,7 +162,8 @@ TEST(UpdateCodecTest, QuantizeFloatsMatchesTheScalarDefinition) {
         for (size_t i = 0; i < n; ++i) {
           const uint32_t e = (std::bit_cast<uint32_t>(expected[i]) >> 23) & 0xFFu;
           const float want = e != 0 && e <= base ? std::copysign(0.0f, expected[i]) : expected[i];
-          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want)) << what << " i=" << i;
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want))
+              << what << " i=" << i;
         }
       }
     }
@@ -177,8 +178,8 @@ TEST(UpdateCodecTest, DenseFp16BytesAreSixteenBitCodes) {
   std::vector<std::byte> bytes;
   Update update, decoded;
   for (size_t n : {size_t{2}, size_t{7}, size_t{33}, size_t{1001}, size_t{1} << 20}) {
-    for (const Distribution d : {Distribution::kNormal, Distribution::kHeavyTailed,
-                                 Distribution::kMostlyZero}) {
+    for (const Distribution d :
+         {Distribution::kNormal, Distribution::kHeavyTailed, Distribution::kMostlyZero}) {
       std::vector<float> v = MakeVector(d, n, seed + n);
       v[0] = -1e-12f;  // a range wider than 5 bits of exponent: the full window, small ones flushed
       v[n - 1] = 1e12f;
@@ -193,7 +194,8 @@ TEST(UpdateCodecTest, DenseFp16BytesAreSixteenBitCodes) {
       for (size_t i = 0; i < n; ++i) {
         const uint32_t bits = std::bit_cast<uint32_t>(update.values[i]);
         const uint32_t e = (bits >> 23) & 0xFFu;
-        const uint32_t code = ((bits >> 31) << 15) | ((e == 0 ? 0 : e - update.format.exponent_base) << 10) |
+        const uint32_t code = ((bits >> 31) << 15) |
+                              ((e == 0 ? 0 : e - update.format.exponent_base) << 10) |
                               ((bits >> 13) & 0x3FFu);
         uint16_t got;
         std::memcpy(&got, bytes.data() + kUpdateHeaderBytes + 2 * i, 2);
