@@ -16,10 +16,12 @@
 #include "base/file.h"
 #include "node/app/secrets.h"
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/observe/admin_server.h"
@@ -53,13 +55,24 @@ Reply Call(const std::string& target, const std::string& method, const std::stri
     r.error = std::string(hp.status().message());
     return r;
   }
-  httplib::Client client(hp->first, hp->second);
-  client.set_connection_timeout(3, 0);
-  client.set_read_timeout(10, 0);
-  if (!token.empty()) client.set_bearer_token_auth(token);
-  httplib::Result res = method == "GET"   ? client.Get(path)
-                        : method == "PUT" ? client.Put(path, body, "application/json")
-                                          : client.Delete(path);
+  // A connection that fails before any answer (refused, reset, a write to a closed socket) is
+  // tried once more after 200 ms: every request here is idempotent (GET, or PUT/DELETE of the
+  // whole injection), and a node's admin port can drop a connection while it is busy (a reset
+  // while writing the request failed one CI run's straggler_runtime).
+  auto attempt = [&] {
+    httplib::Client client(hp->first, hp->second);
+    client.set_connection_timeout(3, 0);
+    client.set_read_timeout(10, 0);
+    if (!token.empty()) client.set_bearer_token_auth(token);
+    return method == "GET"   ? client.Get(path)
+           : method == "PUT" ? client.Put(path, body, "application/json")
+                             : client.Delete(path);
+  };
+  httplib::Result res = attempt();
+  if (!res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    res = attempt();
+  }
   if (!res) {
     r.error = fmt::format("cannot reach {}: {}", target, httplib::to_string(res.error()));
     return r;

@@ -247,4 +247,33 @@ else
   echo "FAIL no TRAINING ALONE within 30 s: $(tail -3 "$tmp/alone")"; fail=1
 fi
 kill -TERM "$alone_pid"; wait "$alone_pid"
+# murmur ctl tries a request once more when the connection fails before any answer: an admin
+# port that resets the first connection (SO_LINGER 0) and answers the second with 401.
+python3 - "$murmur" <<'PY' || fail=1
+import json, socket, struct, subprocess, sys, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(4)
+port = srv.getsockname()[1]
+def serve():
+    first, _ = srv.accept()
+    first.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    first.close()  # a reset, before any answer
+    conn, _ = srv.accept()
+    conn.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(4096)
+    body = json.dumps({"error": "changes need a token"}).encode()
+    conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    conn.close()
+t = threading.Thread(target=serve, daemon=True)
+t.start()
+r = subprocess.run([sys.argv[1], "ctl", "straggle", "--target", f"127.0.0.1:{port}", "--slowdown", "2"],
+                   capture_output=True, text=True, timeout=30)
+out = r.stdout + r.stderr
+assert r.returncode == 1 and "answered 401" in out, (r.returncode, out)
+print("ok   murmur ctl retries once after a reset connection")
+PY
 exit $fail
