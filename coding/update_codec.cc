@@ -156,7 +156,7 @@ void EncodeValues(const Update& update, std::byte* out, size_t value_bytes) {
       if (bits == 16) {
         // Whole 16-bit codes (dense fp16 with its full exponent window): LSB-first packing of
         // 16-bit codes is a little-endian uint16 array, built without the bit accumulator so
-        // that the loop vectorizes (the tests compare the bytes with the general path's).
+        // that the loop vectorizes (update_codec_test checks every code against the format).
         static_assert(std::endian::native == std::endian::little);
         thread_local std::vector<uint16_t> scratch;
         if (scratch.size() < count) scratch.resize(count);
