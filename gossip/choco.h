@@ -185,7 +185,8 @@ class ChocoGossip {
                                   uint64_t round, const std::function<double(NodeId)>& damping);
   // Round in its two halves: Publish is steps 2–4 (q_i, x̂_i, output), Mix is step 5. A
   // synchronous simulation publishes on every node and delivers before anyone mixes, which is
-  // the paper's iteration exactly; the node runtime calls Round.
+  // the paper's iteration exactly; the node runtime calls them in a row (Round's order), with
+  // its observer told in between.
   StatusOr<ChocoRoundStats> Publish(std::span<float> x, const std::vector<NodeId>& view,
                                     uint64_t round);
   void Mix(std::span<float> x, const std::vector<NodeId>& view, uint64_t round,

@@ -549,7 +549,12 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
 
 void GossipNode::Round() {
   auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
-  auto stats = choco_->Round(x_, step_view_.empty() ? view_ : step_view_, s_.rounds, damping);
+  const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
+  auto stats = choco_->Publish(x_, view, s_.rounds);
+  if (stats.ok()) {
+    if (observer_ != nullptr) observer_->RoundPublished();
+    choco_->Mix(x_, view, s_.rounds, damping, *stats);
+  }
   if (!stats.ok()) {
     MURMUR_LOG_ERROR("node {}: {}", o_.self, stats.status().ToString());
     phase_ = Phase::kOver;

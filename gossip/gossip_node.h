@@ -142,6 +142,9 @@ class GossipNodeObserver {
   virtual void Rejected(std::string_view /*reason*/) {}
   virtual void Staleness(double /*steps*/) {}
   virtual void LateDropped() {}
+  // A round's q_i is compressed, encoded and queued (CHOCO steps 2-4); its consensus step
+  // follows. A driver that reads its clock here splits a round's time between the two.
+  virtual void RoundPublished() {}
   virtual void Round(double /*density*/, double /*residual_norm*/, double /*consensus*/) {}
   // The consensus finish ended: averaged (with `contributors` models, `moved`: ‖x̄ − x_i‖ / ‖x̄‖)
   // or not.

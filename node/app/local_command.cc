@@ -24,6 +24,7 @@
 #include "node/app/placement.h"
 #include "node/app/progress.h"
 #include "node/app/run_dir.h"
+#include "node/app/step_breakdown.h"
 #include "node/app/command.h"
 #include "node/app/node_command.h"
 #include "node/train/checkpoint.h"
@@ -301,10 +302,12 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::vector<std::string> finishes;  // each node's finish outcome
   double cluster_accuracy = -1;       // of the model the averaged nodes adopted
   uint32_t contributors = 0;
+  std::vector<const nlohmann::json*> finals(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const Child& c = cluster.children()[i];
     if (!Finished(c)) continue;
     const nlohmann::json& f = c.final_report;
+    finals[i] = &f;
     accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
     const nlohmann::json finish = f.value("finish", nlohmann::json::object());
     finishes.push_back(finish.value("outcome", "off"));
@@ -340,6 +343,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     consensus = dist / static_cast<double>(models.size());
     relative = norm > 0 ? consensus / norm : 0;
   }
+  const StepBreakdown breakdown = CollectBreakdown(finals);
   // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
   const double allreduce = static_cast<double>(local_steps) * 2.0 * static_cast<double>(n - 1) /
                            static_cast<double>(n) * 4.0 * static_cast<double>(d);
@@ -355,6 +359,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["steps"] = steps;
     j["local_steps_total"] = local_steps;
     j["train_s"] = train_s;
+    j["phases"] = breakdown.nodes;
+    j["train_phase_samples_per_s"] = breakdown.cluster_samples_per_s;
     j["bytes_sent_total"] = bytes;
     j["allreduce_bytes"] = allreduce;
     j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;
@@ -398,6 +404,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
               static_cast<double>(bytes) / 1e6, allreduce / 1e6,
               bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+  PrintBreakdown(breakdown, stdout);
   std::printf("  %s\n", LogsLine(out).c_str());
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "node/app/step_breakdown.h"
 #include "proto/envelope_codec.h"
 
 namespace murmur::node {
@@ -92,6 +93,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["resumed_step"] = p.resumed_step;
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
+  if (final) j["phases"] = PhasesJson(p);
   if (!p.finish.empty()) {
     j["finish"] = {{"outcome", p.finish},
                    {"contributors", p.finish_contributors},

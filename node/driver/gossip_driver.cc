@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <time.h>
 #include <fmt/format.h>
 
 #include "base/log.h"
@@ -51,6 +52,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   void LateDropped() override {
     if (o_.telemetry != nullptr) o_.telemetry->AddLateDropped(1);
   }
+  void RoundPublished() override { published_at_ = clock_.Now(); }
   void Round(double density, double residual_norm, double consensus) override {
     if (o_.telemetry == nullptr) return;
     o_.telemetry->SetCompression(density, residual_norm);
@@ -62,8 +64,9 @@ class GossipDriver : public gossip::GossipNodeObserver {
 
  private:
   Status Start();
-  // Feeds what arrived (waiting up to `wait` for the first message) to the machine.
-  void Drain(Duration wait);
+  // Feeds what arrived (waiting up to `wait` for the first message) to the machine; the time
+  // spent blocked is returned, the time the machine took goes to the step's apply phase.
+  Duration Drain(Duration wait);
   void RefreshMembers(TimePoint now);
   // The injection's pause rule is the machine's to apply (it still ends with the cluster).
   void TakePause(TimePoint now) {
@@ -72,6 +75,17 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Runs the machine's outputs; false once it emitted RunOver.
   bool Perform(std::vector<gossip::NodeAction> actions);
   void ComputeStep();
+  void AddPhases(const StepTimes& t) {
+    StepTimes& p = p_.phases;
+    p.compute += t.compute;
+    p.compress += t.compress;
+    p.mix += t.mix;
+    p.apply += t.apply;
+    p.waiting += t.waiting;
+    p.evaluate += t.evaluate;
+    p.injected += t.injected;
+    p.other += t.other;
+  }
   // Resumes from the node's own checkpoint when there is one it may use; an error only for one
   // that belongs to another model, run or node.
   Status Restore();
@@ -108,10 +122,21 @@ class GossipDriver : public gossip::GossipNodeObserver {
   TimePoint next_alone_warning_{};
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
-  Duration waited_{0};  // blocked in the gate or a pause since the last step
+  // The current step's phases so far (StepTimes: the time since the previous step ended), the
+  // training phase's totals, and the CPU clocks at its start.
+  StepTimes step_;
+  TimePoint published_at_{};  // the last round's RoundPublished
+  bool stepped_ = false;      // a step was computed: the training phase has begun
+  double thread_cpu0_ = 0, process_cpu0_ = 0;
   GossipProgress p_;
   GossipCheckpointOptions checkpoint_ = o_.checkpoint;
 };
+
+double CpuSeconds(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 Status GossipDriver::Start() {
   p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
@@ -225,8 +250,10 @@ void GossipDriver::WriteCheckpoint() {
   }
 }
 
-void GossipDriver::Drain(Duration wait) {
+Duration GossipDriver::Drain(Duration wait) {
+  const TimePoint t0 = clock_.Now();
   auto m = peer_->TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  const TimePoint t1 = clock_.Now();
   for (int i = 0; m.has_value() && i < 4096; ++i) {
     const gossip::Envelope& e = m->envelope;
     gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, m->frames.size()};
@@ -234,6 +261,8 @@ void GossipDriver::Drain(Duration wait) {
     node_->Step(in, clock_.Now());
     m = peer_->TakeTraining(std::chrono::milliseconds(0));
   }
+  step_.apply += clock_.Now() - t1;
+  return t1 - t0;
 }
 
 void GossipDriver::RefreshMembers(TimePoint now) {
@@ -282,7 +311,9 @@ bool GossipDriver::Perform(std::vector<gossip::NodeAction> actions) {
     } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
       trainer_->ResetOptimizerState();
     } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
+      const TimePoint t0 = clock_.Now();
       Evaluate(*e);
+      step_.evaluate += clock_.Now() - t0;
     } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
       wait_until_ = w->until;
     } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
@@ -312,6 +343,14 @@ void GossipDriver::Evaluate(const gossip::Evaluate& e) {
 
 void GossipDriver::ComputeStep() {
   const TimePoint t0 = clock_.Now();
+  if (!stepped_) {
+    // The training phase begins: joining and the wait for a model are not a step's time.
+    stepped_ = true;
+    step_ = StepTimes{};
+    last_step_end_ = t0;
+    thread_cpu0_ = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+    process_cpu0_ = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+  }
   auto loss = trainer_->Step(compute_lr_);
   const Duration compute = clock_.Now() - t0;
   const Duration pause = injector_.AfterStep(compute);
@@ -322,23 +361,33 @@ void GossipDriver::ComputeStep() {
     if (o_.telemetry != nullptr) o_.telemetry->CountNonFiniteStep();
     MURMUR_LOG_WARN("node {}: step skipped: {}", peer_->id(), loss.status().ToString());
   }
+  const TimePoint round_start = clock_.Now();
+  published_at_ = TimePoint{};
   node_->Step(gossip::StepComputed{loss.ok(), loss.ok() ? *loss : 0.0, trainer_->last_batch_rows()},
-              clock_.Now());
+              round_start);
+  const TimePoint end = clock_.Now();
+  if (published_at_ != TimePoint{}) {  // this step's round ran: compress, then mix
+    step_.compress += published_at_ - round_start;
+    step_.mix += end - published_at_;
+  }
+  // The step's wall time since the previous one ended, by phase; what no phase claims is the
+  // driver's own (membership views, reports, handing messages to the peer).
+  step_.compute = compute;
+  step_.injected = pause;
+  const Duration claimed = step_.compute + step_.compress + step_.mix + step_.apply +
+                           step_.waiting + step_.evaluate + step_.injected;
+  step_.other = std::max(Duration(0), (end - last_step_end_) - claimed);
+  last_step_end_ = end;
+  AddPhases(step_);
+  p_.phase_samples += trainer_->last_batch_rows();
+  p_.phase_thread_cpu_s = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0_;
+  p_.phase_process_cpu_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0_;
   if (o_.telemetry != nullptr) {
-    // The step's wall time since the previous one ended, by phase; what is neither compute,
-    // injection nor waiting is communication (handling messages, compressing, encoding).
-    const TimePoint end = clock_.Now();
-    StepTimes t;
-    t.compute = compute;
-    t.injected = pause;
-    t.waiting = waited_;
-    t.communication = std::max(Duration(0), (end - last_step_end_) - compute - pause - waited_);
-    o_.telemetry->ObserveStep(t, trainer_->last_batch_rows());
+    o_.telemetry->ObserveStep(step_, trainer_->last_batch_rows());
     o_.telemetry->SetStepClock(static_cast<int64_t>(node_->state().step));
     if (node_->state().have_loss) o_.telemetry->SetLoss(node_->state().loss);
-    last_step_end_ = end;
   }
-  waited_ = Duration(0);
+  step_ = StepTimes{};
   const int64_t done = node_->state().local_steps;
   if (checkpoint_.every > 0 && done > 0 && done % checkpoint_.every == 0) WriteCheckpoint();
   Report(false);
@@ -381,8 +430,7 @@ StatusOr<GossipProgress> GossipDriver::Run() {
       continue;
     }
     const Duration wait = std::clamp<Duration>(wait_until_ - now, Duration(0), std::chrono::milliseconds(20));
-    Drain(wait);
-    if (node_->phase() == gossip::GossipNode::Phase::kTraining) waited_ += clock_.Now() - now;
+    step_.waiting += Drain(wait);
     node_->Tick(clock_.Now());
     // Before training nothing else reports: say what the node waits for (joining, a snapshot).
     if (node_->phase() == gossip::GossipNode::Phase::kJoining ||

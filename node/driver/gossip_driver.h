@@ -22,6 +22,7 @@
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
 #include "node/driver/gossip_checkpoint.h"
+#include "node/observe/telemetry.h"
 #include "node/train/trainer.h"
 
 namespace murmur::node {
@@ -70,6 +71,13 @@ struct GossipProgress : gossip::GossipNodeState {
   std::string device;                  // where it trains: "cpu", "cuda:0"
   uint64_t device_memory_bytes = 0;    // GPU memory held (kernels::GetDeviceMemoryStats)
   uint64_t host_device_bytes = 0;      // copied between host and GPU since the start
+  // Where the training thread's time went, summed over the steps this node computed: the
+  // training phase, from its first step's start to its last step's end (joining, the wait for a
+  // model and the consensus finish are not in it). The phases add up to its wall time.
+  StepTimes phases;
+  int64_t phase_samples = 0;      // samples of those steps
+  double phase_thread_cpu_s = 0;  // CPU time of the training thread over the same span
+  double phase_process_cpu_s = 0;  // ... of the whole process (its I/O threads, the admin port)
 };
 
 using GossipProgressFn = std::function<void(const GossipProgress&)>;

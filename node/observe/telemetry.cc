@@ -80,10 +80,8 @@ void NodeTelemetry::SetFinished(std::string reason) {
 void NodeTelemetry::ObserveStep(const StepTimes& t, int64_t samples) {
   m_->steps.Increment();
   if (samples > 0) m_->samples.Increment(static_cast<double>(samples));
-  m_->phases[0]->Observe(ToSeconds(t.compute));
-  m_->phases[1]->Observe(ToSeconds(t.communication));
-  m_->phases[2]->Observe(ToSeconds(t.waiting));
-  m_->phases[3]->Observe(ToSeconds(t.injected));
+  const auto phases = PhaseDurations(t);
+  for (size_t i = 0; i < phases.size(); ++i) m_->phases[i]->Observe(ToSeconds(phases[i]));
   if (t.injected.count() > 0) m_->injected_compute->Increment(ToSeconds(t.injected));
   std::lock_guard<std::mutex> lock(mu_);
   ++steps_;

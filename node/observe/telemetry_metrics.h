@@ -32,8 +32,6 @@ using prometheus::Counter;
 using prometheus::Gauge;
 using prometheus::Histogram;
 
-inline constexpr std::array<std::string_view, 4> kPhases = {"compute", "communication",
-                                                            "waiting", "injected"};
 inline constexpr std::array<std::string_view, 4> kPeerStates = {"alive", "suspect", "dead", "left"};
 
 // Exponential buckets from `start`, `count` of them, each `factor` times the previous.
@@ -112,8 +110,9 @@ struct NodeTelemetry::Metrics {
                             .Add({})),
         step_phase(BuildHistogram()
                        .Name("murmur_step_duration_seconds")
-                       .Help("Wall time of a step by phase: compute, communication, waiting on "
-                             "peers, injected straggler delay")
+                       .Help("Wall time of a step by phase: compute; gossip's compress, mix and "
+                             "apply; the coded modes' communication; waiting on peers; evaluate; "
+                             "injected straggler delay; other (the driver's own work)")
                        .Register(r)),
         staleness(BuildHistogram()
                       .Name("murmur_staleness_steps")
@@ -289,7 +288,7 @@ struct NodeTelemetry::Metrics {
                               .Add({})) {
     build_info.Set(1);
     // Step phases: 100 us to ~100 s.
-    for (std::string_view phase : kPhases) {
+    for (std::string_view phase : kStepPhases) {
       phases.push_back(&step_phase.Add({{"phase", std::string(phase)}}, Exponential(1e-4, 2.5, 16)));
     }
     for (size_t k = 0; k < static_cast<size_t>(MessageKind::kCount); ++k) {

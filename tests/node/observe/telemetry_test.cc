@@ -51,7 +51,8 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   t.SetDevice("cuda:1");
   EXPECT_NE(t.StatusJson().find(R"("device":"cuda:1")"), std::string::npos);
 
-  StepTimes times{milliseconds(3), milliseconds(1), milliseconds(2), milliseconds(6)};
+  StepTimes times{.compute = milliseconds(3), .compress = milliseconds(1), .mix = milliseconds(4),
+                  .waiting = milliseconds(2), .injected = milliseconds(6)};
   for (int i = 0; i < 5; ++i) t.ObserveStep(times, 64);
   t.SetLoss(0.25);
   t.SetAccuracy(0.8);
@@ -76,6 +77,14 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   EXPECT_EQ(Sample(text, "murmur_test_accuracy_ratio"), 0.8);
   EXPECT_EQ(Sample(text, R"(murmur_step_duration_seconds_count{phase="injected"})"), 5);
   EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="compute"})"), 0.015, 1e-12);
+  EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="compress"})"), 0.005, 1e-12);
+  EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="mix"})"), 0.020, 1e-12);
+  EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="waiting"})"), 0.010, 1e-12);
+  // Every phase is a series from the first step on, zeros included (a dashboard's stack).
+  for (std::string_view phase : kStepPhases) {
+    EXPECT_EQ(Sample(text, "murmur_step_duration_seconds_count{phase=\"" + std::string(phase) + "\"}"), 5)
+        << phase;
+  }
   EXPECT_NEAR(Sample(text, R"(murmur_injected_delay_seconds_total{kind="compute"})"), 0.030, 1e-12);
   EXPECT_EQ(Sample(text, R"(murmur_staleness_steps_bucket{le="0"})"), 1);
   EXPECT_EQ(Sample(text, R"(murmur_staleness_steps_bucket{le="4"})"), 2);

@@ -1,0 +1,32 @@
+#pragma once
+// Where a gossip node's training phase went (issue 22): the node report's "phases" object,
+// written by `murmur node` and read back by `murmur local`, which prints it as a table (one row
+// per node, each phase's share of the node's training-phase wall time) and sums the nodes'
+// training-phase throughput.
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "node/driver/gossip_driver.h"
+
+namespace murmur::node {
+
+// {"wall_s", "samples", "samples_per_s", "thread_cpu_s", "process_cpu_s", and "<phase>_s" for
+// each of kStepPhases}.
+nlohmann::json PhasesJson(const GossipProgress& progress);
+
+struct StepBreakdown {
+  // The nodes' "phases" objects, in node order (a node without one is skipped).
+  std::vector<nlohmann::json> nodes;
+  std::vector<int> node_numbers;  // 1-based, as the live table numbers them
+  // The sum of the nodes' training-phase samples/s: the cluster's throughput while it trains.
+  double cluster_samples_per_s = 0;
+};
+StepBreakdown CollectBreakdown(const std::vector<const nlohmann::json*>& final_reports);
+
+// The table, indented by two spaces, to `out`; nothing when no node reported phases.
+void PrintBreakdown(const StepBreakdown& breakdown, std::FILE* out);
+
+}  // namespace murmur::node
