@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "base/check.h"
+#include "base/lane_sum.h"
 
 namespace murmur::coding {
 
@@ -27,19 +28,18 @@ std::optional<size_t> FirstNonFinite(std::span<const float> values) {
 }
 
 double SquaredL2Norm(std::span<const float> values) {
-  double sum = 0;
-  for (float v : values) sum += static_cast<double>(v) * v;
-  return sum;
+  const float* p = values.data();
+  return LaneSum(values.size(), [p](size_t k) { return static_cast<double>(p[k]) * p[k]; });
 }
 
 double SquaredL2Distance(std::span<const float> a, std::span<const float> b) {
   MURMUR_CHECK_EQ(a.size(), b.size());
-  double sum = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const double d = static_cast<double>(a[k]) - b[k];
-    sum += d * d;
-  }
-  return sum;
+  const float* pa = a.data();
+  const float* pb = b.data();
+  return LaneSum(a.size(), [pa, pb](size_t k) {
+    const double d = static_cast<double>(pa[k]) - pb[k];
+    return d * d;
+  });
 }
 
 }  // namespace murmur::coding

@@ -392,23 +392,25 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   mixing_.clear();
   for (const Neighbor& n : peers.receive_from) mixing_.push_back(n.id);
   std::sort(mixing_.begin(), mixing_.end());
-  MURMUR_CHECK_OK(mix_.Zero());
+  mix_copies_.clear();
+  mix_weights_.clear();
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) {
       ++stats.missing;
       continue;
     }
-    const double w = n.weight * std::clamp(damping ? damping(n.id) : 1.0, 0.0, 1.0);
-    MURMUR_CHECK_OK(kernels::AccumulateDifference(device_, w, it->second.values.span(),
-                                                  public_.span(), mix_.span()));
+    mix_copies_.push_back(it->second.values.span());
+    mix_weights_.push_back(n.weight * std::clamp(damping ? damping(n.id) : 1.0, 0.0, 1.0));
     ++stats.mixed;
   }
-  double mix_norm = 0;
-  MURMUR_CHECK_OK(kernels::ApplyScaled(device_, gamma_, mix_.span(), x, &mix_norm));
-  double public_squares = 0;
-  MURMUR_CHECK_OK(kernels::SumOfSquares(device_, public_.span(), &public_squares));
-  public_norm_ = std::sqrt(public_squares);
+  // One pass over the vectors on the CPU (kernels::ConsensusStep), with the round's norms.
+  kernels::ConsensusSquares squares;
+  MURMUR_CHECK_OK(kernels::ConsensusStep(device_, gamma_, mix_copies_, mix_weights_,
+                                         public_.span(), x, mix_.span(), &squares));
+  const double mix_norm = squares.mix;
+  public_norm_ = std::sqrt(squares.public_copy);
+  stats.residual_norm = std::sqrt(squares.residual);
   stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm_, 1e-12);
   if (stats.mixed > 0) stats.gamma_halved = Guard(std::sqrt(mix_norm), stats.consensus_distance);
 }

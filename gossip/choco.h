@@ -159,6 +159,7 @@ struct ChocoRoundStats {
   size_t mixed = 0;               // peers whose copies took part in the consensus step
   size_t missing = 0;             // peers to mix whose copies are not ready (weight kept)
   double consensus_distance = 0;  // ‖Σ_j w_ij d_j (x̂_j − x̂_i)‖ / ‖x̂_i‖
+  double residual_norm = 0;       // ‖x_i − x̂_i‖ after the consensus step: what is not yet sent
   bool gamma_halved = false;
 };
 
@@ -260,6 +261,8 @@ class ChocoGossip {
   // Scratch, on the device.
   kernels::Buffer<float> diff_;
   kernels::Buffer<double> mix_;
+  std::vector<std::span<const float>> mix_copies_;  // a round's ready copies and their weights
+  std::vector<double> mix_weights_;
   kernels::Buffer<float> incoming_;  // a snapshot being checked
   coding::DeviceUpdateStaging staging_;
   coding::Update q_;

@@ -569,10 +569,8 @@ void GossipNode::Round() {
   s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
                                         : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
   if (observer_ != nullptr) {
-    double residual = 0;
-    MURMUR_CHECK_OK(kernels::SquaredDistance(o_.device, x_, choco_->public_copy(), &residual));
     observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
-                     std::sqrt(residual), stats->consensus_distance);
+                     stats->residual_norm, stats->consensus_distance);
   }
   s_.gamma = choco_->gamma();
   s_.gamma_halvings = choco_->gamma_halvings();

@@ -2,8 +2,10 @@
 
 #include <string>
 
+#include "kernels/compress_ops.h"
 #include "kernels/cpu/cpu_gossip_ops.h"
 #include "kernels/gpu_call.h"
+#include "kernels/memory.h"
 
 namespace murmur::kernels {
 namespace {
@@ -84,6 +86,32 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
     return OkStatus();
   }
   MURMUR_GPU_CALL(SquaredDistance(device, a, b, out));
+}
+
+Status ConsensusStep(const Device& device, double gamma,
+                     std::span<const std::span<const float>> copies, std::span<const double> weights,
+                     std::span<const float> public_copy, std::span<float> x,
+                     std::span<double> scratch, ConsensusSquares* squares) {
+  constexpr const char* kOp = "ConsensusStep";
+  if (squares == nullptr) return InvalidArgumentError("ConsensusStep: result is null");
+  if (copies.size() != weights.size()) return Mismatch(kOp, copies.size(), weights.size());
+  if (x.size() != public_copy.size()) return Mismatch(kOp, x.size(), public_copy.size());
+  for (std::span<const float> c : copies) {
+    if (c.size() != x.size()) return Mismatch(kOp, c.size(), x.size());
+  }
+  if (device.is_cpu()) {
+    const cpu::ConsensusSquares s = cpu::ConsensusStep(gamma, copies, weights, public_copy, x);
+    *squares = {s.mix, s.public_copy, s.residual};
+    return OkStatus();
+  }
+  if (scratch.size() != x.size()) return Mismatch(kOp, scratch.size(), x.size());
+  MURMUR_RETURN_IF_ERROR(ZeroBytes(device, scratch.data(), scratch.size_bytes()));
+  for (size_t j = 0; j < copies.size(); ++j) {
+    MURMUR_RETURN_IF_ERROR(AccumulateDifference(device, weights[j], copies[j], public_copy, scratch));
+  }
+  MURMUR_RETURN_IF_ERROR(ApplyScaled(device, gamma, scratch, x, &squares->mix));
+  MURMUR_RETURN_IF_ERROR(SumOfSquares(device, public_copy, &squares->public_copy));
+  return SquaredDistance(device, x, public_copy, &squares->residual);
 }
 
 }  // namespace murmur::kernels

@@ -6,8 +6,8 @@
 // Same conventions as compress_ops.h: shapes first (kInvalidArgument, nothing written), memory
 // of the device, scalar results in host memory. Element-wise results are bit for bit the same on
 // every backend (one double or float expression per element, no fused multiply-add); sums over
-// the vector (the `squares` results) are accumulated in double, sequentially on the CPU and in
-// an unspecified order on a GPU, so they agree to about 1e-15 relative.
+// the vector (the `squares` results) are accumulated in double, in base/lane_sum.h's fixed order
+// on the CPU and in an unspecified order on a GPU, so they agree to about 1e-15 relative.
 
 #include <span>
 
@@ -39,5 +39,22 @@ Status DivideInto(const Device& device, std::span<const double> acc, double divi
 // *out = Σ (double(a_k) − b_k)².
 Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
                        double* out);
+
+// The consensus step of a CHOCO round (gossip/choco.h, step 5) and the norms the round reports:
+//   x_k += float(gamma · m_k),  m_k = Σ_j weights_j · (double(copies_j,k) − public_k)
+// with the sum over j in the order given, the same bits as zeroing an accumulator, one
+// AccumulateDifference per copy and ApplyScaled. Sets squares->mix = Σ m_k², ->public_copy =
+// Σ public_k², ->residual = Σ (x_k − public_k)² of x after the step. On the CPU one pass over the
+// vectors (scratch unused, may be empty); other backends compose the steps above in `scratch`
+// (REQUIRES scratch.size() == x.size() there).
+struct ConsensusSquares {
+  double mix = 0;
+  double public_copy = 0;
+  double residual = 0;
+};
+Status ConsensusStep(const Device& device, double gamma,
+                     std::span<const std::span<const float>> copies, std::span<const double> weights,
+                     std::span<const float> public_copy, std::span<float> x,
+                     std::span<double> scratch, ConsensusSquares* squares);
 
 }  // namespace murmur::kernels

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "base/lane_sum.h"
 #include "kernels/compress_ops.h"
 
 namespace murmur::kernels::cpu {
@@ -30,9 +31,8 @@ void Axpy(float alpha, std::span<const float> x, std::span<float> y) {
 }
 
 double SumOfSquares(std::span<const float> v) {
-  double s = 0;
-  for (float x : v) s += static_cast<double>(x) * x;
-  return s;
+  const float* p = v.data();
+  return LaneSum(v.size(), [p](size_t k) { return static_cast<double>(p[k]) * p[k]; });
 }
 
 float MaxAbs(std::span<const float> v) {

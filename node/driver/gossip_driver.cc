@@ -17,6 +17,12 @@ namespace {
 
 using gossip::NodeId;
 
+double CpuSeconds(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 class GossipDriver : public gossip::GossipNodeObserver {
  public:
   GossipDriver(const GossipTrainerOptions& o, Model<float>& model, const Dataset& train,
@@ -54,6 +60,7 @@ class GossipDriver : public gossip::GossipNodeObserver {
   }
   void RoundPublished() override { published_at_ = clock_.Now(); }
   void Round(double density, double residual_norm, double consensus) override {
+    mixed_at_ = clock_.Now();
     if (o_.telemetry == nullptr) return;
     o_.telemetry->SetCompression(density, residual_norm);
     o_.telemetry->SetConsensusDistance(consensus);
@@ -75,6 +82,12 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // Runs the machine's outputs; false once it emitted RunOver.
   bool Perform(std::vector<gossip::NodeAction> actions);
   void ComputeStep();
+  void CloseTrainingPhase() {
+    if (phase_closed_) return;
+    phase_closed_ = true;
+    p_.phase_thread_cpu_s = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0_;
+    p_.phase_process_cpu_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0_;
+  }
   void AddPhases(const StepTimes& t) {
     StepTimes& p = p_.phases;
     p.compute += t.compute;
@@ -125,18 +138,15 @@ class GossipDriver : public gossip::GossipNodeObserver {
   // The current step's phases so far (StepTimes: the time since the previous step ended), the
   // training phase's totals, and the CPU clocks at its start.
   StepTimes step_;
-  TimePoint published_at_{};  // the last round's RoundPublished
+  TimePoint published_at_{};  // the last round's RoundPublished and Round (mixed)
+  TimePoint mixed_at_{};
   bool stepped_ = false;      // a step was computed: the training phase has begun
+  bool phase_closed_ = false;  // ... and it ended (the CPU clocks are read once at each end)
   double thread_cpu0_ = 0, process_cpu0_ = 0;
   GossipProgress p_;
   GossipCheckpointOptions checkpoint_ = o_.checkpoint;
 };
 
-double CpuSeconds(clockid_t clock) {
-  timespec t{};
-  clock_gettime(clock, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 Status GossipDriver::Start() {
   p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;
@@ -366,9 +376,11 @@ void GossipDriver::ComputeStep() {
   node_->Step(gossip::StepComputed{loss.ok(), loss.ok() ? *loss : 0.0, trainer_->last_batch_rows()},
               round_start);
   const TimePoint end = clock_.Now();
-  if (published_at_ != TimePoint{}) {  // this step's round ran: compress, then mix
+  if (published_at_ != TimePoint{} && mixed_at_ >= published_at_) {
+    // This step's round ran: compress, then mix; the rest of the machine's work (the gate for
+    // the next step) is the driver's "other".
     step_.compress += published_at_ - round_start;
-    step_.mix += end - published_at_;
+    step_.mix += mixed_at_ - published_at_;
   }
   // The step's wall time since the previous one ended, by phase; what no phase claims is the
   // driver's own (membership views, reports, handing messages to the peer).
@@ -380,8 +392,6 @@ void GossipDriver::ComputeStep() {
   last_step_end_ = end;
   AddPhases(step_);
   p_.phase_samples += trainer_->last_batch_rows();
-  p_.phase_thread_cpu_s = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0_;
-  p_.phase_process_cpu_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0_;
   if (o_.telemetry != nullptr) {
     o_.telemetry->ObserveStep(step_, trainer_->last_batch_rows());
     o_.telemetry->SetStepClock(static_cast<int64_t>(node_->state().step));
@@ -418,6 +428,7 @@ StatusOr<GossipProgress> GossipDriver::Run() {
   last_step_end_ = clock_.Now();
   RefreshMembers(clock_.Now());
   while (Perform(node_->TakeOutput())) {
+    if (stepped_ && node_->phase() != gossip::GossipNode::Phase::kTraining) CloseTrainingPhase();
     const TimePoint now = clock_.Now();
     if (now - last_refresh_ >= std::chrono::milliseconds(20)) RefreshMembers(now);
     if (!stop_sent_ && Stopping()) {
@@ -438,6 +449,7 @@ StatusOr<GossipProgress> GossipDriver::Run() {
       Report(false);
     }
   }
+  if (stepped_) CloseTrainingPhase();
   Report(true);
   WriteCheckpoint();  // the run's end or a SIGTERM: a restart resumes from here
   if (!over_->ok()) return *over_;

@@ -432,6 +432,65 @@ TEST_P(DeviceConformance, GossipKernelsMatchFormulasBitForBit) {
             StatusCode::kInvalidArgument);
 }
 
+// The fused consensus step against its composition (zero an accumulator, AccumulateDifference per
+// copy in order, ApplyScaled): x bit for bit, the three sums to 1e-12 relative; 0 to 3 copies.
+TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
+  for (int64_t size : Sizes()) {
+    const auto n = static_cast<size_t>(size);
+    const std::vector<float> x0 = Random(n, kSeed + 5 * n);
+    const std::vector<float> pub = Random(n, kSeed + 5 * n + 1);
+    std::vector<std::vector<float>> copies;
+    for (int j = 0; j < 3; ++j) copies.push_back(Random(n, kSeed + 5 * n + 2 + j));
+    const std::vector<double> weights = {1.0 / 3.0, 0.25, 0.2};
+    const double gamma = 0.05;
+    for (size_t count = 0; count <= copies.size(); ++count) {
+      SCOPED_TRACE(::testing::Message() << "size " << size << ", " << count << " copies");
+      std::vector<double> acc(n, 0.0);
+      std::vector<float> want = x0;
+      double mix = 0, pub_squares = 0, residual = 0;
+      for (size_t k = 0; k < n; ++k) {
+        for (size_t j = 0; j < count; ++j) {
+          volatile double term = weights[j] * (static_cast<double>(copies[j][k]) - pub[k]);
+          acc[k] = acc[k] + term;
+        }
+        volatile double step = gamma * acc[k];
+        want[k] += static_cast<float>(step);
+        mix += acc[k] * acc[k];
+        pub_squares += static_cast<double>(pub[k]) * pub[k];
+        const double r = static_cast<double>(want[k]) - pub[k];
+        residual += r * r;
+      }
+      std::vector<Buffer<float>> up;
+      std::vector<std::span<const float>> spans;
+      for (size_t j = 0; j < count; ++j) up.push_back(Up(copies[j]));
+      for (const auto& b : up) spans.push_back(b.span());
+      auto dx = Up(x0);
+      auto dpub = Up(pub);
+      auto scratch = Poisoned<double>(n);
+      ConsensusSquares got;
+      ASSERT_TRUE(ConsensusStep(device(), gamma, spans, std::span(weights).first(count),
+                                dpub.span(), dx.span(), scratch.span(), &got).ok());
+      EXPECT_EQ(Down(dx), want);
+      EXPECT_NEAR(got.mix, mix, 1e-12 * std::max(1.0, mix));
+      EXPECT_NEAR(got.public_copy, pub_squares, 1e-12 * std::max(1.0, pub_squares));
+      EXPECT_NEAR(got.residual, residual, 1e-12 * std::max(1.0, residual));
+    }
+  }
+  // Shapes are checked before anything runs: a copy of another size leaves x as it was.
+  const std::vector<float> x0 = {1, 2, 3};
+  auto dx = Up(x0);
+  auto dpub = Up(x0);
+  auto other = Poisoned<float>(4);
+  auto scratch = Poisoned<double>(3);
+  const std::span<const float> spans[] = {other.span()};
+  const double weights[] = {0.5};
+  ConsensusSquares got;
+  EXPECT_EQ(ConsensusStep(device(), 0.1, spans, weights, dpub.span(), dx.span(), scratch.span(), &got)
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Down(dx), x0);
+}
+
 TEST_P(DeviceConformance, NonFiniteValuesAreCounted) {
   std::vector<float> v = {1.0f, NAN, -INFINITY, 2.0f, INFINITY};
   auto dv = Up(v);

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Where a gossip step's time goes, and the cluster's throughput against the machine's (issue 22).
+
+Usage: bench/step_bench.py [build/murmur] [--nodes 2,4] [--rounds 3] [--epochs 3] [-- FLAGS]
+
+Each round runs, back to back so that they share the machine's state of the moment:
+  single   murmur train --epochs E: one process, one training thread, no gossip; its
+           samples_per_second excludes evaluation
+  N nodes  murmur local --nodes N --epochs E (the main job's shape: CHOCO-SGD top-1 % fp16 on a
+           ring, same model, batch 64): each node's training phase (its first step to its last;
+           start-up, joining and the consensus finish excluded), by phase
+and the rounds alternate, so a slow moment of the machine hits every row alike. FLAGS after
+`--` go to every murmur local.
+
+Prints per N the median over rounds of the cluster's training-phase samples/s (the nodes' sum),
+the ratio to min(N, cores) x single (what the cores could do training alone) with the goals of
+issue 22 (2 nodes on 2 cores >= 0.8, 4 nodes >= 0.7), and the nodes' mean share of each phase.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+PHASES = ["compute", "compress", "mix", "apply", "waiting", "evaluate", "injected", "other"]
+GOALS = {2: 0.8, 4: 0.7}
+
+
+def run(cmd):
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+    if out.returncode != 0 or not lines:
+        sys.exit(f"failed (exit {out.returncode}): {' '.join(cmd)}\n{out.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    p = argparse.ArgumentParser()
+    p.add_argument("murmur", nargs="?", default="build/murmur")
+    p.add_argument("--nodes", default="2,4")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--epochs", type=float, default=3)
+    a = p.parse_args(argv)
+    sizes = [int(x) for x in a.nodes.split(",")]
+    cores = os.cpu_count() or 1
+    common = ["--epochs", str(a.epochs), "--progress", "none", "--json"]
+    single, cluster, shares, accuracy = [], {n: [] for n in sizes}, {n: [] for n in sizes}, {n: [] for n in sizes}
+    for r in range(a.rounds):
+        s = run([a.murmur, "train"] + common)
+        single.append(s["samples_per_second"])
+        line = f"round {r + 1}: single {s['samples_per_second']:.0f}"
+        for n in sizes:
+            d = run([a.murmur, "local", "--nodes", str(n)] + common + extra)
+            cluster[n].append(d["train_phase_samples_per_s"])
+            accuracy[n].append(d["cluster_accuracy"] if d.get("cluster_accuracy") is not None
+                               else d["mean_accuracy"])
+            nodes = d["phases"]
+            shares[n].append({ph: statistics.mean(x[ph + "_s"] / x["wall_s"] for x in nodes)
+                              for ph in PHASES + ["thread_cpu", "process_cpu"]})
+            line += f", {n} nodes {d['train_phase_samples_per_s']:.0f}"
+        print(line, file=sys.stderr, flush=True)
+
+    base = statistics.median(single)
+    print(f"murmur train, one process: {base:.0f} samples/s (median of {a.rounds}); "
+          f"{cores} cores\n")
+    print("| nodes | cluster samples/s while training | x min(N, cores) x single | goal | "
+          "accuracy | " + " | ".join(PHASES) + " | thread CPU | process CPU |")
+    print("|---" * (6 + len(PHASES) + 2) + "|")
+    missed = False
+    for n in sizes:
+        rate = statistics.median(cluster[n])
+        ratio = rate / (min(n, cores) * base)
+        goal = GOALS.get(n)
+        verdict = "-" if goal is None else f">= {goal} {'met' if ratio >= goal else 'MISSED'}"
+        missed |= goal is not None and ratio < goal
+        mean_share = {k: statistics.median(x[k] for x in shares[n]) for k in shares[n][0]}
+        print(f"| {n} | {rate:.0f} | {ratio:.2f} | {verdict} | {statistics.mean(accuracy[n]):.4f} | "
+              + " | ".join(f"{100 * mean_share[ph]:.1f} %" for ph in PHASES)
+              + f" | {100 * mean_share['thread_cpu']:.0f} % | {100 * mean_share['process_cpu']:.0f} % |")
+    print("\nPhases: each node's share of its training-phase wall time, the nodes' mean, median "
+          "over rounds.")
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()
