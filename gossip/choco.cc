@@ -126,8 +126,17 @@ std::vector<float> ChocoGossip::PublicCopyOnHost() const {
 
 RoundPeers ChocoGossip::Peers(const std::vector<NodeId>& view, uint64_t round) const {
   if (!std::binary_search(view.begin(), view.end(), options_.self)) return {};
-  const uint64_t r = options_.sampling.topology == Topology::kRandom ? 0 : round;
-  return PeersFor(options_.sampling, view, options_.self, r);
+  if (options_.sampling.topology == Topology::kExponential) {
+    return PeersFor(options_.sampling, view, options_.self, round);
+  }
+  // A ring, and the random graph (drawn once per view, round 0), change only with the view:
+  // built once per view instead of on every step's gate and every round (PeersFor builds the
+  // whole graph).
+  if (!peers_view_.has_value() || *peers_view_ != view) {
+    peers_ = PeersFor(options_.sampling, view, options_.self, 0);
+    peers_view_ = view;
+  }
+  return peers_;
 }
 
 std::vector<NodeId> ChocoGossip::Trackers(const std::vector<NodeId>& view, uint64_t round) const {

@@ -261,6 +261,9 @@ class ChocoGossip {
   // Scratch, on the device.
   kernels::Buffer<float> diff_;
   kernels::Buffer<double> mix_;
+  // Peers() of the ring and random topologies for the view they were built for.
+  mutable std::optional<std::vector<NodeId>> peers_view_;
+  mutable RoundPeers peers_;
   std::vector<std::span<const float>> mix_copies_;  // a round's ready copies and their weights
   std::vector<double> mix_weights_;
   kernels::Buffer<float> incoming_;  // a snapshot being checked

@@ -106,7 +106,10 @@ class ZmqTransport final : public Transport {
     uint64_t last_used = 0;  // use_counter_ at the latest message queued
   };
 
+  // One eventfd write per wake-up of the I/O thread, however many sends queue before it runs:
+  // each write is a system call and may preempt the caller for the woken thread.
   void Wake() {
+    if (wake_pending_.exchange(true, std::memory_order_acq_rel)) return;
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
@@ -319,6 +322,8 @@ class ZmqTransport final : public Transport {
       }
       if (secure && (items[2].revents & ZMQ_POLLIN)) AnswerZap();
       if (secure && (items[3].revents & ZMQ_POLLIN)) ReadMonitor();
+      // Cleared before the commands are taken: a Send after this point wakes the thread again.
+      wake_pending_.store(false, std::memory_order_release);
       ApplyCommands();
       for (auto& [endpoint, peer] : peers_) Flush(peer);
       if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
@@ -340,6 +345,7 @@ class ZmqTransport final : public Transport {
   const int wake_fd_;
   Inbox inbox_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> wake_pending_{false};  // an eventfd write is outstanding
 
   std::mutex mu_;
   std::deque<Command> commands_;

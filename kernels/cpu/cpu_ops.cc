@@ -228,7 +228,13 @@ void SgdStep(const SgdOptions& options, std::span<const T> grad, std::span<T> ve
   ArrayMap<T> v(velocity.data(), n);
   if (wd == T(0)) {
     v = m * v + g;
-    p -= options.nesterov ? (lr * (g + m * v)).eval() : (lr * v).eval();
+    // Two statements, not one conditional expression: its two branches' types differ, and
+    // unifying them with eval() made a model-sized temporary on every step.
+    if (options.nesterov) {
+      p -= lr * (g + m * v);
+    } else {
+      p -= lr * v;
+    }
   } else {
     // Two passes keep the weight decay term on the old parameters, as PyTorch does.
     v = m * v + (g + wd * p);

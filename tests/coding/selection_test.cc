@@ -73,9 +73,12 @@ TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::vector<uint32_t> got;
   for (Distribution d : kAllDistributions) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{100003}}) {
+    // 32767 / 32768: either side of the sampled-candidate path; 235146: the default MLP; k up
+    // to n / 16, the path's limit, and past it.
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{32767},
+                     size_t{32768}, size_t{100003}, size_t{235146}}) {
       const std::vector<float> v = MakeVector(d, n, seed + n);
-      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 3, n, n + 5}) {
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 16, n / 16 + 1, n / 3, n, n + 5}) {
         got = TopKOf(v, k);
         ASSERT_EQ(got, ReferenceTopK(v, k))
             << DistributionName(d) << " n=" << n << " k=" << k;
