@@ -64,6 +64,8 @@ class ZmqTransport final : public Transport {
 
   void Send(std::string_view peer, Message message) override {
     {
+      std::lock_guard<std::mutex> sockets(sockets_mu_);
+      if (SendDirect(peer, message)) return;
       std::lock_guard<std::mutex> lock(mu_);
       commands_.push_back({std::string(peer), std::move(message), false});
     }
@@ -162,6 +164,8 @@ class ZmqTransport final : public Transport {
     return dealer;
   }
 
+  // Taken and applied under sockets_mu_ (held by the caller), so a direct send cannot slip in
+  // between taking a command and queueing it.
   void ApplyCommands() {
     std::deque<Command> commands;
     {
@@ -185,28 +189,47 @@ class ZmqTransport final : public Transport {
     stats_.peers = peers_.size();
   }
 
-  // Sends queued messages until the socket would block.
-  void Flush(Peer& peer) {
-    while (!peer.queue.empty()) {
-      Message& m = peer.queue.front();
-      const bool more = !m.frames.empty();
-      auto sent = peer.dealer.send(ZeroCopy(m.header),
-                                   more ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
-                                        : zmq::send_flags::dontwait);
-      if (!sent.has_value()) return;  // not connected or at the high-water mark
-      // The rest of a multipart message is accepted once its first part was (atomic delivery).
-      for (size_t i = 0; i < m.frames.size(); ++i) {
-        const bool last = i + 1 == m.frames.size();
-        peer.dealer.send(ZeroCopy(m.frames[i]),
-                         last ? zmq::send_flags::none : zmq::send_flags::sndmore);
-      }
-      {
-        std::lock_guard<std::mutex> lock(stats_mu_);
-        ++stats_.sent_messages;
-        stats_.sent_bytes += m.bytes();
-      }
-      peer.queue.PopFront();
+  // Hands `m` to the socket unless it would block (not connected, or at the high-water mark);
+  // false leaves `m` as it was. REQUIRES sockets_mu_.
+  bool SendNow(zmq::socket_t& dealer, const Message& m) {
+    const bool more = !m.frames.empty();
+    auto sent = dealer.send(ZeroCopy(m.header), more
+                                                    ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
+                                                    : zmq::send_flags::dontwait);
+    if (!sent.has_value()) return false;
+    // The rest of a multipart message is accepted once its first part was (atomic delivery).
+    for (size_t i = 0; i < m.frames.size(); ++i) {
+      const bool last = i + 1 == m.frames.size();
+      dealer.send(ZeroCopy(m.frames[i]), last ? zmq::send_flags::none : zmq::send_flags::sndmore);
     }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.sent_messages;
+    stats_.sent_bytes += m.bytes();
+    return true;
+  }
+
+  // The caller's thread sends itself when nothing is ahead of `m`: no command is pending (one
+  // could be for this peer) and the peer's queue is empty, so the order of sends holds and the
+  // I/O thread is not woken (a wake-up and a context switch per message, issue 22). The sockets
+  // move between the two threads only under sockets_mu_ (ZeroMQ allows that with a full
+  // barrier); the I/O thread never polls a DEALER whose queue is empty, so it is never inside a
+  // poll on the socket used here. False (and `m` unchanged) when the I/O thread must take it.
+  // REQUIRES sockets_mu_.
+  bool SendDirect(std::string_view peer, const Message& m) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!commands_.empty()) return false;
+    }
+    auto it = peers_.find(peer);
+    if (it == peers_.end() || !it->second.queue.empty()) return false;
+    if (!SendNow(it->second.dealer, m)) return false;
+    it->second.last_used = ++use_counter_;
+    return true;
+  }
+
+  // Sends queued messages until the socket would block. REQUIRES sockets_mu_.
+  void Flush(Peer& peer) {
+    while (!peer.queue.empty() && SendNow(peer.dealer, peer.queue.front())) peer.queue.PopFront();
   }
 
   void ReceiveAll() {
@@ -304,10 +327,13 @@ class ZmqTransport final : public Transport {
         items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
         items.push_back({monitor_.handle(), 0, ZMQ_POLLIN, 0});
       }
-      for (auto& [endpoint, peer] : peers_) {
-        if (peer.queue.empty()) continue;
-        items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
-        waiting.push_back(&peer);
+      {
+        std::lock_guard<std::mutex> sockets(sockets_mu_);
+        for (auto& [endpoint, peer] : peers_) {
+          if (peer.queue.empty()) continue;
+          items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
+          waiting.push_back(&peer);
+        }
       }
       try {
         zmq::poll(items, std::chrono::milliseconds(100));
@@ -324,11 +350,16 @@ class ZmqTransport final : public Transport {
       if (secure && (items[3].revents & ZMQ_POLLIN)) ReadMonitor();
       // Cleared before the commands are taken: a Send after this point wakes the thread again.
       wake_pending_.store(false, std::memory_order_release);
-      ApplyCommands();
-      for (auto& [endpoint, peer] : peers_) Flush(peer);
+      {
+        std::lock_guard<std::mutex> sockets(sockets_mu_);
+        ApplyCommands();
+        for (auto& [endpoint, peer] : peers_) Flush(peer);
+      }
       if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
     }
     // Give queued control messages (a Leave) a last chance; linger bounds the wait.
+    std::lock_guard<std::mutex> sockets(sockets_mu_);
+    ApplyCommands();
     for (auto& [endpoint, peer] : peers_) Flush(peer);
     peers_.clear();
     router_.close();
@@ -352,9 +383,11 @@ class ZmqTransport final : public Transport {
   mutable std::mutex stats_mu_;
   TransportStats stats_;
 
-  std::map<std::string, Peer> peers_;  // I/O thread only
-  uint64_t use_counter_ = 0;           // I/O thread only
-  uint64_t dropped_logged_ = 0;        // I/O thread only
+  // The DEALERs and their queues: the I/O thread's, and a sender's for a direct send.
+  std::mutex sockets_mu_;
+  std::map<std::string, Peer, std::less<>> peers_;
+  uint64_t use_counter_ = 0;
+  uint64_t dropped_logged_ = 0;
   std::thread thread_;
 };
 
