@@ -71,7 +71,7 @@ def main():
           f"{cores} cores\n")
     print("| nodes | cluster samples/s while training | x min(N, cores) x single | goal | "
           "accuracy | " + " | ".join(PHASES) + " | thread CPU | process CPU |")
-    print("|---" * (6 + len(PHASES) + 2) + "|")
+    print("|---" * (5 + len(PHASES) + 2) + "|")
     missed = False
     for n in sizes:
         rate = statistics.median(cluster[n])

@@ -214,8 +214,8 @@ bool CandidateTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& in
   }
   // Expected sample entries above the k-th largest: m k / n. Aim at 1.5 times that plus four
   // standard deviations, so that fewer than k pass only in a rare tail (then the full select).
-  const double expected = static_cast<double>(sample.size()) * static_cast<double>(k) /
-                          static_cast<double>(n);
+  const double expected =
+      static_cast<double>(sample.size()) * static_cast<double>(k) / static_cast<double>(n);
   const auto rank = static_cast<size_t>(1.5 * expected + 4 * std::sqrt(expected) + 1);
   if (rank >= sample.size()) return false;
   const uint32_t threshold = std::max<uint32_t>(KthLargestKey(sample, rank), 1);

@@ -415,8 +415,8 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   }
   // One pass over the vectors on the CPU (kernels::ConsensusStep), with the round's norms.
   kernels::ConsensusSquares squares;
-  MURMUR_CHECK_OK(kernels::ConsensusStep(device_, gamma_, mix_copies_, mix_weights_,
-                                         public_.span(), x, mix_.span(), &squares));
+  MURMUR_CHECK_OK(kernels::ConsensusStep(device_, gamma_, mix_copies_, mix_weights_, public_.span(),
+                                         x, mix_.span(), &squares));
   const double mix_norm = squares.mix;
   public_norm_ = std::sqrt(squares.public_copy);
   stats.residual_norm = std::sqrt(squares.residual);

@@ -159,7 +159,8 @@ struct ChocoRoundStats {
   size_t mixed = 0;               // peers whose copies took part in the consensus step
   size_t missing = 0;             // peers to mix whose copies are not ready (weight kept)
   double consensus_distance = 0;  // ‖Σ_j w_ij d_j (x̂_j − x̂_i)‖ / ‖x̂_i‖
-  double residual_norm = 0;       // ‖x_i − x̂_i‖ after the consensus step: what is not yet sent
+  // ‖x_i − x̂_i‖ after the consensus step: what is not yet sent.
+  double residual_norm = 0;
   bool gamma_halved = false;
 };
 

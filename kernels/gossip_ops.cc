@@ -89,9 +89,9 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
 }
 
 Status ConsensusStep(const Device& device, double gamma,
-                     std::span<const std::span<const float>> copies, std::span<const double> weights,
-                     std::span<const float> public_copy, std::span<float> x,
-                     std::span<double> scratch, ConsensusSquares* squares) {
+                     std::span<const std::span<const float>> copies,
+                     std::span<const double> weights, std::span<const float> public_copy,
+                     std::span<float> x, std::span<double> scratch, ConsensusSquares* squares) {
   constexpr const char* kOp = "ConsensusStep";
   if (squares == nullptr) return InvalidArgumentError("ConsensusStep: result is null");
   if (copies.size() != weights.size()) return Mismatch(kOp, copies.size(), weights.size());
@@ -107,7 +107,8 @@ Status ConsensusStep(const Device& device, double gamma,
   if (scratch.size() != x.size()) return Mismatch(kOp, scratch.size(), x.size());
   MURMUR_RETURN_IF_ERROR(ZeroBytes(device, scratch.data(), scratch.size_bytes()));
   for (size_t j = 0; j < copies.size(); ++j) {
-    MURMUR_RETURN_IF_ERROR(AccumulateDifference(device, weights[j], copies[j], public_copy, scratch));
+    MURMUR_RETURN_IF_ERROR(
+        AccumulateDifference(device, weights[j], copies[j], public_copy, scratch));
   }
   MURMUR_RETURN_IF_ERROR(ApplyScaled(device, gamma, scratch, x, &squares->mix));
   MURMUR_RETURN_IF_ERROR(SumOfSquares(device, public_copy, &squares->public_copy));

@@ -53,8 +53,8 @@ struct ConsensusSquares {
   double residual = 0;
 };
 Status ConsensusStep(const Device& device, double gamma,
-                     std::span<const std::span<const float>> copies, std::span<const double> weights,
-                     std::span<const float> public_copy, std::span<float> x,
-                     std::span<double> scratch, ConsensusSquares* squares);
+                     std::span<const std::span<const float>> copies,
+                     std::span<const double> weights, std::span<const float> public_copy,
+                     std::span<float> x, std::span<double> scratch, ConsensusSquares* squares);
 
 }  // namespace murmur::kernels

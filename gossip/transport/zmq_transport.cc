@@ -193,9 +193,9 @@ class ZmqTransport final : public Transport {
   // false leaves `m` as it was. REQUIRES sockets_mu_.
   bool SendNow(zmq::socket_t& dealer, const Message& m) {
     const bool more = !m.frames.empty();
-    auto sent = dealer.send(ZeroCopy(m.header), more
-                                                    ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
-                                                    : zmq::send_flags::dontwait);
+    auto sent =
+        dealer.send(ZeroCopy(m.header), more ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
+                                             : zmq::send_flags::dontwait);
     if (!sent.has_value()) return false;
     // The rest of a multipart message is accepted once its first part was (atomic delivery).
     for (size_t i = 0; i < m.frames.size(); ++i) {

@@ -2,6 +2,7 @@
 // report at the end, and a clean stop on Ctrl-C or when done. One run loop serves every mode;
 // a LocalMode says what a mode adds: its nodes' arguments, its table, its report.
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,23 +11,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <fmt/format.h>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "gossip/sync_node.h"
-#include "node/app/local_cluster.h"
 #include "kernels/device.h"
+#include "node/app/command.h"
+#include "node/app/local_cluster.h"
 #include "node/app/local_config.h"
 #include "node/app/local_mode.h"
+#include "node/app/node_command.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
 #include "node/app/run_dir.h"
 #include "node/app/step_breakdown.h"
-#include "node/app/command.h"
-#include "node/app/node_command.h"
 #include "node/train/checkpoint.h"
 
 namespace murmur::node {

@@ -49,8 +49,9 @@ void PrintBreakdown(const StepBreakdown& b, std::FILE* out) {
       }
     }
   }
-  std::fprintf(out, "  training phase by node (first step to last; %% of its wall time; CPU of "
-                    "its training thread and of the whole process):\n");
+  std::fprintf(out,
+               "  training phase by node (first step to last; %% of its wall time; CPU of "
+               "its training thread and of the whole process):\n");
   std::string header = fmt::format("  {:>4} {:>7} {:>9}", "node", "wall s", "samples/s");
   for (const std::string& phase : shown) header += fmt::format(" {:>8}", phase);
   header += fmt::format(" {:>10} {:>10}", "thread cpu", "proc cpu");

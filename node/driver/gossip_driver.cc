@@ -1,11 +1,12 @@
 #include "node/driver/gossip_driver.h"
 
+#include <fmt/format.h>
+#include <time.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <thread>
-#include <time.h>
-#include <fmt/format.h>
 
 #include "base/log.h"
 #include "gossip/gossip_node.h"
@@ -140,13 +141,12 @@ class GossipDriver : public gossip::GossipNodeObserver {
   StepTimes step_;
   TimePoint published_at_{};  // the last round's RoundPublished and Round (mixed)
   TimePoint mixed_at_{};
-  bool stepped_ = false;      // a step was computed: the training phase has begun
+  bool stepped_ = false;       // a step was computed: the training phase has begun
   bool phase_closed_ = false;  // ... and it ended (the CPU clocks are read once at each end)
   double thread_cpu0_ = 0, process_cpu0_ = 0;
   GossipProgress p_;
   GossipCheckpointOptions checkpoint_ = o_.checkpoint;
 };
-
 
 Status GossipDriver::Start() {
   p_.budget_samples = o_.epochs > 0 ? static_cast<int64_t>(std::ceil(o_.epochs * static_cast<double>(o_.dataset_rows))) : 0;

@@ -17,12 +17,12 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "gossip/gossip_node.h"
-#include "node/train/dataset.h"
-#include "node/train/model.h"
-#include "node/peer/peer_node.h"
-#include "node/peer/straggler.h"
 #include "node/driver/gossip_checkpoint.h"
 #include "node/observe/telemetry.h"
+#include "node/peer/peer_node.h"
+#include "node/peer/straggler.h"
+#include "node/train/dataset.h"
+#include "node/train/model.h"
 #include "node/train/trainer.h"
 
 namespace murmur::node {
@@ -75,8 +75,8 @@ struct GossipProgress : gossip::GossipNodeState {
   // training phase, from its first step's start to its last step's end (joining, the wait for a
   // model and the consensus finish are not in it). The phases add up to its wall time.
   StepTimes phases;
-  int64_t phase_samples = 0;      // samples of those steps
-  double phase_thread_cpu_s = 0;  // CPU time of the training thread over the same span
+  int64_t phase_samples = 0;       // samples of those steps
+  double phase_thread_cpu_s = 0;   // CPU time of the training thread over the same span
   double phase_process_cpu_s = 0;  // ... of the whole process (its I/O threads, the admin port)
 };
 

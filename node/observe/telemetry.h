@@ -50,9 +50,11 @@ struct StepTimes {
 };
 // StepTimes' phases in order, named as the metric's `phase` label and the reports name them.
 inline constexpr std::array<std::string_view, 9> kStepPhases = {
-    "compute", "compress", "mix", "apply", "communication", "waiting", "evaluate", "injected", "other"};
+    "compute", "compress", "mix",      "apply", "communication",
+    "waiting", "evaluate", "injected", "other"};
 inline std::array<Duration, 9> PhaseDurations(const StepTimes& t) {
-  return {t.compute, t.compress, t.mix, t.apply, t.communication, t.waiting, t.evaluate, t.injected, t.other};
+  return {t.compute, t.compress, t.mix,      t.apply, t.communication,
+          t.waiting, t.evaluate, t.injected, t.other};
 }
 
 // murmur_rejected_messages_total{reason}: the envelope's reasons (proto::RejectionName), the

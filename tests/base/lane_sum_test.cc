@@ -3,10 +3,11 @@
 
 #include "base/lane_sum.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <random>
 #include <vector>
-#include <gtest/gtest.h>
 
 namespace murmur {
 namespace {
@@ -39,7 +40,8 @@ TEST(LaneSumTest, SumsEveryTermInAFixedOrder) {
 
 TEST(LaneSumTest, ATermIsCalledOncePerIndex) {
   std::vector<int> calls(70, 0);
-  const double sum = LaneSum(calls.size(), [&](size_t k) { return static_cast<double>(++calls[k]); });
+  const double sum =
+      LaneSum(calls.size(), [&](size_t k) { return static_cast<double>(++calls[k]); });
   EXPECT_EQ(sum, 70.0);
   for (int c : calls) EXPECT_EQ(c, 1);
 }

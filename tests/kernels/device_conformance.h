@@ -469,7 +469,8 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
       auto scratch = Poisoned<double>(n);
       ConsensusSquares got;
       ASSERT_TRUE(ConsensusStep(device(), gamma, spans, std::span(weights).first(count),
-                                dpub.span(), dx.span(), scratch.span(), &got).ok());
+                                dpub.span(), dx.span(), scratch.span(), &got)
+                      .ok());
       EXPECT_EQ(Down(dx), want);
       EXPECT_NEAR(got.mix, mix, 1e-12 * std::max(1.0, mix));
       EXPECT_NEAR(got.public_copy, pub_squares, 1e-12 * std::max(1.0, pub_squares));
@@ -485,9 +486,10 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
   const std::span<const float> spans[] = {other.span()};
   const double weights[] = {0.5};
   ConsensusSquares got;
-  EXPECT_EQ(ConsensusStep(device(), 0.1, spans, weights, dpub.span(), dx.span(), scratch.span(), &got)
-                .code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ConsensusStep(device(), 0.1, spans, weights, dpub.span(), dx.span(), scratch.span(), &got)
+          .code(),
+      StatusCode::kInvalidArgument);
   EXPECT_EQ(Down(dx), x0);
 }
 

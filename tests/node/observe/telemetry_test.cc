@@ -51,8 +51,11 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   t.SetDevice("cuda:1");
   EXPECT_NE(t.StatusJson().find(R"("device":"cuda:1")"), std::string::npos);
 
-  StepTimes times{.compute = milliseconds(3), .compress = milliseconds(1), .mix = milliseconds(4),
-                  .waiting = milliseconds(2), .injected = milliseconds(6)};
+  StepTimes times{.compute = milliseconds(3),
+                  .compress = milliseconds(1),
+                  .mix = milliseconds(4),
+                  .waiting = milliseconds(2),
+                  .injected = milliseconds(6)};
   for (int i = 0; i < 5; ++i) t.ObserveStep(times, 64);
   t.SetLoss(0.25);
   t.SetAccuracy(0.8);
@@ -82,7 +85,8 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="waiting"})"), 0.010, 1e-12);
   // Every phase is a series from the first step on, zeros included (a dashboard's stack).
   for (std::string_view phase : kStepPhases) {
-    EXPECT_EQ(Sample(text, "murmur_step_duration_seconds_count{phase=\"" + std::string(phase) + "\"}"), 5)
+    EXPECT_EQ(
+        Sample(text, "murmur_step_duration_seconds_count{phase=\"" + std::string(phase) + "\"}"), 5)
         << phase;
   }
   EXPECT_NEAR(Sample(text, R"(murmur_injected_delay_seconds_total{kind="compute"})"), 0.030, 1e-12);
