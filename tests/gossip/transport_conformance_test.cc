@@ -128,6 +128,44 @@ TEST_P(TransportConformanceTest, ManyPeersEachKeepTheirOrder) {
   }
 }
 
+// Several threads of one node sending to one peer at once (the training thread's rounds, the
+// peer's membership messages): nothing is lost and each thread's messages keep their order,
+// also while the socket is at its high-water mark (large frames every so often), where sends
+// alternate between the caller's thread and the transport's queue.
+TEST_P(TransportConformanceTest, ConcurrentSendersThroughOneTransportKeepEachThreadsOrder) {
+  TransportOptions roomy;
+  roomy.max_queued_messages = 100000;
+  roomy.max_queued_bytes = size_t{1} << 40;
+  roomy.max_inbox_messages = 100000;
+  auto b = Make(FreshListen(), roomy);
+  auto a = Make(FreshListen(), roomy);
+  const size_t threads = 4, each = 1500;
+  const Frame big = Frame::FromBytes(std::vector<std::byte>(256 << 10, std::byte{7}));
+  std::vector<std::thread> senders;
+  for (size_t t = 0; t < threads; ++t) {
+    senders.emplace_back([&, t] {
+      for (uint64_t i = 0; i < each; ++i) {
+        std::vector<Frame> frames;
+        if (i % 50 == 0) frames.push_back(big);
+        a->Send(b->endpoint(), Numbered(t * 100000 + i, Traffic::kUpdate, std::move(frames)));
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  auto got = ReceiveN(*b, threads * each, milliseconds(30000));
+  ASSERT_EQ(got.size(), threads * each);
+  std::vector<int64_t> last(threads, -1);
+  for (const Message& m : got) {
+    const uint64_t n = NumberOf(m);
+    const size_t t = n / 100000;
+    ASSERT_LT(t, threads);
+    ASSERT_EQ(static_cast<int64_t>(n % 100000), last[t] + 1) << "thread " << t;
+    last[t] = static_cast<int64_t>(n % 100000);
+    EXPECT_EQ(m.frames.size(), n % 50 == 0 ? 1u : 0u);
+  }
+  EXPECT_EQ(a->Stats().sent_messages, threads * each);
+}
+
 TEST_P(TransportConformanceTest, VanishedPeerNeverBlocksAndDropsOldestUpdatesFirst) {
   const std::string nowhere = Nowhere();
   TransportOptions small;
