@@ -39,20 +39,25 @@ struct DeviceMemoryStats {
 };
 DeviceMemoryStats GetDeviceMemoryStats();
 
-// An owning array of T on one device. Move-only. Contents start as zeros.
+// An owning array of T on one device. Move-only. Create's contents start as zeros.
 template <typename T>
 class Buffer {
  public:
   Buffer() = default;
   static StatusOr<Buffer> Create(const Device& device, size_t size) {
-    MURMUR_ASSIGN_OR_RETURN(void* p, AllocateBytes(device, size * sizeof(T)));
-    Buffer b(device, static_cast<T*>(p), size);
-    MURMUR_RETURN_IF_ERROR(ZeroBytes(device, p, size * sizeof(T)));
+    MURMUR_ASSIGN_OR_RETURN(Buffer b, Uninitialized(device, size));
+    MURMUR_RETURN_IF_ERROR(ZeroBytes(device, b.data(), size * sizeof(T)));
     return b;
+  }
+  // Contents unspecified: for a buffer the caller overwrites whole before reading it (no pass
+  // writes zeros that are then overwritten; at start-up, a shard's features are tens of MB).
+  static StatusOr<Buffer> Uninitialized(const Device& device, size_t size) {
+    MURMUR_ASSIGN_OR_RETURN(void* p, AllocateBytes(device, size * sizeof(T)));
+    return Buffer(device, static_cast<T*>(p), size);
   }
   // A copy of `host` on `device`.
   static StatusOr<Buffer> FromHost(const Device& device, std::span<const T> host) {
-    MURMUR_ASSIGN_OR_RETURN(Buffer b, Create(device, host.size()));
+    MURMUR_ASSIGN_OR_RETURN(Buffer b, Uninitialized(device, host.size()));
     MURMUR_RETURN_IF_ERROR(b.CopyFromHost(host));
     return b;
   }

@@ -159,7 +159,7 @@ Status Trainer::Allocate() {
   local_of_.assign(static_cast<size_t>(train_.rows), -1);
   // The rows are converted straight into the buffer on the CPU, through an uninitialized staging
   // array for a GPU (start-up time: no pass zeroes what is then overwritten).
-  MURMUR_ASSIGN_OR_RETURN(features_, Buffer<float>::Create(device_, shard * cols));
+  MURMUR_ASSIGN_OR_RETURN(features_, Buffer<float>::Uninitialized(device_, shard * cols));
   std::unique_ptr<float[]> staging;
   if (!device_.is_cpu()) staging.reset(new float[shard * cols]);
   const std::span<float> x(device_.is_cpu() ? features_.data() : staging.get(), shard * cols);
