@@ -25,15 +25,22 @@ struct Lanes {
   }
 };
 
+// body(k, l) for 0 <= k < n with l = k % kLaneCount, as whole rows of kLaneCount (which the
+// compiler vectorizes when the body adds into lane l of some Lanes) and then the tail.
+template <typename Body>
+inline void ForEachLane(size_t n, Body body) {
+  size_t k = 0;
+  for (; k + kLaneCount <= n; k += kLaneCount) {
+    for (size_t l = 0; l < kLaneCount; ++l) body(k + l, l);
+  }
+  for (size_t l = 0; k < n; ++k, ++l) body(k, l);
+}
+
 // Σ term(k) for 0 <= k < n, in double. `term` must be cheap and free of side effects.
 template <typename Term>
 inline double LaneSum(size_t n, Term term) {
   Lanes lanes;
-  size_t k = 0;
-  for (; k + kLaneCount <= n; k += kLaneCount) {
-    for (size_t l = 0; l < kLaneCount; ++l) lanes.v[l] += term(k + l);
-  }
-  for (size_t l = 0; k < n; ++k, ++l) lanes.v[l] += term(k);
+  ForEachLane(n, [&](size_t k, size_t l) { lanes.v[l] += term(k); });
   return lanes.Total();
 }
 

@@ -79,10 +79,10 @@ def main():
         goal = GOALS.get(n)
         verdict = "-" if goal is None else f">= {goal} {'met' if ratio >= goal else 'MISSED'}"
         missed |= goal is not None and ratio < goal
-        mean_share = {k: statistics.median(x[k] for x in shares[n]) for k in shares[n][0]}
+        share = {k: statistics.median(x[k] for x in shares[n]) for k in shares[n][0]}
         print(f"| {n} | {rate:.0f} | {ratio:.2f} | {verdict} | {statistics.mean(accuracy[n]):.4f} | "
-              + " | ".join(f"{100 * mean_share[ph]:.1f} %" for ph in PHASES)
-              + f" | {100 * mean_share['thread_cpu']:.0f} % | {100 * mean_share['process_cpu']:.0f} % |")
+              + " | ".join(f"{100 * share[ph]:.1f} %" for ph in PHASES)
+              + f" | {100 * share['thread_cpu']:.0f} % | {100 * share['process_cpu']:.0f} % |")
     print("\nPhases: each node's share of its training-phase wall time, the nodes' mean, median "
           "over rounds.")
     sys.exit(1 if missed else 0)

@@ -100,8 +100,7 @@ Status ConsensusStep(const Device& device, double gamma,
     if (c.size() != x.size()) return Mismatch(kOp, c.size(), x.size());
   }
   if (device.is_cpu()) {
-    const cpu::ConsensusSquares s = cpu::ConsensusStep(gamma, copies, weights, public_copy, x);
-    *squares = {s.mix, s.public_copy, s.residual};
+    *squares = cpu::ConsensusStep(gamma, copies, weights, public_copy, x);
     return OkStatus();
   }
   if (scratch.size() != x.size()) return Mismatch(kOp, scratch.size(), x.size());

@@ -48,9 +48,9 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
 // vectors (scratch unused, may be empty); other backends compose the steps above in `scratch`
 // (REQUIRES scratch.size() == x.size() there).
 struct ConsensusSquares {
-  double mix = 0;
-  double public_copy = 0;
-  double residual = 0;
+  double mix = 0;          // Σ_k m_k²
+  double public_copy = 0;  // Σ_k public_k²
+  double residual = 0;     // Σ_k (x_k − public_k)², x after the step
 };
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,

@@ -316,10 +316,8 @@ class ZmqTransport final : public Transport {
 
   void Run() {
     std::vector<zmq::pollitem_t> items;
-    std::vector<Peer*> waiting;
     while (!stop_.load()) {
       items.clear();
-      waiting.clear();
       items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
       const bool secure = options_.curve.enabled();
@@ -332,7 +330,6 @@ class ZmqTransport final : public Transport {
         for (auto& [endpoint, peer] : peers_) {
           if (peer.queue.empty()) continue;
           items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
-          waiting.push_back(&peer);
         }
       }
       try {

@@ -21,9 +21,14 @@ void AccumulateScaled(double w, std::span<const float> x, std::span<double> acc)
 }
 
 double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x) {
-  for (size_t k = 0; k < x.size(); ++k) x[k] += static_cast<float>(gamma * acc[k]);
   const double* a = acc.data();
-  return LaneSum(acc.size(), [a](size_t k) { return a[k] * a[k]; });
+  float* xs = x.data();
+  Lanes squares;
+  ForEachLane(x.size(), [&](size_t k, size_t l) {
+    xs[k] += static_cast<float>(gamma * a[k]);
+    squares.v[l] += a[k] * a[k];
+  });
+  return squares.Total();
 }
 
 void DivideInto(std::span<const double> acc, double divisor, std::span<float> out) {
@@ -39,9 +44,10 @@ double SquaredDistance(std::span<const float> a, std::span<const float> b) {
   });
 }
 
-ConsensusSquares ConsensusStep(double gamma, std::span<const std::span<const float>> copies,
-                               std::span<const double> weights, std::span<const float> public_copy,
-                               std::span<float> x) {
+kernels::ConsensusSquares ConsensusStep(double gamma,
+                                        std::span<const std::span<const float>> copies,
+                                        std::span<const double> weights,
+                                        std::span<const float> public_copy, std::span<float> x) {
   // Blocks small enough that the block's accumulator stays in L1: each copy's term is a
   // vectorized pass over the block, and the model is read and written once.
   constexpr size_t kBlock = 512;
@@ -61,23 +67,13 @@ ConsensusSquares ConsensusStep(double gamma, std::span<const std::span<const flo
     // The lanes continue across blocks (kBlock is a multiple of kLaneCount), so the sums are
     // LaneSum's over the whole vector.
     static_assert(kBlock % kLaneCount == 0);
-    size_t i = 0;
-    for (; i + kLaneCount <= n; i += kLaneCount) {
-      for (size_t l = 0; l < kLaneCount; ++l) {
-        const double pv = p[begin + i + l];
-        const double r = static_cast<double>(xs[begin + i + l]) - pv;
-        mix.v[l] += acc[i + l] * acc[i + l];
-        pub.v[l] += pv * pv;
-        residual.v[l] += r * r;
-      }
-    }
-    for (size_t l = 0; i < n; ++i, ++l) {
+    ForEachLane(n, [&](size_t i, size_t l) {
       const double pv = p[begin + i];
       const double r = static_cast<double>(xs[begin + i]) - pv;
       mix.v[l] += acc[i] * acc[i];
       pub.v[l] += pv * pv;
       residual.v[l] += r * r;
-    }
+    });
   }
   return {mix.Total(), pub.Total(), residual.Total()};
 }

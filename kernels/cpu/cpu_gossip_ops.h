@@ -4,6 +4,8 @@
 
 #include <span>
 
+#include "kernels/gossip_ops.h"
+
 namespace murmur::kernels::cpu {
 
 void Subtract(std::span<const float> a, std::span<const float> b, std::span<float> out);
@@ -14,14 +16,10 @@ double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x
 void DivideInto(std::span<const double> acc, double divisor, std::span<float> out);
 double SquaredDistance(std::span<const float> a, std::span<const float> b);
 
-struct ConsensusSquares {
-  double mix = 0;          // Σ_k (Σ_j w_j (copies_j,k − public_k))²
-  double public_copy = 0;  // Σ_k public_k²
-  double residual = 0;     // Σ_k (x_k − public_k)², x after the step
-};
 // kernels::ConsensusStep on the host, in one pass over the vectors.
-ConsensusSquares ConsensusStep(double gamma, std::span<const std::span<const float>> copies,
-                               std::span<const double> weights, std::span<const float> public_copy,
-                               std::span<float> x);
+kernels::ConsensusSquares ConsensusStep(double gamma,
+                                        std::span<const std::span<const float>> copies,
+                                        std::span<const double> weights,
+                                        std::span<const float> public_copy, std::span<float> x);
 
 }  // namespace murmur::kernels::cpu

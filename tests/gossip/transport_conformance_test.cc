@@ -67,6 +67,19 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
     return out;
   }
 
+  // Messages numbered source * stride + i (i = 0, 1, ...): each source's arrive in order.
+  static void ExpectOrderPerSource(const std::vector<Message>& got, size_t sources,
+                                   uint64_t stride) {
+    std::vector<int64_t> last(sources, -1);
+    for (const Message& m : got) {
+      const uint64_t n = NumberOf(m);
+      const size_t source = n / stride;
+      ASSERT_LT(source, sources);
+      EXPECT_EQ(static_cast<int64_t>(n % stride), last[source] + 1) << "source " << source;
+      last[source] = static_cast<int64_t>(n % stride);
+    }
+  }
+
   std::shared_ptr<InProcNetwork> network_ = MakeInProcNetwork();
 };
 
@@ -118,14 +131,7 @@ TEST_P(TransportConformanceTest, ManyPeersEachKeepTheirOrder) {
   for (auto& t : threads) t.join();
   auto got = ReceiveN(*sink, peers * each);
   ASSERT_EQ(got.size(), peers * each);
-  std::vector<int64_t> last(peers, -1);
-  for (const Message& m : got) {
-    const uint64_t n = NumberOf(m);
-    const size_t p = n / 1000;
-    ASSERT_LT(p, peers);
-    EXPECT_EQ(static_cast<int64_t>(n % 1000), last[p] + 1) << "peer " << p;
-    last[p] = static_cast<int64_t>(n % 1000);
-  }
+  ExpectOrderPerSource(got, peers, 1000);
 }
 
 // Several threads of one node sending to one peer at once (the training thread's rounds, the
@@ -154,15 +160,8 @@ TEST_P(TransportConformanceTest, ConcurrentSendersThroughOneTransportKeepEachThr
   for (auto& t : senders) t.join();
   auto got = ReceiveN(*b, threads * each, milliseconds(30000));
   ASSERT_EQ(got.size(), threads * each);
-  std::vector<int64_t> last(threads, -1);
-  for (const Message& m : got) {
-    const uint64_t n = NumberOf(m);
-    const size_t t = n / 100000;
-    ASSERT_LT(t, threads);
-    ASSERT_EQ(static_cast<int64_t>(n % 100000), last[t] + 1) << "thread " << t;
-    last[t] = static_cast<int64_t>(n % 100000);
-    EXPECT_EQ(m.frames.size(), n % 50 == 0 ? 1u : 0u);
-  }
+  ExpectOrderPerSource(got, threads, 100000);
+  for (const Message& m : got) EXPECT_EQ(m.frames.size(), NumberOf(m) % 50 == 0 ? 1u : 0u);
   EXPECT_EQ(a->Stats().sent_messages, threads * each);
 }
 
