@@ -590,7 +590,13 @@ void Membership::Tick(TimePoint now) {
 
 void Membership::Leave(TimePoint) {
   if (left_) return;
-  for (NodeId id : LiveOthers()) Send(members_.at(id).entry.address, gossip::Leave{});
+  // Our own entry first: its progress ("finished" above all) must not leave with us. A member
+  // that ends its run and leaves within a protocol period would otherwise take the news along,
+  // and members that depend on it (a synchronous run's ranks) would wait for it forever.
+  for (NodeId id : LiveOthers()) {
+    Send(members_.at(id).entry.address, Digest{{self_}, false});
+    Send(members_.at(id).entry.address, gossip::Leave{});
+  }
   left_ = true;
   self_.state = MemberState::kLeft;
   UpdateView();

@@ -143,7 +143,8 @@ class Membership {
   // Refused messages by reason.
   const std::map<std::string, uint64_t, std::less<>>& rejected() const { return rejected_; }
   void Tick(TimePoint now);
-  // Graceful leave: tells every live member and stops probing. Step/Tick do nothing afterwards.
+  // Graceful leave: tells every live member its final entry (progress, "finished") and that it
+  // leaves, and stops probing. Step/Tick do nothing afterwards.
   void Leave(TimePoint now);
 
   std::vector<Outgoing> TakeOutput();

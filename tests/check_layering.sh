@@ -58,6 +58,7 @@ check_folder node/train base/ kernels/ coding/ node/train/
 check_folder node/peer base/ gossip/ proto/ node/peer/
 check_folder node/observe base/ kernels/ coding/ gossip/ proto/ node/peer/ node/observe/
 check_folder node/driver base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/
+check_folder node/sim base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/sim/
 
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

@@ -1,0 +1,80 @@
+#pragma once
+// The simulator's network (issue 24): every node has one NIC whose uplink serializes what it
+// sends and whose downlink serializes what it receives; a message occupies each for
+// bytes / bandwidth, and its first byte reaches the receiver's NIC one latency after it left the
+// sender's (cut-through: an idle path delivers at send + latency + bytes / bandwidth). Two
+// messages that arrive at one downlink at once queue (a parent's incast, a snapshot behind an
+// update). Loss is drawn per message from a seeded generator; a partition or a node that is down
+// loses what crosses it. No wall clock: the caller passes virtual time.
+// Thread safety: none; the simulator's one thread.
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace murmur::sim {
+
+struct LinkSpec {
+  Duration latency{0};   // one way
+  double bits_per_s = 0;  // 0: unlimited (a message takes no time on a link)
+  double loss = 0;        // probability a message is lost, in [0, 1)
+
+  // Time `bytes` occupy a link.
+  Duration Transmission(uint64_t bytes) const;
+  // The canonical text, which parses back to the same spec ("latency=50ms,bandwidth=100Mbit").
+  std::string ToString() const;
+};
+
+// A link by name, then optional overrides, comma-separated:
+//   ideal                     no latency, unlimited bandwidth
+//   loopback                  5 us, 40 Gbit/s (what one host's TCP loopback roughly gives)
+//   100GbE | 25GbE | 10GbE    5 / 10 / 20 us, that many Gbit/s (a data-centre rack)
+//   1GbE                      50 us, 1 Gbit/s
+//   wan:D                     latency D, 100 Mbit/s unless given ("wan:50ms,100Mbit")
+//   latency=D  bandwidth=B  loss=P   overrides; a bare bandwidth (100Mbit) also works
+// Bandwidths take bit, Kbit, Mbit, Gbit (per second); durations us, ms, s.
+// kInvalidArgument naming the part that is wrong and what is allowed.
+StatusOr<LinkSpec> ParseLink(std::string_view text);
+
+class NetworkModel {
+ public:
+  NetworkModel(size_t nodes, LinkSpec link, uint64_t seed);
+
+  const LinkSpec& link() const { return link_; }
+  // Reserves `from`'s uplink for a message of `bytes` sent at `now` (plus `hold`, an injected
+  // send delay, before it reaches the NIC). Returns when its first byte reaches `to`'s NIC, or
+  // nullopt when it is lost (drawn loss). Partitions and down nodes are checked at arrival.
+  std::optional<TimePoint> Send(size_t from, size_t to, uint64_t bytes, TimePoint now,
+                                Duration hold = Duration(0));
+  // Reserves `to`'s downlink for a message whose first byte arrives at `at`: returns when its
+  // last byte is in (the delivery time).
+  TimePoint Receive(size_t to, uint64_t bytes, TimePoint at);
+  // False across a partition or when the receiver is down (what a sender sent before it went
+  // down is on its way).
+  bool Reachable(size_t from, size_t to) const;
+
+  // Nodes in different groups cannot reach each other; `groups` has one entry per node.
+  void Partition(std::vector<int> groups) { group_ = std::move(groups); }
+  void Heal() { std::fill(group_.begin(), group_.end(), 0); }
+  void SetDown(size_t node, bool down);
+
+  // A seeded draw in [0, 1), shared with the callers that inject loss (one stream: one seed
+  // gives one run).
+  double Uniform() { return std::uniform_real_distribution<double>(0, 1)(rng_); }
+
+ private:
+  LinkSpec link_;
+  std::mt19937_64 rng_;
+  std::vector<TimePoint> uplink_free_;
+  std::vector<TimePoint> downlink_free_;
+  std::vector<int> group_;
+  std::vector<bool> down_;
+};
+
+}  // namespace murmur::sim

@@ -1,0 +1,579 @@
+#include "node/sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <queue>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "node/peer/peer_node.h"
+#include "proto/envelope_codec.h"
+
+namespace murmur::sim {
+namespace {
+
+enum class EventKind : uint8_t { kStart, kTick, kArrive, kDeliver, kComputeDone, kCrash, kRestart,
+                                 kPartition, kHeal, kSample };
+
+// A message on its way: the header frame as the real node encodes it, and its tensor frame.
+struct Wire {
+  size_t from = 0, to = 0;
+  uint64_t bytes = 0;  // on the links: header + tensor frame × wire_scale
+  std::string header;
+  std::shared_ptr<const std::vector<std::byte>> frame;
+};
+
+struct Event {
+  TimePoint at;
+  uint64_t order = 0;
+  EventKind kind = EventKind::kTick;
+  size_t node = 0;
+  uint64_t generation = 0;
+  std::shared_ptr<Wire> wire;
+  bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
+};
+
+double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+uint64_t Mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ULL; }
+
+}  // namespace
+
+Status SimOptions::Validate() const {
+  if (nodes == 0) return InvalidArgumentError("sim: nodes must be at least 1");
+  if (tick.count() <= 0 || view_interval.count() <= 0 || sample_every.count() <= 0) {
+    return InvalidArgumentError("sim: tick, view_interval and sample_every must be positive");
+  }
+  if (duration.count() <= 0) return InvalidArgumentError("sim: duration must be positive");
+  if (wire_scale <= 0) return InvalidArgumentError("sim: wire_scale must be positive");
+  if (kind == SimKind::kSync && !plan.has_value()) {
+    return InvalidArgumentError("sim: a synchronous mode needs its plan");
+  }
+  if (kind == SimKind::kSync && static_cast<int64_t>(nodes) != plan->processes) {
+    return InvalidArgumentError(fmt::format("sim: the plan needs {} processes, not {}",
+                                            plan->processes, nodes));
+  }
+  for (const auto& [i, s] : straggle) {
+    if (i >= nodes) return InvalidArgumentError(fmt::format("sim: straggle names node {} of {}", i, nodes));
+  }
+  for (const SimCrash& c : crashes) {
+    if (c.node >= nodes) return InvalidArgumentError(fmt::format("sim: crash names node {} of {}", c.node, nodes));
+  }
+  for (const SimJoin& j : joins) {
+    if (j.node >= nodes) return InvalidArgumentError(fmt::format("sim: join names node {} of {}", j.node, nodes));
+  }
+  for (const SimPartition& p : partitions) {
+    if (p.groups.size() != nodes) {
+      return InvalidArgumentError(fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
+    }
+  }
+  return OkStatus();
+}
+
+struct Simulator::Impl {
+  struct Queued {
+    gossip::Envelope envelope;
+    std::shared_ptr<Wire> wire;
+  };
+  struct Node {
+    bool running = false;  // the process exists (started, not crashed, its run not over)
+    uint64_t generation = 0;
+    std::unique_ptr<gossip::Membership> membership;
+    std::unique_ptr<gossip::GossipNode> gossip;
+    std::unique_ptr<gossip::SyncNode> sync;
+    std::vector<float> x;        // gossip: the model (the trainer's parameters)
+    std::vector<float> partial;  // sync: the partial gradient computed
+    uint64_t step_clock = 0;
+    uint64_t sequence = 0;
+    bool computing = false;
+    gossip::StepComputed step_done;
+    uint64_t gradient_iteration = 0;
+    std::deque<Queued> queued;  // machine messages that arrived while it computed
+    node::StragglerOptions straggle;
+    std::optional<node::StragglerInjector> injector;
+    TimePoint next_view{};
+    SimNodeResult r;
+  };
+
+  Impl(SimOptions options, Workload* w)
+      : o(std::move(options)), workload(w), net(o.nodes, o.link, o.seed ^ 0x5EEDULL), nodes(o.nodes),
+        rng(o.seed) {}
+
+  SimOptions o;
+  Workload* workload;
+  NetworkModel net;
+  std::vector<Node> nodes;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue;
+  uint64_t order = 0;
+  TimePoint now{};
+  std::mt19937_64 rng;
+  std::vector<float> x0;
+  SimResult result;
+  std::function<void(const SimMessage&)>* on_message = nullptr;
+  int pending_starts = 0;  // starts and restarts scheduled, not run yet
+
+  void Push(Event e) {
+    e.order = order++;
+    queue.push(std::move(e));
+  }
+  void Schedule(EventKind kind, TimePoint at, size_t node, std::shared_ptr<Wire> wire = nullptr) {
+    Push(Event{at, 0, kind, node, nodes[node].generation, std::move(wire)});
+  }
+
+  void Start(size_t i) {
+    Node& n = nodes[i];
+    ++n.generation;
+    n.running = true;
+    n.r.up = true;
+    n.r.id = Id(i);
+    n.computing = false;
+    n.queued.clear();
+    n.step_clock = 0;
+    net.SetDown(i, false);
+    gossip::MembershipOptions m = o.membership;
+    m.id = Id(i);
+    m.address = Address(i);
+    // Real incarnations are wall-clock milliseconds at start; a restart's is higher.
+    m.incarnation = 1 + static_cast<uint64_t>(
+                            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+    m.rng_seed = rng();
+    n.membership = std::make_unique<gossip::Membership>(m, now);
+    n.straggle = o.straggle.contains(i) ? o.straggle.at(i) : node::StragglerOptions{};
+    n.injector.emplace(n.straggle);
+    n.next_view = now;
+    if (o.kind == SimKind::kGossip) {
+      gossip::GossipNodeOptions g = o.gossip;
+      g.self = Id(i);
+      g.incarnation = m.incarnation;
+      g.shard_rows = workload->ShardRows(i, o.nodes);
+      n.x = x0;
+      workload->ResetOptimizer(i);
+      auto machine = gossip::GossipNode::Create(g, n.x, x0, true, now);
+      MURMUR_CHECK(machine.ok()) << machine.status().ToString();
+      n.gossip = *std::move(machine);
+      if (n.straggle.pause_from >= 0) {
+        n.gossip->Step(gossip::InjectedPause{n.straggle.pause_from, n.straggle.pause_to}, now);
+      }
+    } else if (o.kind == SimKind::kSync) {
+      gossip::SyncNodeOptions s = o.sync;
+      s.self = Id(i);
+      auto machine = gossip::SyncNode::Create(*o.plan, s, x0, now);
+      MURMUR_CHECK(machine.ok()) << machine.status().ToString();
+      n.sync = *std::move(machine);
+    }
+    // Nodes do not tick in lock-step: each at its own phase of the tick.
+    const auto phase = static_cast<int64_t>(rng() % static_cast<uint64_t>(o.tick.count()));
+    Schedule(EventKind::kTick, now + Duration(phase), i);
+  }
+
+  // The process is gone (a crash, or its run is over and it exited).
+  void Stop(size_t i, bool crashed) {
+    Node& n = nodes[i];
+    n.running = false;
+    ++n.generation;
+    if (crashed) {
+      n.r.up = false;
+      n.membership.reset();
+      n.gossip.reset();
+      n.sync.reset();
+    }
+    n.queued.clear();
+    net.SetDown(i, true);
+  }
+
+  void Send(size_t i, size_t to, gossip::Payload payload,
+            std::shared_ptr<const std::vector<std::byte>> frame) {
+    Node& n = nodes[i];
+    if (to >= nodes.size()) return;
+    if (n.straggle.drop > 0 && net.Uniform() < n.straggle.drop) return;  // injected, as PeerNode
+    gossip::Envelope e;
+    e.cluster_id = "sim";
+    e.sender_id = Id(i);
+    e.incarnation = n.membership->incarnation();
+    e.step_clock = n.step_clock;
+    e.sequence = ++n.sequence;
+    e.payload_frames = frame ? 1 : 0;
+    const node::MessageKind kind = node::KindOf(payload);
+    e.payload = std::move(payload);
+    auto wire = std::make_shared<Wire>();
+    wire->from = i;
+    wire->to = to;
+    wire->header = proto::EncodeEnvelope(e);
+    wire->bytes = wire->header.size() +
+                  (frame ? static_cast<uint64_t>(std::llround(static_cast<double>(frame->size()) * o.wire_scale)) : 0);
+    wire->frame = std::move(frame);
+    ++n.r.messages_sent;
+    n.r.bytes_sent += wire->bytes;
+    ++result.messages;
+    result.bytes += wire->bytes;
+    result.bytes_by_kind[std::string(node::MessageKindName(kind))] += wire->bytes;
+    result.trace_hash = Mix(Mix(Mix(Mix(result.trace_hash, static_cast<uint64_t>(now.time_since_epoch().count())), i), to), wire->bytes);
+    if (on_message != nullptr && *on_message) {
+      (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes, std::string(node::MessageKindName(kind))});
+    }
+    const auto arrival = net.Send(i, to, wire->bytes, now, n.straggle.send_delay);
+    if (!arrival.has_value()) {
+      ++n.r.lost;
+      return;
+    }
+    Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
+  }
+
+  void CollectMembership(size_t i) {
+    Node& n = nodes[i];
+    for (gossip::Outgoing& out : n.membership->TakeOutput()) {
+      if (!out.address.starts_with("sim://")) continue;
+      Send(i, std::stoul(out.address.substr(6)), std::move(out.payload), nullptr);
+    }
+    for (gossip::MemberEvent& e : n.membership->TakeEvents()) {
+      result.member_events.push_back({Seconds(now.time_since_epoch()), i, std::move(e)});
+    }
+  }
+
+  void Arrive(const std::shared_ptr<Wire>& wire) {
+    if (!net.Reachable(wire->from, wire->to)) {
+      ++nodes[wire->from].r.lost;
+      return;
+    }
+    Push(Event{net.Receive(wire->to, wire->bytes, now), 0, EventKind::kDeliver, wire->to, 0, wire});
+  }
+
+  void Deliver(const std::shared_ptr<Wire>& wire) {
+    const size_t i = wire->to;
+    Node& n = nodes[i];
+    if (!n.running || !net.Reachable(wire->from, i)) {
+      ++nodes[wire->from].r.lost;
+      return;
+    }
+    const auto* bytes = reinterpret_cast<const std::byte*>(wire->header.data());
+    auto envelope = proto::DecodeEnvelope({bytes, wire->header.size()}, "sim");
+    if (!envelope.ok() || !proto::CheckPayloadFrames(*envelope, wire->frame ? 1 : 0).ok()) {
+      ++n.r.rejected;
+      return;
+    }
+    ++n.r.messages_received;
+    n.r.bytes_received += wire->bytes;
+    if (node::KindOf(envelope->payload) == node::MessageKind::kMembership) {
+      n.membership->Step(*envelope, now);
+      CollectMembership(i);
+      return;
+    }
+    if (!n.gossip && !n.sync) return;
+    if (n.computing) {
+      n.queued.push_back({*std::move(envelope), wire});
+      return;
+    }
+    HandOver(i, *envelope, *wire);
+    Process(i);
+  }
+
+  void HandOver(size_t i, const gossip::Envelope& e, const Wire& wire) {
+    Node& n = nodes[i];
+    gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
+    if (wire.frame) in.frame = *wire.frame;
+    if (n.gossip) n.gossip->Step(in, now);
+    if (n.sync) n.sync->Step(in, now);
+  }
+
+  void Tick(size_t i) {
+    Node& n = nodes[i];
+    n.membership->Tick(now);
+    CollectMembership(i);
+    if ((n.gossip || n.sync) && !n.computing) DriverTurn(i);
+    if (n.running) Schedule(EventKind::kTick, now + o.tick, i);
+  }
+
+  // The membership view, every view_interval (the drivers' 20 ms), checked between computations.
+  void RefreshView(size_t i) {
+    Node& n = nodes[i];
+    if (now < n.next_view) return;
+    gossip::MemberView view{n.membership->Members()};
+    if (n.gossip) n.gossip->Step(view, now);
+    if (n.sync) n.sync->Step(view, now);
+    n.next_view = now + o.view_interval;
+  }
+
+  // What the real driver's loop does between computations: the membership view when
+  // view_interval passed, the machine's Tick, its outputs.
+  void DriverTurn(size_t i) {
+    Node& n = nodes[i];
+    RefreshView(i);
+    if (n.gossip) n.gossip->Tick(now);
+    if (n.sync) n.sync->Tick(now);
+    Process(i);
+  }
+
+  void StartCompute(size_t i, int64_t rows) {
+    Node& n = nodes[i];
+    const Duration compute = o.cost_per_sample * rows;
+    const Duration extra = n.injector->AfterStep(compute);
+    n.computing = true;
+    ++n.r.steps;
+    n.r.samples += rows;
+    n.r.compute_s += Seconds(compute + extra);
+    n.r.injected_s += Seconds(extra);
+    Schedule(EventKind::kComputeDone, now + compute + extra, i);
+  }
+
+  void ComputeDone(size_t i) {
+    Node& n = nodes[i];
+    n.computing = false;
+    for (; !n.queued.empty(); n.queued.pop_front()) HandOver(i, n.queued.front().envelope, *n.queued.front().wire);
+    RefreshView(i);
+    if (n.gossip) n.gossip->Step(n.step_done, now);
+    if (n.sync) n.sync->Step(gossip::GradientComputed{n.gradient_iteration, n.partial}, now);
+    Process(i);
+  }
+
+  void Process(size_t i) {
+    Node& n = nodes[i];
+    auto take = [&] { return n.gossip ? n.gossip->TakeOutput() : n.sync->TakeOutput(); };
+    for (auto actions = take(); !actions.empty(); actions = take()) {
+      for (gossip::NodeAction& action : actions) {
+        if (auto* send = std::get_if<gossip::SendTo>(&action)) {
+          if (send->to >= 1 && send->to <= nodes.size()) {
+            Send(i, static_cast<size_t>(send->to - 1), std::move(send->payload), std::move(send->frame));
+          }
+        } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
+          n.step_clock = a->step_clock;
+          n.membership->SetProgress(a->step_clock, a->samples, a->finished);
+        } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
+          const auto [loss, rows] = workload->Step(i, nodes.size(), n.x, c->lr);
+          n.step_done = gossip::StepComputed{std::isfinite(loss), loss, rows};
+          StartCompute(i, rows);
+        } else if (auto* g = std::get_if<gossip::ComputeGradient>(&action)) {
+          const auto own = n.sync->own();
+          const auto partial = workload->Gradient(i, g->iteration, own, g->model);
+          n.partial.assign(partial.begin(), partial.end());
+          n.gradient_iteration = g->iteration;
+          StartCompute(i, static_cast<int64_t>(own.size()));
+        } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
+          workload->ResetOptimizer(i);
+        } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
+          const auto [accuracy, loss] = workload->Evaluate(e->model);
+          if (n.gossip) n.gossip->Step(gossip::Evaluated{accuracy, loss}, now);
+          if (n.sync) n.sync->Step(gossip::Evaluated{accuracy, loss}, now);
+        } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
+          n.r.finished = f->reason;
+          n.r.finished_s = Seconds(now.time_since_epoch());
+        } else if (auto* over = std::get_if<gossip::RunOver>(&action)) {
+          n.r.ok = over->status.ok();
+          n.r.status = over->status.ToString();
+          n.r.over_s = Seconds(now.time_since_epoch());
+          n.membership->Leave(now);
+          CollectMembership(i);
+          Stop(i, false);
+          return;
+        }
+      }
+    }
+  }
+
+  void Sample(const std::function<void(const SimProgress&)>& progress) {
+    SimProgress p{Seconds(now.time_since_epoch()), Seconds(o.duration), 0, 0, nodes.size(), 0};
+    uint64_t steps = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Node& n = nodes[i];
+      SimSample s{p.virtual_s, i, n.step_clock, n.r.samples, 0, -1, n.r.bytes_sent, 0, n.running};
+      if (n.membership) s.live_view = n.membership->LiveView().size();
+      if (n.gossip) {
+        s.loss = n.gossip->state().loss;
+        s.accuracy = n.gossip->state().accuracy;
+      } else if (n.sync) {
+        s.loss = n.sync->state().loss;
+        s.accuracy = n.sync->state().accuracy;
+      }
+      if (o.kind != SimKind::kMembership || i < 64) result.series.push_back(s);
+      steps += n.step_clock;
+      if (!n.running && n.generation > 0) ++p.nodes_over;
+    }
+    p.mean_step = steps / nodes.size();
+    if (progress) progress(p);
+  }
+
+  bool AllOver() const {
+    if (o.kind == SimKind::kMembership || pending_starts > 0) return false;
+    for (const Node& n : nodes) {
+      if (n.running) return false;
+    }
+    return true;
+  }
+
+  void Finalize() {
+    std::vector<const std::vector<float>*> models;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Node& n = nodes[i];
+      SimNodeResult& r = n.r;
+      r.id = Id(i);
+      if (n.membership) r.live_view = n.membership->LiveView().size();
+      r.step_clock = n.step_clock;
+      if (n.gossip) {
+        r.accuracy = n.gossip->state().accuracy;
+        r.loss = n.gossip->state().loss;
+        r.finish = n.gossip->state().finish;
+        r.optimum_distance = workload->OptimumDistance(n.x);
+        if (r.up) models.push_back(&n.x);
+      } else if (n.sync) {
+        r.accuracy = n.sync->state().accuracy;
+        r.loss = n.sync->state().loss;
+        if (n.sync->rank() == 0) {
+          r.optimum_distance = workload->OptimumDistance(n.sync->model());
+          result.iteration_ms = n.sync->state().iteration_ms;
+        }
+      }
+      result.nodes.push_back(r);
+    }
+    if (models.size() > 1) {
+      const size_t d = models[0]->size();
+      std::vector<double> mean(d, 0.0);
+      for (const auto* m : models) {
+        for (size_t j = 0; j < d; ++j) mean[j] += (*m)[j];
+      }
+      double norm = 0;
+      for (double& v : mean) {
+        v /= static_cast<double>(models.size());
+        norm += v * v;
+      }
+      for (const auto* m : models) {
+        double d2 = 0;
+        for (size_t j = 0; j < d; ++j) d2 += ((*m)[j] - mean[j]) * ((*m)[j] - mean[j]);
+        result.consensus_distance = std::max(result.consensus_distance, std::sqrt(d2 / std::max(norm, 1e-30)));
+      }
+    }
+  }
+};
+
+Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Simulator::~Simulator() = default;
+
+StatusOr<std::unique_ptr<Simulator>> Simulator::Create(SimOptions options, Workload* workload) {
+  MURMUR_RETURN_IF_ERROR(options.Validate());
+  if (options.kind != SimKind::kMembership && workload == nullptr) {
+    return InvalidArgumentError("sim: a training mode needs a workload");
+  }
+  const size_t seeds = std::min<size_t>(options.nodes, 3);
+  options.membership.seeds.clear();
+  for (size_t i = 0; i < seeds; ++i) options.membership.seeds.push_back(Address(i));
+  gossip::MembershipOptions first = options.membership;
+  first.id = Id(0);
+  first.address = Address(0);
+  MURMUR_RETURN_IF_ERROR(first.Validate());
+  if (options.kind == SimKind::kGossip) {
+    gossip::GossipNodeOptions g = options.gossip;
+    g.self = Id(0);
+    g.incarnation = 1;
+    MURMUR_RETURN_IF_ERROR(g.Validate());
+  }
+  if (options.kind == SimKind::kSync) {
+    gossip::SyncNodeOptions s = options.sync;
+    s.self = Id(0);
+    MURMUR_RETURN_IF_ERROR(s.Validate());
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), workload);
+  if (workload != nullptr) impl->x0 = workload->InitialModel();
+  return std::unique_ptr<Simulator>(new Simulator(std::move(impl)));
+}
+
+SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress) {
+  Impl& s = *impl_;
+  s.on_message = &on_message;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const TimePoint start{};
+  std::vector<bool> late(s.nodes.size(), false);
+  for (const SimJoin& j : s.o.joins) {
+    late[j.node] = true;
+    ++s.pending_starts;
+    s.Push(Event{start + j.at, 0, EventKind::kStart, j.node, 0, nullptr});
+  }
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    if (!late[i]) {
+      ++s.pending_starts;
+      s.Push(Event{start, 0, EventKind::kStart, i, 0, nullptr});
+    }
+  }
+  for (const SimCrash& c : s.o.crashes) s.Push(Event{start + c.at, 0, EventKind::kCrash, c.node, 0, nullptr});
+  for (size_t k = 0; k < s.o.partitions.size(); ++k) {
+    s.Push(Event{start + s.o.partitions[k].at, 0, EventKind::kPartition, k, 0, nullptr});
+  }
+  s.Push(Event{start, 0, EventKind::kSample, 0, 0, nullptr});
+  const TimePoint end = start + s.o.duration;
+  bool started = false;
+  while (!s.queue.empty() && s.queue.top().at <= end) {
+    Event e = s.queue.top();
+    s.queue.pop();
+    s.now = e.at;
+    ++s.result.events;
+    Impl::Node* n = e.kind == EventKind::kPartition || e.kind == EventKind::kHeal ||
+                            e.kind == EventKind::kSample
+                        ? nullptr
+                        : &s.nodes[e.node];
+    switch (e.kind) {
+      case EventKind::kStart:
+        started = true;
+        --s.pending_starts;
+        if (!n->running) s.Start(e.node);
+        break;
+      case EventKind::kTick:
+        if (n->running && e.generation == n->generation) s.Tick(e.node);
+        break;
+      case EventKind::kArrive:
+        s.Arrive(e.wire);
+        break;
+      case EventKind::kDeliver:
+        s.Deliver(e.wire);
+        break;
+      case EventKind::kComputeDone:
+        if (n->running && e.generation == n->generation) s.ComputeDone(e.node);
+        break;
+      case EventKind::kCrash:
+        if (n->running) {
+          s.Stop(e.node, true);
+          for (const SimCrash& c : s.o.crashes) {
+            if (c.node == e.node && c.down.count() > 0 && start + c.at == s.now) {
+              ++s.pending_starts;
+              s.Push(Event{s.now + c.down, 0, EventKind::kRestart, e.node, 0, nullptr});
+            }
+          }
+        }
+        break;
+      case EventKind::kRestart:
+        --s.pending_starts;
+        ++n->r.restarts;
+        s.Start(e.node);
+        break;
+      case EventKind::kPartition: {
+        const SimPartition& p = s.o.partitions[e.node];
+        s.net.Partition(p.groups);
+        if (p.length.count() > 0) s.Push(Event{s.now + p.length, 0, EventKind::kHeal, 0, 0, nullptr});
+        break;
+      }
+      case EventKind::kHeal:
+        s.net.Heal();
+        break;
+      case EventKind::kSample:
+        s.Sample(progress);
+        if (started && s.AllOver()) {
+          s.result.all_over = true;
+          s.queue = {};
+          break;
+        }
+        s.Push(Event{s.now + s.o.sample_every, 0, EventKind::kSample, 0, 0, nullptr});
+        break;
+    }
+  }
+  s.result.virtual_s = Seconds(s.now - start);
+  if (s.result.all_over) {
+    double last = 0;
+    for (const Impl::Node& node : s.nodes) last = std::max(last, node.r.over_s);
+    s.result.virtual_s = last;
+  }
+  s.Finalize();
+  s.result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return std::move(s.result);
+}
+
+}  // namespace murmur::sim

@@ -1,0 +1,185 @@
+#pragma once
+// `murmur sim`'s engine (issue 24): a discrete-event simulation that drives the real sans-IO
+// machines of every mode — gossip::Membership, and gossip::GossipNode or gossip::SyncNode — in
+// virtual time, with no threads and no sockets. Every message is encoded by the real wire code
+// (proto::EncodeEnvelope) and decoded by it at the receiver (proto::DecodeEnvelope with the
+// node's limits), so the bytes on a simulated link are the bytes the real node sends
+// (PeerNode::Emit: the header frame plus the tensor frame; `wire_scale` stretches tensor frames
+// for a model dimension larger than the one computed).
+//
+// What the simulator models, and how it follows the real drivers (node/driver/):
+//   network   network.h: per-NIC uplink and downlink serialization, latency, loss, partitions.
+//   compute   a step takes rows × cost_per_sample, then the node's straggler injection
+//             (node/peer/straggler.h: slowdown, delay, exp, exp_slowdown; `pause` is the
+//             machine's InjectedPause; send_delay and drop apply to its outgoing messages, as
+//             PeerNode does). What a step does to the model is the Workload's (workload.h).
+//   drivers   one training thread per node: messages for the machine that arrive while it
+//             computes wait and are handed over, in order, before the completion (as Drain does);
+//             membership messages are handled on arrival (PeerNode's own thread); the machine
+//             gets the membership view every `view_interval` and ticks every `tick`.
+//   faults    crashes (a node's state is gone; it may restart `down` later with a new
+//             incarnation and joins again), late joins, partitions.
+// Deterministic: one seed gives one run, bit for bit (a trace hash over every message proves it).
+// Thread safety: none.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "gossip/gossip_node.h"
+#include "gossip/membership.h"
+#include "gossip/sync_node.h"
+#include "node/peer/straggler.h"
+#include "node/sim/network.h"
+#include "node/sim/workload.h"
+
+namespace murmur::sim {
+
+// Node `node` goes down `at` into the run and, when `down` > 0, starts again that much later.
+struct SimCrash {
+  size_t node = 0;
+  Duration at{0};
+  Duration down{0};
+};
+// Node `node` starts `at` into the run instead of at 0.
+struct SimJoin {
+  size_t node = 0;
+  Duration at{0};
+};
+// Nodes of one group cannot reach the others' from `at` until `at + length` (0: for good).
+struct SimPartition {
+  std::vector<int> groups;  // one entry per node
+  Duration at{0};
+  Duration length{0};
+};
+
+enum class SimKind : uint8_t { kMembership, kGossip, kSync };
+
+struct SimOptions {
+  SimKind kind = SimKind::kGossip;
+  size_t nodes = 4;  // processes (a sync plan's `processes`)
+  Duration duration = std::chrono::seconds(60);  // virtual time; the run stops there at the latest
+  LinkSpec link;
+  gossip::MembershipOptions membership;  // timing; ids, addresses, seeds are filled per node
+  Duration tick = std::chrono::milliseconds(5);
+  Duration view_interval = std::chrono::milliseconds(20);
+  Duration cost_per_sample = std::chrono::microseconds(10);
+  std::map<size_t, node::StragglerOptions> straggle;
+  std::vector<SimCrash> crashes;
+  std::vector<SimJoin> joins;
+  std::vector<SimPartition> partitions;
+  double wire_scale = 1;  // tensor frame bytes on the links × this (virtual dimension / real)
+  gossip::GossipNodeOptions gossip;  // self, incarnation, shard_rows are filled per node
+  std::optional<gossip::SyncPlan> plan;
+  gossip::SyncNodeOptions sync;  // self is filled per node
+  uint64_t seed = 1;
+  Duration sample_every = std::chrono::milliseconds(100);  // the time series
+
+  Status Validate() const;
+};
+
+// A node's run, at the end.
+struct SimNodeResult {
+  gossip::NodeId id = 0;
+  bool up = true;
+  uint64_t restarts = 0;
+  uint64_t steps = 0;      // computations (local steps, or partial gradients)
+  int64_t samples = 0;
+  double compute_s = 0;    // virtual seconds computing, injected delay included
+  double injected_s = 0;
+  uint64_t messages_sent = 0, bytes_sent = 0;
+  uint64_t messages_received = 0, bytes_received = 0;
+  uint64_t lost = 0;       // its messages lost on the way (loss, partition, a down receiver)
+  uint64_t rejected = 0;   // messages it refused (decode, membership or machine checks)
+  std::string finished;    // the end reason ("" when it never finished)
+  double finished_s = -1, over_s = -1;
+  bool ok = true;          // RunOver's status
+  std::string status;
+  double accuracy = -1, loss = 0;
+  std::optional<double> optimum_distance;
+  std::string finish;      // gossip: the consensus finish's outcome
+  uint64_t step_clock = 0;
+  size_t live_view = 0;    // members it holds alive or suspect at the end
+};
+
+// One row of the time series.
+struct SimSample {
+  double t_s = 0;
+  size_t node = 0;
+  uint64_t step = 0;
+  int64_t samples = 0;
+  double loss = 0;
+  double accuracy = -1;
+  uint64_t bytes_sent = 0;
+  size_t live_view = 0;
+  bool up = true;
+};
+
+// A membership event seen by one node (a member alive, suspect, dead, left, ...).
+struct SimMemberEvent {
+  double t_s = 0;
+  size_t observer = 0;
+  gossip::MemberEvent event;
+};
+
+struct SimResult {
+  double virtual_s = 0;
+  double wall_s = 0;
+  uint64_t events = 0;
+  uint64_t messages = 0, bytes = 0;
+  std::map<std::string, uint64_t> bytes_by_kind;  // membership, update, snapshot, coded, finish
+  uint64_t trace_hash = 0;  // over every message sent: time, ends, bytes (determinism)
+  bool all_over = false;    // every node's run ended (training modes)
+  std::vector<SimNodeResult> nodes;
+  std::vector<SimSample> series;
+  std::vector<SimMemberEvent> member_events;
+  std::vector<double> iteration_ms;  // sync: the root's (ring: rank 0's) iteration times
+  // Gossip: max over nodes of ‖x_i − x̄‖ / ‖x̄‖ at the end (0 when one node).
+  double consensus_distance = 0;
+};
+
+struct SimProgress {
+  double virtual_s = 0;
+  double duration_s = 0;
+  uint64_t events = 0;
+  size_t nodes_over = 0;
+  size_t nodes = 0;
+  uint64_t mean_step = 0;
+};
+
+// One message sent, for tests that compare traces.
+struct SimMessage {
+  double t_s = 0;
+  size_t from = 0, to = 0;
+  uint64_t bytes = 0;
+  std::string kind;  // the payload's type
+};
+
+class Simulator {
+ public:
+  // `workload` must outlive the simulator; it is unused for membership runs (nullptr allowed).
+  static StatusOr<std::unique_ptr<Simulator>> Create(SimOptions options, Workload* workload);
+  ~Simulator();
+
+  // Runs to the end: every node's run over (training modes) or `duration`. `progress` gets the
+  // state every `sample_every` of virtual time.
+  SimResult Run(const std::function<void(const SimProgress&)>& progress = nullptr);
+
+  std::function<void(const SimMessage&)> on_message;
+
+  static std::string Address(size_t i) { return "sim://" + std::to_string(i); }
+  static gossip::NodeId Id(size_t i) { return i + 1; }
+
+ private:
+  struct Impl;
+  explicit Simulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace murmur::sim

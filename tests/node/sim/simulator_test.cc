@@ -1,0 +1,209 @@
+// The simulator (node/sim/, issue 24): its network model, determinism, and the real machines of
+// every mode run to their end in virtual time.
+#include "node/sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "coding/compressor.h"
+#include "gossip/mode.h"
+#include "node/sim/network.h"
+#include "node/sim/workload.h"
+
+namespace murmur::sim {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(LinkTest, ParsesNamesAndOverrides) {
+  auto wan = ParseLink("wan:50ms,100Mbit");
+  ASSERT_TRUE(wan.ok()) << wan.status();
+  EXPECT_EQ(wan->latency, milliseconds(50));
+  EXPECT_EQ(wan->bits_per_s, 100e6);
+  auto lan = ParseLink("1GbE,loss=0.01");
+  ASSERT_TRUE(lan.ok()) << lan.status();
+  EXPECT_EQ(lan->bits_per_s, 1e9);
+  EXPECT_EQ(lan->loss, 0.01);
+  auto custom = ParseLink("latency=2ms,bandwidth=10Gbit");
+  ASSERT_TRUE(custom.ok());
+  EXPECT_EQ(custom->latency, milliseconds(2));
+  auto back = ParseLink(custom->ToString());
+  ASSERT_TRUE(back.ok()) << custom->ToString();
+  EXPECT_EQ(back->latency, custom->latency);
+  EXPECT_EQ(back->bits_per_s, custom->bits_per_s);
+  for (const char* bad : {"", "fast", "1GbE,loss=1", "latency=5", "bandwidth=10", "wan:x"}) {
+    auto r = ParseLink(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("allowed"), std::string::npos) << r.status();
+    }
+  }
+}
+
+TEST(NetworkModelTest, SerializesEachNicAndAddsLatency) {
+  // 8 Mbit/s: 1000 bytes take 1 ms on a link; latency 10 ms.
+  NetworkModel net(3, LinkSpec{milliseconds(10), 8e6, 0}, 1);
+  const TimePoint t0{};
+  // Two messages from node 0 at once: the second leaves the uplink 1 ms later.
+  auto a = net.Send(0, 1, 1000, t0);
+  auto b = net.Send(0, 2, 1000, t0);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a, t0 + milliseconds(10));
+  EXPECT_EQ(*b, t0 + milliseconds(11));
+  // An idle downlink delivers at first byte + transmission.
+  EXPECT_EQ(net.Receive(1, 1000, *a), t0 + milliseconds(11));
+  // Incast: two senders' messages arriving at one downlink at once queue.
+  auto c = net.Send(1, 2, 1000, t0);
+  EXPECT_EQ(net.Receive(2, 1000, *c), t0 + milliseconds(11));
+  EXPECT_EQ(net.Receive(2, 1000, *b), t0 + milliseconds(12));
+  net.Partition({0, 0, 1});
+  EXPECT_FALSE(net.Reachable(0, 2));
+  EXPECT_TRUE(net.Reachable(0, 1));
+  net.Heal();
+  net.SetDown(2, true);
+  EXPECT_FALSE(net.Reachable(0, 2));
+}
+
+SimOptions GossipOptions(size_t nodes, int64_t budget) {
+  SimOptions o;
+  o.kind = SimKind::kGossip;
+  o.nodes = nodes;
+  o.link = *ParseLink("1GbE");
+  o.membership.probe_interval = milliseconds(200);
+  o.membership.probe_timeout = milliseconds(80);
+  o.membership.join_retry = milliseconds(400);
+  o.gossip.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
+  o.gossip.expect_members = static_cast<int>(nodes);
+  o.gossip.budget_samples = budget;
+  o.gossip.finish_wait = seconds(2);
+  o.gossip.linger = milliseconds(100);
+  o.duration = seconds(120);
+  return o;
+}
+
+TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
+  constexpr uint64_t kSeed = 5;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  auto run = [&] {
+    SyntheticWorkload w(1000, 6000, 64, 0.5, kSeed);
+    SimOptions o = GossipOptions(4, 20 * 6000);
+    o.seed = kSeed;
+    auto sim = Simulator::Create(o, &w);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    return (*sim)->Run();
+  };
+  const SimResult a = run();
+  const SimResult b = run();
+  ASSERT_TRUE(a.all_over);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_EQ(a.messages, b.messages);
+  int64_t samples = 0;
+  for (const SimNodeResult& n : a.nodes) {
+    EXPECT_TRUE(n.ok) << n.status;
+    EXPECT_EQ(n.finished, "epochs");
+    EXPECT_EQ(n.finish, "averaged");
+    samples += n.samples;
+    ASSERT_TRUE(n.optimum_distance.has_value());
+    std::printf("node %llu: %llu steps, %.3f MB sent, optimum distance %.4f, over at %.3f s\n",
+                static_cast<unsigned long long>(n.id), static_cast<unsigned long long>(n.steps),
+                n.bytes_sent / 1e6, *n.optimum_distance, n.over_s);
+  }
+  EXPECT_GE(samples, 20 * 6000);
+  EXPECT_LE(samples, 30 * 6000);  // the budget overshoots by what the digests lag
+  EXPECT_LT(a.consensus_distance, 1e-3);
+  std::printf("%llu events, %llu messages, %.1f virtual s in %.2f wall s\n",
+              static_cast<unsigned long long>(a.events), static_cast<unsigned long long>(a.messages),
+              a.virtual_s, a.wall_s);
+}
+
+// One run of a synchronous mode on the N = 12 workers of the CodedReduce paper's setting (n = 3,
+// L = 2, s = 1), full-batch least squares, `straggle` applied to the given nodes (process indices).
+SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle) {
+  constexpr int64_t kRows = 1200;
+  SyntheticWorkload w(256, kRows, kRows, 0.5, 3);
+  auto plan = gossip::MakeSyncPlan(mode, 3, 2, 1, 7);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  SimOptions o;
+  o.kind = SimKind::kSync;
+  o.nodes = static_cast<size_t>(plan->processes);
+  o.plan = *plan;
+  o.link = *ParseLink("10GbE");
+  o.membership.probe_interval = milliseconds(200);
+  o.membership.probe_timeout = milliseconds(80);
+  o.membership.join_retry = milliseconds(400);
+  o.sync.batch = kRows;
+  o.sync.iterations = 20;
+  o.sync.lr = 0.5;
+  o.sync.eval_every = 0;
+  o.sync.linger = milliseconds(100);
+  o.cost_per_sample = std::chrono::microseconds(100);
+  o.straggle = straggle;
+  o.duration = seconds(120);
+  auto sim = Simulator::Create(o, &w);
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  return (*sim)->Run();
+}
+
+double MeanMs(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) {
+  // Workers 3, 6, 9, 12 (one child of every parent) at 5x: processes 3, 6, 9, 12 after a tree's
+  // root, 2, 5, 8, 11 of a ring.
+  node::StragglerOptions slow;
+  slow.slowdown = 5;
+  std::map<std::string, double> base_ms, slow_ms;
+  std::optional<double> reference;
+  for (gossip::Mode mode : {gossip::Mode::kCodedTree, gossip::Mode::kTree, gossip::Mode::kGc,
+                            gossip::Mode::kRing}) {
+    const std::string name(gossip::ModeName(mode));
+    std::map<size_t, node::StragglerOptions> stragglers;
+    for (size_t w : {3, 6, 9, 12}) stragglers[mode == gossip::Mode::kRing ? w - 1 : w] = slow;
+    for (bool with : {false, true}) {
+      const SimResult r = RunSync(mode, with ? stragglers : std::map<size_t, node::StragglerOptions>{});
+      if (!r.all_over) {
+        std::printf("virtual %.2f events %llu\n", r.virtual_s, (unsigned long long)r.events);
+        for (const SimNodeResult& n : r.nodes) std::printf("node %llu steps %llu fin %s over %.2f view %zu rej %llu recv %llu status %s\n", (unsigned long long)n.id, (unsigned long long)n.steps, n.finished.c_str(), n.over_s, n.live_view, (unsigned long long)n.rejected, (unsigned long long)n.messages_received, n.status.c_str());
+      }
+      ASSERT_TRUE(r.all_over) << name;
+      for (const SimNodeResult& n : r.nodes) EXPECT_TRUE(n.ok) << name << " node " << n.id << ": " << n.status;
+      ASSERT_EQ(r.iteration_ms.size(), 20u) << name;
+      (with ? slow_ms : base_ms)[name] = MeanMs(r.iteration_ms);
+      // Exact decoding: every mode takes the same 20 steps of full-batch gradient descent.
+      const SimNodeResult& root = r.nodes[0];  // rank 0: the root, or the ring's first
+      ASSERT_TRUE(root.optimum_distance.has_value()) << name;
+      if (!reference) reference = *root.optimum_distance;
+      EXPECT_NEAR(*root.optimum_distance, *reference, 1e-4) << name;
+    }
+    std::printf("%-10s iteration %.2f ms, with one 5x straggler per parent %.2f ms (%.2fx)\n",
+                name.c_str(), base_ms[name], slow_ms[name], slow_ms[name] / base_ms[name]);
+  }
+  EXPECT_LT(slow_ms["coded-tree"], 1.2 * base_ms["coded-tree"]);
+  EXPECT_GT(slow_ms["tree"], 2.5 * base_ms["tree"]);
+  EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
+}
+
+TEST(SimulatorTest, Debug) {
+  if (!getenv("SIMDBG")) GTEST_SKIP();
+  SyntheticWorkload w(1000, 6000, 64, 0.5, 5);
+  SimOptions o;
+  o.kind = SimKind::kGossip; o.nodes = getenv("SIMN") ? atoi(getenv("SIMN")) : 4; o.link = *ParseLink("1GbE");
+  o.membership.probe_interval = milliseconds(200); o.membership.probe_timeout = milliseconds(80); o.membership.join_retry = milliseconds(400);
+  o.gossip.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
+  o.gossip.expect_members = o.nodes; o.gossip.budget_samples = atoi(getenv("SIMB")); if (getenv("SIMF")) o.gossip.finish_wait = Duration(0); o.gossip.finish_wait = seconds(2); o.gossip.linger = milliseconds(100);
+  o.duration = seconds(atoi(getenv("SIMDBG"))); o.sample_every = milliseconds(500);
+  auto sim = Simulator::Create(o, &w);
+  if (!sim.ok()) { printf("%s\n", sim.status().ToString().c_str()); return; }
+  auto r = (*sim)->Run([](const SimProgress& p) { printf("t=%.1f events=%llu over=%zu step=%llu\n", p.virtual_s, (unsigned long long)p.events, p.nodes_over, (unsigned long long)p.mean_step); fflush(stdout);});
+  printf("events %llu msgs %llu wall %.2f\n", (unsigned long long)r.events, (unsigned long long)r.messages, r.wall_s);
+  for (auto& n : r.nodes) printf("optdist %.4f finish %s acc %.3f\n", n.optimum_distance.value_or(-1), n.finish.c_str(), n.loss);
+  { std::vector<float> x0 = w.InitialModel(); printf("x0 dist %.4f\n", *w.OptimumDistance(x0)); }
+  for (auto& n : r.nodes) printf("node %llu steps %llu samples %lld fin %s over %.2f view %zu rej %llu recv %llu\n", (unsigned long long)n.id, (unsigned long long)n.steps, (long long)n.samples, n.finished.c_str(), n.over_s, n.live_view, (unsigned long long)n.rejected, (unsigned long long)n.messages_received);
+}
+}  // namespace
+}  // namespace murmur::sim
