@@ -133,29 +133,43 @@ void Membership::Send(const std::string& address, Payload payload) {
   output_.push_back({address, std::move(payload)});
 }
 
-std::vector<NodeId> Membership::LiveOthers() const {
-  std::vector<NodeId> out;
-  for (const auto& [id, m] : members_) {
-    if (IsLive(m.entry.state)) out.push_back(id);
-  }
-  return out;
+std::vector<NodeId> Membership::LiveOthers() const { return live_others_; }
+
+void Membership::Broadcast(NodeId id) {
+  if (auto it = broadcasts_.find(id); it != broadcasts_.end()) broadcast_order_.erase({it->second, id});
+  broadcasts_[id] = 0;
+  broadcast_order_.insert({0, id});
 }
 
-void Membership::Broadcast(NodeId id) { broadcasts_[id] = 0; }
+void Membership::Unbroadcast(NodeId id) {
+  if (auto it = broadcasts_.find(id); it != broadcasts_.end()) {
+    broadcast_order_.erase({it->second, id});
+    broadcasts_.erase(it);
+  }
+}
 
 std::vector<MemberEntry> Membership::Piggyback() {
   std::vector<MemberEntry> out = {self_};
   if (broadcasts_.empty() || options_.max_piggyback == 0) return out;
   const int limit = options_.retransmit_multiplier *
                     static_cast<int>(std::ceil(std::log10(static_cast<double>(members_.size()) + 2)));
-  // Fewest transmissions first (algorithms.md §7.1, dissemination).
-  std::vector<std::pair<int, NodeId>> order;
-  for (const auto& [id, count] : broadcasts_) order.push_back({count, id});
-  std::sort(order.begin(), order.end());
-  for (const auto& [count, id] : order) {
-    if (static_cast<int>(out.size()) > options_.max_piggyback) break;
+  // Fewest transmissions first (algorithms.md §7.1, dissemination); broadcast_order_ keeps that
+  // order, so a message costs the entries it carries, not a sort of all the news.
+  std::vector<std::pair<int, NodeId>> taken;
+  for (auto it = broadcast_order_.begin();
+       it != broadcast_order_.end() && static_cast<int>(out.size()) <= options_.max_piggyback; ++it) {
+    const NodeId id = it->second;
     if (auto entry = Find(id); entry.has_value() && id != self_.id) out.push_back(*entry);
-    if (++broadcasts_[id] >= limit) broadcasts_.erase(id);
+    taken.push_back(*it);
+  }
+  for (const auto& [count, id] : taken) {
+    broadcast_order_.erase({count, id});
+    if (count + 1 >= limit) {
+      broadcasts_.erase(id);
+    } else {
+      broadcasts_[id] = count + 1;
+      broadcast_order_.insert({count + 1, id});
+    }
   }
   return out;
 }
@@ -180,16 +194,29 @@ std::vector<MemberEntry> Membership::DigestEntries() {
 }
 
 void Membership::UpdateView() {
-  std::vector<NodeId> view = {self_.id};
-  if (left_) view.clear();
-  for (const auto& [id, m] : members_) {
-    if (IsLive(m.entry.state)) view.push_back(id);
+  // Only a change of some member's liveness (SetLive) or our leaving changes the view: a message
+  // that changes none costs nothing here, and one that does costs a copy of the live ids, not a
+  // walk over every member.
+  if (!view_dirty_) return;
+  view_dirty_ = false;
+  std::vector<NodeId> view;
+  if (!left_) {
+    view.reserve(live_others_.size() + 1);
+    view = live_others_;
+    view.insert(std::lower_bound(view.begin(), view.end(), self_.id), self_.id);
   }
-  std::sort(view.begin(), view.end());
   if (view != live_view_) {
     live_view_ = std::move(view);
     ++view_epoch_;
   }
+}
+
+void Membership::SetLive(NodeId id, bool live) {
+  auto it = std::lower_bound(live_others_.begin(), live_others_.end(), id);
+  const bool present = it != live_others_.end() && *it == id;
+  if (live && !present) live_others_.insert(it, id);
+  if (!live && present) live_others_.erase(it);
+  view_dirty_ |= live != present;
 }
 
 void Membership::Refute(Incarnation heard) {
@@ -207,9 +234,13 @@ void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) 
   m.entry = entry;
   m.entry.heartbeat = heartbeat;
   if (!newer_life) MergeProgress(before_entry, m.entry);
+  if (m.entry.step_clock < before_entry.step_clock) clock_stale_ = true;  // a new life restarts it
+  highest_clock_ = std::max(highest_clock_, m.entry.step_clock);
   if (before == entry.state && !newer_life) return;
+  SetLive(entry.id, IsLive(entry.state));
   m.since = now;
   if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
+  NoteDeadlines(m);
   Broadcast(entry.id);
   using K = MemberEvent::Kind;
   switch (entry.state) {
@@ -264,7 +295,10 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     m.entry = entry;
     m.since = now;
     if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
+    NoteDeadlines(m);
     members_.emplace(entry.id, m);
+    SetLive(entry.id, IsLive(entry.state));
+    highest_clock_ = std::max(highest_clock_, entry.step_clock);
     Broadcast(entry.id);
     if (IsLive(entry.state)) {
       events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation, entry.address});
@@ -278,7 +312,17 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
   } else if (entry.incarnation == m.entry.incarnation) {
     m.entry.heartbeat = std::max(m.entry.heartbeat, entry.heartbeat);
     MergeProgress(entry, m.entry);
+    highest_clock_ = std::max(highest_clock_, m.entry.step_clock);
   }
+}
+
+uint64_t Membership::HighestMemberClock() const {
+  if (clock_stale_) {
+    highest_clock_ = 0;
+    for (const auto& [id, m] : members_) highest_clock_ = std::max(highest_clock_, m.entry.step_clock);
+    clock_stale_ = false;
+  }
+  return highest_clock_;
 }
 
 void Membership::CountRejection(std::string_view why) {
@@ -346,8 +390,7 @@ std::string_view Membership::Check(const Envelope& message, TimePoint now) const
   if (entries == nullptr) return {};
   // The highest clock this node knows: the reference a gossiped clock may lead by
   // max_clock_lead. Knowing none (joining), it takes any clock up to kMaxStepClock.
-  uint64_t known_clock = self_.step_clock;
-  for (const auto& [id, m] : members_) known_clock = std::max(known_clock, m.entry.step_clock);
+  const uint64_t known_clock = std::max(self_.step_clock, HighestMemberClock());
   const uint64_t clock_ceiling =
       known_clock == 0 ? kMaxStepClock
                        : std::min(kMaxStepClock, known_clock + options_.max_clock_lead);
@@ -529,7 +572,22 @@ void Membership::GossipToDead(TimePoint now) {
   Send(members_.at(pick).entry.address, Digest{DigestEntries(), true});
 }
 
+void Membership::NoteDeadlines(const Member& m) {
+  if (m.entry.state == MemberState::kSuspect) next_expiry_ = std::min(next_expiry_, m.suspect_deadline);
+  if (!IsLive(m.entry.state)) next_expiry_ = std::min(next_expiry_, m.since + options_.dead_retention);
+}
+
 void Membership::Expire(TimePoint now) {
+  for (auto it = relays_.begin(); it != relays_.end();) {
+    it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
+  }
+  for (auto it = candidates_.begin(); it != candidates_.end();) {
+    it = now >= it->second.expires ? candidates_.erase(it) : std::next(it);
+  }
+  // Every member's deadline is noted when it is set (NoteDeadlines), so the walk over the
+  // members runs only when one is due: O(1) per tick instead of O(members).
+  if (now < next_expiry_) return;
+  next_expiry_ = TimePoint::max();
   for (auto it = members_.begin(); it != members_.end();) {
     Member& m = it->second;
     if (m.entry.state == MemberState::kSuspect && now >= m.suspect_deadline) {
@@ -539,17 +597,14 @@ void Membership::Expire(TimePoint now) {
     }
     if (!IsLive(m.entry.state) && now - m.since >= options_.dead_retention) {
       events_.push_back({MemberEvent::Kind::kForgotten, it->first, m.entry.incarnation, m.entry.address});
-      broadcasts_.erase(it->first);
+      Unbroadcast(it->first);
+      SetLive(it->first, false);
       it = members_.erase(it);
+      clock_stale_ = true;
       continue;
     }
+    NoteDeadlines(m);
     ++it;
-  }
-  for (auto it = relays_.begin(); it != relays_.end();) {
-    it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
-  }
-  for (auto it = candidates_.begin(); it != candidates_.end();) {
-    it = now >= it->second.expires ? candidates_.erase(it) : std::next(it);
   }
 }
 
@@ -598,6 +653,7 @@ void Membership::Leave(TimePoint) {
     Send(members_.at(id).entry.address, gossip::Leave{});
   }
   left_ = true;
+  view_dirty_ = true;
   self_.state = MemberState::kLeft;
   UpdateView();
 }

@@ -188,6 +188,31 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
 }
 
+TEST(SimulatorTest, DebugMembership) {
+  if (!getenv("SIMM")) GTEST_SKIP();
+  SimOptions o;
+  o.kind = SimKind::kMembership;
+  o.nodes = atoi(getenv("SIMM"));
+  o.link = *ParseLink("1GbE");
+  o.membership.probe_interval = milliseconds(500);
+  o.membership.probe_timeout = milliseconds(200);
+  o.tick = milliseconds(atoi(getenv("SIMT")));
+  o.duration = seconds(atoi(getenv("SIMD")));
+  o.crashes.push_back({5, seconds(atoi(getenv("SIMD")) / 2), Duration(0)});
+  o.sample_every = seconds(5);
+  auto sim = Simulator::Create(o, nullptr);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  auto r = (*sim)->Run([](const SimProgress& p) { printf("t=%.1f\n", p.virtual_s); fflush(stdout); });
+  size_t full = 0;
+  size_t lo = 1 << 30, hi = 0;
+  for (auto& n : r.nodes) { full += n.live_view == o.nodes - 1; if (n.up) { lo = std::min(lo, n.live_view); hi = std::max(hi, n.live_view); } }
+  printf("views %zu..%zu\n", lo, hi);
+  for (auto& x : r.series) if (x.node == 10) printf("t %.0f view %zu\n", x.t_s, x.live_view);
+  double last_dead = 0; size_t dead = 0;
+  for (auto& e : r.member_events) if (e.event.id == 6 && e.event.kind == gossip::MemberEvent::Kind::kDead) { ++dead; last_dead = std::max(last_dead, e.t_s); }
+  printf("events %llu msgs %llu bytes %llu wall %.2f, full views %zu, dead seen by %zu, last at %.2f\n", (unsigned long long)r.events, (unsigned long long)r.messages, (unsigned long long)r.bytes, r.wall_s, full, dead, last_dead);
+}
+
 TEST(SimulatorTest, Debug) {
   if (!getenv("SIMDBG")) GTEST_SKIP();
   SyntheticWorkload w(1000, 6000, 64, 0.5, 5);
