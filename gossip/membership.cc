@@ -178,7 +178,10 @@ std::vector<MemberEntry> Membership::DigestEntries() {
   if (members_.size() + 1 <= options_.max_digest_entries) return Members();
   std::vector<MemberEntry> out = {self_};
   std::vector<NodeId> rest;
-  for (const auto& [id, count] : broadcasts_) {
+  // News that went out least first (as Piggyback): in id order the same lowest ids would fill
+  // every digest while news lasts, and a large cluster's later joiners would spread only by
+  // probes (1024 members: views still incomplete a minute after the start).
+  for (const auto& [count, id] : broadcast_order_) {
     if (out.size() >= options_.max_digest_entries) break;
     if (auto it = members_.find(id); it != members_.end()) out.push_back(it->second.entry);
   }

@@ -85,7 +85,6 @@ struct Simulator::Impl {
     std::unique_ptr<gossip::Membership> membership;
     std::unique_ptr<gossip::GossipNode> gossip;
     std::unique_ptr<gossip::SyncNode> sync;
-    std::vector<float> x;        // gossip: the model (the trainer's parameters)
     std::vector<float> partial;  // sync: the partial gradient computed
     uint64_t step_clock = 0;
     uint64_t sequence = 0;
@@ -149,10 +148,9 @@ struct Simulator::Impl {
       gossip::GossipNodeOptions g = o.gossip;
       g.self = Id(i);
       g.incarnation = m.incarnation;
-      g.shard_rows = workload->ShardRows(i, o.nodes);
-      n.x = x0;
-      workload->ResetOptimizer(i);
-      auto machine = gossip::GossipNode::Create(g, n.x, x0, true, now);
+      g.shard_rows = workload->ShardRows(i);
+      workload->Reset(i, x0);
+      auto machine = gossip::GossipNode::Create(g, workload->Params(i), x0, true, now);
       MURMUR_CHECK(machine.ok()) << machine.status().ToString();
       n.gossip = *std::move(machine);
       if (n.straggle.pause_from >= 0) {
@@ -342,7 +340,7 @@ struct Simulator::Impl {
           n.step_clock = a->step_clock;
           n.membership->SetProgress(a->step_clock, a->samples, a->finished);
         } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
-          const auto [loss, rows] = workload->Step(i, nodes.size(), n.x, c->lr);
+          const auto [loss, rows] = workload->Step(i, c->lr);
           n.step_done = gossip::StepComputed{std::isfinite(loss), loss, rows};
           StartCompute(i, rows);
         } else if (auto* g = std::get_if<gossip::ComputeGradient>(&action)) {
@@ -404,7 +402,7 @@ struct Simulator::Impl {
   }
 
   void Finalize() {
-    std::vector<const std::vector<float>*> models;
+    std::vector<std::span<const float>> models;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Node& n = nodes[i];
       SimNodeResult& r = n.r;
@@ -415,8 +413,8 @@ struct Simulator::Impl {
         r.accuracy = n.gossip->state().accuracy;
         r.loss = n.gossip->state().loss;
         r.finish = n.gossip->state().finish;
-        r.optimum_distance = workload->OptimumDistance(n.x);
-        if (r.up) models.push_back(&n.x);
+        r.optimum_distance = workload->OptimumDistance(workload->Params(i));
+        if (r.up) models.push_back(workload->Params(i));
       } else if (n.sync) {
         r.accuracy = n.sync->state().accuracy;
         r.loss = n.sync->state().loss;
@@ -428,19 +426,19 @@ struct Simulator::Impl {
       result.nodes.push_back(r);
     }
     if (models.size() > 1) {
-      const size_t d = models[0]->size();
+      const size_t d = models[0].size();
       std::vector<double> mean(d, 0.0);
-      for (const auto* m : models) {
-        for (size_t j = 0; j < d; ++j) mean[j] += (*m)[j];
+      for (const auto m : models) {
+        for (size_t j = 0; j < d; ++j) mean[j] += m[j];
       }
       double norm = 0;
       for (double& v : mean) {
         v /= static_cast<double>(models.size());
         norm += v * v;
       }
-      for (const auto* m : models) {
+      for (const auto m : models) {
         double d2 = 0;
-        for (size_t j = 0; j < d; ++j) d2 += ((*m)[j] - mean[j]) * ((*m)[j] - mean[j]);
+        for (size_t j = 0; j < d; ++j) d2 += (m[j] - mean[j]) * (m[j] - mean[j]);
         result.consensus_distance = std::max(result.consensus_distance, std::sqrt(d2 / std::max(norm, 1e-30)));
       }
     }
@@ -452,8 +450,8 @@ Simulator::~Simulator() = default;
 
 StatusOr<std::unique_ptr<Simulator>> Simulator::Create(SimOptions options, Workload* workload) {
   MURMUR_RETURN_IF_ERROR(options.Validate());
-  if (options.kind != SimKind::kMembership && workload == nullptr) {
-    return InvalidArgumentError("sim: a training mode needs a workload");
+  if (options.kind != SimKind::kMembership && (workload == nullptr || workload->nodes() != options.nodes)) {
+    return InvalidArgumentError("sim: a training mode needs a workload for its nodes");
   }
   const size_t seeds = std::min<size_t>(options.nodes, 3);
   options.membership.seeds.clear();

@@ -30,8 +30,8 @@ std::pair<int64_t, int64_t> Shard(int64_t rows, size_t node, size_t nodes) {
 
 }  // namespace
 
-SyntheticWorkload::SyntheticWorkload(size_t dimension, int64_t rows, int64_t batch, double lr,
-                                     uint64_t seed)
+SyntheticWorkload::SyntheticWorkload(size_t nodes, size_t dimension, int64_t rows, int64_t batch,
+                                     double lr, uint64_t seed)
     : dimension_(dimension),
       rows_(std::max<int64_t>(rows, 1)),
       batch_(std::max<int64_t>(batch, 1)),
@@ -40,6 +40,8 @@ SyntheticWorkload::SyntheticWorkload(size_t dimension, int64_t rows, int64_t bat
       row_part_(static_cast<size_t>(kRowParts) * dimension),
       block_part_(static_cast<size_t>(kBlocks) * dimension),
       optimum_(dimension, 0.0f),
+      params_(nodes, std::vector<float>(dimension, 0.0f)),
+      cursor_(nodes, 0),
       gradient_(dimension) {
   for (int64_t r = 0; r < kRowParts; ++r) {
     for (size_t j = 0; j < dimension_; ++j) row_part_[r * dimension_ + j] = Hashed(seed_, r + 1, j);
@@ -67,15 +69,19 @@ std::vector<float> SyntheticWorkload::InitialModel() const {
   return x;
 }
 
-int64_t SyntheticWorkload::ShardRows(size_t node, size_t nodes) const {
-  const auto [begin, end] = Shard(rows_, node, nodes);
+int64_t SyntheticWorkload::ShardRows(size_t node) const {
+  const auto [begin, end] = Shard(rows_, node, nodes());
   return std::max<int64_t>(end - begin, 1);
 }
 
-std::pair<double, int64_t> SyntheticWorkload::Step(size_t node, size_t nodes, std::span<float> x,
-                                                   std::optional<double> lr) {
-  if (cursor_.size() < nodes) cursor_.resize(nodes, 0);
-  const auto [begin, end] = Shard(rows_, node, nodes);
+void SyntheticWorkload::Reset(size_t node, std::span<const float> model) {
+  params_[node].assign(model.begin(), model.end());
+  cursor_[node] = 0;
+}
+
+std::pair<double, int64_t> SyntheticWorkload::Step(size_t node, std::optional<double> lr) {
+  std::vector<float>& x = params_[node];
+  const auto [begin, end] = Shard(rows_, node, nodes());
   const int64_t shard = std::max<int64_t>(end - begin, 1);
   std::fill(gradient_.begin(), gradient_.end(), 0.0f);
   double loss = 0;

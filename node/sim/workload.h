@@ -23,17 +23,22 @@ namespace murmur::sim {
 class Workload {
  public:
   virtual ~Workload() = default;
+  virtual size_t nodes() const = 0;
   virtual size_t dimension() const = 0;
   virtual int64_t dataset_rows() const = 0;
   // The run's common initial model.
   virtual std::vector<float> InitialModel() const = 0;
-  // Gossip: node `node` of `nodes` trains on its shard; the machine's budget needs its size.
-  virtual int64_t ShardRows(size_t node, size_t nodes) const = 0;
-  // One local optimizer step of node `node` on `x` in place at `lr` (none: the workload's own):
-  // (loss, rows of the mini-batch). A non-finite loss means nothing was applied.
-  virtual std::pair<double, int64_t> Step(size_t node, size_t nodes, std::span<float> x,
-                                          std::optional<double> lr) = 0;
-  // The node's optimizer state no longer fits its model (an adopted snapshot, a restart).
+  // Gossip: node `node` trains on its shard; the machine's budget needs its size.
+  virtual int64_t ShardRows(size_t node) const = 0;
+  // Node `node`'s parameters (host memory, the trainer's own), valid for the workload's life: the
+  // gossip machine reads and writes them between steps.
+  virtual std::span<float> Params(size_t node) = 0;
+  // A (re)start: the parameters become `model`, optimizer state and batch order start over.
+  virtual void Reset(size_t node, std::span<const float> model) = 0;
+  // One local optimizer step on Params(node) at `lr` (none: the workload's own): (loss, rows of
+  // the mini-batch). A non-finite loss means nothing was applied.
+  virtual std::pair<double, int64_t> Step(size_t node, std::optional<double> lr) = 0;
+  // The node's optimizer state no longer fits its model (an adopted snapshot).
   virtual void ResetOptimizer(size_t node) { (void)node; }
   // Sync modes: Σ_{(p, w) ∈ own} w · ∇ℓ(model; row(iteration, p)), valid until the next call.
   virtual std::span<const float> Gradient(size_t node, uint64_t iteration,
@@ -57,14 +62,17 @@ class Workload {
 // of iteration t is row (t·B + p) mod rows.
 class SyntheticWorkload final : public Workload {
  public:
-  SyntheticWorkload(size_t dimension, int64_t rows, int64_t batch, double lr, uint64_t seed);
+  SyntheticWorkload(size_t nodes, size_t dimension, int64_t rows, int64_t batch, double lr,
+                    uint64_t seed);
 
+  size_t nodes() const override { return params_.size(); }
   size_t dimension() const override { return dimension_; }
   int64_t dataset_rows() const override { return rows_; }
   std::vector<float> InitialModel() const override;
-  int64_t ShardRows(size_t node, size_t nodes) const override;
-  std::pair<double, int64_t> Step(size_t node, size_t nodes, std::span<float> x,
-                                  std::optional<double> lr) override;
+  int64_t ShardRows(size_t node) const override;
+  std::span<float> Params(size_t node) override { return params_[node]; }
+  void Reset(size_t node, std::span<const float> model) override;
+  std::pair<double, int64_t> Step(size_t node, std::optional<double> lr) override;
   std::span<const float> Gradient(size_t node, uint64_t iteration,
                                   std::span<const coding::WeightedSample> own,
                                   std::span<const float> model) override;
@@ -83,6 +91,7 @@ class SyntheticWorkload final : public Workload {
   std::vector<float> row_part_;    // 61 × d
   std::vector<float> block_part_;  // 16 × d, already doubled
   std::vector<float> optimum_;
+  std::vector<std::vector<float>> params_;  // per node
   std::vector<uint64_t> cursor_;  // per node: rows drawn so far
   std::vector<float> gradient_;
 };

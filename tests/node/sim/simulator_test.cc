@@ -87,7 +87,7 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
   constexpr uint64_t kSeed = 5;
   std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
   auto run = [&] {
-    SyntheticWorkload w(1000, 6000, 64, 0.5, kSeed);
+    SyntheticWorkload w(4, 1000, 6000, 64, 0.5, kSeed);
     SimOptions o = GossipOptions(4, 20 * 6000);
     o.seed = kSeed;
     auto sim = Simulator::Create(o, &w);
@@ -122,9 +122,9 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
 // L = 2, s = 1), full-batch least squares, `straggle` applied to the given nodes (process indices).
 SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle) {
   constexpr int64_t kRows = 1200;
-  SyntheticWorkload w(256, kRows, kRows, 0.5, 3);
   auto plan = gossip::MakeSyncPlan(mode, 3, 2, 1, 7);
   EXPECT_TRUE(plan.ok()) << plan.status();
+  SyntheticWorkload w(static_cast<size_t>(plan->processes), 256, kRows, kRows, 0.5, 3);
   SimOptions o;
   o.kind = SimKind::kSync;
   o.nodes = static_cast<size_t>(plan->processes);
@@ -215,9 +215,10 @@ TEST(SimulatorTest, DebugMembership) {
 
 TEST(SimulatorTest, Debug) {
   if (!getenv("SIMDBG")) GTEST_SKIP();
-  SyntheticWorkload w(1000, 6000, 64, 0.5, 5);
+  const size_t nodes = getenv("SIMN") ? atoi(getenv("SIMN")) : 4;
+  SyntheticWorkload w(nodes, 1000, 6000, 64, 0.5, 5);
   SimOptions o;
-  o.kind = SimKind::kGossip; o.nodes = getenv("SIMN") ? atoi(getenv("SIMN")) : 4; o.link = *ParseLink("1GbE");
+  o.kind = SimKind::kGossip; o.nodes = nodes; o.link = *ParseLink("1GbE");
   o.membership.probe_interval = milliseconds(200); o.membership.probe_timeout = milliseconds(80); o.membership.join_retry = milliseconds(400);
   o.gossip.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
   o.gossip.expect_members = o.nodes; o.gossip.budget_samples = atoi(getenv("SIMB")); if (getenv("SIMF")) o.gossip.finish_wait = Duration(0); o.gossip.finish_wait = seconds(2); o.gossip.linger = milliseconds(100);
