@@ -280,6 +280,17 @@ class ConfigParser {
     return out;
   }
 
+  // The file a command names another way (`murmur sim SCENARIO`); --config, when given too, must
+  // name the same file (kInvalidArgument otherwise).
+  Status SetConfigPath(const std::string& path) {
+    if (!config_path_.empty() && config_path_ != path) {
+      return InvalidArgumentError("two configuration files: '" + path + "' and --config '" +
+                                  config_path_ + "'");
+    }
+    config_path_ = path;
+    return OkStatus();
+  }
+
  private:
   using Key = typename ConfigSchema<C>::Key;
   const Key* Find(const std::string& name) const {

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   commands.push_back(murmur::node::MakeKeygenCommand(app));
   commands.push_back(murmur::node::MakeExperimentCommand(app));
   commands.push_back(murmur::node::MakeReportCommand(app));
+  commands.push_back(murmur::node::MakeSimCommand(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

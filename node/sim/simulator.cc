@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "coding/update_codec.h"
 #include "node/peer/peer_node.h"
 #include "proto/envelope_codec.h"
 
@@ -201,14 +202,14 @@ struct Simulator::Impl {
     wire->from = i;
     wire->to = to;
     wire->header = proto::EncodeEnvelope(e);
-    wire->bytes = wire->header.size() +
-                  (frame ? static_cast<uint64_t>(std::llround(static_cast<double>(frame->size()) * o.wire_scale)) : 0);
+    wire->bytes = wire->header.size() + (frame ? ScaledFrame(frame->size()) : 0);
     wire->frame = std::move(frame);
     ++n.r.messages_sent;
     n.r.bytes_sent += wire->bytes;
     ++result.messages;
     result.bytes += wire->bytes;
     result.bytes_by_kind[std::string(node::MessageKindName(kind))] += wire->bytes;
+    ++result.messages_by_kind[std::string(node::MessageKindName(kind))];
     result.trace_hash = Mix(Mix(Mix(Mix(result.trace_hash, static_cast<uint64_t>(now.time_since_epoch().count())), i), to), wire->bytes);
     if (on_message != nullptr && *on_message) {
       (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes, std::string(node::MessageKindName(kind))});
@@ -219,6 +220,15 @@ struct Simulator::Impl {
       return;
     }
     Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
+  }
+
+  // A tensor frame's bytes at the model dimension the links carry: its fixed header as is, its
+  // index and value sections stretched (top-k's gaps, and so its varint indices, keep their size
+  // when k and the dimension grow together).
+  uint64_t ScaledFrame(size_t bytes) const {
+    if (o.wire_scale == 1 || bytes < coding::kUpdateHeaderBytes) return bytes;
+    return coding::kUpdateHeaderBytes +
+           static_cast<uint64_t>(std::llround(static_cast<double>(bytes - coding::kUpdateHeaderBytes) * o.wire_scale));
   }
 
   void CollectMembership(size_t i) {
@@ -390,6 +400,12 @@ struct Simulator::Impl {
       if (!n.running && n.generation > 0) ++p.nodes_over;
     }
     p.mean_step = steps / nodes.size();
+    if (result.full_view_s < 0) {
+      size_t running = 0, full = 0;
+      for (const Node& n : nodes) running += n.running;
+      for (const Node& n : nodes) full += n.running && n.membership->LiveView().size() == running;
+      if (running > 0 && full == running) result.full_view_s = p.virtual_s;
+    }
     if (progress) progress(p);
   }
 

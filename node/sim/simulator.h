@@ -134,12 +134,16 @@ struct SimResult {
   uint64_t events = 0;
   uint64_t messages = 0, bytes = 0;
   std::map<std::string, uint64_t> bytes_by_kind;  // membership, update, snapshot, coded, finish
+  std::map<std::string, uint64_t> messages_by_kind;
   uint64_t trace_hash = 0;  // over every message sent: time, ends, bytes (determinism)
   bool all_over = false;    // every node's run ended (training modes)
   std::vector<SimNodeResult> nodes;
   std::vector<SimSample> series;
   std::vector<SimMemberEvent> member_events;
   std::vector<double> iteration_ms;  // sync: the root's (ring: rank 0's) iteration times
+  // The first sample at which every running node's live view held exactly the running nodes
+  // (-1: never).
+  double full_view_s = -1;
   // Gossip: max over nodes of ‖x_i − x̄‖ / ‖x̄‖ at the end (0 when one node).
   double consensus_distance = 0;
 };

@@ -44,11 +44,13 @@ SyntheticWorkload::SyntheticWorkload(size_t nodes, size_t dimension, int64_t row
       cursor_(nodes, 0),
       gradient_(dimension) {
   for (int64_t r = 0; r < kRowParts; ++r) {
-    for (size_t j = 0; j < dimension_; ++j) row_part_[r * dimension_ + j] = Hashed(seed_, r + 1, j);
+    for (size_t j = 0; j < dimension_; ++j) {
+      row_part_[r * dimension_ + j] = Hashed(seed_ ^ 0xC0, 0, j) + 0.5f * Hashed(seed_, r + 1, j);
+    }
   }
   for (int64_t b = 0; b < kBlocks; ++b) {
     for (size_t j = 0; j < dimension_; ++j) {
-      block_part_[b * dimension_ + j] = 2.0f * Hashed(seed_ ^ 0xB10C, b, j);
+      block_part_[b * dimension_ + j] = 0.25f * Hashed(seed_ ^ 0xB10C, b, j);
     }
   }
   std::vector<double> sum(dimension, 0.0);

@@ -53,13 +53,14 @@ class Workload {
   }
 };
 
-// Least squares on hashed rows: row r's target t_r ∈ R^d is a row part (one of 61 hashed
-// vectors, r mod 61) plus twice a part shared by the block of rows it is in (16 blocks), so
-// contiguous shards have different optima (non-iid, as a sorted data set gives) and only the
-// cluster's average reaches the global one, x* = mean_r t_r. The tables hold 77 d values, so a
-// step costs batch × d additions whatever the rows. ℓ_r(x) = ½ ‖x − t_r‖² / d. A gossip step
-// draws `batch` rows of the node's contiguous shard (seeded, with replacement); a sync position p
-// of iteration t is row (t·B + p) mod rows.
+// Least squares on hashed rows: row r's target t_r ∈ R^d is a part every row shares, plus half
+// a row part (one of 61 hashed vectors, r mod 61: the mini-batch noise), plus a quarter of a part
+// shared by the block of rows it is in (16 blocks), so contiguous shards have different optima
+// (non-iid, as a sorted data set gives; the shards' optima lie about 0.1 of ‖x*‖ apart, as the
+// nodes of a real model's training do) and only the cluster's average reaches the global one,
+// x* = mean_r t_r. The tables hold 77 d values, so a step costs batch × d additions whatever the
+// rows. ℓ_r(x) = ½ ‖x − t_r‖² / d. A gossip step draws `batch` rows of the node's contiguous shard
+// (seeded, with replacement); a sync position p of iteration t is row (t·B + p) mod rows.
 class SyntheticWorkload final : public Workload {
  public:
   SyntheticWorkload(size_t nodes, size_t dimension, int64_t rows, int64_t batch, double lr,
@@ -88,8 +89,8 @@ class SyntheticWorkload final : public Workload {
   int64_t batch_;
   double lr_;
   uint64_t seed_;
-  std::vector<float> row_part_;    // 61 × d
-  std::vector<float> block_part_;  // 16 × d, already doubled
+  std::vector<float> row_part_;    // 61 × d, the shared part included
+  std::vector<float> block_part_;  // 16 × d, scaled
   std::vector<float> optimum_;
   std::vector<std::vector<float>> params_;  // per node
   std::vector<uint64_t> cursor_;  // per node: rows drawn so far

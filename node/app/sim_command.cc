@@ -1,0 +1,242 @@
+// `murmur sim`: the real node machines of every mode in virtual time (node/sim/, issue 24), from
+// flags or a TOML scenario, with progress on stderr and a summary (text or JSON) on stdout, plus
+// the time series as CSV.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "gossip/sync_node.h"
+#include "node/app/command.h"
+#include "node/app/local_cluster.h"
+#include "node/app/progress.h"
+#include "node/app/sim_config.h"
+#include "node/app/sim_report.h"
+#include "node/sim/simulator.h"
+#include "node/sim/workload.h"
+
+namespace murmur::node {
+namespace {
+
+using sim::SimKind;
+
+int Refuse(const Status& s) {
+  std::fprintf(stderr, "murmur sim: %s\n", std::string(s.message()).c_str());
+  return 2;
+}
+
+// The MLP's parameter count on Fashion-MNIST (784 inputs, 10 classes) with `hidden` layers.
+int64_t MlpParameters(const std::vector<int64_t>& hidden) {
+  int64_t in = 784, total = 0;
+  for (int64_t h : hidden) {
+    total += (in + 1) * h;
+    in = h;
+  }
+  return total + (in + 1) * 10;
+}
+
+// "node=K,at=S;..." -> starts.
+StatusOr<std::vector<sim::SimJoin>> ParseJoins(const std::string& text, int nodes) {
+  std::vector<sim::SimJoin> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(';', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (item.empty()) continue;
+    sim::SimJoin join;
+    bool have_node = false, have_at = false;
+    size_t f = 0;
+    while (f <= item.size()) {
+      const size_t comma = std::min(item.find(',', f), item.size());
+      const std::string field = item.substr(f, comma - f);
+      f = comma + 1;
+      const size_t eq = field.find('=');
+      const std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
+      if (key == "node") {
+        auto k = ParseInteger(value, 1, nodes);
+        if (!k.ok()) return InvalidArgumentError(fmt::format("join: node '{}' is not in [1, {}]", value, nodes));
+        join.node = static_cast<size_t>(*k - 1);
+        have_node = true;
+      } else if (key == "at") {
+        auto d = ParseDurationText(value);
+        if (!d.ok()) return InvalidArgumentError(fmt::format("join: at: {}", d.status().message()));
+        join.at = *d;
+        have_at = true;
+      } else {
+        return InvalidArgumentError("join: unknown setting '" + key + "' in '" + item + "' (node=K,at=S)");
+      }
+    }
+    if (!have_node || !have_at) return InvalidArgumentError("join: '" + item + "' needs node=K and at=S");
+    out.push_back(join);
+  }
+  return out;
+}
+
+class SimCommand : public ConfiguredCommand<SimConfig> {
+ public:
+  explicit SimCommand(CLI::App& app)
+      : ConfiguredCommand(app, "sim",
+                          "simulate a cluster in virtual time: the real membership, gossip and "
+                          "synchronous machines, their real wire bytes, a modeled network and "
+                          "modeled compute (1000s of nodes on one core)",
+                          SimSchema()) {
+    subcommand()->add_option("scenario", scenario_, "TOML scenario file (any key below; as --config)")
+        ->type_name("FILE");
+  }
+
+  int Run() override {
+    if (!scenario_.empty()) {
+      if (Status s = parser_.SetConfigPath(scenario_); !s.ok()) return Refuse(s);
+    }
+    StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv);
+    if (!resolved.ok()) return Refuse(resolved.status());
+    const SimConfig& c = *resolved;
+    MURMUR_CHECK_OK(SetLogLevel(c.log_level));
+    auto options = Options(c);
+    if (!options.ok()) return Refuse(options.status());
+    auto workload = MakeWorkload(c, *options);
+    if (!workload.ok()) return Refuse(workload.status());
+    auto simulator = sim::Simulator::Create(*options, workload->get());
+    if (!simulator.ok()) return Refuse(simulator.status());
+
+    const ProgressMode mode = ResolveProgressMode(c.progress, stderr);
+    SimProgressPrinter printer(mode, stderr);
+    std::fprintf(stderr, "%s\n", Describe(c, *options).c_str());
+    const sim::SimResult result = (*simulator)->Run([&](const sim::SimProgress& p) { printer.Update(p); });
+    printer.Finish();
+    if (!c.csv.empty()) {
+      if (Status s = WriteSeriesCsv(c.csv, result); !s.ok()) {
+        std::fprintf(stderr, "murmur sim: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    const SimSummaryInput input{c.mode, Describe(c, *options), *options, *std::move(workload) != nullptr};
+    const nlohmann::json summary = SummaryJson(input, result);
+    if (c.json) {
+      std::printf("%s\n", summary.dump().c_str());
+    } else {
+      std::printf("%s", SummaryText(input, result).c_str());
+    }
+    return RunSucceeded(*options, result) ? 0 : 1;
+  }
+
+ private:
+  StatusOr<sim::SimOptions> Options(const SimConfig& c) {
+    sim::SimOptions o;
+    o.kind = c.mode == "membership" ? SimKind::kMembership : c.mode == "gossip" ? SimKind::kGossip : SimKind::kSync;
+    o.nodes = static_cast<size_t>(c.nodes);
+    o.duration = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(c.duration));
+    MURMUR_ASSIGN_OR_RETURN(o.link, sim::ParseLink(c.network));
+    auto cost = ParseDurationText(c.sample_cost);
+    if (!cost.ok()) return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
+    o.cost_per_sample = *cost;
+    o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
+    o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
+    if (o.membership.probe_timeout >= o.membership.probe_interval) {
+      return InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
+    }
+    o.tick = std::chrono::milliseconds(c.tick_ms);
+    o.view_interval = std::chrono::milliseconds(c.view_interval_ms);
+    o.sample_every = std::chrono::milliseconds(c.sample_ms);
+    o.seed = c.gossip.train.seed;
+    const bool sync = o.kind == SimKind::kSync;
+    int roots = 0;
+    if (sync) {
+      const gossip::Mode mode = *gossip::ParseMode(c.mode);
+      MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
+                              gossip::MakeSyncPlan(mode, c.coded.n, c.coded.L, c.coded.s,
+                                                   static_cast<uint64_t>(c.coded.code_seed)));
+      MURMUR_ASSIGN_OR_RETURN(CodedTrainerOptions coded, CodedOptionsFrom(mode, c.coded, c.gossip));
+      o.nodes = static_cast<size_t>(plan.processes);
+      roots = static_cast<int>(plan.processes - plan.workers);
+      o.sync = coded.node;
+      o.plan = std::move(plan);
+      if (!c.crash.empty() || !c.join.empty()) {
+        return InvalidArgumentError("crash and join apply to gossip and membership (a synchronous "
+                                    "run needs every rank from start to end)");
+      }
+    } else if (o.kind == SimKind::kGossip) {
+      MURMUR_ASSIGN_OR_RETURN(GossipTrainerOptions g, GossipOptionsFrom(c.gossip));
+      o.gossip = g.node;
+      if (o.gossip.expect_members <= 0) o.gossip.expect_members = c.nodes;
+    }
+    if (!c.straggle.empty()) {
+      if (o.kind == SimKind::kMembership) {
+        return InvalidArgumentError("straggle applies to the training modes (membership computes nothing)");
+      }
+      MURMUR_ASSIGN_OR_RETURN(auto specs, ParseStraggleList(c.straggle, static_cast<int>(o.nodes), sync, roots));
+      for (const auto& [index, spec] : specs) {
+        StatusOr<StragglerOptions> s = sync ? ParseCodedStraggle(o.plan->mode, spec) : ParseStraggle(spec);
+        if (!s.ok()) return s.status();
+        o.straggle[static_cast<size_t>(index)] = *s;
+      }
+    }
+    MURMUR_ASSIGN_OR_RETURN(auto crashes, ParseCrashList(c.crash, static_cast<int>(o.nodes)));
+    for (const CrashPlan& p : crashes) {
+      o.crashes.push_back({static_cast<size_t>(p.index),
+                           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.at)),
+                           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.down))});
+    }
+    MURMUR_ASSIGN_OR_RETURN(o.joins, ParseJoins(c.join, static_cast<int>(o.nodes)));
+    return o;
+  }
+
+  // The workload, and the schedule, budget and batch that depend on its data set.
+  StatusOr<std::unique_ptr<sim::Workload>> MakeWorkload(const SimConfig& c, sim::SimOptions& o) {
+    if (o.kind == SimKind::kMembership) return std::unique_ptr<sim::Workload>();
+    if (c.fidelity == "training") {
+      return InvalidArgumentError("fidelity=training is not built yet; use fidelity=protocol");
+    }
+    const TrainConfig& t = c.gossip.train;
+    const int64_t rows = t.task == "fashion-mnist" ? 60000 : t.samples;
+    const int64_t model = c.model_dimension > 0 ? c.model_dimension : MlpParameters(t.hidden);
+    o.wire_scale = static_cast<double>(model) / static_cast<double>(c.dimension);
+    const TrainOptions train = TrainOptionsFrom(t);
+    int64_t batch = t.batch_size;
+    if (o.kind == SimKind::kGossip) {
+      const int64_t budget = static_cast<int64_t>(std::ceil(c.gossip.epochs * static_cast<double>(rows)));
+      o.gossip.budget_samples = c.gossip.epochs > 0 ? budget : 0;
+      MURMUR_ASSIGN_OR_RETURN(auto schedule, ScheduleFor(train, o.gossip.budget_samples, rows,
+                                                         t.batch_size * std::max(1, o.gossip.expect_members)));
+      o.gossip.lr_schedule = schedule;
+    } else {
+      batch = c.coded.global_batch > 0 ? c.coded.global_batch : rows;
+      o.sync.batch = batch;
+      TrainOptions lr = train;
+      lr.sgd.learning_rate = o.sync.lr;
+      MURMUR_ASSIGN_OR_RETURN(auto schedule, ScheduleFor(lr, o.sync.iterations * batch, rows, batch));
+      o.sync.lr_schedule = schedule;
+    }
+    return std::unique_ptr<sim::Workload>(std::make_unique<sim::SyntheticWorkload>(
+        o.nodes, static_cast<size_t>(c.dimension), rows, batch, t.lr, t.seed));
+  }
+
+  static std::string Describe(const SimConfig& c, const sim::SimOptions& o) {
+    std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode, o.link.ToString());
+    if (o.kind != SimKind::kMembership) {
+      out += fmt::format(", {} fidelity ({} values computed, {:.0f} on the wire), {} per sample",
+                         c.fidelity, c.dimension, static_cast<double>(c.dimension) * o.wire_scale,
+                         c.sample_cost);
+    }
+    out += fmt::format(", seed {}", o.seed);
+    return out;
+  }
+
+  std::string scenario_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeSimCommand(CLI::App& app) { return std::make_unique<SimCommand>(app); }
+
+}  // namespace murmur::node

@@ -1,0 +1,74 @@
+#include "node/app/sim_config.h"
+
+#include <vector>
+
+namespace murmur::node {
+
+const ConfigSchema<SimConfig>& SimSchema() {
+  static const ConfigSchema<SimConfig>* schema = [] {
+    using C = SimConfig;
+    std::vector<std::string> modes = {"membership"};
+    for (std::string_view m : gossip::ModeNames()) modes.emplace_back(m);
+    auto* s = new ConfigSchema<SimConfig>();
+    s->Choice("mode", &C::mode, "gossip", modes,
+              "membership: only SWIM membership (who sees whom, failure detection); gossip: "
+              "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
+              "processes with a root)")
+        .Integer("nodes", &C::nodes, 16, 1, 100000,
+                 "simulated processes (membership, gossip; the synchronous modes take as many as "
+                 "their shape n, L needs)")
+        .Real("duration", &C::duration, "600", 0.001, 1e7,
+              "virtual seconds at most; a training run ends earlier when every node's run is over")
+        .Text("network", &C::network, "1GbE",
+              "every node's link: ideal, loopback, 100GbE, 25GbE, 10GbE, 1GbE or wan:LATENCY, "
+              "then optional latency=D, bandwidth=B (bit, Kbit, Mbit, Gbit), loss=P, e.g. "
+              "'wan:50ms,100Mbit' or '1GbE,loss=0.01'")
+        .Choice("fidelity", &C::fidelity, "protocol", {"protocol", "training"},
+                "protocol: every node computes a hashed least-squares task of `dimension` values "
+                "(1000s of nodes); training: every node runs the real Trainer on the task's data "
+                "(the MLP on Fashion-MNIST by default; tens of nodes)")
+        .Integer<int64_t>("dimension", &C::dimension, 1000, 1, 100000000,
+                 "protocol fidelity: values each simulated model really has")
+        .Integer<int64_t>("model_dimension", &C::model_dimension, 0, 0, 10000000000,
+                 "protocol fidelity: the model dimension the links carry (tensor frames are "
+                 "stretched by model_dimension / dimension); 0: the MLP of --hidden on "
+                 "Fashion-MNIST (235146 values by default)")
+        .Text("sample_cost", &C::sample_cost, "10us",
+              "compute time per sample of a step or partial gradient (this machine's MLP: about "
+              "10us); a straggler's injection applies on top")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection as in `murmur local --straggle`: node=K (1..N), worker=W or "
+              "rank=R, then the injection, several separated by ';', e.g. node=3,slowdown=4")
+        .Text("crash", &C::crash, "",
+              "crashes as in `murmur local --crash`: node=K,at=S[,down=D], several separated by "
+              "';' (a node with down restarts D later with a new incarnation)")
+        .Text("join", &C::join, "",
+              "late joins: node=K,at=S starts node K S into the run instead of at 0; several "
+              "separated by ';'")
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 500, 10, 600000,
+                 "SWIM protocol period of every node (murmur node's default; murmur local uses "
+                 "200)")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 200, 1, 600000,
+                 "direct-ack wait of every node")
+        .Integer("tick_ms", &C::tick_ms, 5, 1, 1000,
+                 "how often each node's machines tick (the real drivers poll every few ms)")
+        .Integer("view_interval_ms", &C::view_interval_ms, 20, 1, 10000,
+                 "how often a node machine gets the membership view (the real drivers: 20)")
+        .Integer("sample_ms", &C::sample_ms, 100, 1, 3600000,
+                 "virtual time between rows of the time series (and progress updates)")
+        .Text("csv", &C::csv, "",
+              "write the time series here: t_s, node, step, samples, loss, accuracy, bytes_sent, "
+              "live_view, up (membership: the first 64 nodes); empty: none")
+        .Bool("json", &C::json, false, "print the summary as one JSON object on stdout")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "progress on stderr: redrawn (tty), a line every 2 s (plain), or none")
+        .Choice("log_level", &C::log_level, "error", {"trace", "debug", "info", "warn", "error", "off"},
+                "log verbosity of the simulated nodes (stderr)")
+        .Embed(GossipSchema(), &C::gossip, {"straggle"})
+        .Embed(CodedSchema(), &C::coded, {});
+    return s;
+  }();
+  return *schema;
+}
+
+}  // namespace murmur::node
