@@ -22,7 +22,9 @@
 #include "node/app/sim_config.h"
 #include "node/app/sim_report.h"
 #include "node/sim/simulator.h"
+#include "node/sim/trainer_workload.h"
 #include "node/sim/workload.h"
+#include "node/train/sharding.h"
 
 namespace murmur::node {
 namespace {
@@ -194,11 +196,17 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   // The workload, and the schedule, budget and batch that depend on its data set.
   StatusOr<std::unique_ptr<sim::Workload>> MakeWorkload(const SimConfig& c, sim::SimOptions& o) {
     if (o.kind == SimKind::kMembership) return std::unique_ptr<sim::Workload>();
-    if (c.fidelity == "training") {
-      return InvalidArgumentError("fidelity=training is not built yet; use fidelity=protocol");
-    }
     const TrainConfig& t = c.gossip.train;
-    const int64_t rows = t.task == "fashion-mnist" ? 60000 : t.samples;
+    std::optional<TrainTest> data;
+    if (c.fidelity == "training") {
+      if (t.device != "auto" && t.device != "cpu") {
+        return InvalidArgumentError("device " + t.device + ": the simulator computes on the CPU "
+                                    "(training fidelity runs the real Trainer there)");
+      }
+      std::fprintf(stderr, "murmur sim: loading the %s data set for training fidelity\n", t.task.c_str());
+      MURMUR_ASSIGN_OR_RETURN(data, LoadTrainData(t));
+    }
+    const int64_t rows = data ? data->train.rows : t.task == "fashion-mnist" ? 60000 : t.samples;
     const int64_t model = c.model_dimension > 0 ? c.model_dimension : MlpParameters(t.hidden);
     o.wire_scale = static_cast<double>(model) / static_cast<double>(c.dimension);
     const TrainOptions train = TrainOptionsFrom(t);
@@ -217,16 +225,32 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       MURMUR_ASSIGN_OR_RETURN(auto schedule, ScheduleFor(lr, o.sync.iterations * batch, rows, batch));
       o.sync.lr_schedule = schedule;
     }
-    return std::unique_ptr<sim::Workload>(std::make_unique<sim::SyntheticWorkload>(
-        o.nodes, static_cast<size_t>(c.dimension), rows, batch, t.lr, t.seed));
+    if (!data) {
+      return std::unique_ptr<sim::Workload>(std::make_unique<sim::SyntheticWorkload>(
+          o.nodes, static_cast<size_t>(c.dimension), rows, batch, t.lr, t.seed));
+    }
+    sim::TrainerWorkloadOptions w;
+    w.nodes = o.nodes;
+    w.sync = o.kind == SimKind::kSync;
+    w.spec = TrainModelSpec(t, data->train);
+    w.train = train;
+    MURMUR_ASSIGN_OR_RETURN(w.shards, ParseShardStrategy(t.shard_strategy));
+    w.global_batch = c.coded.global_batch;
+    w.eval_samples = c.gossip.eval_samples;
+    w.init_seed = t.seed;
+    MURMUR_ASSIGN_OR_RETURN(auto workload, sim::TrainerWorkload::Create(*std::move(data), w));
+    o.wire_scale = 1;
+    return std::unique_ptr<sim::Workload>(std::move(workload));
   }
 
   static std::string Describe(const SimConfig& c, const sim::SimOptions& o) {
     std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode, o.link.ToString());
-    if (o.kind != SimKind::kMembership) {
-      out += fmt::format(", {} fidelity ({} values computed, {:.0f} on the wire), {} per sample",
-                         c.fidelity, c.dimension, static_cast<double>(c.dimension) * o.wire_scale,
-                         c.sample_cost);
+    if (o.kind != SimKind::kMembership && c.fidelity == "protocol") {
+      out += fmt::format(", protocol fidelity ({} values computed, {:.0f} on the wire), {} per sample",
+                         c.dimension, static_cast<double>(c.dimension) * o.wire_scale, c.sample_cost);
+    } else if (o.kind != SimKind::kMembership) {
+      out += fmt::format(", training fidelity ({} on {}), {} per sample", c.gossip.train.task,
+                         "the CPU", c.sample_cost);
     }
     out += fmt::format(", seed {}", o.seed);
     return out;

@@ -362,7 +362,7 @@ struct Simulator::Impl {
         } else if (std::holds_alternative<gossip::ResetOptimizer>(action)) {
           workload->ResetOptimizer(i);
         } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
-          const auto [accuracy, loss] = workload->Evaluate(e->model);
+          const auto [accuracy, loss] = workload->Evaluate(e->model, e->full);
           if (n.gossip) n.gossip->Step(gossip::Evaluated{accuracy, loss}, now);
           if (n.sync) n.sync->Step(gossip::Evaluated{accuracy, loss}, now);
         } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
@@ -382,7 +382,7 @@ struct Simulator::Impl {
   }
 
   void Sample(const std::function<void(const SimProgress&)>& progress) {
-    SimProgress p{Seconds(now.time_since_epoch()), Seconds(o.duration), 0, 0, nodes.size(), 0};
+    SimProgress p{Seconds(now.time_since_epoch()), Seconds(o.duration), result.events, 0, nodes.size(), 0};
     uint64_t steps = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Node& n = nodes[i];

@@ -121,7 +121,7 @@ std::span<const float> SyntheticWorkload::Gradient(size_t, uint64_t iteration,
   return gradient_;
 }
 
-std::pair<double, double> SyntheticWorkload::Evaluate(std::span<const float> model) {
+std::pair<double, double> SyntheticWorkload::Evaluate(std::span<const float> model, bool) {
   // The mean loss over every row is ½ (‖x − x*‖² + mean_r ‖t_r − x*‖²) / d; the second term does
   // not depend on x, so the loss reported is the first (0 at the optimum).
   double d2 = 0;

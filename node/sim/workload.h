@@ -44,8 +44,9 @@ class Workload {
   virtual std::span<const float> Gradient(size_t node, uint64_t iteration,
                                           std::span<const coding::WeightedSample> own,
                                           std::span<const float> model) = 0;
-  // (accuracy, loss) of a model on the test set; accuracy < 0 when the task has none.
-  virtual std::pair<double, double> Evaluate(std::span<const float> model) = 0;
+  // (accuracy, loss) of a model on the test set (`full`), or on its periodic-evaluation subset;
+  // accuracy < 0 when the task has none.
+  virtual std::pair<double, double> Evaluate(std::span<const float> model, bool full) = 0;
   // How far a model is from the task's optimum (relative), or nullopt when unknown.
   virtual std::optional<double> OptimumDistance(std::span<const float> model) const {
     (void)model;
@@ -77,7 +78,7 @@ class SyntheticWorkload final : public Workload {
   std::span<const float> Gradient(size_t node, uint64_t iteration,
                                   std::span<const coding::WeightedSample> own,
                                   std::span<const float> model) override;
-  std::pair<double, double> Evaluate(std::span<const float> model) override;
+  std::pair<double, double> Evaluate(std::span<const float> model, bool full) override;
   std::optional<double> OptimumDistance(std::span<const float> model) const override;
 
   // t_r[j].

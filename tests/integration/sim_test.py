@@ -53,6 +53,12 @@ steps = {n["id"]: n["steps"] for n in s["per_node"]}
 check("a 4x straggler computes fewer steps", steps[2] < 0.8 * min(steps[1], steps[3], steps[4]), steps)
 check("its injected time is counted", s["per_node"][1]["injected_s"] > 0, s["per_node"][1])
 
+# Training fidelity: the real Trainer on Fashion-MNIST rows learns in virtual time.
+t = json.loads(run(["--fidelity", "training", "--nodes", "2", "--epochs", "2", "--max-train-samples",
+                    "6000", "--json"]).stdout)
+check("training fidelity learns", all(n["accuracy"] is not None and n["accuracy"] > 0.6 and
+                                      n["finish"] == "averaged" for n in t["per_node"]), t["per_node"])
+
 # Membership: 32 nodes, node 5 crashes at 10 s; every member that knew it declares it dead.
 with tempfile.TemporaryDirectory() as tmp:
     scenario = os.path.join(tmp, "m.toml")
@@ -79,7 +85,7 @@ for args, text in [(["--network", "fast"], "network"),
                    (["--mode", "membership", "--straggle", "node=1,slowdown=2"], "straggle"),
                    (["--mode", "ring", "--crash", "node=1,at=1s"], "crash"),
                    (["--join", "node=9,at=1s", "--nodes", "4"], "join"),
-                   (["--fidelity", "training"], "training"),
+                   (["--fidelity", "training", "--device", "cuda"], "device"),
                    (["--probe-interval-ms", "100", "--probe-timeout-ms", "100"], "probe_timeout")]:
     p = run(args, want=2)
     check(f"{args} exits 2 naming {text}", p.returncode == 2 and text in p.stderr, p.stderr[-300:])
