@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The claims of issue 24, measured in virtual time with `murmur sim` (the real machines, their
+real wire bytes, a modeled network and compute). Deterministic: one seed gives the same figures
+on any machine; only the wall times vary.
+
+Usage: bench/sim_bench.py [build/murmur] [--only membership,coded,gossip,real] [--seed 1]
+
+  membership  SWIM at N = 16, 64, 256, 1024 (ops/scenarios/sim/membership.toml): when every view
+              is complete, when a crash (after that) is declared dead by every member, and the
+              membership messages per node per protocol period, against log2 N
+  coded       the CodedReduce paper's shape (ops/scenarios/sim/coded_paper.toml): coded-tree,
+              tree, gc and ring, with and without one 5x straggler per parent, mean iteration time
+  gossip      the main job's gossip settings against ring all-reduce at N = 16 and 64
+              (ops/scenarios/sim/gossip_straggler.toml), the same 3-epoch budget: virtual time to
+              spend it without stragglers, with one node at 4x, and with every node's compute
+              followed by an exponential delay of its own mean (exp_slowdown=1)
+  real        the simulator against real processes: murmur local --nodes 4 with node 3 at 4x, and
+              murmur sim with the same settings and this machine's measured cost per sample
+              (single-process murmur train, times the processes per core): steps per node and
+              bytes sent
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCEN = os.path.join(ROOT, "ops", "scenarios", "sim")
+
+
+def sim(murmur, *args):
+    cmd = [murmur, "sim", "--progress", "none", "--json", *map(str, args)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode not in (0, 1) or not p.stdout.strip():
+        sys.exit(f"failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def membership(murmur, seed):
+    print("## Membership (T = 500 ms, 1GbE, 3 seeds; one node crashes once every view is complete)\n")
+    print("| N | log2 N | every view complete | crash at | declared dead by | first | median | last | "
+          "membership msgs / node / period | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in (16, 64, 256, 1024):
+        at = {16: 10, 64: 12, 256: 20, 1024: 30}[n]
+        r = sim(murmur, os.path.join(SCEN, "membership.toml"), "--nodes", n, "--crash", f"node=5,at={at}s",
+                "--duration", at + 15, "--seed", seed)
+        c = r["crashes"][0]
+        full = f"{r['full_view_s']:.1f} s" if r["full_view_s"] >= 0 else "never"
+        print(f"| {n} | {math.log2(n):.0f} | {full} | {at} s | {c['observers']} of {c['expected']} | "
+              f"{c['first_s']:.2f} s | {c['median_s']:.2f} s | {c['last_s']:.2f} s | "
+              f"{r['membership_messages_per_node_per_period']:.1f} | {r['wall_s']:.1f} |")
+    print()
+
+
+def coded(murmur, seed):
+    print("## CodedReduce's shape (N = 12, n = 3, L = 2, s = 1; 1,000,000 values on 1GbE)\n")
+    print("| mode | iteration, no straggler | one 5x straggler per parent | ratio | loss (exact decode) |")
+    print("|---|---|---|---|---|")
+    for mode in ("coded-tree", "tree", "gc", "ring"):
+        base = sim(murmur, os.path.join(SCEN, "coded_paper.toml"), "--mode", mode, "--straggle", "", "--seed", seed)
+        slow = sim(murmur, os.path.join(SCEN, "coded_paper.toml"), "--mode", mode, "--seed", seed)
+        b, s = base["iteration_ms_mean"], slow["iteration_ms_mean"]
+        print(f"| {mode} | {b:.1f} ms | {s:.1f} ms | {s / b:.2f}x | {base['per_node'][0]['loss']:.6g} |")
+    print()
+
+
+def gossip(murmur, seed):
+    print("## Gossip against ring all-reduce (3 epochs of 60,000 rows, batch 64 per node, 10GbE)\n")
+    print("| N | mode | no straggler | node 3 at 4x | ratio | every node exp_slowdown=1 | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for n in (16, 64):
+        for mode in ("gossip", "ring"):
+            common = [os.path.join(SCEN, "gossip_straggler.toml"), "--mode", mode, "--seed", seed]
+            if mode == "ring":
+                # The same samples: N ranks of batch 64 per iteration, 3 epochs.
+                iterations = math.ceil(3 * 60000 / (64 * n))
+                common += ["--n", n, "--L", 1, "--global-batch", 64 * n, "--iterations", iterations,
+                           "--eval-every", 0]
+            else:
+                common += ["--nodes", n]
+            exp = ";".join(f"node={i},exp_slowdown=1,seed={i}" for i in range(1, n + 1))
+            base = sim(murmur, *common, "--straggle", "")
+            slow = sim(murmur, *common)
+            expo = sim(murmur, *common, "--straggle", exp)
+            print(f"| {n} | {mode} | {base['virtual_s']:.2f} s | {slow['virtual_s']:.2f} s | "
+                  f"{slow['virtual_s'] / base['virtual_s']:.2f}x | {expo['virtual_s']:.2f} s | "
+                  f"{expo['virtual_s'] / base['virtual_s']:.2f}x |")
+    print()
+
+
+def real(murmur, seed):
+    print("## The simulator against real processes (4 gossip nodes, node 3 at 4x, 3 epochs)\n")
+    p = subprocess.run([murmur, "train", "--epochs", "1", "--json", "--progress", "none"],
+                       capture_output=True, text=True, check=True)
+    rate = json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
+    cores = os.cpu_count() or 1
+    cost_us = 1e6 / rate * max(1.0, 4 / cores)
+    flags = ["--nodes", "4", "--epochs", "3", "--straggle", "node=3,slowdown=4", "--seed", seed]
+    p = subprocess.run([murmur, "local", *flags, "--json", "--progress", "none"], capture_output=True, text=True)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
+    local = json.loads(lines[-1])
+    s = sim(murmur, *flags, "--probe-interval-ms", 200, "--probe-timeout-ms", 80,
+            "--sample-cost", f"{cost_us:.2f}us", "--network", "loopback")
+    print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s, 4 processes on {cores} cores)\n")
+    print("| node | real steps | simulated steps | ratio | real MB sent | simulated MB sent | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    by_id = {n["id"]: n for n in s["per_node"]}
+    for node in local["nodes"]:
+        i = node["id"]
+        rs, ss = node.get("local_steps", node.get("steps", 0)), by_id[i]["steps"]
+        rb, sb = node.get("bytes_sent", 0) / 1e6, by_id[i]["bytes_sent"] / 1e6
+        print(f"| {i} | {rs} | {ss} | {ss / max(rs, 1):.2f} | {rb:.2f} | {sb:.2f} | {sb / max(rb, 1e-9):.2f} |")
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("murmur", nargs="?", default=os.path.join(ROOT, "build", "murmur"))
+    ap.add_argument("--only", default="membership,coded,gossip,real")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    for part in a.only.split(","):
+        {"membership": membership, "coded": coded, "gossip": gossip, "real": real}[part](a.murmur, a.seed)
+
+
+if __name__ == "__main__":
+    main()
