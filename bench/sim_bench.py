@@ -98,7 +98,7 @@ def real(murmur, seed):
     rate = json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
     cores = os.cpu_count() or 1
     cost_us = 1e6 / rate * max(1.0, 4 / cores)
-    flags = ["--nodes", "4", "--epochs", "3", "--straggle", "node=3,slowdown=4", "--seed", seed]
+    flags = ["--nodes", "4", "--epochs", "3", "--straggle", "node=3,slowdown=4", "--seed", str(seed)]
     p = subprocess.run([murmur, "local", *flags, "--json", "--progress", "none"], capture_output=True, text=True)
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not lines:
@@ -107,15 +107,14 @@ def real(murmur, seed):
     s = sim(murmur, *flags, "--probe-interval-ms", 200, "--probe-timeout-ms", 80,
             "--sample-cost", f"{cost_us:.2f}us", "--network", "loopback")
     print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s, 4 processes on {cores} cores)\n")
-    print("| node | real steps | simulated steps | ratio | real MB sent | simulated MB sent | ratio |")
-    print("|---|---|---|---|---|---|---|")
-    by_id = {n["id"]: n for n in s["per_node"]}
-    for node in local["nodes"]:
-        i = node["id"]
-        rs, ss = node.get("local_steps", node.get("steps", 0)), by_id[i]["steps"]
-        rb, sb = node.get("bytes_sent", 0) / 1e6, by_id[i]["bytes_sent"] / 1e6
-        print(f"| {i} | {rs} | {ss} | {ss / max(rs, 1):.2f} | {rb:.2f} | {sb:.2f} | {sb / max(rb, 1e-9):.2f} |")
-    print()
+    print("| node | real samples trained | simulated | ratio |")
+    print("|---|---|---|---|")
+    for i, phase in enumerate(local["phases"]):
+        real_samples, simulated = phase["samples"], s["per_node"][i]["samples"]
+        print(f"| {i + 1} | {real_samples} | {simulated} | {simulated / max(real_samples, 1):.2f} |")
+    rb, sb = local["bytes_sent_total"] / 1e6, s["bytes"] / 1e6
+    print(f"\nbytes sent, all nodes: real {rb:.2f} MB, simulated {sb:.2f} MB ({sb / max(rb, 1e-9):.2f}x); "
+          f"wall: real {local['wall_s']:.2f} s, simulated {s['virtual_s']:.2f} s virtual\n")
 
 
 def main():

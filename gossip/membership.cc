@@ -136,7 +136,8 @@ void Membership::Send(const std::string& address, Payload payload) {
 std::vector<NodeId> Membership::LiveOthers() const { return live_others_; }
 
 void Membership::Broadcast(NodeId id) {
-  if (auto it = broadcasts_.find(id); it != broadcasts_.end()) broadcast_order_.erase({it->second, id});
+  if (auto it = broadcasts_.find(id); it != broadcasts_.end())
+    broadcast_order_.erase({it->second, id});
   broadcasts_[id] = 0;
   broadcast_order_.insert({0, id});
 }
@@ -157,7 +158,8 @@ std::vector<MemberEntry> Membership::Piggyback() {
   // order, so a message costs the entries it carries, not a sort of all the news.
   std::vector<std::pair<int, NodeId>> taken;
   for (auto it = broadcast_order_.begin();
-       it != broadcast_order_.end() && static_cast<int>(out.size()) <= options_.max_piggyback; ++it) {
+       it != broadcast_order_.end() && static_cast<int>(out.size()) <= options_.max_piggyback;
+       ++it) {
     const NodeId id = it->second;
     if (auto entry = Find(id); entry.has_value() && id != self_.id) out.push_back(*entry);
     taken.push_back(*it);
@@ -322,7 +324,8 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
 uint64_t Membership::HighestMemberClock() const {
   if (clock_stale_) {
     highest_clock_ = 0;
-    for (const auto& [id, m] : members_) highest_clock_ = std::max(highest_clock_, m.entry.step_clock);
+    for (const auto& [id, m] : members_)
+      highest_clock_ = std::max(highest_clock_, m.entry.step_clock);
     clock_stale_ = false;
   }
   return highest_clock_;
@@ -576,8 +579,10 @@ void Membership::GossipToDead(TimePoint now) {
 }
 
 void Membership::NoteDeadlines(const Member& m) {
-  if (m.entry.state == MemberState::kSuspect) next_expiry_ = std::min(next_expiry_, m.suspect_deadline);
-  if (!IsLive(m.entry.state)) next_expiry_ = std::min(next_expiry_, m.since + options_.dead_retention);
+  if (m.entry.state == MemberState::kSuspect)
+    next_expiry_ = std::min(next_expiry_, m.suspect_deadline);
+  if (!IsLive(m.entry.state))
+    next_expiry_ = std::min(next_expiry_, m.since + options_.dead_retention);
 }
 
 void Membership::Expire(TimePoint now) {

@@ -250,13 +250,14 @@ class Membership {
   TimePoint next_period_;
   void SetLive(NodeId id, bool live);
   std::vector<NodeId> live_others_;  // alive and suspect members but this node, sorted
-  bool view_dirty_ = true;   // a member's liveness changed since UpdateView (or left_ did)
+  bool view_dirty_ = true;           // a member's liveness changed since UpdateView (or left_ did)
   TimePoint next_expiry_{};
   // The highest step clock of the members held (Check's reference), kept as they change;
   // recomputed when one may have dropped (a member forgotten, or a new life's lower clock).
   uint64_t HighestMemberClock() const;
   mutable uint64_t highest_clock_ = 0;
-  mutable bool clock_stale_ = false;  // the earliest suspicion, retention, relay or candidate deadline
+  mutable bool clock_stale_ =
+      false;  // the earliest suspicion, retention, relay or candidate deadline
   void NoteDeadlines(const Member& m);
   TimePoint last_join_;
   TimePoint last_seed_rejoin_;

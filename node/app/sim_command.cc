@@ -1,17 +1,17 @@
 // `murmur sim`: the real node machines of every mode in virtual time (node/sim/, issue 24), from
 // flags or a TOML scenario, with progress on stderr and a summary (text or JSON) on stdout, plus
 // the time series as CSV.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -63,10 +63,13 @@ StatusOr<std::vector<sim::SimJoin>> ParseJoins(const std::string& text, int node
       const std::string field = item.substr(f, comma - f);
       f = comma + 1;
       const size_t eq = field.find('=');
-      const std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
+      const std::string key = field.substr(0, eq),
+                        value = eq == std::string::npos ? "" : field.substr(eq + 1);
       if (key == "node") {
         auto k = ParseInteger(value, 1, nodes);
-        if (!k.ok()) return InvalidArgumentError(fmt::format("join: node '{}' is not in [1, {}]", value, nodes));
+        if (!k.ok())
+          return InvalidArgumentError(
+              fmt::format("join: node '{}' is not in [1, {}]", value, nodes));
         join.node = static_cast<size_t>(*k - 1);
         have_node = true;
       } else if (key == "at") {
@@ -75,10 +78,12 @@ StatusOr<std::vector<sim::SimJoin>> ParseJoins(const std::string& text, int node
         join.at = *d;
         have_at = true;
       } else {
-        return InvalidArgumentError("join: unknown setting '" + key + "' in '" + item + "' (node=K,at=S)");
+        return InvalidArgumentError("join: unknown setting '" + key + "' in '" + item +
+                                    "' (node=K,at=S)");
       }
     }
-    if (!have_node || !have_at) return InvalidArgumentError("join: '" + item + "' needs node=K and at=S");
+    if (!have_node || !have_at)
+      return InvalidArgumentError("join: '" + item + "' needs node=K and at=S");
     out.push_back(join);
   }
   return out;
@@ -92,7 +97,8 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
                           "synchronous machines, their real wire bytes, a modeled network and "
                           "modeled compute (1000s of nodes on one core)",
                           SimSchema()) {
-    subcommand()->add_option("scenario", scenario_, "TOML scenario file (any key below; as --config)")
+    subcommand()
+        ->add_option("scenario", scenario_, "TOML scenario file (any key below; as --config)")
         ->type_name("FILE");
   }
 
@@ -114,7 +120,8 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     const ProgressMode mode = ResolveProgressMode(c.progress, stderr);
     SimProgressPrinter printer(mode, stderr);
     std::fprintf(stderr, "%s\n", Describe(c, *options).c_str());
-    const sim::SimResult result = (*simulator)->Run([&](const sim::SimProgress& p) { printer.Update(p); });
+    const sim::SimResult result =
+        (*simulator)->Run([&](const sim::SimProgress& p) { printer.Update(p); });
     printer.Finish();
     if (!c.csv.empty()) {
       if (Status s = WriteSeriesCsv(c.csv, result); !s.ok()) {
@@ -122,7 +129,8 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
         return 1;
       }
     }
-    const SimSummaryInput input{c.mode, Describe(c, *options), *options, *std::move(workload) != nullptr};
+    const SimSummaryInput input{c.mode, Describe(c, *options), *options,
+                                *std::move(workload) != nullptr};
     const nlohmann::json summary = SummaryJson(input, result);
     if (c.json) {
       std::printf("%s\n", summary.dump().c_str());
@@ -135,12 +143,15 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
  private:
   StatusOr<sim::SimOptions> Options(const SimConfig& c) {
     sim::SimOptions o;
-    o.kind = c.mode == "membership" ? SimKind::kMembership : c.mode == "gossip" ? SimKind::kGossip : SimKind::kSync;
+    o.kind = c.mode == "membership" ? SimKind::kMembership
+             : c.mode == "gossip"   ? SimKind::kGossip
+                                    : SimKind::kSync;
     o.nodes = static_cast<size_t>(c.nodes);
     o.duration = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(c.duration));
     MURMUR_ASSIGN_OR_RETURN(o.link, sim::ParseLink(c.network));
     auto cost = ParseDurationText(c.sample_cost);
-    if (!cost.ok()) return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
+    if (!cost.ok())
+      return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
     o.cost_per_sample = *cost;
     o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
     o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
@@ -164,30 +175,36 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       o.sync = coded.node;
       o.plan = std::move(plan);
       if (!c.crash.empty() || !c.join.empty()) {
-        return InvalidArgumentError("crash and join apply to gossip and membership (a synchronous "
-                                    "run needs every rank from start to end)");
+        return InvalidArgumentError(
+            "crash and join apply to gossip and membership (a synchronous "
+            "run needs every rank from start to end)");
       }
     } else if (o.kind == SimKind::kGossip) {
       MURMUR_ASSIGN_OR_RETURN(GossipTrainerOptions g, GossipOptionsFrom(c.gossip));
       o.gossip = g.node;
+      train_ = g.train;  // its learning-rate schedule resolved ("auto": cosine with a budget)
       if (o.gossip.expect_members <= 0) o.gossip.expect_members = c.nodes;
     }
     if (!c.straggle.empty()) {
       if (o.kind == SimKind::kMembership) {
-        return InvalidArgumentError("straggle applies to the training modes (membership computes nothing)");
+        return InvalidArgumentError(
+            "straggle applies to the training modes (membership computes nothing)");
       }
-      MURMUR_ASSIGN_OR_RETURN(auto specs, ParseStraggleList(c.straggle, static_cast<int>(o.nodes), sync, roots));
+      MURMUR_ASSIGN_OR_RETURN(
+          auto specs, ParseStraggleList(c.straggle, static_cast<int>(o.nodes), sync, roots));
       for (const auto& [index, spec] : specs) {
-        StatusOr<StragglerOptions> s = sync ? ParseCodedStraggle(o.plan->mode, spec) : ParseStraggle(spec);
+        StatusOr<StragglerOptions> s =
+            sync ? ParseCodedStraggle(o.plan->mode, spec) : ParseStraggle(spec);
         if (!s.ok()) return s.status();
         o.straggle[static_cast<size_t>(index)] = *s;
       }
     }
     MURMUR_ASSIGN_OR_RETURN(auto crashes, ParseCrashList(c.crash, static_cast<int>(o.nodes)));
     for (const CrashPlan& p : crashes) {
-      o.crashes.push_back({static_cast<size_t>(p.index),
-                           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.at)),
-                           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.down))});
+      o.crashes.push_back(
+          {static_cast<size_t>(p.index),
+           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.at)),
+           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.down))});
     }
     MURMUR_ASSIGN_OR_RETURN(o.joins, ParseJoins(c.join, static_cast<int>(o.nodes)));
     return o;
@@ -200,29 +217,34 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     std::optional<TrainTest> data;
     if (c.fidelity == "training") {
       if (t.device != "auto" && t.device != "cpu") {
-        return InvalidArgumentError("device " + t.device + ": the simulator computes on the CPU "
+        return InvalidArgumentError("device " + t.device +
+                                    ": the simulator computes on the CPU "
                                     "(training fidelity runs the real Trainer there)");
       }
-      std::fprintf(stderr, "murmur sim: loading the %s data set for training fidelity\n", t.task.c_str());
+      std::fprintf(stderr, "murmur sim: loading the %s data set for training fidelity\n",
+                   t.task.c_str());
       MURMUR_ASSIGN_OR_RETURN(data, LoadTrainData(t));
     }
     const int64_t rows = data ? data->train.rows : t.task == "fashion-mnist" ? 60000 : t.samples;
     const int64_t model = c.model_dimension > 0 ? c.model_dimension : MlpParameters(t.hidden);
     o.wire_scale = static_cast<double>(model) / static_cast<double>(c.dimension);
-    const TrainOptions train = TrainOptionsFrom(t);
+    const TrainOptions train = o.kind == SimKind::kGossip ? train_ : TrainOptionsFrom(t);
     int64_t batch = t.batch_size;
     if (o.kind == SimKind::kGossip) {
-      const int64_t budget = static_cast<int64_t>(std::ceil(c.gossip.epochs * static_cast<double>(rows)));
+      const int64_t budget =
+          static_cast<int64_t>(std::ceil(c.gossip.epochs * static_cast<double>(rows)));
       o.gossip.budget_samples = c.gossip.epochs > 0 ? budget : 0;
-      MURMUR_ASSIGN_OR_RETURN(auto schedule, ScheduleFor(train, o.gossip.budget_samples, rows,
-                                                         t.batch_size * std::max(1, o.gossip.expect_members)));
+      MURMUR_ASSIGN_OR_RETURN(auto schedule,
+                              ScheduleFor(train, o.gossip.budget_samples, rows,
+                                          t.batch_size * std::max(1, o.gossip.expect_members)));
       o.gossip.lr_schedule = schedule;
     } else {
       batch = c.coded.global_batch > 0 ? c.coded.global_batch : rows;
       o.sync.batch = batch;
       TrainOptions lr = train;
       lr.sgd.learning_rate = o.sync.lr;
-      MURMUR_ASSIGN_OR_RETURN(auto schedule, ScheduleFor(lr, o.sync.iterations * batch, rows, batch));
+      MURMUR_ASSIGN_OR_RETURN(auto schedule,
+                              ScheduleFor(lr, o.sync.iterations * batch, rows, batch));
       o.sync.lr_schedule = schedule;
     }
     if (!data) {
@@ -244,10 +266,12 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   }
 
   static std::string Describe(const SimConfig& c, const sim::SimOptions& o) {
-    std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode, o.link.ToString());
+    std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode,
+                                  o.link.ToString());
     if (o.kind != SimKind::kMembership && c.fidelity == "protocol") {
-      out += fmt::format(", protocol fidelity ({} values computed, {:.0f} on the wire), {} per sample",
-                         c.dimension, static_cast<double>(c.dimension) * o.wire_scale, c.sample_cost);
+      out +=
+          fmt::format(", protocol fidelity ({} values computed, {:.0f} on the wire), {} per sample",
+                      c.dimension, static_cast<double>(c.dimension) * o.wire_scale, c.sample_cost);
     } else if (o.kind != SimKind::kMembership) {
       out += fmt::format(", training fidelity ({} on {}), {} per sample", c.gossip.train.task,
                          "the CPU", c.sample_cost);
@@ -257,6 +281,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   }
 
   std::string scenario_;
+  TrainOptions train_;  // gossip: the trainer options GossipOptionsFrom resolved
 };
 
 }  // namespace

@@ -28,11 +28,12 @@ const ConfigSchema<SimConfig>& SimSchema() {
                 "(1000s of nodes); training: every node runs the real Trainer on the task's data "
                 "(the MLP on Fashion-MNIST by default; tens of nodes)")
         .Integer<int64_t>("dimension", &C::dimension, 1000, 1, 100000000,
-                 "protocol fidelity: values each simulated model really has")
-        .Integer<int64_t>("model_dimension", &C::model_dimension, 0, 0, 10000000000,
-                 "protocol fidelity: the model dimension the links carry (tensor frames are "
-                 "stretched by model_dimension / dimension); 0: the MLP of --hidden on "
-                 "Fashion-MNIST (235146 values by default)")
+                          "protocol fidelity: values each simulated model really has")
+        .Integer<int64_t>(
+            "model_dimension", &C::model_dimension, 0, 0, 10000000000,
+            "protocol fidelity: the model dimension the links carry (tensor frames are "
+            "stretched by model_dimension / dimension); 0: the MLP of --hidden on "
+            "Fashion-MNIST (235146 values by default)")
         .Text("sample_cost", &C::sample_cost, "10us",
               "compute time per sample of a step or partial gradient (this machine's MLP: about "
               "10us); a straggler's injection applies on top")
@@ -62,7 +63,8 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Bool("json", &C::json, false, "print the summary as one JSON object on stdout")
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "progress on stderr: redrawn (tty), a line every 2 s (plain), or none")
-        .Choice("log_level", &C::log_level, "error", {"trace", "debug", "info", "warn", "error", "off"},
+        .Choice("log_level", &C::log_level, "error",
+                {"trace", "debug", "info", "warn", "error", "off"},
                 "log verbosity of the simulated nodes (stderr)")
         .Embed(GossipSchema(), &C::gossip, {"straggle"})
         .Embed(CodedSchema(), &C::coded, {});

@@ -1,11 +1,11 @@
 #include "node/app/sim_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace murmur::node {
 namespace {
@@ -34,7 +34,8 @@ std::string Mb(uint64_t bytes) { return fmt::format("{:.3f}", static_cast<double
 void SimProgressPrinter::Update(const sim::SimProgress& p) {
   if (mode_ == ProgressMode::kNone) return;
   const TimePoint now = clock_.Now();
-  const Duration every = mode_ == ProgressMode::kTty ? std::chrono::milliseconds(100) : std::chrono::seconds(2);
+  const Duration every =
+      mode_ == ProgressMode::kTty ? std::chrono::milliseconds(100) : std::chrono::seconds(2);
   if (drawn_ && now - last_ < every) return;
   last_ = now;
   const std::string line = fmt::format(
@@ -53,7 +54,8 @@ void SimProgressPrinter::Finish() {
   if (mode_ == ProgressMode::kTty && drawn_) std::fprintf(out_, "\n");
 }
 
-std::vector<CrashDetection> Detections(const sim::SimOptions& options, const sim::SimResult& result) {
+std::vector<CrashDetection> Detections(const sim::SimOptions& options,
+                                       const sim::SimResult& result) {
   std::vector<CrashDetection> out;
   for (const sim::SimCrash& c : options.crashes) {
     CrashDetection d;
@@ -120,8 +122,12 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
   j["membership_messages_per_node_per_period"] = MembershipRate(o, r);
   nlohmann::json crashes = nlohmann::json::array();
   for (const CrashDetection& d : Detections(o, r)) {
-    crashes.push_back({{"node", sim::Simulator::Id(d.node)}, {"at_s", d.at_s}, {"observers", d.observers},
-                       {"expected", d.expected}, {"first_s", d.first_s}, {"median_s", d.median_s},
+    crashes.push_back({{"node", sim::Simulator::Id(d.node)},
+                       {"at_s", d.at_s},
+                       {"observers", d.observers},
+                       {"expected", d.expected},
+                       {"first_s", d.first_s},
+                       {"median_s", d.median_s},
                        {"last_s", d.last_s}});
   }
   j["crashes"] = crashes;
@@ -135,16 +141,31 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
   }
   nlohmann::json nodes = nlohmann::json::array();
   for (const sim::SimNodeResult& n : r.nodes) {
-    nlohmann::json e = {{"id", n.id}, {"up", n.up}, {"restarts", n.restarts}, {"steps", n.steps},
-                        {"samples", n.samples}, {"compute_s", n.compute_s}, {"injected_s", n.injected_s},
-                        {"messages_sent", n.messages_sent}, {"bytes_sent", n.bytes_sent},
-                        {"messages_received", n.messages_received}, {"bytes_received", n.bytes_received},
-                        {"lost", n.lost}, {"rejected", n.rejected}, {"finished", n.finished},
-                        {"finished_s", n.finished_s}, {"over_s", n.over_s}, {"ok", n.ok},
-                        {"status", n.status}, {"loss", n.loss}, {"step_clock", n.step_clock},
-                        {"live_view", n.live_view}, {"finish", n.finish}};
+    nlohmann::json e = {{"id", n.id},
+                        {"up", n.up},
+                        {"restarts", n.restarts},
+                        {"steps", n.steps},
+                        {"samples", n.samples},
+                        {"compute_s", n.compute_s},
+                        {"injected_s", n.injected_s},
+                        {"messages_sent", n.messages_sent},
+                        {"bytes_sent", n.bytes_sent},
+                        {"messages_received", n.messages_received},
+                        {"bytes_received", n.bytes_received},
+                        {"lost", n.lost},
+                        {"rejected", n.rejected},
+                        {"finished", n.finished},
+                        {"finished_s", n.finished_s},
+                        {"over_s", n.over_s},
+                        {"ok", n.ok},
+                        {"status", n.status},
+                        {"loss", n.loss},
+                        {"step_clock", n.step_clock},
+                        {"live_view", n.live_view},
+                        {"finish", n.finish}};
     e["accuracy"] = n.accuracy >= 0 ? nlohmann::json(n.accuracy) : nlohmann::json();
-    e["optimum_distance"] = n.optimum_distance ? nlohmann::json(*n.optimum_distance) : nlohmann::json();
+    e["optimum_distance"] =
+        n.optimum_distance ? nlohmann::json(*n.optimum_distance) : nlohmann::json();
     nodes.push_back(e);
   }
   j["per_node"] = nodes;
@@ -154,20 +175,26 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
 std::string SummaryText(const SimSummaryInput& input, const sim::SimResult& r) {
   const sim::SimOptions& o = input.options;
   std::string out;
-  out += fmt::format("{:.3f} virtual s in {:.2f} wall s ({:.1f}x real time), {} events, {} messages, {} MB",
-                     r.virtual_s, r.wall_s, r.virtual_s / std::max(r.wall_s, 1e-9), r.events,
-                     r.messages, Mb(r.bytes));
+  out += fmt::format(
+      "{:.3f} virtual s in {:.2f} wall s ({:.1f}x real time), {} events, {} messages, {} MB",
+      r.virtual_s, r.wall_s, r.virtual_s / std::max(r.wall_s, 1e-9), r.events, r.messages,
+      Mb(r.bytes));
   std::string kinds;
-  for (const auto& [kind, bytes] : r.bytes_by_kind) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, Mb(bytes));
+  for (const auto& [kind, bytes] : r.bytes_by_kind)
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, Mb(bytes));
   out += " (" + kinds + ")\n";
-  out += fmt::format("membership: every view complete at {}, {:.1f} membership messages per node per protocol period\n",
-                     r.full_view_s >= 0 ? fmt::format("{:.2f} s", r.full_view_s) : std::string("never"),
-                     MembershipRate(o, r));
+  out += fmt::format(
+      "membership: every view complete at {}, {:.1f} membership messages per node per protocol "
+      "period\n",
+      r.full_view_s >= 0 ? fmt::format("{:.2f} s", r.full_view_s) : std::string("never"),
+      MembershipRate(o, r));
   for (const CrashDetection& d : Detections(o, r)) {
-    out += fmt::format("crash of node {} at {:.2f} s: declared dead by {} of the {} members that knew it",
-                       sim::Simulator::Id(d.node), d.at_s, d.observers, d.expected);
+    out += fmt::format(
+        "crash of node {} at {:.2f} s: declared dead by {} of the {} members that knew it",
+        sim::Simulator::Id(d.node), d.at_s, d.observers, d.expected);
     if (d.observers > 0) {
-      out += fmt::format(" after {:.2f} s (first) / {:.2f} s (median) / {:.2f} s (last)", d.first_s, d.median_s, d.last_s);
+      out += fmt::format(" after {:.2f} s (first) / {:.2f} s (median) / {:.2f} s (last)", d.first_s,
+                         d.median_s, d.last_s);
     }
     out += "\n";
   }
@@ -176,26 +203,31 @@ std::string SummaryText(const SimSummaryInput& input, const sim::SimResult& r) {
     double sum = 0;
     for (double v : r.iteration_ms) sum += v;
     out += fmt::format("{} iterations: {:.3f} ms mean, {:.3f} ms p95\n", r.iteration_ms.size(),
-                       sum / static_cast<double>(r.iteration_ms.size()), Quantile(r.iteration_ms, 0.95));
+                       sum / static_cast<double>(r.iteration_ms.size()),
+                       Quantile(r.iteration_ms, 0.95));
   }
   if (o.kind == sim::SimKind::kGossip) {
-    out += fmt::format("consensus distance at the end (max ‖x_i − x̄‖ / ‖x̄‖ over live nodes): {:.3g}\n",
-                       r.consensus_distance);
+    out +=
+        fmt::format("consensus distance at the end (max ‖x_i − x̄‖ / ‖x̄‖ over live nodes): {:.3g}\n",
+                    r.consensus_distance);
   }
-  out += fmt::format("{:>5} {:>4} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>8} {:>10} {:>9} {:>9}  {}\n", "node",
-                     "up", "steps", "samples", "sent MB", "recv MB", "lost", "finished", "over s",
-                     "loss", "accuracy", "opt.dist", "finish");
+  out +=
+      fmt::format("{:>5} {:>4} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>8} {:>10} {:>9} {:>9}  {}\n",
+                  "node", "up", "steps", "samples", "sent MB", "recv MB", "lost", "finished",
+                  "over s", "loss", "accuracy", "opt.dist", "finish");
   for (const sim::SimNodeResult& n : r.nodes) {
-    out += fmt::format("{:>5} {:>4} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>8} {:>10.4g} {:>9} {:>9}  {}{}\n", n.id,
-                       n.up ? "yes" : "no", n.steps, n.samples, Mb(n.bytes_sent), Mb(n.bytes_received),
-                       n.lost, n.finished.empty() ? "-" : n.finished,
-                       n.over_s >= 0 ? fmt::format("{:.3f}", n.over_s) : std::string("-"), n.loss,
-                       n.accuracy >= 0 ? fmt::format("{:.4f}", n.accuracy) : std::string("-"),
-                       n.optimum_distance ? fmt::format("{:.4f}", *n.optimum_distance) : std::string("-"),
-                       n.finish, n.ok ? "" : "  FAILED: " + n.status);
+    out += fmt::format(
+        "{:>5} {:>4} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>8} {:>10.4g} {:>9} {:>9}  {}{}\n",
+        n.id, n.up ? "yes" : "no", n.steps, n.samples, Mb(n.bytes_sent), Mb(n.bytes_received),
+        n.lost, n.finished.empty() ? "-" : n.finished,
+        n.over_s >= 0 ? fmt::format("{:.3f}", n.over_s) : std::string("-"), n.loss,
+        n.accuracy >= 0 ? fmt::format("{:.4f}", n.accuracy) : std::string("-"),
+        n.optimum_distance ? fmt::format("{:.4f}", *n.optimum_distance) : std::string("-"),
+        n.finish, n.ok ? "" : "  FAILED: " + n.status);
   }
   if (!r.all_over) {
-    out += fmt::format("the run did not end within {:.1f} virtual s (--duration)\n", Seconds(o.duration));
+    out += fmt::format("the run did not end within {:.1f} virtual s (--duration)\n",
+                       Seconds(o.duration));
   }
   return out;
 }
@@ -205,9 +237,10 @@ Status WriteSeriesCsv(const std::string& path, const sim::SimResult& r) {
   if (!f) return InvalidArgumentError("cannot write " + path);
   f << "t_s,node,step,samples,loss,accuracy,bytes_sent,live_view,up\n";
   for (const sim::SimSample& s : r.series) {
-    f << fmt::format("{:.4f},{},{},{},{:.6g},{},{},{},{}\n", s.t_s, sim::Simulator::Id(s.node), s.step,
-                     s.samples, s.loss, s.accuracy >= 0 ? fmt::format("{:.4f}", s.accuracy) : "",
-                     s.bytes_sent, s.live_view, s.up ? 1 : 0);
+    f << fmt::format("{:.4f},{},{},{},{:.6g},{},{},{},{}\n", s.t_s, sim::Simulator::Id(s.node),
+                     s.step, s.samples, s.loss,
+                     s.accuracy >= 0 ? fmt::format("{:.4f}", s.accuracy) : "", s.bytes_sent,
+                     s.live_view, s.up ? 1 : 0);
   }
   if (!f) return InvalidArgumentError("writing " + path + " failed");
   return OkStatus();

@@ -5,9 +5,8 @@
 // modes). The time series goes to CSV.
 
 #include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -45,7 +44,8 @@ struct CrashDetection {
   size_t expected = 0;   // members up at the end that knew it
   double first_s = -1, median_s = -1, last_s = -1;  // seconds after the crash
 };
-std::vector<CrashDetection> Detections(const sim::SimOptions& options, const sim::SimResult& result);
+std::vector<CrashDetection> Detections(const sim::SimOptions& options,
+                                       const sim::SimResult& result);
 
 nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& result);
 std::string SummaryText(const SimSummaryInput& input, const sim::SimResult& result);

@@ -1,10 +1,10 @@
 #include "node/sim/network.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "node/peer/straggler.h"
 
@@ -79,7 +79,8 @@ StatusOr<LinkSpec> ParseLink(std::string_view text) {
     const std::string_view item = text.substr(0, comma);
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     auto fail = [&](std::string_view why) {
-      return InvalidArgumentError(fmt::format("network: '{}': {}; allowed: {}", item, why, kAllowed));
+      return InvalidArgumentError(
+          fmt::format("network: '{}': {}; allowed: {}", item, why, kAllowed));
     };
     if (first) {
       first = false;

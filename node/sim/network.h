@@ -21,7 +21,7 @@
 namespace murmur::sim {
 
 struct LinkSpec {
-  Duration latency{0};   // one way
+  Duration latency{0};    // one way
   double bits_per_s = 0;  // 0: unlimited (a message takes no time on a link)
   double loss = 0;        // probability a message is lost, in [0, 1)
 

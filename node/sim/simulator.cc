@@ -1,13 +1,13 @@
 #include "node/sim/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
 #include <queue>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "base/check.h"
 #include "coding/update_codec.h"
@@ -17,8 +17,18 @@
 namespace murmur::sim {
 namespace {
 
-enum class EventKind : uint8_t { kStart, kTick, kArrive, kDeliver, kComputeDone, kCrash, kRestart,
-                                 kPartition, kHeal, kSample };
+enum class EventKind : uint8_t {
+  kStart,
+  kTick,
+  kArrive,
+  kDeliver,
+  kComputeDone,
+  kCrash,
+  kRestart,
+  kPartition,
+  kHeal,
+  kSample
+};
 
 // A message on its way: the header frame as the real node encodes it, and its tensor frame.
 struct Wire {
@@ -55,21 +65,25 @@ Status SimOptions::Validate() const {
     return InvalidArgumentError("sim: a synchronous mode needs its plan");
   }
   if (kind == SimKind::kSync && static_cast<int64_t>(nodes) != plan->processes) {
-    return InvalidArgumentError(fmt::format("sim: the plan needs {} processes, not {}",
-                                            plan->processes, nodes));
+    return InvalidArgumentError(
+        fmt::format("sim: the plan needs {} processes, not {}", plan->processes, nodes));
   }
   for (const auto& [i, s] : straggle) {
-    if (i >= nodes) return InvalidArgumentError(fmt::format("sim: straggle names node {} of {}", i, nodes));
+    if (i >= nodes)
+      return InvalidArgumentError(fmt::format("sim: straggle names node {} of {}", i, nodes));
   }
   for (const SimCrash& c : crashes) {
-    if (c.node >= nodes) return InvalidArgumentError(fmt::format("sim: crash names node {} of {}", c.node, nodes));
+    if (c.node >= nodes)
+      return InvalidArgumentError(fmt::format("sim: crash names node {} of {}", c.node, nodes));
   }
   for (const SimJoin& j : joins) {
-    if (j.node >= nodes) return InvalidArgumentError(fmt::format("sim: join names node {} of {}", j.node, nodes));
+    if (j.node >= nodes)
+      return InvalidArgumentError(fmt::format("sim: join names node {} of {}", j.node, nodes));
   }
   for (const SimPartition& p : partitions) {
     if (p.groups.size() != nodes) {
-      return InvalidArgumentError(fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
+      return InvalidArgumentError(
+          fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
     }
   }
   return OkStatus();
@@ -100,7 +114,10 @@ struct Simulator::Impl {
   };
 
   Impl(SimOptions options, Workload* w)
-      : o(std::move(options)), workload(w), net(o.nodes, o.link, o.seed ^ 0x5EEDULL), nodes(o.nodes),
+      : o(std::move(options)),
+        workload(w),
+        net(o.nodes, o.link, o.seed ^ 0x5EEDULL),
+        nodes(o.nodes),
         rng(o.seed) {}
 
   SimOptions o;
@@ -138,8 +155,10 @@ struct Simulator::Impl {
     m.id = Id(i);
     m.address = Address(i);
     // Real incarnations are wall-clock milliseconds at start; a restart's is higher.
-    m.incarnation = 1 + static_cast<uint64_t>(
-                            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+    m.incarnation =
+        1 +
+        static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     m.rng_seed = rng();
     n.membership = std::make_unique<gossip::Membership>(m, now);
     n.straggle = o.straggle.contains(i) ? o.straggle.at(i) : node::StragglerOptions{};
@@ -210,9 +229,13 @@ struct Simulator::Impl {
     result.bytes += wire->bytes;
     result.bytes_by_kind[std::string(node::MessageKindName(kind))] += wire->bytes;
     ++result.messages_by_kind[std::string(node::MessageKindName(kind))];
-    result.trace_hash = Mix(Mix(Mix(Mix(result.trace_hash, static_cast<uint64_t>(now.time_since_epoch().count())), i), to), wire->bytes);
+    result.trace_hash = Mix(
+        Mix(Mix(Mix(result.trace_hash, static_cast<uint64_t>(now.time_since_epoch().count())), i),
+            to),
+        wire->bytes);
     if (on_message != nullptr && *on_message) {
-      (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes, std::string(node::MessageKindName(kind))});
+      (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes,
+                     std::string(node::MessageKindName(kind))});
     }
     const auto arrival = net.Send(i, to, wire->bytes, now, n.straggle.send_delay);
     if (!arrival.has_value()) {
@@ -228,7 +251,8 @@ struct Simulator::Impl {
   uint64_t ScaledFrame(size_t bytes) const {
     if (o.wire_scale == 1 || bytes < coding::kUpdateHeaderBytes) return bytes;
     return coding::kUpdateHeaderBytes +
-           static_cast<uint64_t>(std::llround(static_cast<double>(bytes - coding::kUpdateHeaderBytes) * o.wire_scale));
+           static_cast<uint64_t>(std::llround(
+               static_cast<double>(bytes - coding::kUpdateHeaderBytes) * o.wire_scale));
   }
 
   void CollectMembership(size_t i) {
@@ -281,7 +305,8 @@ struct Simulator::Impl {
 
   void HandOver(size_t i, const gossip::Envelope& e, const Wire& wire) {
     Node& n = nodes[i];
-    gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
+    gossip::Incoming in{
+        e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
     if (wire.frame) in.frame = *wire.frame;
     if (n.gossip) n.gossip->Step(in, now);
     if (n.sync) n.sync->Step(in, now);
@@ -330,7 +355,8 @@ struct Simulator::Impl {
   void ComputeDone(size_t i) {
     Node& n = nodes[i];
     n.computing = false;
-    for (; !n.queued.empty(); n.queued.pop_front()) HandOver(i, n.queued.front().envelope, *n.queued.front().wire);
+    for (; !n.queued.empty(); n.queued.pop_front())
+      HandOver(i, n.queued.front().envelope, *n.queued.front().wire);
     RefreshView(i);
     if (n.gossip) n.gossip->Step(n.step_done, now);
     if (n.sync) n.sync->Step(gossip::GradientComputed{n.gradient_iteration, n.partial}, now);
@@ -344,7 +370,8 @@ struct Simulator::Impl {
       for (gossip::NodeAction& action : actions) {
         if (auto* send = std::get_if<gossip::SendTo>(&action)) {
           if (send->to >= 1 && send->to <= nodes.size()) {
-            Send(i, static_cast<size_t>(send->to - 1), std::move(send->payload), std::move(send->frame));
+            Send(i, static_cast<size_t>(send->to - 1), std::move(send->payload),
+                 std::move(send->frame));
           }
         } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
           n.step_clock = a->step_clock;
@@ -382,7 +409,8 @@ struct Simulator::Impl {
   }
 
   void Sample(const std::function<void(const SimProgress&)>& progress) {
-    SimProgress p{Seconds(now.time_since_epoch()), Seconds(o.duration), result.events, 0, nodes.size(), 0};
+    SimProgress p{
+        Seconds(now.time_since_epoch()), Seconds(o.duration), result.events, 0, nodes.size(), 0};
     uint64_t steps = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Node& n = nodes[i];
@@ -455,7 +483,8 @@ struct Simulator::Impl {
       for (const auto m : models) {
         double d2 = 0;
         for (size_t j = 0; j < d; ++j) d2 += (m[j] - mean[j]) * (m[j] - mean[j]);
-        result.consensus_distance = std::max(result.consensus_distance, std::sqrt(d2 / std::max(norm, 1e-30)));
+        result.consensus_distance =
+            std::max(result.consensus_distance, std::sqrt(d2 / std::max(norm, 1e-30)));
       }
     }
   }
@@ -466,7 +495,8 @@ Simulator::~Simulator() = default;
 
 StatusOr<std::unique_ptr<Simulator>> Simulator::Create(SimOptions options, Workload* workload) {
   MURMUR_RETURN_IF_ERROR(options.Validate());
-  if (options.kind != SimKind::kMembership && (workload == nullptr || workload->nodes() != options.nodes)) {
+  if (options.kind != SimKind::kMembership &&
+      (workload == nullptr || workload->nodes() != options.nodes)) {
     return InvalidArgumentError("sim: a training mode needs a workload for its nodes");
   }
   const size_t seeds = std::min<size_t>(options.nodes, 3);
@@ -509,7 +539,8 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
       s.Push(Event{start, 0, EventKind::kStart, i, 0, nullptr});
     }
   }
-  for (const SimCrash& c : s.o.crashes) s.Push(Event{start + c.at, 0, EventKind::kCrash, c.node, 0, nullptr});
+  for (const SimCrash& c : s.o.crashes)
+    s.Push(Event{start + c.at, 0, EventKind::kCrash, c.node, 0, nullptr});
   for (size_t k = 0; k < s.o.partitions.size(); ++k) {
     s.Push(Event{start + s.o.partitions[k].at, 0, EventKind::kPartition, k, 0, nullptr});
   }
@@ -562,7 +593,8 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
       case EventKind::kPartition: {
         const SimPartition& p = s.o.partitions[e.node];
         s.net.Partition(p.groups);
-        if (p.length.count() > 0) s.Push(Event{s.now + p.length, 0, EventKind::kHeal, 0, 0, nullptr});
+        if (p.length.count() > 0)
+          s.Push(Event{s.now + p.length, 0, EventKind::kHeal, 0, 0, nullptr});
         break;
       }
       case EventKind::kHeal:

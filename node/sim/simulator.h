@@ -63,7 +63,7 @@ enum class SimKind : uint8_t { kMembership, kGossip, kSync };
 
 struct SimOptions {
   SimKind kind = SimKind::kGossip;
-  size_t nodes = 4;  // processes (a sync plan's `processes`)
+  size_t nodes = 4;                              // processes (a sync plan's `processes`)
   Duration duration = std::chrono::seconds(60);  // virtual time; the run stops there at the latest
   LinkSpec link;
   gossip::MembershipOptions membership;  // timing; ids, addresses, seeds are filled per node
@@ -89,23 +89,23 @@ struct SimNodeResult {
   gossip::NodeId id = 0;
   bool up = true;
   uint64_t restarts = 0;
-  uint64_t steps = 0;      // computations (local steps, or partial gradients)
+  uint64_t steps = 0;  // computations (local steps, or partial gradients)
   int64_t samples = 0;
-  double compute_s = 0;    // virtual seconds computing, injected delay included
+  double compute_s = 0;  // virtual seconds computing, injected delay included
   double injected_s = 0;
   uint64_t messages_sent = 0, bytes_sent = 0;
   uint64_t messages_received = 0, bytes_received = 0;
-  uint64_t lost = 0;       // its messages lost on the way (loss, partition, a down receiver)
-  uint64_t rejected = 0;   // messages it refused (decode, membership or machine checks)
-  std::string finished;    // the end reason ("" when it never finished)
+  uint64_t lost = 0;      // its messages lost on the way (loss, partition, a down receiver)
+  uint64_t rejected = 0;  // messages it refused (decode, membership or machine checks)
+  std::string finished;   // the end reason ("" when it never finished)
   double finished_s = -1, over_s = -1;
-  bool ok = true;          // RunOver's status
+  bool ok = true;  // RunOver's status
   std::string status;
   double accuracy = -1, loss = 0;
   std::optional<double> optimum_distance;
-  std::string finish;      // gossip: the consensus finish's outcome
+  std::string finish;  // gossip: the consensus finish's outcome
   uint64_t step_clock = 0;
-  size_t live_view = 0;    // members it holds alive or suspect at the end
+  size_t live_view = 0;  // members it holds alive or suspect at the end
 };
 
 // One row of the time series.

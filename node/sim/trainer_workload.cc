@@ -11,11 +11,12 @@ TrainerWorkload::TrainerWorkload(node::TrainTest data, const TrainerWorkloadOpti
   if (options_.eval_samples > 0) eval_subset_.Truncate(options_.eval_samples);
 }
 
-StatusOr<std::unique_ptr<TrainerWorkload>> TrainerWorkload::Create(node::TrainTest data,
-                                                                   const TrainerWorkloadOptions& options) {
+StatusOr<std::unique_ptr<TrainerWorkload>> TrainerWorkload::Create(
+    node::TrainTest data, const TrainerWorkloadOptions& options) {
   std::unique_ptr<TrainerWorkload> w(new TrainerWorkload(std::move(data), options));
   auto model = [&]() -> StatusOr<std::unique_ptr<node::Model<float>>> {
-    MURMUR_ASSIGN_OR_RETURN(auto m, node::Model<float>::Create(options.spec, kernels::Device::Cpu()));
+    MURMUR_ASSIGN_OR_RETURN(auto m,
+                            node::Model<float>::Create(options.spec, kernels::Device::Cpu()));
     return std::make_unique<node::Model<float>>(std::move(m));
   };
   MURMUR_ASSIGN_OR_RETURN(w->eval_model_, model());
@@ -28,13 +29,14 @@ StatusOr<std::unique_ptr<TrainerWorkload>> TrainerWorkload::Create(node::TrainTe
       w->sync_params_.emplace_back(w->dimension());
       continue;
     }
-    MURMUR_ASSIGN_OR_RETURN(auto rows, node::ShardRows(w->data_.train.rows, static_cast<int>(i),
-                                                       static_cast<int>(options.nodes), options.shards));
+    MURMUR_ASSIGN_OR_RETURN(auto rows,
+                            node::ShardRows(w->data_.train.rows, static_cast<int>(i),
+                                            static_cast<int>(options.nodes), options.shards));
     node::TrainOptions train = options.train;
     train.seed = options.train.seed + i;  // every node its own batch order, as a real node's seed
-    MURMUR_ASSIGN_OR_RETURN(auto trainer, node::Trainer::Create(*w->models_.back(), w->data_.train,
-                                                                std::move(rows), &w->eval_subset_,
-                                                                train, w->clock_));
+    MURMUR_ASSIGN_OR_RETURN(
+        auto trainer, node::Trainer::Create(*w->models_.back(), w->data_.train, std::move(rows),
+                                            &w->eval_subset_, train, w->clock_));
     w->trainers_.push_back(std::move(trainer));
   }
   return w;
@@ -47,7 +49,8 @@ std::vector<float> TrainerWorkload::InitialModel() const {
 }
 
 int64_t TrainerWorkload::ShardRows(size_t node) const {
-  return options_.sync ? data_.train.rows / static_cast<int64_t>(options_.nodes) : trainers_[node]->shard_rows();
+  return options_.sync ? data_.train.rows / static_cast<int64_t>(options_.nodes)
+                       : trainers_[node]->shard_rows();
 }
 
 std::span<float> TrainerWorkload::Params(size_t node) {

@@ -25,13 +25,13 @@ namespace murmur::sim {
 
 struct TrainerWorkloadOptions {
   size_t nodes = 1;
-  bool sync = false;           // PartialGradient per node instead of a Trainer
+  bool sync = false;  // PartialGradient per node instead of a Trainer
   node::ModelSpec spec;
-  node::TrainOptions train;    // batch size, optimizer, seed (gossip)
+  node::TrainOptions train;  // batch size, optimizer, seed (gossip)
   node::ShardStrategy shards = node::ShardStrategy::kContiguous;
-  int64_t global_batch = 0;    // sync: positions per iteration (0: the whole training set)
+  int64_t global_batch = 0;     // sync: positions per iteration (0: the whole training set)
   int64_t eval_samples = 2000;  // test rows of a periodic evaluation
-  uint64_t init_seed = 1;      // the common initial model
+  uint64_t init_seed = 1;       // the common initial model
 };
 
 class TrainerWorkload final : public Workload {

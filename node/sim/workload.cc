@@ -88,8 +88,9 @@ std::pair<double, int64_t> SyntheticWorkload::Step(size_t node, std::optional<do
   std::fill(gradient_.begin(), gradient_.end(), 0.0f);
   double loss = 0;
   for (int64_t b = 0; b < batch_; ++b) {
-    const int64_t row = begin + static_cast<int64_t>(SplitMix(seed_ ^ SplitMix(node + 1) ^ cursor_[node]++) %
-                                                    static_cast<uint64_t>(shard));
+    const int64_t row =
+        begin + static_cast<int64_t>(SplitMix(seed_ ^ SplitMix(node + 1) ^ cursor_[node]++) %
+                                     static_cast<uint64_t>(shard));
     const float* p = &row_part_[(row % kRowParts) * dimension_];
     const float* q = &block_part_[(row * kBlocks / rows_) * dimension_];
     float squares = 0;
@@ -110,9 +111,9 @@ std::span<const float> SyntheticWorkload::Gradient(size_t, uint64_t iteration,
                                                    std::span<const float> model) {
   std::fill(gradient_.begin(), gradient_.end(), 0.0f);
   for (const coding::WeightedSample& s : own) {
-    const int64_t row = static_cast<int64_t>((iteration * static_cast<uint64_t>(batch_) +
-                                              static_cast<uint64_t>(s.sample)) %
-                                             static_cast<uint64_t>(rows_));
+    const int64_t row = static_cast<int64_t>(
+        (iteration * static_cast<uint64_t>(batch_) + static_cast<uint64_t>(s.sample)) %
+        static_cast<uint64_t>(rows_));
     const float w = static_cast<float>(s.weight);
     const float* p = &row_part_[(row % kRowParts) * dimension_];
     const float* q = &block_part_[(row * kBlocks / rows_) * dimension_];

@@ -94,7 +94,7 @@ class SyntheticWorkload final : public Workload {
   std::vector<float> block_part_;  // 16 × d, scaled
   std::vector<float> optimum_;
   std::vector<std::vector<float>> params_;  // per node
-  std::vector<uint64_t> cursor_;  // per node: rows drawn so far
+  std::vector<uint64_t> cursor_;            // per node: rows drawn so far
   std::vector<float> gradient_;
 };
 

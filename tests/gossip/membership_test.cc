@@ -230,6 +230,26 @@ TEST(MembershipTest, GracefulLeaveIsSeenAtOnceAndNeverSuspected) {
   }
 }
 
+TEST(MembershipTest, AMemberThatFinishesAndLeavesAtOnceLeavesItsFinishBehind) {
+  // The run's end and the graceful leave within one protocol period (a short linger): "finished"
+  // must reach every member anyway, or members that wait for it (a synchronous run's ranks) wait
+  // forever. The leaving member's final entry goes out with its Leave.
+  SimCluster sim(6, Fast(), 12);
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  sim.node(4).SetProgress(40, 2560, true);
+  sim.node(4).Leave(sim.now());
+  sim.RunFor(milliseconds(20));
+  sim.Crash(4);
+  for (size_t i = 0; i < 6; ++i) {
+    if (i == 4) continue;
+    auto e = sim.node(i).Find(SimCluster::Id(4));
+    ASSERT_TRUE(e.has_value()) << "node " << i;
+    EXPECT_EQ(e->state, MemberState::kLeft) << "node " << i;
+    EXPECT_TRUE(e->finished) << "node " << i;
+    EXPECT_EQ(e->step_clock, 40u) << "node " << i;
+  }
+}
+
 TEST(MembershipTest, ATwinWithTheSameIdIsReportedNotFought) {
   SimCluster sim(3, Fast(), 17);
   ASSERT_TRUE(sim.RunFor(seconds(5), [&] { return sim.AllUpSeeAllUpAlive(); }));

@@ -114,8 +114,8 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
   EXPECT_LE(samples, 30 * 6000);  // the budget overshoots by what the digests lag
   EXPECT_LT(a.consensus_distance, 1e-3);
   std::printf("%llu events, %llu messages, %.1f virtual s in %.2f wall s\n",
-              static_cast<unsigned long long>(a.events), static_cast<unsigned long long>(a.messages),
-              a.virtual_s, a.wall_s);
+              static_cast<unsigned long long>(a.events),
+              static_cast<unsigned long long>(a.messages), a.virtual_s, a.wall_s);
 }
 
 // One run of a synchronous mode on the N = 12 workers of the CodedReduce paper's setting (n = 3,
@@ -159,19 +159,26 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   slow.slowdown = 5;
   std::map<std::string, double> base_ms, slow_ms;
   std::optional<double> reference;
-  for (gossip::Mode mode : {gossip::Mode::kCodedTree, gossip::Mode::kTree, gossip::Mode::kGc,
-                            gossip::Mode::kRing}) {
+  for (gossip::Mode mode :
+       {gossip::Mode::kCodedTree, gossip::Mode::kTree, gossip::Mode::kGc, gossip::Mode::kRing}) {
     const std::string name(gossip::ModeName(mode));
     std::map<size_t, node::StragglerOptions> stragglers;
     for (size_t w : {3, 6, 9, 12}) stragglers[mode == gossip::Mode::kRing ? w - 1 : w] = slow;
     for (bool with : {false, true}) {
-      const SimResult r = RunSync(mode, with ? stragglers : std::map<size_t, node::StragglerOptions>{});
+      const SimResult r =
+          RunSync(mode, with ? stragglers : std::map<size_t, node::StragglerOptions>{});
       if (!r.all_over) {
         std::printf("virtual %.2f events %llu\n", r.virtual_s, (unsigned long long)r.events);
-        for (const SimNodeResult& n : r.nodes) std::printf("node %llu steps %llu fin %s over %.2f view %zu rej %llu recv %llu status %s\n", (unsigned long long)n.id, (unsigned long long)n.steps, n.finished.c_str(), n.over_s, n.live_view, (unsigned long long)n.rejected, (unsigned long long)n.messages_received, n.status.c_str());
+        for (const SimNodeResult& n : r.nodes)
+          std::printf(
+              "node %llu steps %llu fin %s over %.2f view %zu rej %llu recv %llu status %s\n",
+              (unsigned long long)n.id, (unsigned long long)n.steps, n.finished.c_str(), n.over_s,
+              n.live_view, (unsigned long long)n.rejected, (unsigned long long)n.messages_received,
+              n.status.c_str());
       }
       ASSERT_TRUE(r.all_over) << name;
-      for (const SimNodeResult& n : r.nodes) EXPECT_TRUE(n.ok) << name << " node " << n.id << ": " << n.status;
+      for (const SimNodeResult& n : r.nodes)
+        EXPECT_TRUE(n.ok) << name << " node " << n.id << ": " << n.status;
       ASSERT_EQ(r.iteration_ms.size(), 20u) << name;
       (with ? slow_ms : base_ms)[name] = MeanMs(r.iteration_ms);
       // Exact decoding: every mode takes the same 20 steps of full-batch gradient descent.
@@ -188,48 +195,5 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
 }
 
-TEST(SimulatorTest, DebugMembership) {
-  if (!getenv("SIMM")) GTEST_SKIP();
-  SimOptions o;
-  o.kind = SimKind::kMembership;
-  o.nodes = atoi(getenv("SIMM"));
-  o.link = *ParseLink("1GbE");
-  o.membership.probe_interval = milliseconds(500);
-  o.membership.probe_timeout = milliseconds(200);
-  o.tick = milliseconds(atoi(getenv("SIMT")));
-  o.duration = seconds(atoi(getenv("SIMD")));
-  o.crashes.push_back({5, seconds(atoi(getenv("SIMD")) / 2), Duration(0)});
-  o.sample_every = seconds(5);
-  auto sim = Simulator::Create(o, nullptr);
-  ASSERT_TRUE(sim.ok()) << sim.status();
-  auto r = (*sim)->Run([](const SimProgress& p) { printf("t=%.1f\n", p.virtual_s); fflush(stdout); });
-  size_t full = 0;
-  size_t lo = 1 << 30, hi = 0;
-  for (auto& n : r.nodes) { full += n.live_view == o.nodes - 1; if (n.up) { lo = std::min(lo, n.live_view); hi = std::max(hi, n.live_view); } }
-  printf("views %zu..%zu\n", lo, hi);
-  for (auto& x : r.series) if (x.node == 10) printf("t %.0f view %zu\n", x.t_s, x.live_view);
-  double last_dead = 0; size_t dead = 0;
-  for (auto& e : r.member_events) if (e.event.id == 6 && e.event.kind == gossip::MemberEvent::Kind::kDead) { ++dead; last_dead = std::max(last_dead, e.t_s); }
-  printf("events %llu msgs %llu bytes %llu wall %.2f, full views %zu, dead seen by %zu, last at %.2f\n", (unsigned long long)r.events, (unsigned long long)r.messages, (unsigned long long)r.bytes, r.wall_s, full, dead, last_dead);
-}
-
-TEST(SimulatorTest, Debug) {
-  if (!getenv("SIMDBG")) GTEST_SKIP();
-  const size_t nodes = getenv("SIMN") ? atoi(getenv("SIMN")) : 4;
-  SyntheticWorkload w(nodes, 1000, 6000, 64, 0.5, 5);
-  SimOptions o;
-  o.kind = SimKind::kGossip; o.nodes = nodes; o.link = *ParseLink("1GbE");
-  o.membership.probe_interval = milliseconds(200); o.membership.probe_timeout = milliseconds(80); o.membership.join_retry = milliseconds(400);
-  o.gossip.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
-  o.gossip.expect_members = o.nodes; o.gossip.budget_samples = atoi(getenv("SIMB")); if (getenv("SIMF")) o.gossip.finish_wait = Duration(0); o.gossip.finish_wait = seconds(2); o.gossip.linger = milliseconds(100);
-  o.duration = seconds(atoi(getenv("SIMDBG"))); o.sample_every = milliseconds(500);
-  auto sim = Simulator::Create(o, &w);
-  if (!sim.ok()) { printf("%s\n", sim.status().ToString().c_str()); return; }
-  auto r = (*sim)->Run([](const SimProgress& p) { printf("t=%.1f events=%llu over=%zu step=%llu\n", p.virtual_s, (unsigned long long)p.events, p.nodes_over, (unsigned long long)p.mean_step); fflush(stdout);});
-  printf("events %llu msgs %llu wall %.2f\n", (unsigned long long)r.events, (unsigned long long)r.messages, r.wall_s);
-  for (auto& n : r.nodes) printf("optdist %.4f finish %s acc %.3f\n", n.optimum_distance.value_or(-1), n.finish.c_str(), n.loss);
-  { std::vector<float> x0 = w.InitialModel(); printf("x0 dist %.4f\n", *w.OptimumDistance(x0)); }
-  for (auto& n : r.nodes) printf("node %llu steps %llu samples %lld fin %s over %.2f view %zu rej %llu recv %llu\n", (unsigned long long)n.id, (unsigned long long)n.steps, (long long)n.samples, n.finished.c_str(), n.over_s, n.live_view, (unsigned long long)n.rejected, (unsigned long long)n.messages_received);
-}
 }  // namespace
 }  // namespace murmur::sim
