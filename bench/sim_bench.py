@@ -14,6 +14,9 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,coded,gossip,real] [
               (ops/scenarios/sim/gossip_straggler.toml), the same 3-epoch budget: virtual time to
               spend it without stragglers, with one node at 4x, and with every node's compute
               followed by an exponential delay of its own mean (exp_slowdown=1)
+  accuracy    training fidelity at N = 16 (the real Trainer on Fashion-MNIST): gossip and ring,
+              final accuracy and virtual time to 80 % mean periodic test accuracy, without and with
+              node 3 at 4x
   real        the simulator against real processes: murmur local --nodes 4 with node 3 at 4x, and
               murmur sim with the same settings and this machine's measured cost per sample
               (single-process murmur train, times the processes per core): steps per node and
@@ -91,6 +94,48 @@ def gossip(murmur, seed):
     print()
 
 
+def time_to(csv_path, target, nodes):
+    """First sample time at which the mean periodic accuracy over `nodes` (ids) reaches target."""
+    import csv
+    at = {}
+    for r in csv.DictReader(open(csv_path)):
+        if r["accuracy"] and int(r["node"]) in nodes:
+            at.setdefault(float(r["t_s"]), []).append(float(r["accuracy"]))
+    for t in sorted(at):
+        if len(at[t]) == len(nodes) and sum(at[t]) / len(at[t]) >= target:
+            return t
+    return None
+
+
+def accuracy(murmur, seed, target=0.80):
+    import tempfile
+    print(f"## Time to {target:.0%} test accuracy, training fidelity (16 nodes, the MLP on Fashion-MNIST)\n")
+    print("| mode | final accuracy | time to target | with node 3 at 4x | ratio |")
+    print("|---|---|---|---|---|")
+    n = 16
+    for mode in ("gossip", "ring"):
+        common = [os.path.join(SCEN, "gossip_straggler.toml"), "--fidelity", "training", "--mode", mode,
+                  "--seed", seed]
+        if mode == "ring":
+            common += ["--n", n, "--L", 1, "--global-batch", 64 * n,
+                       "--iterations", math.ceil(3 * 60000 / (64 * n)), "--eval-every", 10]
+            nodes = {1}  # rank 0 evaluates the model every rank holds
+        else:
+            common += ["--nodes", n, "--eval-every", 20]
+            nodes = set(range(1, n + 1))
+        times, final = [], None
+        for straggle in ("", None):
+            with tempfile.NamedTemporaryFile(suffix=".csv") as f:
+                r = sim(murmur, *common, "--csv", f.name, *(["--straggle", ""] if straggle == "" else []))
+                times.append(time_to(f.name, target, nodes))
+                if final is None:
+                    final = r["per_node"][0]["accuracy"]
+        fmt = lambda t: f"{t:.2f} s" if t is not None else "never"
+        ratio = f"{times[1] / times[0]:.2f}x" if None not in times else "-"
+        print(f"| {mode} | {final:.4f} | {fmt(times[0])} | {fmt(times[1])} | {ratio} |")
+    print()
+
+
 def real(murmur, seed):
     print("## The simulator against real processes (4 gossip nodes, node 3 at 4x, 3 epochs)\n")
     p = subprocess.run([murmur, "train", "--epochs", "1", "--json", "--progress", "none"],
@@ -120,11 +165,11 @@ def real(murmur, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("murmur", nargs="?", default=os.path.join(ROOT, "build", "murmur"))
-    ap.add_argument("--only", default="membership,coded,gossip,real")
+    ap.add_argument("--only", default="membership,coded,gossip,accuracy,real")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     for part in a.only.split(","):
-        {"membership": membership, "coded": coded, "gossip": gossip, "real": real}[part](a.murmur, a.seed)
+        {"membership": membership, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real}[part](a.murmur, a.seed)
 
 
 if __name__ == "__main__":
