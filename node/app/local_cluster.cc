@@ -339,7 +339,12 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
   return out;
 }
 
-StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes) {
+namespace {
+
+// `node=K,at=S[,down=D];...` for `what` (crash, join); down only `with_down`.
+StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nodes,
+                                                std::string_view what, bool with_down) {
+  const std::string form = with_down ? "node=K,at=S[,down=D]" : "node=K,at=S";
   std::vector<CrashPlan> out;
   for (const std::string& item : SplitNonEmpty(text, ';')) {
     CrashPlan plan;
@@ -349,24 +354,41 @@ StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nod
       const std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
       if (key == "node") {
         auto k = ParseInteger(value, 1, nodes);
-        if (!k.ok()) return InvalidArgumentError(fmt::format("crash: node '{}' is not in [1, {}]", value, nodes));
+        if (!k.ok())
+          return InvalidArgumentError(
+              fmt::format("{}: node '{}' is not in [1, {}]", what, value, nodes));
         plan.index = static_cast<int>(*k) - 1;
         have_node = true;
-      } else if (key == "at" || key == "down") {
+      } else if (key == "at" || (with_down && key == "down")) {
         auto v = ParseDurationText(value);
-        if (!v.ok()) return InvalidArgumentError(fmt::format("crash: {}: {}", key, v.status().message()));
+        if (!v.ok())
+          return InvalidArgumentError(fmt::format("{}: {}: {}", what, key, v.status().message()));
         (key == "at" ? plan.at : plan.down) = std::chrono::duration<double>(*v).count();
         have_at |= key == "at";
       } else {
-        return InvalidArgumentError("crash: unknown setting '" + key + "' in '" + item +
-                                    "' (node=K,at=S[,down=D])");
+        return InvalidArgumentError(
+            fmt::format("{}: unknown setting '{}' in '{}' ({})", what, key, item, form));
       }
     }
     if (!have_node || !have_at) {
-      return InvalidArgumentError("crash: '" + item + "' needs node=K and at=S (node=K,at=S[,down=D])");
+      return InvalidArgumentError(
+          fmt::format("{}: '{}' needs node=K and at=S ({})", what, item, form));
     }
     out.push_back(plan);
   }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes) {
+  return ParseNodeTimes(text, nodes, "crash", true);
+}
+
+StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes) {
+  MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(text, nodes, "join", false));
+  std::vector<JoinPlan> out;
+  for (const CrashPlan& p : plans) out.push_back({p.index, p.at});
   return out;
 }
 

@@ -108,4 +108,12 @@ struct CrashPlan {
 // `node=K,at=S[,down=D];...` (K 1..N, seconds; D 0: not restarted); kInvalidArgument says why.
 StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes);
 
+// A late start (`murmur sim --join`): process `index` starts `at` seconds into the run.
+struct JoinPlan {
+  int index = 0;
+  double at = 0;
+};
+// `node=K,at=S;...` (K 1..N); kInvalidArgument says why.
+StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes);
+
 }  // namespace murmur::node

@@ -46,49 +46,6 @@ int64_t MlpParameters(const std::vector<int64_t>& hidden) {
   return total + (in + 1) * 10;
 }
 
-// "node=K,at=S;..." -> starts.
-StatusOr<std::vector<sim::SimJoin>> ParseJoins(const std::string& text, int nodes) {
-  std::vector<sim::SimJoin> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(';', begin), text.size());
-    const std::string item = text.substr(begin, end - begin);
-    begin = end + 1;
-    if (item.empty()) continue;
-    sim::SimJoin join;
-    bool have_node = false, have_at = false;
-    size_t f = 0;
-    while (f <= item.size()) {
-      const size_t comma = std::min(item.find(',', f), item.size());
-      const std::string field = item.substr(f, comma - f);
-      f = comma + 1;
-      const size_t eq = field.find('=');
-      const std::string key = field.substr(0, eq),
-                        value = eq == std::string::npos ? "" : field.substr(eq + 1);
-      if (key == "node") {
-        auto k = ParseInteger(value, 1, nodes);
-        if (!k.ok())
-          return InvalidArgumentError(
-              fmt::format("join: node '{}' is not in [1, {}]", value, nodes));
-        join.node = static_cast<size_t>(*k - 1);
-        have_node = true;
-      } else if (key == "at") {
-        auto d = ParseDurationText(value);
-        if (!d.ok()) return InvalidArgumentError(fmt::format("join: at: {}", d.status().message()));
-        join.at = *d;
-        have_at = true;
-      } else {
-        return InvalidArgumentError("join: unknown setting '" + key + "' in '" + item +
-                                    "' (node=K,at=S)");
-      }
-    }
-    if (!have_node || !have_at)
-      return InvalidArgumentError("join: '" + item + "' needs node=K and at=S");
-    out.push_back(join);
-  }
-  return out;
-}
-
 class SimCommand : public ConfiguredCommand<SimConfig> {
  public:
   explicit SimCommand(CLI::App& app)
@@ -129,8 +86,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
         return 1;
       }
     }
-    const SimSummaryInput input{c.mode, Describe(c, *options), *options,
-                                *std::move(workload) != nullptr};
+    const SimSummaryInput input{c.mode, Describe(c, *options), *options};
     const nlohmann::json summary = SummaryJson(input, result);
     if (c.json) {
       std::printf("%s\n", summary.dump().c_str());
@@ -206,7 +162,11 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.at)),
            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.down))});
     }
-    MURMUR_ASSIGN_OR_RETURN(o.joins, ParseJoins(c.join, static_cast<int>(o.nodes)));
+    MURMUR_ASSIGN_OR_RETURN(auto joins, ParseJoinList(c.join, static_cast<int>(o.nodes)));
+    for (const JoinPlan& j : joins) {
+      o.joins.push_back({static_cast<size_t>(j.index), std::chrono::duration_cast<Duration>(
+                                                           std::chrono::duration<double>(j.at))});
+    }
     return o;
   }
 

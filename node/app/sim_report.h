@@ -33,7 +33,6 @@ struct SimSummaryInput {
   std::string mode;
   std::string description;
   sim::SimOptions options;
-  bool training = false;
 };
 
 // Each crash of the run: when every live member held the node dead (or gone).

@@ -1,0 +1,43 @@
+// SimOptions::Validate: what a simulated cluster's options must satisfy before anything runs.
+#include <fmt/format.h>
+
+#include "node/sim/simulator.h"
+
+namespace murmur::sim {
+
+Status SimOptions::Validate() const {
+  if (nodes == 0) return InvalidArgumentError("sim: nodes must be at least 1");
+  if (tick.count() <= 0 || view_interval.count() <= 0 || sample_every.count() <= 0) {
+    return InvalidArgumentError("sim: tick, view_interval and sample_every must be positive");
+  }
+  if (duration.count() <= 0) return InvalidArgumentError("sim: duration must be positive");
+  if (wire_scale <= 0) return InvalidArgumentError("sim: wire_scale must be positive");
+  if (kind == SimKind::kSync && !plan.has_value()) {
+    return InvalidArgumentError("sim: a synchronous mode needs its plan");
+  }
+  if (kind == SimKind::kSync && static_cast<int64_t>(nodes) != plan->processes) {
+    return InvalidArgumentError(
+        fmt::format("sim: the plan needs {} processes, not {}", plan->processes, nodes));
+  }
+  for (const auto& [i, s] : straggle) {
+    if (i >= nodes)
+      return InvalidArgumentError(fmt::format("sim: straggle names node {} of {}", i, nodes));
+  }
+  for (const SimCrash& c : crashes) {
+    if (c.node >= nodes)
+      return InvalidArgumentError(fmt::format("sim: crash names node {} of {}", c.node, nodes));
+  }
+  for (const SimJoin& j : joins) {
+    if (j.node >= nodes)
+      return InvalidArgumentError(fmt::format("sim: join names node {} of {}", j.node, nodes));
+  }
+  for (const SimPartition& p : partitions) {
+    if (p.groups.size() != nodes) {
+      return InvalidArgumentError(
+          fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace murmur::sim
