@@ -3,11 +3,15 @@
 real wire bytes, a modeled network and compute). Deterministic: one seed gives the same figures
 on any machine; only the wall times vary.
 
-Usage: bench/sim_bench.py [build/murmur] [--only membership,coded,gossip,real] [--seed 1]
+Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,gossip,accuracy,real]
+                          [--seed 1]
 
   membership  SWIM at N = 16, 64, 256, 1024 (ops/scenarios/sim/membership.toml): when every view
               is complete, when a crash (after that) is declared dead by every member, and the
               membership messages per node per protocol period, against log2 N
+  consensus   CHOCO averaging alone (ops/scenarios/sim/consensus.toml) at N = 16 ... 1024: rounds
+              to the exact average on the one-peer exponential graph without compression, rounds
+              per decade of consensus error with top-1 %, and the ring and random graphs
   coded       the CodedReduce paper's shape (ops/scenarios/sim/coded_paper.toml): coded-tree,
               tree, gc and ring, with and without one 5x straggler per parent, mean iteration time
   gossip      the main job's gossip settings against ring all-reduce at N = 16 and 64
@@ -55,6 +59,58 @@ def membership(murmur, seed):
         print(f"| {n} | {math.log2(n):.0f} | {full} | {at} s | {c['observers']} of {c['expected']} | "
               f"{c['first_s']:.2f} s | {c['median_s']:.2f} s | {c['last_s']:.2f} s | "
               f"{r['membership_messages_per_node_per_period']:.1f} | {r['wall_s']:.1f} |")
+    print()
+
+
+def consensus(murmur, seed):
+    toml = os.path.join(SCEN, "consensus.toml")
+    print("## CHOCO consensus, exponential graph, no compression (1000 values, 235,146 on 1GbE links)\n")
+    print("| N | log2 N | rounds to error 1e-6 | error then | virtual time | messages / node / round | "
+          "MB / node / round | wall s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in (16, 64, 256, 1024):
+        r = sim(murmur, toml, "--nodes", n, "--seed", seed)
+        rounds = max(1, len(r["rounds"]))
+        print(f"| {n} | {math.log2(n):.0f} | {r['rounds_to_tolerance']} | {r['final_error']:.1e} | "
+              f"{r['virtual_s']:.3f} s | {r['messages'] / rounds / n:.0f} | "
+              f"{r['bytes'] / rounds / n / 1e6:.2f} | {r['wall_s']:.1f} |")
+    print("\n## CHOCO consensus, exponential graph, top-1 % (gamma 0.03), to error 1e-4\n")
+    print("| N | log2 N | rounds to 1e-1 | to 1e-2 | to 1e-3 | to 1e-4 | rounds per decade (1e-1 to 1e-4) | "
+          "per decade / log2 N | virtual time | KB / node / round | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in (16, 64, 256, 1024):
+        r = sim(murmur, toml, "--nodes", n, "--compress", "topk:0.01", "--gamma", 0.03,
+                "--consensus-tolerance", "1e-4", "--consensus-rounds", 6000, "--seed", seed)
+        to = r["rounds_to"]
+        rounds = max(1, len(r["rounds"]))
+        decade = (to["1e-4"] - to["1e-1"]) / 3 if to["1e-4"] > 0 else float("nan")
+        print(f"| {n} | {math.log2(n):.0f} | {to['1e-1']} | {to['1e-2']} | {to['1e-3']} | {to['1e-4']} | "
+              f"{decade:.0f} | {decade / math.log2(n):.0f} | {r['virtual_s']:.2f} s | "
+              f"{r['bytes'] / rounds / n / 1e3:.1f} | {r['wall_s']:.1f} |")
+    print("\n## CHOCO consensus with top-k: the default gamma (5 x the kept fraction) and smaller ones "
+          "(N = 16, exponential graph, 3000 rounds)\n")
+    print("| kept | gamma | rounds to 1e-2 | to 1e-4 | lowest error |")
+    print("|---|---|---|---|---|")
+    for ratio in (0.01, 0.02, 0.05, 0.1):
+        for gamma in (5 * ratio, 3 * ratio, 2 * ratio):
+            r = sim(murmur, toml, "--nodes", 16, "--compress", f"topk:{ratio}", "--gamma", gamma,
+                    "--consensus-tolerance", "1e-6", "--consensus-rounds", 3000, "--seed", seed)
+            low = min(x["error"] for x in r["rounds"])
+            to = r["rounds_to"]
+            print(f"| {ratio:.0%} | {gamma:g}{' (default)' if gamma == 5 * ratio else ''} | "
+                  f"{to['1e-2']} | {to['1e-4']} | {low:.1e} |")
+    print("\n## CHOCO consensus by topology, no compression, to error 1e-3\n")
+    print("| N | topology | rounds to 1e-1 | to 1e-3 | messages / node / round |")
+    print("|---|---|---|---|---|")
+    for n in (16, 64):
+        for topo, extra in (("exponential", []), ("ring", []), ("random", ["--random-peers", 2]),
+                            ("random", ["--random-peers", 4])):
+            r = sim(murmur, toml, "--nodes", n, "--topology", topo, *extra, "--consensus-tolerance", "1e-3",
+                    "--consensus-rounds", 20000, "--seed", seed)
+            rounds = max(1, len(r["rounds"]))
+            name = topo + (f" (k = {extra[1]})" if extra else "")
+            print(f"| {n} | {name} | {r['rounds_to']['1e-1']} | {r['rounds_to']['1e-3']} | "
+                  f"{r['messages'] / rounds / n:.1f} |")
     print()
 
 
@@ -165,11 +221,11 @@ def real(murmur, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("murmur", nargs="?", default=os.path.join(ROOT, "build", "murmur"))
-    ap.add_argument("--only", default="membership,coded,gossip,accuracy,real")
+    ap.add_argument("--only", default="membership,consensus,coded,gossip,accuracy,real")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     for part in a.only.split(","):
-        {"membership": membership, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real}[part](a.murmur, a.seed)
+        {"membership": membership, "consensus": consensus, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real}[part](a.murmur, a.seed)
 
 
 if __name__ == "__main__":

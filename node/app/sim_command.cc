@@ -20,6 +20,7 @@
 #include "node/app/local_cluster.h"
 #include "node/app/progress.h"
 #include "node/app/sim_config.h"
+#include "node/app/sim_consensus.h"
 #include "node/app/sim_report.h"
 #include "node/sim/simulator.h"
 #include "node/sim/trainer_workload.h"
@@ -34,16 +35,6 @@ using sim::SimKind;
 int Refuse(const Status& s) {
   std::fprintf(stderr, "murmur sim: %s\n", std::string(s.message()).c_str());
   return 2;
-}
-
-// The MLP's parameter count on Fashion-MNIST (784 inputs, 10 classes) with `hidden` layers.
-int64_t MlpParameters(const std::vector<int64_t>& hidden) {
-  int64_t in = 784, total = 0;
-  for (int64_t h : hidden) {
-    total += (in + 1) * h;
-    in = h;
-  }
-  return total + (in + 1) * 10;
 }
 
 class SimCommand : public ConfiguredCommand<SimConfig> {
@@ -67,6 +58,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (!resolved.ok()) return Refuse(resolved.status());
     const SimConfig& c = *resolved;
     MURMUR_CHECK_OK(SetLogLevel(c.log_level));
+    if (c.mode == "consensus") return RunConsensusSim(c);
     auto options = Options(c);
     if (!options.ok()) return Refuse(options.status());
     auto workload = MakeWorkload(c, *options);
@@ -186,7 +178,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       MURMUR_ASSIGN_OR_RETURN(data, LoadTrainData(t));
     }
     const int64_t rows = data ? data->train.rows : t.task == "fashion-mnist" ? 60000 : t.samples;
-    const int64_t model = c.model_dimension > 0 ? c.model_dimension : MlpParameters(t.hidden);
+    const int64_t model = WireDimension(c);
     o.wire_scale = static_cast<double>(model) / static_cast<double>(c.dimension);
     const TrainOptions train = o.kind == SimKind::kGossip ? train_ : TrainOptionsFrom(t);
     int64_t batch = t.batch_size;

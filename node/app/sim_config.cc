@@ -7,11 +7,13 @@ namespace murmur::node {
 const ConfigSchema<SimConfig>& SimSchema() {
   static const ConfigSchema<SimConfig>* schema = [] {
     using C = SimConfig;
-    std::vector<std::string> modes = {"membership"};
+    std::vector<std::string> modes = {"membership", "consensus"};
     for (std::string_view m : gossip::ModeNames()) modes.emplace_back(m);
     auto* s = new ConfigSchema<SimConfig>();
     s->Choice("mode", &C::mode, "gossip", modes,
-              "membership: only SWIM membership (who sees whom, failure detection); gossip: "
+              "membership: only SWIM membership (who sees whom, failure detection); consensus: "
+              "CHOCO averaging alone in synchronous rounds (every node from its own random "
+              "vector, no local steps; the error per round); gossip: "
               "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
               "processes with a root)")
         .Integer("nodes", &C::nodes, 16, 1, 100000,
@@ -34,6 +36,10 @@ const ConfigSchema<SimConfig>& SimSchema() {
             "protocol fidelity: the model dimension the links carry (tensor frames are "
             "stretched by model_dimension / dimension); 0: the MLP of --hidden on "
             "Fashion-MNIST (235146 values by default)")
+        .Integer("consensus_rounds", &C::consensus_rounds, 1000, 1, 10000000,
+                 "consensus: rounds at most")
+        .Real("consensus_tolerance", &C::consensus_tolerance, "1e-6", 0, 1,
+              "consensus: stop once the relative consensus error is at most this")
         .Text("sample_cost", &C::sample_cost, "10us",
               "compute time per sample of a step or partial gradient (this machine's MLP: about "
               "10us); a straggler's injection applies on top")
@@ -71,6 +77,16 @@ const ConfigSchema<SimConfig>& SimSchema() {
     return s;
   }();
   return *schema;
+}
+
+int64_t WireDimension(const SimConfig& c) {
+  if (c.model_dimension > 0) return c.model_dimension;
+  int64_t in = 784, total = 0;
+  for (int64_t h : c.gossip.train.hidden) {
+    total += (in + 1) * h;
+    in = h;
+  }
+  return total + (in + 1) * 10;
 }
 
 }  // namespace murmur::node

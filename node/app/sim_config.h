@@ -3,6 +3,7 @@
 // the simulated cluster (mode, nodes, network, compute cost, faults), the fidelity, the outputs,
 // and the gossip and coded keys of `murmur local`, which mean the same thing here.
 
+#include <cstdint>
 #include <string>
 
 #include "node/app/coded_config.h"
@@ -12,13 +13,15 @@
 namespace murmur::node {
 
 struct SimConfig {
-  std::string mode;  // membership, or a mode of gossip::ModeNames()
+  std::string mode;  // membership, consensus, or a mode of gossip::ModeNames()
   int nodes = 0;
   double duration = 0;  // virtual seconds at most
   std::string network;
   std::string fidelity;  // protocol, training
   int64_t dimension = 0;
   int64_t model_dimension = 0;
+  int consensus_rounds = 0;
+  double consensus_tolerance = 0;
   std::string sample_cost;
   std::string straggle;
   std::string crash;
@@ -37,5 +40,9 @@ struct SimConfig {
 };
 
 const ConfigSchema<SimConfig>& SimSchema();
+
+// The model dimension the links carry: `model_dimension`, or else the parameter count of the MLP
+// of `hidden` on Fashion-MNIST (784 inputs, 10 classes).
+int64_t WireDimension(const SimConfig& config);
 
 }  // namespace murmur::node

@@ -6,9 +6,18 @@
 #include <charconv>
 #include <cmath>
 
+#include "coding/update_codec.h"
 #include "node/peer/straggler.h"
 
 namespace murmur::sim {
+
+uint64_t StretchedFrameBytes(size_t bytes, double scale) {
+  if (scale == 1 || bytes < coding::kUpdateHeaderBytes) return bytes;
+  return coding::kUpdateHeaderBytes +
+         static_cast<uint64_t>(
+             std::llround(static_cast<double>(bytes - coding::kUpdateHeaderBytes) * scale));
+}
+
 namespace {
 
 constexpr std::string_view kAllowed =

@@ -42,6 +42,11 @@ struct LinkSpec {
 // kInvalidArgument naming the part that is wrong and what is allowed.
 StatusOr<LinkSpec> ParseLink(std::string_view text);
 
+// A tensor frame's bytes at the model dimension the links carry (`scale` × the dimension
+// computed): its fixed 40-byte header as is, its index and value sections stretched (top-k's gaps,
+// and so its varint indices, keep their size when k and the dimension grow together).
+uint64_t StretchedFrameBytes(size_t bytes, double scale);
+
 class NetworkModel {
  public:
   NetworkModel(size_t nodes, LinkSpec link, uint64_t seed);

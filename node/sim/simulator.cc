@@ -186,7 +186,8 @@ struct Simulator::Impl {
     wire->from = i;
     wire->to = to;
     wire->header = proto::EncodeEnvelope(e);
-    wire->bytes = wire->header.size() + (frame ? ScaledFrame(frame->size()) : 0);
+    wire->bytes =
+        wire->header.size() + (frame ? StretchedFrameBytes(frame->size(), o.wire_scale) : 0);
     wire->frame = std::move(frame);
     ++n.r.messages_sent;
     n.r.bytes_sent += wire->bytes;
@@ -208,16 +209,6 @@ struct Simulator::Impl {
       return;
     }
     Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
-  }
-
-  // A tensor frame's bytes at the model dimension the links carry: its fixed header as is, its
-  // index and value sections stretched (top-k's gaps, and so its varint indices, keep their size
-  // when k and the dimension grow together).
-  uint64_t ScaledFrame(size_t bytes) const {
-    if (o.wire_scale == 1 || bytes < coding::kUpdateHeaderBytes) return bytes;
-    return coding::kUpdateHeaderBytes +
-           static_cast<uint64_t>(std::llround(
-               static_cast<double>(bytes - coding::kUpdateHeaderBytes) * o.wire_scale));
   }
 
   void CollectMembership(size_t i) {

@@ -79,6 +79,20 @@ with tempfile.TemporaryDirectory() as tmp:
     check("a scenario and another --config are refused",
           run([scenario, "--config", series], want=2).returncode == 2)
 
+# Consensus: CHOCO averaging alone; exact on the exponential graph in log2 N rounds, the error per
+# round in the CSV.
+with tempfile.TemporaryDirectory() as tmp:
+    rounds_csv = os.path.join(tmp, "rounds.csv")
+    k = json.loads(run(["--mode", "consensus", "--nodes", "32", "--topology", "exponential",
+                        "--compress", "none", "--json", "--csv", rounds_csv]).stdout)
+    check("consensus is exact after log2 N rounds", k["rounds_to_tolerance"] == 5 and
+          k["final_error"] < 1e-6 and k["rounds"][3]["error"] > 0.05, k["rounds_to"])
+    with open(rounds_csv) as f:
+        rows = list(csv.DictReader(f))
+    check("the rounds CSV has every round", len(rows) == 5 and float(rows[-1]["error"]) < 1e-6, rows)
+    text = run(["--mode", "consensus", "--nodes", "8", "--topology", "ring"]).stdout
+    check("the text summary says the rounds to each decade", "rounds to error 1e-1:" in text, text)
+
 # Bad input: exit 2 naming the problem.
 for args, text in [(["--network", "fast"], "network"),
                    (["--sample-cost", "10"], "sample_cost"),
@@ -86,7 +100,12 @@ for args, text in [(["--network", "fast"], "network"),
                    (["--mode", "ring", "--crash", "node=1,at=1s"], "crash"),
                    (["--join", "node=9,at=1s", "--nodes", "4"], "join"),
                    (["--fidelity", "training", "--device", "cuda"], "device"),
-                   (["--probe-interval-ms", "100", "--probe-timeout-ms", "100"], "probe_timeout")]:
+                   (["--probe-interval-ms", "100", "--probe-timeout-ms", "100"], "probe_timeout"),
+                   (["--mode", "consensus", "--straggle", "node=1,slowdown=2"], "consensus"),
+                   (["--mode", "consensus", "--fidelity", "training"], "fidelity"),
+                   (["--mode", "consensus", "--nodes", "1"], "nodes"),
+                   (["--mode", "consensus", "--device", "cuda"], "device"),
+                   (["--mode", "consensus", "--compress", "zip"], "compress")]:
     p = run(args, want=2)
     check(f"{args} exits 2 naming {text}", p.returncode == 2 and text in p.stderr, p.stderr[-300:])
 
