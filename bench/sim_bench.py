@@ -13,7 +13,8 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
               to the exact average on the one-peer exponential graph without compression, rounds
               per decade of consensus error with top-1 %, and the ring and random graphs
   coded       the CodedReduce paper's shape (ops/scenarios/sim/coded_paper.toml): coded-tree,
-              tree, gc and ring, with and without one 5x straggler per parent, mean iteration time
+              tree, gc and ring, with and without one 5x straggler per parent, mean iteration time;
+              then the communication-bound regime (coded_wan.toml) at L = 2 and 3
   gossip      the main job's gossip settings against ring all-reduce at N = 16 and 64
               (ops/scenarios/sim/gossip_straggler.toml), the same 3-epoch budget: virtual time to
               spend it without stragglers, with one node at 4x, and with every node's compute
@@ -123,6 +124,24 @@ def coded(murmur, seed):
         slow = sim(murmur, os.path.join(SCEN, "coded_paper.toml"), "--mode", mode, "--seed", seed)
         b, s = base["iteration_ms_mean"], slow["iteration_ms_mean"]
         print(f"| {mode} | {b:.1f} ms | {s:.1f} ms | {s / b:.2f}x | {base['per_node'][0]['loss']:.6g} |")
+    print("\n## CodedReduce, communication-bound (100,000 values, links of 20 ms and 1 Gbit/s; "
+          "ops/scenarios/sim/coded_wan.toml)\n")
+    print("| L | workers | mode | iteration, no straggler | one 5x straggler per parent | ratio | "
+          "coded-tree's speed-up (stragglers) |")
+    print("|---|---|---|---|---|---|---|")
+    for layers in (2, 3):
+        workers = sum(3 ** k for k in range(1, layers + 1))
+        straggle = ";".join(f"worker={3 * k},slowdown=5" for k in range(1, workers // 3 + 1))
+        rows, coded_slow = [], None
+        for mode in ("coded-tree", "tree", "ring"):
+            common = [os.path.join(SCEN, "coded_wan.toml"), "--mode", mode, "--L", layers, "--seed", seed]
+            b = sim(murmur, *common, "--straggle", "")["iteration_ms_mean"]
+            s = sim(murmur, *common, "--straggle", straggle)["iteration_ms_mean"]
+            coded_slow = s if mode == "coded-tree" else coded_slow
+            rows.append((mode, b, s))
+        for mode, b, s in rows:
+            print(f"| {layers} | {workers} | {mode} | {b:.1f} ms | {s:.1f} ms | {s / b:.2f}x | "
+                  f"{s / coded_slow:.2f}x |")
     print()
 
 
