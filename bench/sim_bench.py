@@ -19,9 +19,9 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
               (ops/scenarios/sim/gossip_straggler.toml), the same 3-epoch budget: virtual time to
               spend it without stragglers, with one node at 4x, and with every node's compute
               followed by an exponential delay of its own mean (exp_slowdown=1)
-  accuracy    training fidelity at N = 16 (the real Trainer on Fashion-MNIST): gossip and ring,
-              final accuracy and virtual time to 80 % mean periodic test accuracy, without and with
-              node 3 at 4x
+  accuracy    training fidelity at N = 16 and 64 (the real Trainer on Fashion-MNIST): gossip and
+              ring, final accuracy and virtual time to 80 % (70 % at 64) mean periodic test
+              accuracy, without and with node 3 at 4x
   real        the simulator against real processes: murmur local --nodes 4 with node 3 at 4x, and
               murmur sim with the same settings and this machine's measured cost per sample
               (single-process murmur train, times the processes per core): steps per node and
@@ -182,32 +182,35 @@ def time_to(csv_path, target, nodes):
     return None
 
 
-def accuracy(murmur, seed, target=0.80):
+def accuracy(murmur, seed):
     import tempfile
-    print(f"## Time to {target:.0%} test accuracy, training fidelity (16 nodes, the MLP on Fashion-MNIST)\n")
-    print("| mode | final accuracy | time to target | with node 3 at 4x | ratio |")
-    print("|---|---|---|---|---|")
-    n = 16
-    for mode in ("gossip", "ring"):
-        common = [os.path.join(SCEN, "gossip_straggler.toml"), "--fidelity", "training", "--mode", mode,
-                  "--seed", seed]
-        if mode == "ring":
-            common += ["--n", n, "--L", 1, "--global-batch", 64 * n,
-                       "--iterations", math.ceil(3 * 60000 / (64 * n)), "--eval-every", 10]
-            nodes = {1}  # rank 0 evaluates the model every rank holds
-        else:
-            common += ["--nodes", n, "--eval-every", 20]
-            nodes = set(range(1, n + 1))
-        times, final = [], None
-        for straggle in ("", None):
-            with tempfile.NamedTemporaryFile(suffix=".csv") as f:
-                r = sim(murmur, *common, "--csv", f.name, *(["--straggle", ""] if straggle == "" else []))
-                times.append(time_to(f.name, target, nodes))
-                if final is None:
-                    final = r["per_node"][0]["accuracy"]
-        fmt = lambda t: f"{t:.2f} s" if t is not None else "never"
-        ratio = f"{times[1] / times[0]:.2f}x" if None not in times else "-"
-        print(f"| {mode} | {final:.4f} | {fmt(times[0])} | {fmt(times[1])} | {ratio} |")
+    print("## Time to a test accuracy, training fidelity (the MLP on Fashion-MNIST, 3 epochs, batch 64 "
+          "per node)\n")
+    print("At 64 nodes the global batch is 4096 and 3 epochs are 44 iterations: neither mode reaches "
+          "80 %, so the target there is 70 %.\n")
+    print("| N | target | mode | final accuracy | time to target | with node 3 at 4x | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for n, target in ((16, 0.80), (64, 0.70)):
+        for mode in ("gossip", "ring"):
+            common = [os.path.join(SCEN, "gossip_straggler.toml"), "--fidelity", "training", "--mode", mode,
+                      "--seed", seed]
+            if mode == "ring":
+                common += ["--n", n, "--L", 1, "--global-batch", 64 * n,
+                           "--iterations", math.ceil(3 * 60000 / (64 * n)), "--eval-every", 10]
+                nodes = {1}  # rank 0 evaluates the model every rank holds
+            else:
+                common += ["--nodes", n, "--eval-every", 20]
+                nodes = set(range(1, n + 1))
+            times, final = [], None
+            for straggle in ("", None):
+                with tempfile.NamedTemporaryFile(suffix=".csv") as f:
+                    r = sim(murmur, *common, "--csv", f.name, *(["--straggle", ""] if straggle == "" else []))
+                    times.append(time_to(f.name, target, nodes))
+                    if final is None:
+                        final = r["per_node"][0]["accuracy"]
+            fmt = lambda t: f"{t:.2f} s" if t is not None else "never"
+            ratio = f"{times[1] / times[0]:.2f}x" if None not in times else "-"
+            print(f"| {n} | {target:.0%} | {mode} | {final:.4f} | {fmt(times[0])} | {fmt(times[1])} | {ratio} |")
     print()
 
 
@@ -217,24 +220,42 @@ def real(murmur, seed):
                        capture_output=True, text=True, check=True)
     rate = json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
     cores = os.cpu_count() or 1
-    cost_us = 1e6 / rate * max(1.0, 4 / cores)
+    cost_us = 1e6 / rate
     flags = ["--nodes", "4", "--epochs", "3", "--straggle", "node=3,slowdown=4", "--seed", str(seed)]
-    p = subprocess.run([murmur, "local", *flags, "--json", "--progress", "none"], capture_output=True, text=True)
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-    if p.returncode != 0 or not lines:
-        sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
-    local = json.loads(lines[-1])
-    s = sim(murmur, *flags, "--probe-interval-ms", 200, "--probe-timeout-ms", 80,
-            "--sample-cost", f"{cost_us:.2f}us", "--network", "loopback")
-    print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s, 4 processes on {cores} cores)\n")
-    print("| node | real samples trained | simulated | ratio |")
-    print("|---|---|---|---|")
-    for i, phase in enumerate(local["phases"]):
-        real_samples, simulated = phase["samples"], s["per_node"][i]["samples"]
-        print(f"| {i + 1} | {real_samples} | {simulated} | {simulated / max(real_samples, 1):.2f} |")
-    rb, sb = local["bytes_sent_total"] / 1e6, s["bytes"] / 1e6
-    print(f"\nbytes sent, all nodes: real {rb:.2f} MB, simulated {sb:.2f} MB ({sb / max(rb, 1e-9):.2f}x); "
-          f"wall: real {local['wall_s']:.2f} s, simulated {s['virtual_s']:.2f} s virtual\n")
+    runs = []
+    for _ in range(3):  # real runs vary: three, their mean and range
+        p = subprocess.run([murmur, "local", *flags, "--json", "--progress", "none"], capture_output=True,
+                           text=True)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+        if p.returncode != 0 or not lines:
+            sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
+        runs.append(json.loads(lines[-1]))
+    common = [*flags, "--probe-interval-ms", 200, "--probe-timeout-ms", 80, "--network", "loopback"]
+    # Shared cores: the machine's cores and one core's cost per sample (processor sharing).
+    shared = sim(murmur, *common, "--sample-cost", f"{cost_us:.2f}us", "--cores", cores)
+    # A core per node, the cost per sample scaled by the processes per core (no sharing modeled).
+    scaled = sim(murmur, *common, "--sample-cost", f"{cost_us * max(1.0, 4 / cores):.2f}us")
+    print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s on one core); "
+          f"4 processes on {cores} cores\n")
+    print("| node | real samples trained (3 runs) | simulated, shared cores | ratio to the mean | "
+          "simulated, a core each (cost scaled) | ratio |")
+    print("|---|---|---|---|---|---|")
+    for i in range(4):
+        real_samples = [r["phases"][i]["samples"] for r in runs]
+        m = sum(real_samples) / len(real_samples)
+        a, b = shared["per_node"][i]["samples"], scaled["per_node"][i]["samples"]
+        print(f"| {i + 1} | {m:.0f} ({min(real_samples)}-{max(real_samples)}) | {a} | {a / max(m, 1):.2f} | "
+              f"{b} | {b / max(m, 1):.2f} |")
+    real_bytes = [r["bytes_sent_total"] / 1e6 for r in runs]
+    real_wall = [r["wall_s"] for r in runs]
+    rb = sum(real_bytes) / len(real_bytes)
+    print(f"\nreal: bytes sent {rb:.2f} MB ({min(real_bytes):.2f}-{max(real_bytes):.2f}), wall "
+          f"{sum(real_wall) / 3:.2f} s ({min(real_wall):.2f}-{max(real_wall):.2f}, start-up included)")
+    for name, s in (("shared cores", shared), ("a core each", scaled)):
+        sb = s["bytes"] / 1e6
+        print(f"simulated ({name}): bytes sent {sb:.2f} MB ({sb / max(rb, 1e-9):.2f}x the real mean), "
+              f"{s['virtual_s']:.2f} s virtual")
+    print()
 
 
 def main():

@@ -85,6 +85,7 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   s_.cluster_samples = 0;
   s_.live_members = 1;
   size_t finished = 0, finished_gone = 0;
+  finished_ids_.clear();
   for (const MemberEntry& m : members_) {
     if (m.id == o_.self) {
       s_.cluster_samples += s_.samples;
@@ -98,6 +99,7 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
     const bool live = m.state == MemberState::kAlive || m.state == MemberState::kSuspect;
     if (m.finished) {
       ++finished;
+      finished_ids_.push_back(m.id);
       if (!live) ++finished_gone;
     }
     if (live) {
@@ -493,7 +495,14 @@ void GossipNode::AdvanceTraining(TimePoint now) {
     AdoptReceivedModel();
     ++s_.catchups;
   }
-  const auto gate = sync_.Gate(s_.step, mixing, now);
+  // A member that finished steps no more: waiting for it would only run out max_wait.
+  std::vector<NodeId> waited_for;
+  for (NodeId id : mixing) {
+    if (std::find(finished_ids_.begin(), finished_ids_.end(), id) == finished_ids_.end()) {
+      waited_for.push_back(id);
+    }
+  }
+  const auto gate = sync_.Gate(s_.step, waited_for, now);
   for (NodeId id : gate.newly_marked) {
     MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits; "
                     "step {} vs {}): marked a straggler, not waiting for it for {:.0f} s",

@@ -287,6 +287,9 @@ class GossipNode {
   bool evaluating_ = false;
   bool peer_finished_ = false;   // a quorum of members finished
   size_t finished_members_ = 0;  // other members that say they finished
+  // Their ids: they compute no more steps, so soft sync does not wait for them (their public
+  // copies still mix).
+  std::vector<NodeId> finished_ids_;
   bool evaluate_now_ = false;    // a member finished: check the target with an evaluation
   int64_t max_batch_ = 0;        // the largest mini-batch this node computed
   int64_t steps_since_round_ = 0;

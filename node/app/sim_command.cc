@@ -101,6 +101,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (!cost.ok())
       return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
     o.cost_per_sample = *cost;
+    o.cores = c.cores;
     o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
     o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
     if (o.membership.probe_timeout >= o.membership.probe_interval) {
@@ -132,6 +133,10 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       o.gossip = g.node;
       train_ = g.train;  // its learning-rate schedule resolved ("auto": cosine with a budget)
       if (o.gossip.expect_members <= 0) o.gossip.expect_members = c.nodes;
+    }
+    if (c.cores > 0 && o.kind == SimKind::kMembership) {
+      return InvalidArgumentError(
+          "cores applies to the training modes (membership computes nothing)");
     }
     if (!c.straggle.empty()) {
       if (o.kind == SimKind::kMembership) {
@@ -228,6 +233,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       out += fmt::format(", training fidelity ({} on {}), {} per sample", c.gossip.train.task,
                          "the CPU", c.sample_cost);
     }
+    if (o.cores > 0) out += fmt::format(", {} shared cores", o.cores);
     out += fmt::format(", seed {}", o.seed);
     return out;
   }

@@ -43,6 +43,10 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("sample_cost", &C::sample_cost, "10us",
               "compute time per sample of a step or partial gradient (this machine's MLP: about "
               "10us); a straggler's injection applies on top")
+        .Integer("cores", &C::cores, 0, 0, 1000000,
+                 "cores the simulated nodes share (a computation slows while more nodes compute "
+                 "than there are cores, and an injected delay frees its core, as for `murmur "
+                 "local` on one machine); 0: a machine per node")
         .Text("straggle", &C::straggle, "",
               "straggler injection as in `murmur local --straggle`: node=K (1..N), worker=W or "
               "rank=R, then the injection, several separated by ';', e.g. node=3,slowdown=4")

@@ -113,10 +113,10 @@ std::string Text(const std::string& description, const sim::ConsensusOptions& o,
 }  // namespace
 
 int RunConsensusSim(const SimConfig& c) {
-  if (!c.straggle.empty() || !c.crash.empty() || !c.join.empty()) {
+  if (!c.straggle.empty() || !c.crash.empty() || !c.join.empty() || c.cores > 0) {
     return Refuse(
-        "straggle, crash and join do not apply to mode consensus (synchronous rounds of "
-        "averaging; use mode gossip for faults)");
+        "straggle, crash, join and cores do not apply to mode consensus (synchronous rounds "
+        "of averaging, timed by the links alone; use mode gossip for them)");
   }
   if (c.fidelity != "protocol") {
     return Refuse("fidelity " + c.fidelity +

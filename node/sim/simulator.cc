@@ -23,6 +23,7 @@ enum class EventKind : uint8_t {
   kArrive,
   kDeliver,
   kComputeDone,
+  kCpuDone,  // a SharedCpu completion (generation: the SharedCpu version it was computed for)
   kCrash,
   kRestart,
   kPartition,
@@ -75,6 +76,7 @@ struct Simulator::Impl {
     node::StragglerOptions straggle;
     std::optional<node::StragglerInjector> injector;
     TimePoint next_view{};
+    TimePoint cpu_started{};  // on shared cores: when its computation began
     SimNodeResult r;
   };
 
@@ -82,12 +84,14 @@ struct Simulator::Impl {
       : o(std::move(options)),
         workload(w),
         net(o.nodes, o.link, o.seed ^ 0x5EEDULL),
+        cpu(o.cores),
         nodes(o.nodes),
         rng(o.seed) {}
 
   SimOptions o;
   Workload* workload;
   NetworkModel net;
+  SharedCpu cpu;
   std::vector<Node> nodes;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue;
   uint64_t order = 0;
@@ -166,6 +170,10 @@ struct Simulator::Impl {
     }
     n.queued.clear();
     net.SetDown(i, true);
+    if (o.cores > 0) {
+      cpu.Remove(i, now);
+      ScheduleCpu();
+    }
   }
 
   void Send(size_t i, size_t to, gossip::Payload payload,
@@ -299,13 +307,38 @@ struct Simulator::Impl {
   void StartCompute(size_t i, int64_t rows) {
     Node& n = nodes[i];
     const Duration compute = o.cost_per_sample * rows;
-    const Duration extra = n.injector->AfterStep(compute);
     n.computing = true;
     ++n.r.steps;
     n.r.samples += rows;
+    if (o.cores > 0) {  // on shared cores: the injection follows the computation's real length
+      n.cpu_started = now;
+      cpu.Add(i, compute, now);
+      ScheduleCpu();
+      return;
+    }
+    AfterCompute(i, compute, compute);
+  }
+
+  // The computation takes `compute` and ends `left` from now; the node's injection follows (a
+  // sleep: no CPU).
+  void AfterCompute(size_t i, Duration compute, Duration left) {
+    Node& n = nodes[i];
+    const Duration extra = n.injector->AfterStep(compute);
     n.r.compute_s += Seconds(compute + extra);
     n.r.injected_s += Seconds(extra);
-    Schedule(EventKind::kComputeDone, now + compute + extra, i);
+    Schedule(EventKind::kComputeDone, now + left + extra, i);
+  }
+
+  void ScheduleCpu() {
+    if (auto next = cpu.NextCompletion()) {
+      Push(Event{*next, 0, EventKind::kCpuDone, 0, cpu.version(), nullptr});
+    }
+  }
+
+  void CpuDone(uint64_t version) {
+    if (version != cpu.version()) return;  // the set of computations changed since
+    for (size_t i : cpu.TakeDone(now)) AfterCompute(i, now - nodes[i].cpu_started, Duration(0));
+    ScheduleCpu();
   }
 
   void ComputeDone(size_t i) {
@@ -509,7 +542,7 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
     s.now = e.at;
     ++s.result.events;
     Impl::Node* n = e.kind == EventKind::kPartition || e.kind == EventKind::kHeal ||
-                            e.kind == EventKind::kSample
+                            e.kind == EventKind::kSample || e.kind == EventKind::kCpuDone
                         ? nullptr
                         : &s.nodes[e.node];
     switch (e.kind) {
@@ -529,6 +562,9 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
         break;
       case EventKind::kComputeDone:
         if (n->running && e.generation == n->generation) s.ComputeDone(e.node);
+        break;
+      case EventKind::kCpuDone:
+        s.CpuDone(e.generation);
         break;
       case EventKind::kCrash:
         if (n->running) {

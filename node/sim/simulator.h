@@ -9,7 +9,8 @@
 //
 // What the simulator models, and how it follows the real drivers (node/driver/):
 //   network   network.h: per-NIC uplink and downlink serialization, latency, loss, partitions.
-//   compute   a step takes rows × cost_per_sample, then the node's straggler injection
+//   compute   a step takes rows × cost_per_sample (on `cores` shared cores: longer while more
+//             nodes compute than there are cores), then the node's straggler injection
 //             (node/peer/straggler.h: slowdown, delay, exp, exp_slowdown; `pause` is the
 //             machine's InjectedPause; send_delay and drop apply to its outgoing messages, as
 //             PeerNode does). What a step does to the model is the Workload's (workload.h).
@@ -36,6 +37,7 @@
 #include "gossip/membership.h"
 #include "gossip/sync_node.h"
 #include "node/peer/straggler.h"
+#include "node/sim/cpu.h"
 #include "node/sim/network.h"
 #include "node/sim/workload.h"
 
@@ -70,6 +72,9 @@ struct SimOptions {
   Duration tick = std::chrono::milliseconds(5);
   Duration view_interval = std::chrono::milliseconds(20);
   Duration cost_per_sample = std::chrono::microseconds(10);
+  // The cores the nodes' computations share (cpu.h: processor sharing; an injected delay frees
+  // its core); 0: every node has its own, as on a machine per node.
+  int cores = 0;
   std::map<size_t, node::StragglerOptions> straggle;
   std::vector<SimCrash> crashes;
   std::vector<SimJoin> joins;

@@ -357,8 +357,8 @@ TEST(GossipNodeTest, StepsFollowTheLearningRateScheduleAtTheClustersSamples) {
 }
 
 // Nodes in `evaluating` evaluate every 50 steps, the others only when told to check.
-Cluster MakeTargetCluster(uint64_t seed, std::vector<size_t> evaluating) {
-  GossipNodeOptions base = BaseOptions();
+Cluster MakeTargetCluster(uint64_t seed, std::vector<size_t> evaluating,
+                          GossipNodeOptions base = BaseOptions()) {
   base.target_accuracy = 0.9;
   return Cluster(4, FastMembership(), seed, [base, evaluating](size_t i, Cluster::Node& node, TimePoint now) {
     GossipNodeOptions o = base;
@@ -397,6 +397,38 @@ TEST(GossipNodeTest, OneMemberAtTheTargetEndsOnlyItsOwnRunAndMakesTheOthersCheck
       if (i == lucky) continue;
       EXPECT_FALSE(cluster.node(i).finished.has_value()) << "node " << i << " ended on one member's word";
       EXPECT_EQ(evaluations[i], 1) << "node " << i << " must check the target once";
+    }
+  }
+}
+
+// A member that finished computes no more steps: soft sync does not wait for it (found by
+// `murmur sim`: every run whose first member finished before the others stalled them for
+// max_wait while it lingered).
+TEST(GossipNodeTest, AMemberThatFinishedIsNotWaitedFor) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const size_t lucky = seed % 4;
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = 2;
+    base.soft_sync.max_wait = milliseconds(800);
+    base.linger = std::chrono::seconds(3);  // it stays a live member, at its last step
+    Cluster cluster = MakeTargetCluster(seed, {lucky}, base);
+    cluster.accuracy = [lucky](size_t i) { return i == lucky ? 0.95 : 0.5; };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10),
+                               [&] { return cluster.node(lucky).finished.has_value(); }));
+    const TimePoint finished = cluster.now();
+    cluster.RunFor(std::chrono::seconds(2), [] { return false; });
+    for (size_t i = 0; i < 4; ++i) {
+      if (i == lucky) continue;
+      const auto& ends = cluster.node(i).step_ends;
+      Duration longest{0};
+      for (size_t k = 1; k < ends.size(); ++k) {
+        if (ends[k - 1] >= finished) longest = std::max(longest, ends[k] - ends[k - 1]);
+      }
+      EXPECT_LT(longest, milliseconds(100)) << "node " << i;
+      EXPECT_FALSE(cluster.machine(i).soft_sync().IsStraggler(Cluster::Id(lucky), cluster.now()))
+          << "node " << i << " waited for the finished member until it marked it";
     }
   }
 }

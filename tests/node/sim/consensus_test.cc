@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "node/sim/cpu.h"
+
 namespace murmur::sim {
 namespace {
 
@@ -84,6 +86,43 @@ TEST(ConsensusTest, RefusesWhatCannotRun) {
   o.nodes = 4;
   o.max_rounds = 0;
   EXPECT_FALSE(RunConsensus(o).ok());
+}
+
+}  // namespace
+}  // namespace murmur::sim
+
+namespace murmur::sim {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Processor sharing (cpu.h): 4 computations of 1 s on 2 cores take 2 s together; one that joins
+// later runs at the shared rate until the others leave.
+TEST(SharedCpuTest, ComputationsShareTheCores) {
+  SharedCpu cpu(2);
+  const TimePoint t0{};
+  for (size_t i = 0; i < 4; ++i) cpu.Add(i, milliseconds(1000), t0);
+  ASSERT_TRUE(cpu.NextCompletion().has_value());
+  EXPECT_EQ(*cpu.NextCompletion(), t0 + milliseconds(2000));
+  EXPECT_TRUE(cpu.TakeDone(t0 + milliseconds(1999)).empty());
+  EXPECT_EQ(cpu.TakeDone(t0 + milliseconds(2000)), (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(cpu.NextCompletion().has_value());
+
+  // One alone runs at full speed; a second and third join at 500 ms (rate 2/3 from then).
+  cpu.Add(7, milliseconds(1000), t0);
+  cpu.Add(8, milliseconds(1000), t0 + milliseconds(500));
+  cpu.Add(9, milliseconds(1000), t0 + milliseconds(500));
+  EXPECT_EQ(*cpu.NextCompletion(), t0 + milliseconds(1250));  // 500 ms left at 2/3
+  const uint64_t v = cpu.version();
+  cpu.Remove(9, t0 + milliseconds(800));  // a crash frees its share: 7 and 8 at full speed
+  EXPECT_NE(cpu.version(), v);
+  EXPECT_EQ(*cpu.NextCompletion(), t0 + milliseconds(1100));
+  EXPECT_EQ(cpu.TakeDone(t0 + milliseconds(1100)), std::vector<size_t>{7});
+  EXPECT_EQ(*cpu.NextCompletion(), t0 + milliseconds(1600));
+
+  SharedCpu own(0);  // a machine per node: never slower
+  for (size_t i = 0; i < 8; ++i) own.Add(i, milliseconds(10), t0);
+  EXPECT_EQ(*own.NextCompletion(), t0 + milliseconds(10));
 }
 
 }  // namespace
