@@ -46,20 +46,33 @@ def sim(murmur, *args):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def membership(murmur, seed):
-    print("## Membership (T = 500 ms, 1GbE, 3 seeds; one node crashes once every view is complete)\n")
-    print("| N | log2 N | every view complete | crash at | declared dead by | first | median | last | "
-          "membership msgs / node / period | wall s |")
+def membership(murmur, seed, seeds=3):
+    print(f"## Membership (T = 500 ms, 1GbE, joined through 3 seed nodes; one node crashes once every view "
+          f"is complete; {seeds} runs per N, seeds {seed}..{seed + seeds - 1})\n")
+    print("SWIM's suspicion timeout here is 4 x log10 N x T (2.4 s at 16, 6.0 s at 1024): detection = the "
+          "first probe of the dead node + that timeout + the spread of the verdict.\n")
+    print("| N | log2 N | every view complete | declared dead by | first | median | last | "
+          "suspicion timeout | membership msgs / node / period | wall s per run |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    mean = lambda xs: sum(xs) / len(xs)
+    span = lambda xs: f"{mean(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
     for n in (16, 64, 256, 1024):
-        at = {16: 10, 64: 12, 256: 20, 1024: 30}[n]
-        r = sim(murmur, os.path.join(SCEN, "membership.toml"), "--nodes", n, "--crash", f"node=5,at={at}s",
-                "--duration", at + 15, "--seed", seed)
-        c = r["crashes"][0]
-        full = f"{r['full_view_s']:.1f} s" if r["full_view_s"] >= 0 else "never"
-        print(f"| {n} | {math.log2(n):.0f} | {full} | {at} s | {c['observers']} of {c['expected']} | "
-              f"{c['first_s']:.2f} s | {c['median_s']:.2f} s | {c['last_s']:.2f} s | "
-              f"{r['membership_messages_per_node_per_period']:.1f} | {r['wall_s']:.1f} |")
+        at = {16: 10, 64: 12, 256: 20, 1024: 50}[n]
+        full, first, median, last, msgs, wall, by = [], [], [], [], [], [], []
+        for k in range(seeds):
+            r = sim(murmur, os.path.join(SCEN, "membership.toml"), "--nodes", n, "--crash", f"node=5,at={at}s",
+                    "--duration", at + 15, "--seed", seed + k)
+            c = r["crashes"][0]
+            full.append(r["full_view_s"])
+            first.append(c["first_s"])
+            median.append(c["median_s"])
+            last.append(c["last_s"])
+            msgs.append(r["membership_messages_per_node_per_period"])
+            wall.append(r["wall_s"])
+            by.append(f"{c['observers']}/{c['expected']}")
+        complete = f"{mean(full):.1f} s (max {max(full):.1f})" if min(full) >= 0 else "not always"
+        print(f"| {n} | {math.log2(n):.0f} | {complete} | {', '.join(by)} | {span(first)} | {span(median)} | "
+              f"{span(last)} | {4 * math.log10(n) * 0.5:.1f} s | {mean(msgs):.1f} | {mean(wall):.1f} |")
     print()
 
 
@@ -231,11 +244,18 @@ def real(murmur, seed):
             sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
         runs.append(json.loads(lines[-1]))
     common = [*flags, "--probe-interval-ms", 200, "--probe-timeout-ms", 80, "--network", "loopback"]
-    # Shared cores: the machine's cores and one core's cost per sample (processor sharing).
-    shared = sim(murmur, *common, "--sample-cost", f"{cost_us:.2f}us", "--cores", cores)
+    # The real node's CPU per step beyond its batch (mixing, compression, applying arrivals), from
+    # the real runs' phase times.
+    over = [(p["mix_s"] + p["compress_s"] + p["apply_s"]) / max(1, p["samples"] / 64)
+            for r in runs for p in r["phases"]]
+    step_us = 1e6 * sum(over) / len(over)
+    # Shared cores: the machine's cores, one core's cost per sample and that cost per step.
+    shared = sim(murmur, *common, "--sample-cost", f"{cost_us:.2f}us", "--step-cost", f"{step_us:.1f}us",
+                 "--cores", cores)
     # A core per node, the cost per sample scaled by the processes per core (no sharing modeled).
     scaled = sim(murmur, *common, "--sample-cost", f"{cost_us * max(1.0, 4 / cores):.2f}us")
-    print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s on one core); "
+    print(f"cost per sample: {cost_us:.2f} us (murmur train: {rate:,.0f} samples/s on one core); cost per "
+          f"step beyond the batch: {step_us:.0f} us (the real runs' mix + compress + apply per step); "
           f"4 processes on {cores} cores\n")
     print("| node | real samples trained (3 runs) | simulated, shared cores | ratio to the mean | "
           "simulated, a core each (cost scaled) | ratio |")

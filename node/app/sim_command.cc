@@ -101,6 +101,10 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (!cost.ok())
       return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
     o.cost_per_sample = *cost;
+    auto step_cost = ParseDurationText(c.step_cost);
+    if (!step_cost.ok())
+      return InvalidArgumentError("step_cost: " + std::string(step_cost.status().message()));
+    o.cost_per_step = *step_cost;
     o.cores = c.cores;
     o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
     o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);

@@ -43,6 +43,10 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("sample_cost", &C::sample_cost, "10us",
               "compute time per sample of a step or partial gradient (this machine's MLP: about "
               "10us); a straggler's injection applies on top")
+        .Text("step_cost", &C::step_cost, "0us",
+              "CPU time a step costs beyond its samples (the real node's mixing, compression and "
+              "applying arrivals; `murmur local --json` reports them per node as mix_s, "
+              "compress_s, apply_s); not scaled by a straggler's slowdown")
         .Integer("cores", &C::cores, 0, 0, 1000000,
                  "cores the simulated nodes share (a computation slows while more nodes compute "
                  "than there are cores, and an injected delay frees its core, as for `murmur "

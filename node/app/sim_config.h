@@ -23,6 +23,7 @@ struct SimConfig {
   int consensus_rounds = 0;
   double consensus_tolerance = 0;
   std::string sample_cost;
+  std::string step_cost;
   int cores = 0;
   std::string straggle;
   std::string crash;

@@ -77,6 +77,7 @@ struct Simulator::Impl {
     std::optional<node::StragglerInjector> injector;
     TimePoint next_view{};
     TimePoint cpu_started{};  // on shared cores: when its computation began
+    double sample_share = 1;  // ... and the part of it that computes the batch
     SimNodeResult r;
   };
 
@@ -306,24 +307,26 @@ struct Simulator::Impl {
 
   void StartCompute(size_t i, int64_t rows) {
     Node& n = nodes[i];
-    const Duration compute = o.cost_per_sample * rows;
+    const Duration samples = o.cost_per_sample * rows;
+    const Duration compute = samples + o.cost_per_step;
     n.computing = true;
     ++n.r.steps;
     n.r.samples += rows;
     if (o.cores > 0) {  // on shared cores: the injection follows the computation's real length
       n.cpu_started = now;
+      n.sample_share = Seconds(samples) / std::max(1e-12, Seconds(compute));
       cpu.Add(i, compute, now);
       ScheduleCpu();
       return;
     }
-    AfterCompute(i, compute, compute);
+    AfterCompute(i, compute, samples, compute);
   }
 
-  // The computation takes `compute` and ends `left` from now; the node's injection follows (a
-  // sleep: no CPU).
-  void AfterCompute(size_t i, Duration compute, Duration left) {
+  // The step took `compute` (of which `samples` computing the batch, what the real driver times
+  // and the injection scales) and ends `left` from now; the injection follows (a sleep: no CPU).
+  void AfterCompute(size_t i, Duration compute, Duration samples, Duration left) {
     Node& n = nodes[i];
-    const Duration extra = n.injector->AfterStep(compute);
+    const Duration extra = n.injector->AfterStep(samples);
     n.r.compute_s += Seconds(compute + extra);
     n.r.injected_s += Seconds(extra);
     Schedule(EventKind::kComputeDone, now + left + extra, i);
@@ -337,7 +340,11 @@ struct Simulator::Impl {
 
   void CpuDone(uint64_t version) {
     if (version != cpu.version()) return;  // the set of computations changed since
-    for (size_t i : cpu.TakeDone(now)) AfterCompute(i, now - nodes[i].cpu_started, Duration(0));
+    for (size_t i : cpu.TakeDone(now)) {
+      const Duration took = now - nodes[i].cpu_started;
+      AfterCompute(i, took, std::chrono::duration_cast<Duration>(took * nodes[i].sample_share),
+                   Duration(0));
+    }
     ScheduleCpu();
   }
 

@@ -9,7 +9,8 @@
 //
 // What the simulator models, and how it follows the real drivers (node/driver/):
 //   network   network.h: per-NIC uplink and downlink serialization, latency, loss, partitions.
-//   compute   a step takes rows × cost_per_sample (on `cores` shared cores: longer while more
+//   compute   a step takes cost_per_step + rows × cost_per_sample (on `cores` shared cores: longer
+//   while more
 //             nodes compute than there are cores), then the node's straggler injection
 //             (node/peer/straggler.h: slowdown, delay, exp, exp_slowdown; `pause` is the
 //             machine's InjectedPause; send_delay and drop apply to its outgoing messages, as
@@ -72,6 +73,9 @@ struct SimOptions {
   Duration tick = std::chrono::milliseconds(5);
   Duration view_interval = std::chrono::milliseconds(20);
   Duration cost_per_sample = std::chrono::microseconds(10);
+  // CPU time a step costs beyond its samples (the real node's mixing, compression, applying
+  // arrivals); not scaled by a straggler's slowdown, which the real driver applies to the batch.
+  Duration cost_per_step{0};
   // The cores the nodes' computations share (cpu.h: processor sharing; an injected delay frees
   // its core); 0: every node has its own, as on a machine per node.
   int cores = 0;
