@@ -120,7 +120,8 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
 
 // One run of a synchronous mode on the N = 12 workers of the CodedReduce paper's setting (n = 3,
 // L = 2, s = 1), full-batch least squares, `straggle` applied to the given nodes (process indices).
-SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle) {
+SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle,
+                  int cores = 0, Duration step_cost = Duration(0)) {
   constexpr int64_t kRows = 1200;
   auto plan = gossip::MakeSyncPlan(mode, 3, 2, 1, 7);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -139,6 +140,8 @@ SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptio
   o.sync.eval_every = 0;
   o.sync.linger = milliseconds(100);
   o.cost_per_sample = std::chrono::microseconds(100);
+  o.cost_per_step = step_cost;
+  o.cores = cores;
   o.straggle = straggle;
   o.duration = seconds(120);
   auto sim = Simulator::Create(o, &w);
@@ -193,6 +196,25 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   EXPECT_LT(slow_ms["coded-tree"], 1.2 * base_ms["coded-tree"]);
   EXPECT_GT(slow_ms["tree"], 2.5 * base_ms["tree"]);
   EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
+}
+
+// Shared cores (cpu.h): the ring's 12 processes on 3 cores compute 4 at a time per core, so an
+// iteration (10 ms of compute per worker on its own core) takes about 4x as long, with the same
+// steps; a cost per step adds to every iteration.
+TEST(SimulatorTest, SharedCoresAndAStepCostLengthenIterations) {
+  const SimResult own = RunSync(gossip::Mode::kRing, {});
+  const SimResult shared = RunSync(gossip::Mode::kRing, {}, 3);
+  const SimResult stepped = RunSync(gossip::Mode::kRing, {}, 0, milliseconds(5));
+  for (const SimResult* r : {&own, &shared, &stepped}) ASSERT_TRUE(r->all_over);
+  const double a = MeanMs(own.iteration_ms), b = MeanMs(shared.iteration_ms),
+               c = MeanMs(stepped.iteration_ms);
+  std::printf("ring iteration: %.2f ms, on 3 shared cores %.2f ms, with 5 ms per step %.2f ms\n", a,
+              b, c);
+  EXPECT_GT(b, a + 25.0);  // 10 ms of compute becomes 40
+  EXPECT_LT(b, a + 35.0);
+  EXPECT_GT(c, a + 4.0);
+  EXPECT_LT(c, a + 6.0);
+  EXPECT_NEAR(*shared.nodes[0].optimum_distance, *own.nodes[0].optimum_distance, 1e-6);
 }
 
 }  // namespace
