@@ -211,6 +211,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     if (entry.state == MemberState::kSuspect) m.suspect_deadline = now + SuspicionTimeout();
     NoteDeadlines(m);
     members_.emplace(entry.id, m);
+    member_ids_.push_back(entry.id);
     SetLive(entry.id, IsLive(entry.state));
     highest_clock_ = std::max(highest_clock_, entry.step_clock);
     Broadcast(entry.id);

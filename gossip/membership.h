@@ -235,6 +235,7 @@ class Membership {
   bool left_ = false;
   bool refuted_ = false;
   std::map<NodeId, Member> members_;  // everyone but this node
+  std::vector<NodeId> member_ids_;    // the same ids in no order: digests sample it in O(room)
   std::mt19937_64 rng_;
 
   std::vector<NodeId> probe_order_;

@@ -57,7 +57,6 @@ std::vector<MemberEntry> Membership::Piggyback() {
 std::vector<MemberEntry> Membership::DigestEntries() {
   if (members_.size() + 1 <= options_.max_digest_entries) return Members();
   std::vector<MemberEntry> out = {self_};
-  std::vector<NodeId> rest;
   // News that went out least first (as Piggyback): in id order the same lowest ids would fill
   // every digest while news lasts, and a large cluster's later joiners would spread only by
   // probes (1024 members: views still incomplete a minute after the start).
@@ -65,13 +64,12 @@ std::vector<MemberEntry> Membership::DigestEntries() {
     if (out.size() >= options_.max_digest_entries) break;
     if (auto it = members_.find(id); it != members_.end()) out.push_back(it->second.entry);
   }
-  for (const auto& [id, m] : members_) {
-    if (!broadcasts_.contains(id)) rest.push_back(id);
-  }
-  const size_t room = options_.max_digest_entries - out.size();
-  for (size_t i = 0; i < rest.size() && i < room; ++i) {
-    std::swap(rest[i], rest[i + rng_() % (rest.size() - i)]);  // partial Fisher-Yates
-    out.push_back(members_.at(rest[i]).entry);
+  // Then members drawn at random without repeats (a partial Fisher-Yates over member_ids_,
+  // whose order is free), skipping the news already in: O(room), not a walk over every member.
+  for (size_t i = 0; i < member_ids_.size() && out.size() < options_.max_digest_entries; ++i) {
+    std::swap(member_ids_[i], member_ids_[i + rng_() % (member_ids_.size() - i)]);
+    const NodeId id = member_ids_[i];
+    if (!broadcasts_.contains(id)) out.push_back(members_.at(id).entry);
   }
   return out;
 }
@@ -141,6 +139,7 @@ void Membership::Expire(TimePoint now) {
           {MemberEvent::Kind::kForgotten, it->first, m.entry.incarnation, m.entry.address});
       Unbroadcast(it->first);
       SetLive(it->first, false);
+      std::erase(member_ids_, it->first);
       it = members_.erase(it);
       clock_stale_ = true;
       continue;
