@@ -13,6 +13,7 @@
 #include "gossip/peer_sampling.h"
 #include "node/app/gossip_config.h"
 #include "node/app/progress.h"
+#include "node/app/sim_report.h"
 #include "node/sim/consensus.h"
 
 namespace murmur::node {
@@ -145,30 +146,16 @@ int RunConsensusSim(const SimConfig& c) {
   o.tolerance = c.consensus_tolerance;
   o.seed = static_cast<uint64_t>(c.gossip.train.seed);
 
-  const ProgressMode mode = ResolveProgressMode(c.progress, stderr);
-  RealClock clock;
-  TimePoint last{};
-  bool drawn = false;
+  SimProgressPrinter printer(ResolveProgressMode(c.progress, stderr), stderr);
   const double gamma = o.gamma > 0 ? o.gamma : gossip::DefaultGamma(o.compressor);
   std::fprintf(stderr, "%s\n", Describe(c, o, gamma).c_str());
   auto result = sim::RunConsensus(o, [&](const sim::ConsensusRound& r) {
-    if (mode == ProgressMode::kNone) return;
-    const TimePoint now = clock.Now();
-    const Duration every =
-        mode == ProgressMode::kTty ? std::chrono::milliseconds(100) : std::chrono::seconds(2);
-    if (drawn && now - last < every) return;
-    last = now;
-    drawn = true;
-    const std::string line =
-        fmt::format("consensus round {} / {} | error {:.3e} | {:.4f} s virtual", r.round,
-                    o.max_rounds, r.error, r.virtual_s);
-    if (mode == ProgressMode::kTty) {
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    } else {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
+    printer.Line([&] {
+      return fmt::format("consensus round {} / {} | error {:.3e} | {:.4f} s virtual", r.round,
+                         o.max_rounds, r.error, r.virtual_s);
+    });
   });
-  if (mode == ProgressMode::kTty && drawn) std::fprintf(stderr, "\n");
+  printer.Finish();
   if (!result.ok()) return Refuse(std::string(result.status().message()));
   if (!c.csv.empty()) {
     std::ofstream csv(c.csv);

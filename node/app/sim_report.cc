@@ -32,15 +32,21 @@ std::string Mb(uint64_t bytes) { return fmt::format("{:.3f}", static_cast<double
 }  // namespace
 
 void SimProgressPrinter::Update(const sim::SimProgress& p) {
+  Line([&] {
+    return fmt::format(
+        "sim {:8.2f} / {:.0f} s virtual | {:>10} events | nodes over {}/{} | mean step {}",
+        p.virtual_s, p.duration_s, p.events, p.nodes_over, p.nodes, p.mean_step);
+  });
+}
+
+void SimProgressPrinter::Line(const std::function<std::string()>& text) {
   if (mode_ == ProgressMode::kNone) return;
   const TimePoint now = clock_.Now();
   const Duration every =
       mode_ == ProgressMode::kTty ? std::chrono::milliseconds(100) : std::chrono::seconds(2);
   if (drawn_ && now - last_ < every) return;
   last_ = now;
-  const std::string line = fmt::format(
-      "sim {:8.2f} / {:.0f} s virtual | {:>10} events | nodes over {}/{} | mean step {}",
-      p.virtual_s, p.duration_s, p.events, p.nodes_over, p.nodes, p.mean_step);
+  const std::string line = text();
   if (mode_ == ProgressMode::kTty) {
     std::fprintf(out_, "\r\033[K%s", line.c_str());
   } else {

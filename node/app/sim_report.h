@@ -5,6 +5,7 @@
 // modes). The time series goes to CSV.
 
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,6 +20,9 @@ class SimProgressPrinter {
  public:
   SimProgressPrinter(ProgressMode mode, std::FILE* out) : mode_(mode), out_(out) {}
   void Update(const sim::SimProgress& p);
+  // Shows text() (asked for only when due): redrawn at most every 100 ms on a terminal, a line
+  // every 2 s otherwise.
+  void Line(const std::function<std::string()>& text);
   void Finish();
 
  private:
