@@ -9,24 +9,12 @@
 #include <string>
 
 #include "gossip/choco.h"
-#include "proto/envelope_codec.h"
+#include "node/sim/wire.h"
 
 namespace murmur::sim {
 namespace {
 
 gossip::NodeId IdOf(size_t i) { return i + 1; }
-
-uint64_t Mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ULL; }
-
-double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-
-// A message on its way: the header frame the real node encodes, and the CHOCO tensor frame.
-struct Wire {
-  size_t from = 0, to = 0;
-  uint64_t bytes = 0;
-  std::string header;
-  std::shared_ptr<const std::vector<std::byte>> frame;
-};
 
 struct Event {
   TimePoint at;
@@ -140,24 +128,18 @@ class Run {
       const size_t to = out.to - 1;
       if (to >= nodes_.size()) continue;
       gossip::Envelope e;
-      e.cluster_id = "sim";
       e.sender_id = IdOf(i);
       e.incarnation = 1;
       e.step_clock = round;
       e.sequence = ++sequence_;
-      e.payload_frames = out.frame ? 1 : 0;
       if (std::holds_alternative<gossip::SnapshotReply>(out.payload)) ++result_.snapshots;
       e.payload = std::move(out.payload);
-      auto wire = std::make_shared<Wire>();
-      wire->from = i;
-      wire->to = to;
-      wire->header = proto::EncodeEnvelope(e);
-      wire->bytes = wire->header.size() +
-                    (out.frame ? StretchedFrameBytes(out.frame->size(), o_.wire_scale) : 0);
-      wire->frame = std::move(out.frame);
+      auto wire = MakeWire(i, to, std::move(e), std::move(out.frame), o_.wire_scale);
       ++result_.messages;
       result_.bytes += wire->bytes;
-      result_.trace_hash = Mix(Mix(Mix(Mix(result_.trace_hash, round), i), to), wire->bytes);
+      for (uint64_t v : {round, uint64_t{i}, uint64_t{to}, wire->bytes}) {
+        result_.trace_hash = TraceMix(result_.trace_hash, v);
+      }
       const auto arrival = net_.Send(i, to, wire->bytes, now_);
       if (!arrival.has_value()) continue;  // lost: the stream's next update finds a gap
       events_.push({*arrival, order_++, false, std::move(wire)});
@@ -165,9 +147,8 @@ class Run {
   }
 
   void Deliver(const Wire& wire, TimePoint at, uint64_t round) {
-    const auto* bytes = reinterpret_cast<const std::byte*>(wire.header.data());
-    auto envelope = proto::DecodeEnvelope({bytes, wire.header.size()}, "sim");
-    if (!envelope.ok() || !proto::CheckPayloadFrames(*envelope, wire.frame ? 1 : 0).ok()) {
+    auto envelope = OpenWire(wire);
+    if (!envelope.ok()) {
       ++result_.rejected;
       return;
     }

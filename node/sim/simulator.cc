@@ -12,7 +12,7 @@
 #include "base/check.h"
 #include "coding/update_codec.h"
 #include "node/peer/peer_node.h"
-#include "proto/envelope_codec.h"
+#include "node/sim/wire.h"
 
 namespace murmur::sim {
 namespace {
@@ -31,14 +31,6 @@ enum class EventKind : uint8_t {
   kSample
 };
 
-// A message on its way: the header frame as the real node encodes it, and its tensor frame.
-struct Wire {
-  size_t from = 0, to = 0;
-  uint64_t bytes = 0;  // on the links: header + tensor frame × wire_scale
-  std::string header;
-  std::shared_ptr<const std::vector<std::byte>> frame;
-};
-
 struct Event {
   TimePoint at;
   uint64_t order = 0;
@@ -48,10 +40,6 @@ struct Event {
   std::shared_ptr<Wire> wire;
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
 };
-
-double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
-
-uint64_t Mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ULL; }
 
 }  // namespace
 
@@ -183,31 +171,23 @@ struct Simulator::Impl {
     if (to >= nodes.size()) return;
     if (n.straggle.drop > 0 && net.Uniform() < n.straggle.drop) return;  // injected, as PeerNode
     gossip::Envelope e;
-    e.cluster_id = "sim";
     e.sender_id = Id(i);
     e.incarnation = n.membership->incarnation();
     e.step_clock = n.step_clock;
     e.sequence = ++n.sequence;
-    e.payload_frames = frame ? 1 : 0;
     const node::MessageKind kind = node::KindOf(payload);
     e.payload = std::move(payload);
-    auto wire = std::make_shared<Wire>();
-    wire->from = i;
-    wire->to = to;
-    wire->header = proto::EncodeEnvelope(e);
-    wire->bytes =
-        wire->header.size() + (frame ? StretchedFrameBytes(frame->size(), o.wire_scale) : 0);
-    wire->frame = std::move(frame);
+    auto wire = MakeWire(i, to, std::move(e), std::move(frame), o.wire_scale);
     ++n.r.messages_sent;
     n.r.bytes_sent += wire->bytes;
     ++result.messages;
     result.bytes += wire->bytes;
     result.bytes_by_kind[std::string(node::MessageKindName(kind))] += wire->bytes;
     ++result.messages_by_kind[std::string(node::MessageKindName(kind))];
-    result.trace_hash = Mix(
-        Mix(Mix(Mix(result.trace_hash, static_cast<uint64_t>(now.time_since_epoch().count())), i),
-            to),
-        wire->bytes);
+    for (uint64_t v : {static_cast<uint64_t>(now.time_since_epoch().count()), uint64_t{i},
+                       uint64_t{to}, wire->bytes}) {
+      result.trace_hash = TraceMix(result.trace_hash, v);
+    }
     if (on_message != nullptr && *on_message) {
       (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes,
                      std::string(node::MessageKindName(kind))});
@@ -246,9 +226,8 @@ struct Simulator::Impl {
       ++nodes[wire->from].r.lost;
       return;
     }
-    const auto* bytes = reinterpret_cast<const std::byte*>(wire->header.data());
-    auto envelope = proto::DecodeEnvelope({bytes, wire->header.size()}, "sim");
-    if (!envelope.ok() || !proto::CheckPayloadFrames(*envelope, wire->frame ? 1 : 0).ok()) {
+    auto envelope = OpenWire(*wire);
+    if (!envelope.ok()) {
       ++n.r.rejected;
       return;
     }
@@ -465,24 +444,7 @@ struct Simulator::Impl {
       }
       result.nodes.push_back(r);
     }
-    if (models.size() > 1) {
-      const size_t d = models[0].size();
-      std::vector<double> mean(d, 0.0);
-      for (const auto m : models) {
-        for (size_t j = 0; j < d; ++j) mean[j] += m[j];
-      }
-      double norm = 0;
-      for (double& v : mean) {
-        v /= static_cast<double>(models.size());
-        norm += v * v;
-      }
-      for (const auto m : models) {
-        double d2 = 0;
-        for (size_t j = 0; j < d; ++j) d2 += (m[j] - mean[j]) * (m[j] - mean[j]);
-        result.consensus_distance =
-            std::max(result.consensus_distance, std::sqrt(d2 / std::max(norm, 1e-30)));
-      }
-    }
+    result.consensus_distance = MaxRelativeDistance(models);
   }
 };
 

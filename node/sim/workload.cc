@@ -143,4 +143,25 @@ std::optional<double> SyntheticWorkload::OptimumDistance(std::span<const float> 
   return std::sqrt(d2 / std::max(n2, 1e-30));
 }
 
+double MaxRelativeDistance(const std::vector<std::span<const float>>& models) {
+  if (models.size() < 2) return 0;
+  const size_t d = models[0].size();
+  std::vector<double> mean(d, 0.0);
+  for (const auto m : models) {
+    for (size_t j = 0; j < d; ++j) mean[j] += m[j];
+  }
+  double norm = 0;
+  for (double& v : mean) {
+    v /= static_cast<double>(models.size());
+    norm += v * v;
+  }
+  double worst = 0;
+  for (const auto m : models) {
+    double d2 = 0;
+    for (size_t j = 0; j < d; ++j) d2 += (m[j] - mean[j]) * (m[j] - mean[j]);
+    worst = std::max(worst, std::sqrt(d2 / std::max(norm, 1e-30)));
+  }
+  return worst;
+}
+
 }  // namespace murmur::sim

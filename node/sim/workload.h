@@ -98,4 +98,8 @@ class SyntheticWorkload final : public Workload {
   std::vector<float> gradient_;
 };
 
+// max_i ‖x_i − x̄‖ / ‖x̄‖ over `models` (equal sizes): how far the cluster is from one model; 0
+// for fewer than two.
+double MaxRelativeDistance(const std::vector<std::span<const float>>& models);
+
 }  // namespace murmur::sim
