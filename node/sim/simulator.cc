@@ -38,7 +38,13 @@ struct Event {
   size_t node = 0;
   uint64_t generation = 0;
   std::shared_ptr<Wire> wire;
-  bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
+  // Messages first at one instant (simulator.h), then in the order events were scheduled.
+  int Rank() const { return kind == EventKind::kArrive || kind == EventKind::kDeliver ? 0 : 1; }
+  bool operator>(const Event& o) const {
+    if (at != o.at) return at > o.at;
+    if (Rank() != o.Rank()) return Rank() > o.Rank();
+    return order > o.order;
+  }
 };
 
 }  // namespace
@@ -108,6 +114,7 @@ struct Simulator::Impl {
     n.computing = false;
     n.queued.clear();
     n.step_clock = 0;
+    n.sequence = 0;  // a new process numbers its envelopes from the start
     net.SetDown(i, false);
     gossip::MembershipOptions m = o.membership;
     m.id = Id(i);
@@ -141,9 +148,12 @@ struct Simulator::Impl {
       MURMUR_CHECK(machine.ok()) << machine.status().ToString();
       n.sync = *std::move(machine);
     }
-    // Nodes do not tick in lock-step: each at its own phase of the tick.
-    const auto phase = static_cast<int64_t>(rng() % static_cast<uint64_t>(o.tick.count()));
-    Schedule(EventKind::kTick, now + Duration(phase), i);
+    // Independent processes do not tick in lock-step: each at its own phase of the tick.
+    const Duration phase =
+        o.lockstep_ticks
+            ? o.tick
+            : Duration(static_cast<int64_t>(rng() % static_cast<uint64_t>(o.tick.count())));
+    Schedule(EventKind::kTick, now + phase, i);
   }
 
   // The process is gone (a crash, or its run is over and it exited).
@@ -190,7 +200,7 @@ struct Simulator::Impl {
     }
     if (on_message != nullptr && *on_message) {
       (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes,
-                     std::string(node::MessageKindName(kind))});
+                     std::string(node::MessageKindName(kind)), wire->header});
     }
     const auto arrival = net.Send(i, to, wire->bytes, now, n.straggle.send_delay);
     if (!arrival.has_value()) {

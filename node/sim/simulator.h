@@ -22,6 +22,10 @@
 //   faults    crashes (a node's state is gone; it may restart `down` later with a new
 //             incarnation and joins again), late joins, partitions.
 // Deterministic: one seed gives one run, bit for bit (a trace hash over every message proves it).
+// At one instant, messages are delivered before anything else happens (ticks, computations'
+// ends, faults), as the unit tests' fake network does: with `lockstep_ticks` and an ideal link
+// of a fixed latency, a membership run sends the very messages, at the very times, that
+// tests/testing/sim_cluster.h does for the same seed (tests/node/sim/trace_test.cc).
 // Thread safety: none.
 
 #include <cstdint>
@@ -71,6 +75,10 @@ struct SimOptions {
   LinkSpec link;
   gossip::MembershipOptions membership;  // timing; ids, addresses, seeds are filled per node
   Duration tick = std::chrono::milliseconds(5);
+  // Every node ticks at the same instants, the first one tick after its start (the unit tests'
+  // fake network, tests/testing/sim_cluster.h); false: each at its own random phase of the tick,
+  // as independent processes do.
+  bool lockstep_ticks = false;
   Duration view_interval = std::chrono::milliseconds(20);
   Duration cost_per_sample = std::chrono::microseconds(10);
   // CPU time a step costs beyond its samples (the real node's mixing, compression, applying
@@ -171,7 +179,8 @@ struct SimMessage {
   double t_s = 0;
   size_t from = 0, to = 0;
   uint64_t bytes = 0;
-  std::string kind;  // the payload's type
+  std::string kind;    // the payload's type
+  std::string header;  // the envelope as proto::EncodeEnvelope wrote it (the exact header bytes)
 };
 
 class Simulator {

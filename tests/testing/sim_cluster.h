@@ -3,6 +3,8 @@
 // per-message delay, drop and duplication drawn from a seeded generator, partitions, crashes
 // and restarts. Every node is node i with id i + 1 and address "sim://i".
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,15 +21,22 @@ using murmur::testing::FakeNetwork;
 
 using SimFaults = murmur::testing::Faults;
 
+// The nodes every member joins through (the first `seed_nodes`) and the incarnation the nodes
+// start with.
+struct SimClusterLayout {
+  size_t seed_nodes = SIZE_MAX;
+  Incarnation incarnation = 0;
+};
+
 class SimCluster {
  public:
   static constexpr Duration kStep = std::chrono::milliseconds(5);
 
-  SimCluster(size_t n, MembershipOptions base, uint64_t seed)
+  SimCluster(size_t n, MembershipOptions base, uint64_t seed, SimClusterLayout layout = {})
       : base_(std::move(base)), rng_(seed), net_(n, seed ^ 0x5EEDULL) {
-    for (size_t i = 0; i < n; ++i) base_.seeds.push_back(Address(i));
+    for (size_t i = 0; i < std::min(n, layout.seed_nodes); ++i) base_.seeds.push_back(Address(i));
     nodes_.resize(n);
-    for (size_t i = 0; i < n; ++i) Start(i, 0);
+    for (size_t i = 0; i < n; ++i) Start(i, layout.incarnation);
   }
 
   static std::string Address(size_t i) { return "sim://" + std::to_string(i); }
