@@ -14,14 +14,17 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
               per decade of consensus error with top-1 %, and the ring and random graphs
   coded       the CodedReduce paper's shape (ops/scenarios/sim/coded_paper.toml): coded-tree,
               tree, gc and ring, with and without one 5x straggler per parent, mean iteration time;
-              then the communication-bound regime (coded_wan.toml) at L = 2 and 3
+              then the communication-bound regime (coded_wan.toml) at L = 2 and 3, with 5x
+              compute stragglers and with stragglers 5x slower to compute and to send
   gossip      the main job's gossip settings against ring all-reduce at N = 16 and 64
               (ops/scenarios/sim/gossip_straggler.toml), the same 3-epoch budget: virtual time to
               spend it without stragglers, with one node at 4x, and with every node's compute
-              followed by an exponential delay of its own mean (exp_slowdown=1)
+              followed by an exponential delay of its own mean (exp_slowdown=1); from launch and
+              from the first computation; ring's median iteration
   accuracy    training fidelity at N = 16 and 64 (the real Trainer on Fashion-MNIST): gossip and
               ring, final accuracy and virtual time to 80 % (70 % at 64) mean periodic test
-              accuracy, without and with node 3 at 4x
+              accuracy (each node's latest), without and with node 3 at 4x, from launch and from
+              the first computation
   real        the simulator against real processes: murmur local --nodes 4 with node 3 at 4x, and
               murmur sim with the same settings and this machine's measured cost per sample
               (single-process murmur train, times the processes per core): steps per node and
@@ -139,29 +142,46 @@ def coded(murmur, seed):
         print(f"| {mode} | {b:.1f} ms | {s:.1f} ms | {s / b:.2f}x | {base['per_node'][0]['loss']:.6g} |")
     print("\n## CodedReduce, communication-bound (100,000 values, links of 20 ms and 1 Gbit/s; "
           "ops/scenarios/sim/coded_wan.toml)\n")
-    print("| L | workers | mode | iteration, no straggler | one 5x straggler per parent | ratio | "
-          "coded-tree's speed-up (stragglers) |")
-    print("|---|---|---|---|---|---|---|")
+    # A worker sends one 400 KB vector up per iteration: 20 ms + 3.2 ms on these links. A worker
+    # 5x slower in what dominates here also takes 5x as long to get it to its parent: the real
+    # node's send_delay holds each message 4 x 23.2 ms.
+    send = 20e-3 + 100000 * 4 * 8 / 1e9
+    hold = f"{round(4 * send * 1e3)}ms"
+    print(f"One straggler per parent (workers 3, 6, 9, ...): 5x compute (`slowdown=5`), or 5x compute "
+          f"and 5x the time to send (`slowdown=5,send_delay={hold}`). Mean iteration time over 20 "
+          f"iterations; x: the mode's own no-straggler time; coded: coded-tree's speed-up.\n")
+    print("| L | workers | mode | no straggler | 5x compute | x | coded | 5x compute and send | x | coded |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for layers in (2, 3):
         workers = sum(3 ** k for k in range(1, layers + 1))
-        straggle = ";".join(f"worker={3 * k},slowdown=5" for k in range(1, workers // 3 + 1))
-        rows, coded_slow = [], None
+        stragglers = range(1, workers // 3 + 1)
+        compute = ";".join(f"worker={3 * k},slowdown=5" for k in stragglers)
+        both = ";".join(f"worker={3 * k},slowdown=5,send_delay={hold}" for k in stragglers)
+        rows = {}
         for mode in ("coded-tree", "tree", "ring"):
             common = [os.path.join(SCEN, "coded_wan.toml"), "--mode", mode, "--L", layers, "--seed", seed]
-            b = sim(murmur, *common, "--straggle", "")["iteration_ms_mean"]
-            s = sim(murmur, *common, "--straggle", straggle)["iteration_ms_mean"]
-            coded_slow = s if mode == "coded-tree" else coded_slow
-            rows.append((mode, b, s))
-        for mode, b, s in rows:
-            print(f"| {layers} | {workers} | {mode} | {b:.1f} ms | {s:.1f} ms | {s / b:.2f}x | "
-                  f"{s / coded_slow:.2f}x |")
+            rows[mode] = [sim(murmur, *common, "--straggle", spec)["iteration_ms_mean"]
+                          for spec in ("", compute, both)]
+        for mode, (b, c, a) in rows.items():
+            coded_c, coded_a = rows["coded-tree"][1], rows["coded-tree"][2]
+            print(f"| {layers} | {workers} | {mode} | {b:.1f} ms | {c:.1f} ms | {c / b:.2f}x | {c / coded_c:.2f}x | "
+                  f"{a:.1f} ms | {a / b:.2f}x | {a / coded_a:.2f}x |")
     print()
+
+
+def training_s(r):
+    """Virtual seconds from the first computation to the last node's finish (no joining, no
+    leaving)."""
+    return max(n["finished_s"] for n in r["per_node"]) - r["first_step_s"]
 
 
 def gossip(murmur, seed):
     print("## Gossip against ring all-reduce (3 epochs of 60,000 rows, batch 64 per node, 10GbE)\n")
-    print("| N | mode | no straggler | node 3 at 4x | ratio | every node exp_slowdown=1 | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("Virtual time from launch until every node's run is over (joining and leaving included), "
+          "and in brackets from the first computation to the last node's finish.\n")
+    print("| N | mode | no straggler | node 3 at 4x | ratio | every node exp_slowdown=1 | ratio | "
+          "iteration (ring), no straggler / node 3 at 4x |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in (16, 64):
         for mode in ("gossip", "ring"):
             common = [os.path.join(SCEN, "gossip_straggler.toml"), "--mode", mode, "--seed", seed]
@@ -176,14 +196,20 @@ def gossip(murmur, seed):
             base = sim(murmur, *common, "--straggle", "")
             slow = sim(murmur, *common)
             expo = sim(murmur, *common, "--straggle", exp)
-            print(f"| {n} | {mode} | {base['virtual_s']:.2f} s | {slow['virtual_s']:.2f} s | "
-                  f"{slow['virtual_s'] / base['virtual_s']:.2f}x | {expo['virtual_s']:.2f} s | "
-                  f"{expo['virtual_s'] / base['virtual_s']:.2f}x |")
+            cell = lambda r: f"{r['virtual_s']:.2f} s ({training_s(r):.2f} s)"
+            ratio = lambda r: (f"{r['virtual_s'] / base['virtual_s']:.2f}x "
+                               f"({training_s(r) / training_s(base):.2f}x)")
+            iteration = (f"{base['iteration_ms_p50']:.1f} / {slow['iteration_ms_p50']:.1f} ms "
+                         f"({slow['iteration_ms_p50'] / base['iteration_ms_p50']:.2f}x)"
+                         if mode == "ring" else "-")
+            print(f"| {n} | {mode} | {cell(base)} | {cell(slow)} | {ratio(slow)} | {cell(expo)} | "
+                  f"{ratio(expo)} | {iteration} |")
     print()
 
 
 def time_to(csv_path, target, nodes):
-    """First sample time at which the mean periodic accuracy over `nodes` (ids) reaches target."""
+    """First sample time at which the mean over `nodes` (ids) of each one's latest periodic test
+    accuracy reaches target (every node must have evaluated once)."""
     import csv
     at = {}
     for r in csv.DictReader(open(csv_path)):
@@ -200,30 +226,37 @@ def accuracy(murmur, seed):
     print("## Time to a test accuracy, training fidelity (the MLP on Fashion-MNIST, 3 epochs, batch 64 "
           "per node)\n")
     print("At 64 nodes the global batch is 4096 and 3 epochs are 44 iterations: neither mode reaches "
-          "80 %, so the target there is 70 %.\n")
+          "80 %, so the target there is 70 %. Time from launch, and in brackets from the first "
+          "computation (joining excluded).\n")
     print("| N | target | mode | final accuracy | time to target | with node 3 at 4x | ratio |")
     print("|---|---|---|---|---|---|---|")
     for n, target in ((16, 0.80), (64, 0.70)):
+        # Evaluations every few steps: at 64 nodes a 4x straggler computes only 11-13 steps. Ring's
+        # rank 0 evaluates every iteration (an evaluation costs no virtual time).
+        every = 20 if n == 16 else 5
         for mode in ("gossip", "ring"):
             common = [os.path.join(SCEN, "gossip_straggler.toml"), "--fidelity", "training", "--mode", mode,
-                      "--seed", seed]
+                      "--seed", seed, "--eval-every", every if mode == "gossip" else 1]
             if mode == "ring":
                 common += ["--n", n, "--L", 1, "--global-batch", 64 * n,
-                           "--iterations", math.ceil(3 * 60000 / (64 * n)), "--eval-every", 10]
+                           "--iterations", math.ceil(3 * 60000 / (64 * n))]
                 nodes = {1}  # rank 0 evaluates the model every rank holds
             else:
-                common += ["--nodes", n, "--eval-every", 20]
+                common += ["--nodes", n]
                 nodes = set(range(1, n + 1))
-            times, final = [], None
+            times, starts, final = [], [], None
             for straggle in ("", None):
                 with tempfile.NamedTemporaryFile(suffix=".csv") as f:
                     r = sim(murmur, *common, "--csv", f.name, *(["--straggle", ""] if straggle == "" else []))
                     times.append(time_to(f.name, target, nodes))
+                    starts.append(r["first_step_s"])
                     if final is None:
                         final = r["per_node"][0]["accuracy"]
-            fmt = lambda t: f"{t:.2f} s" if t is not None else "never"
-            ratio = f"{times[1] / times[0]:.2f}x" if None not in times else "-"
-            print(f"| {n} | {target:.0%} | {mode} | {final:.4f} | {fmt(times[0])} | {fmt(times[1])} | {ratio} |")
+            fmt = lambda k: (f"{times[k]:.2f} s ({times[k] - starts[k]:.2f} s)" if times[k] is not None
+                             else "never")
+            ratio = (f"{times[1] / times[0]:.2f}x ({(times[1] - starts[1]) / (times[0] - starts[0]):.2f}x)"
+                     if None not in times else "-")
+            print(f"| {n} | {target:.0%} | {mode} | {final:.4f} | {fmt(0)} | {fmt(1)} | {ratio} |")
     print()
 
 

@@ -124,6 +124,7 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
   j["all_over"] = r.all_over;
   j["succeeded"] = RunSucceeded(o, r);
   j["full_view_s"] = r.full_view_s;
+  j["first_step_s"] = r.first_step_s;
   j["messages_by_kind"] = r.messages_by_kind;
   j["membership_messages_per_node_per_period"] = MembershipRate(o, r);
   nlohmann::json crashes = nlohmann::json::array();
@@ -142,6 +143,7 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
     double sum = 0;
     for (double v : r.iteration_ms) sum += v;
     j["iteration_ms_mean"] = sum / static_cast<double>(r.iteration_ms.size());
+    j["iteration_ms_p50"] = Quantile(r.iteration_ms, 0.5);
     j["iteration_ms_p95"] = Quantile(r.iteration_ms, 0.95);
     j["iterations"] = r.iteration_ms.size();
   }
@@ -205,12 +207,15 @@ std::string SummaryText(const SimSummaryInput& input, const sim::SimResult& r) {
     out += "\n";
   }
   if (o.kind == sim::SimKind::kMembership) return out;
+  out += r.first_step_s >= 0
+             ? fmt::format("training began at {:.3f} s (joining before)\n", r.first_step_s)
+             : std::string("training never began\n");
   if (o.kind == sim::SimKind::kSync && !r.iteration_ms.empty()) {
     double sum = 0;
     for (double v : r.iteration_ms) sum += v;
-    out += fmt::format("{} iterations: {:.3f} ms mean, {:.3f} ms p95\n", r.iteration_ms.size(),
-                       sum / static_cast<double>(r.iteration_ms.size()),
-                       Quantile(r.iteration_ms, 0.95));
+    out += fmt::format("{} iterations: {:.3f} ms mean, {:.3f} ms median, {:.3f} ms p95\n",
+                       r.iteration_ms.size(), sum / static_cast<double>(r.iteration_ms.size()),
+                       Quantile(r.iteration_ms, 0.5), Quantile(r.iteration_ms, 0.95));
   }
   if (o.kind == sim::SimKind::kGossip) {
     out +=

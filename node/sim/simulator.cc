@@ -299,6 +299,7 @@ struct Simulator::Impl {
     const Duration samples = o.cost_per_sample * rows;
     const Duration compute = samples + o.cost_per_step;
     n.computing = true;
+    if (result.first_step_s < 0) result.first_step_s = Seconds(now.time_since_epoch());
     ++n.r.steps;
     n.r.samples += rows;
     if (o.cores > 0) {  // on shared cores: the injection follows the computation's real length

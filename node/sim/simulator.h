@@ -161,6 +161,9 @@ struct SimResult {
   // The first sample at which every running node's live view held exactly the running nodes
   // (-1: never).
   double full_view_s = -1;
+  // Training modes: when the first computation began (before it the nodes were joining; a
+  // synchronous mode waits for every rank). -1: never.
+  double first_step_s = -1;
   // Gossip: max over nodes of ‖x_i − x̄‖ / ‖x̄‖ at the end (0 when one node).
   double consensus_distance = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "coding/compressor.h"
@@ -113,6 +114,12 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
   EXPECT_GE(samples, 20 * 6000);
   EXPECT_LE(samples, 30 * 6000);  // the budget overshoots by what the digests lag
   EXPECT_LT(a.consensus_distance, 1e-3);
+  // Training begins once a node has joined and before anyone is over.
+  EXPECT_GT(a.first_step_s, 0);
+  double first_over = a.virtual_s;
+  for (const SimNodeResult& n : a.nodes) first_over = std::min(first_over, n.over_s);
+  EXPECT_LT(a.first_step_s, first_over);
+  std::printf("training began at %.3f s\n", a.first_step_s);
   std::printf("%llu events, %llu messages, %.1f virtual s in %.2f wall s\n",
               static_cast<unsigned long long>(a.events),
               static_cast<unsigned long long>(a.messages), a.virtual_s, a.wall_s);

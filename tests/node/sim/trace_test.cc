@@ -94,6 +94,7 @@ std::vector<Sent> InTheSimulator(uint64_t seed, bool lockstep) {
   };
   const SimResult r = (*sim)->Run();
   EXPECT_EQ(r.nodes[kCrashed].restarts, 1u);
+  EXPECT_EQ(r.first_step_s, -1);  // membership alone: nothing trains
   return sent;
 }
 
