@@ -23,6 +23,7 @@ enum class EventKind : uint8_t {
   kArrive,
   kDeliver,
   kComputeDone,
+  kWake,     // the machine asked to be ticked again (a Wait), as the real driver's bounded Drain
   kCpuDone,  // a SharedCpu completion (generation: the SharedCpu version it was computed for)
   kCrash,
   kRestart,
@@ -70,6 +71,7 @@ struct Simulator::Impl {
     node::StragglerOptions straggle;
     std::optional<node::StragglerInjector> injector;
     TimePoint next_view{};
+    TimePoint wake_at{};      // the pending kWake's time (a later Wait replaces it)
     TimePoint cpu_started{};  // on shared cores: when its computation began
     double sample_share = 1;  // ... and the part of it that computes the batch
     SimNodeResult r;
@@ -253,8 +255,10 @@ struct Simulator::Impl {
       n.queued.push_back({*std::move(envelope), wire});
       return;
     }
+    // The real driver's loop: Drain hands the message over, then the machine ticks.
     HandOver(i, *envelope, *wire);
     Process(i);
+    if (n.running && !n.computing) DriverTurn(i);
   }
 
   void HandOver(size_t i, const gossip::Envelope& e, const Wire& wire) {
@@ -378,6 +382,12 @@ struct Simulator::Impl {
           const auto [accuracy, loss] = workload->Evaluate(e->model, e->full);
           if (n.gossip) n.gossip->Step(gossip::Evaluated{accuracy, loss}, now);
           if (n.sync) n.sync->Step(gossip::Evaluated{accuracy, loss}, now);
+        } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
+          // The real driver drains for min(until - now, 20 ms), then ticks the machine (a wait
+          // already due: its next turn of the loop, taken here as 1 ms, so time moves on).
+          n.wake_at = w->until > now ? std::min(w->until, now + std::chrono::milliseconds(20))
+                                     : now + std::chrono::milliseconds(1);
+          Schedule(EventKind::kWake, n.wake_at, i);
         } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
           n.r.finished = f->reason;
           n.r.finished_s = Seconds(now.time_since_epoch());
@@ -542,6 +552,11 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
         break;
       case EventKind::kComputeDone:
         if (n->running && e.generation == n->generation) s.ComputeDone(e.node);
+        break;
+      case EventKind::kWake:
+        if (n->running && e.generation == n->generation && e.at == n->wake_at && !n->computing) {
+          s.DriverTurn(e.node);
+        }
         break;
       case EventKind::kCpuDone:
         s.CpuDone(e.generation);

@@ -18,7 +18,9 @@
 //   drivers   one training thread per node: messages for the machine that arrive while it
 //             computes wait and are handed over, in order, before the completion (as Drain does);
 //             membership messages are handled on arrival (PeerNode's own thread); the machine
-//             gets the membership view every `view_interval` and ticks every `tick`.
+//             gets the membership view every `view_interval`, ticks every `tick`, after every
+//             message handed over while it is idle (Drain, then Tick), and when a Wait it emitted
+//             runs out (the driver's Drain is bounded by it, at most 20 ms).
 //   faults    crashes (a node's state is gone; it may restart `down` later with a new
 //             incarnation and joins again), late joins, partitions.
 // Deterministic: one seed gives one run, bit for bit (a trace hash over every message proves it).
