@@ -170,7 +170,9 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
                         {"loss", n.loss},
                         {"step_clock", n.step_clock},
                         {"live_view", n.live_view},
-                        {"finish", n.finish}};
+                        {"finish", n.finish},
+                        {"catchups", n.catchups},
+                        {"rounds", n.rounds}};
     e["accuracy"] = n.accuracy >= 0 ? nlohmann::json(n.accuracy) : nlohmann::json();
     e["optimum_distance"] =
         n.optimum_distance ? nlohmann::json(*n.optimum_distance) : nlohmann::json();

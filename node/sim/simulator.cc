@@ -453,6 +453,8 @@ struct Simulator::Impl {
         r.accuracy = n.gossip->state().accuracy;
         r.loss = n.gossip->state().loss;
         r.finish = n.gossip->state().finish;
+        r.catchups = n.gossip->state().catchups;
+        r.rounds = n.gossip->state().rounds;
         r.optimum_distance = workload->OptimumDistance(workload->Params(i));
         if (r.up) models.push_back(workload->Params(i));
       } else if (n.sync) {

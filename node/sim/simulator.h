@@ -123,6 +123,8 @@ struct SimNodeResult {
   double accuracy = -1, loss = 0;
   std::optional<double> optimum_distance;
   std::string finish;  // gossip: the consensus finish's outcome
+  uint64_t catchups = 0;  // gossip: models adopted from a neighbour after falling behind
+  uint64_t rounds = 0;    // gossip: CHOCO rounds
   uint64_t step_clock = 0;
   size_t live_view = 0;  // members it holds alive or suspect at the end
 };
