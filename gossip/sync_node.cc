@@ -59,6 +59,7 @@ StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t co
 Status SyncNodeOptions::Validate() const {
   if (iterations < 1) return InvalidArgumentError("iterations must be >= 1");
   if (batch < 1) return InvalidArgumentError("the batch must have at least one position");
+  if (nesterov && momentum <= 0) return InvalidArgumentError("nesterov needs momentum > 0");
   return OkStatus();
 }
 
@@ -359,8 +360,10 @@ void SyncNode::Update(std::span<const float> sum) {
   const double lr = o_.lr_schedule.has_value()
                         ? o_.lr_schedule->At(static_cast<int64_t>(s_.iteration) * o_.batch)
                         : o_.lr;
-  kernels::SgdOptions sgd{.learning_rate = lr, .momentum = o_.momentum,
-                          .weight_decay = o_.weight_decay};
+  kernels::SgdOptions sgd{.learning_rate = lr,
+                          .momentum = o_.momentum,
+                          .weight_decay = o_.weight_decay,
+                          .nesterov = o_.nesterov};
   MURMUR_CHECK_OK(kernels::SgdStep<float>(o_.device, sgd, step_grad_.span(), velocity_.span(),
                                           params_.span()));
   host_stale_ = true;

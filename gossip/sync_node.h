@@ -75,6 +75,7 @@ struct SyncNodeOptions {
   // The learning rate at iteration × batch samples; none: `lr` throughout.
   std::optional<kernels::LrSchedule> lr_schedule;
   double momentum = 0;
+  bool nesterov = false;  // REQUIRES momentum > 0 (kernels::SgdOptions)
   double weight_decay = 0;
   int64_t eval_every = 10;     // root / ring rank 0: every this many iterations (0: at the end)
   Duration report_after = std::chrono::seconds(5);

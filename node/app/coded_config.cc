@@ -74,6 +74,7 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.node.lr = gossip.train.lr;
   o.schedule = TrainOptionsFrom(gossip.train);
   o.node.momentum = gossip.train.momentum;
+  o.node.nesterov = gossip.train.nesterov;
   o.node.weight_decay = gossip.train.weight_decay;
   o.seed = gossip.train.seed;
   o.node.time_limit = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gossip.time_limit_s));

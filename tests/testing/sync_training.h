@@ -68,13 +68,14 @@ struct SyncTrainingRun {
 
 // One step of SyncNode's update (mean gradient, then SgdStep) per iteration, on the CPU, with one
 // process computing all B positions.
-inline std::vector<float> CentralSgd(const SyncTrainingSetup& setup) {
+inline std::vector<float> CentralSgd(const SyncTrainingSetup& setup, bool nesterov = false) {
   auto model = node::Model<float>::Create(setup.spec, kernels::Device::Cpu());
   node::PartialGradient partial(*model, setup.train, setup.kBatch, setup.kSeed);
   std::vector<coding::WeightedSample> all;
   for (int64_t p = 0; p < setup.kBatch; ++p) all.push_back({p, 1.0});
   std::vector<float> x = setup.InitialModel(), v(x.size(), 0.0f), g(x.size());
-  const kernels::SgdOptions sgd{.learning_rate = setup.kLr, .momentum = setup.kMomentum};
+  const kernels::SgdOptions sgd{
+      .learning_rate = setup.kLr, .momentum = setup.kMomentum, .nesterov = nesterov};
   for (int64_t t = 0; t < setup.kIterations; ++t) {
     auto sum = partial.Compute(static_cast<uint64_t>(t), all, x);
     EXPECT_TRUE(sum.ok()) << sum.status();
@@ -88,9 +89,10 @@ inline std::vector<float> CentralSgd(const SyncTrainingSetup& setup) {
 
 // Runs `mode` (n children per parent, `layers`, `s` tolerated stragglers) on `device`. With
 // `held`, that process is stopped (SIGSTOP) once the ranks are assembled.
-inline SyncTrainingRun RunSyncTraining(const SyncTrainingSetup& setup, const kernels::Device& device,
-                                       gossip::Mode mode, int n, int layers, int s,
-                                       std::optional<size_t> held = std::nullopt) {
+inline SyncTrainingRun RunSyncTraining(const SyncTrainingSetup& setup,
+                                       const kernels::Device& device, gossip::Mode mode, int n,
+                                       int layers, int s, std::optional<size_t> held = std::nullopt,
+                                       bool nesterov = false) {
   using Cluster = NodeCluster<gossip::SyncNode>;
   std::printf("%s (n %d, L %d, s %d) on %s: %lld rows, batch %lld, %lld iterations, seed %llu%s\n",
               std::string(gossip::ModeName(mode)).c_str(), n, layers, s, device.ToString().c_str(),
@@ -122,6 +124,7 @@ inline SyncTrainingRun RunSyncTraining(const SyncTrainingSetup& setup, const ker
     o.iterations = setup.kIterations;
     o.lr = setup.kLr;
     o.momentum = setup.kMomentum;
+    o.nesterov = nesterov;
     o.eval_every = 0;
     o.linger = std::chrono::milliseconds(50);
     o.device = device;

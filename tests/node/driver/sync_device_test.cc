@@ -43,5 +43,21 @@ TEST(SyncDeviceTest, EveryModeTrainsAsCentralizedSgdOnTheCpuDevice) {
   }
 }
 
+// `--nesterov` reaches the synchronous modes' SGD step (it was accepted and ignored there).
+TEST(SyncDeviceTest, NesterovMomentumIsTheCentralizedNesterovStep) {
+  auto data = LoadFashionMnist();
+  if (!data.ok()) GTEST_SKIP() << data.status();
+  const testing::SyncTrainingSetup setup(*data);
+  const std::vector<float> nesterov = testing::CentralSgd(setup, true);
+  const std::vector<float> heavy_ball = testing::CentralSgd(setup, false);
+  ASSERT_GT(testing::RelativeMaxDifference(nesterov, heavy_ball), 1e-3);
+  const auto run = testing::RunSyncTraining(setup, kernels::Device::Cpu(), Mode::kRing, 4, 1, 0,
+                                            std::nullopt, true);
+  EXPECT_EQ(run.iterations, static_cast<uint64_t>(setup.kIterations));
+  const double diff = testing::RelativeMaxDifference(run.model, nesterov);
+  std::printf("  relative max difference to centralized Nesterov SGD: %.3g\n", diff);
+  EXPECT_LT(diff, 1e-5);
+}
+
 }  // namespace
 }  // namespace murmur::node
