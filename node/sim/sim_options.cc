@@ -41,6 +41,23 @@ Status SimOptions::Validate() const {
           fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
     }
   }
+  // The machines' own options, as node 1 would get them (ids, addresses and seeds are per node).
+  gossip::MembershipOptions first = membership;
+  first.id = Simulator::Id(0);
+  first.address = Simulator::Address(0);
+  if (first.seeds.empty()) first.seeds.push_back(Simulator::Address(0));
+  MURMUR_RETURN_IF_ERROR(first.Validate());
+  if (kind == SimKind::kGossip) {
+    gossip::GossipNodeOptions g = gossip;
+    g.self = Simulator::Id(0);
+    g.incarnation = 1;
+    MURMUR_RETURN_IF_ERROR(g.Validate());
+  }
+  if (kind == SimKind::kSync) {
+    gossip::SyncNodeOptions s = sync;
+    s.self = Simulator::Id(0);
+    MURMUR_RETURN_IF_ERROR(s.Validate());
+  }
   return OkStatus();
 }
 

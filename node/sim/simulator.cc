@@ -483,21 +483,6 @@ StatusOr<std::unique_ptr<Simulator>> Simulator::Create(SimOptions options, Workl
   const size_t seeds = std::min<size_t>(options.nodes, 3);
   options.membership.seeds.clear();
   for (size_t i = 0; i < seeds; ++i) options.membership.seeds.push_back(Address(i));
-  gossip::MembershipOptions first = options.membership;
-  first.id = Id(0);
-  first.address = Address(0);
-  MURMUR_RETURN_IF_ERROR(first.Validate());
-  if (options.kind == SimKind::kGossip) {
-    gossip::GossipNodeOptions g = options.gossip;
-    g.self = Id(0);
-    g.incarnation = 1;
-    MURMUR_RETURN_IF_ERROR(g.Validate());
-  }
-  if (options.kind == SimKind::kSync) {
-    gossip::SyncNodeOptions s = options.sync;
-    s.self = Id(0);
-    MURMUR_RETURN_IF_ERROR(s.Validate());
-  }
   auto impl = std::make_unique<Impl>(std::move(options), workload);
   if (workload != nullptr) impl->x0 = workload->InitialModel();
   return std::unique_ptr<Simulator>(new Simulator(std::move(impl)));
