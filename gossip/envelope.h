@@ -140,8 +140,11 @@ using Payload = std::variant<NoPayload, Heartbeat, Ping, Ack, PingReq, Join, Dig
 
 // How many tensor frames each payload kind must carry: header-only kinds none, the rest one.
 inline uint32_t RequiredPayloadFrames(const Payload& payload) {
+  // A model SnapshotReply of dimension 0 is a refusal (the sender is over its snapshot rate):
+  // nothing follows it.
+  if (const auto* r = std::get_if<SnapshotReply>(&payload))
+    return r->model && r->dimension == 0 ? 0 : 1;
   return std::holds_alternative<UpdateHeader>(payload) ||
-                 std::holds_alternative<SnapshotReply>(payload) ||
                  std::holds_alternative<CodedMessage>(payload) ||
                  std::holds_alternative<FinishMessage>(payload)
              ? 1

@@ -171,6 +171,9 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
   if (const auto* r = std::get_if<SnapshotRequest>(&m.payload); r != nullptr && r->model) {
     sync_.Observe(m.from, m.step_clock);
     if (!models_served_.Take(now)) {
+      // Said to the requester (a frameless reply of dimension 0), so that it asks another member
+      // instead of waiting out its snapshot timeout.
+      Emit(SendTo{m.from, SnapshotReply{s_.step, 0, true}, nullptr});
       return Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
     }
     ServeModel(m.from);
@@ -222,6 +225,11 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
 
 void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
   if (m.from != awaiting_model_from_) return;  // late or unasked: ignored
+  if (r.dimension == 0 && m.frame.empty()) {   // refused: over its snapshot rate
+    if (refused_models_.size() < kMaxRefusedModels) refused_models_.push_back(m.from);
+    model_refused_ = true;
+    return;
+  }
   coding::Update u;
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
   Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(x_.size()), u, &failure);
@@ -337,14 +345,22 @@ void GossipNode::Advance(TimePoint now) {
 bool GossipNode::AskForModel(TimePoint now) {
   NodeId best = 0;
   uint64_t clock = 0;
+  auto refused = [&](NodeId id) {
+    return std::find(refused_models_.begin(), refused_models_.end(), id) != refused_models_.end();
+  };
   for (const MemberEntry& m : members_) {
-    if (m.id != o_.self && m.state == MemberState::kAlive && sync_.ClockOf(m.id) > clock) {
+    if (m.id != o_.self && m.state == MemberState::kAlive && sync_.ClockOf(m.id) > clock &&
+        !refused(m.id)) {
       best = m.id, clock = sync_.ClockOf(m.id);
     }
   }
-  if (best == 0) return false;
+  if (best == 0) {
+    refused_models_.clear();  // every member refused: the next attempt may ask any again
+    return false;
+  }
   awaiting_model_from_ = best;
   model_asked_at_ = now;
+  model_refused_ = false;
   Emit(SendTo{best, SnapshotRequest{0, true}, nullptr});
   return true;
 }
@@ -388,12 +404,18 @@ void GossipNode::AdvanceJoin(TimePoint now) {
     return StartTraining(now);
   }
   if (stop_requested_ || peer_finished_) return StartTraining(now);
-  if (now - model_asked_at_ < o_.snapshot_timeout) {
+  if (!model_refused_ && now - model_asked_at_ < o_.snapshot_timeout) {
     Emit(Wait{model_asked_at_ + o_.snapshot_timeout});
     return;
   }
-  MURMUR_LOG_WARN("node {}: no model snapshot from {} in {:.1f} s (attempt {} of {})", o_.self,
-                  awaiting_model_from_, ToSeconds(o_.snapshot_timeout), join_attempt_, o_.join_attempts);
+  if (model_refused_) {
+    MURMUR_LOG_INFO("node {}: node {} refused a model snapshot (over its rate; attempt {} of {})",
+                    o_.self, awaiting_model_from_, join_attempt_, o_.join_attempts);
+  } else {
+    MURMUR_LOG_WARN("node {}: no model snapshot from {} in {:.1f} s (attempt {} of {})", o_.self,
+                    awaiting_model_from_, ToSeconds(o_.snapshot_timeout), join_attempt_,
+                    o_.join_attempts);
+  }
   if (join_attempt_ < o_.join_attempts && AskForModel(now)) {
     ++join_attempt_;
     ++s_.join_requests;
@@ -532,6 +554,7 @@ void GossipNode::AdoptReceivedModel() {
   }
   received_model_.reset();
   awaiting_model_from_ = 0;
+  refused_models_.clear();
 }
 
 void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing,
@@ -552,7 +575,8 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   // member for its model, at most once per model_retry.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
   if (best_clock_ < s_.step + far) return;
-  if (awaiting_model_from_ != 0 && now - model_asked_at_ < o_.model_retry) return;
+  if (awaiting_model_from_ != 0 && !model_refused_ && now - model_asked_at_ < o_.model_retry)
+    return;
   if (AskForModel(now)) ++s_.model_requests;
 }
 

@@ -7,8 +7,10 @@
 //             whoever is there. A cluster further along than `join_after_steps` is running: ask
 //             its most advanced live member for its model (SnapshotRequest{model}), adopt the
 //             model and the step clock of the reply; a reply that does not come within
-//             `snapshot_timeout` is asked again of the then most advanced member, up to
-//             `join_attempts` times, then the node starts from its own model. Then the public-copy
+//             `snapshot_timeout`, or a refusal (a member over its snapshot rate answers with a
+//             frameless SnapshotReply of dimension 0), is asked again at once of the most
+//             advanced member that has not refused, up to `join_attempts` times, then the node
+//             starts from its own model. Then the public-copy
 //             stream starts (from the cluster's initial model, or from the adopted one).
 //             A node resumed from its own checkpoint (Resume) trains on from it at its saved
 //             step unless the cluster is more than `resume_max_lag` steps ahead; its public-copy
@@ -301,6 +303,7 @@ class GossipNode {
     TimePoint expires;
   };
   static constexpr size_t kMaxDeferred = 64;
+  static constexpr size_t kMaxRefusedModels = 64;
   std::deque<Deferred> deferred_;
   std::vector<MemberEntry> members_;
   std::vector<NodeId> view_;      // live ids, sorted, with this node
@@ -309,6 +312,8 @@ class GossipNode {
   std::vector<NodeId> step_mixing_;
   NodeId awaiting_model_from_ = 0;
   TimePoint model_asked_at_{};
+  bool model_refused_ = false;          // awaiting_model_from_ refused: ask the next at once
+  std::vector<NodeId> refused_models_;  // members that refused, skipped until a model arrives
   std::optional<std::vector<float>> received_model_;
   std::optional<ResumePoint> resume_;
   TokenBucket models_served_{o_.model_snapshots_per_s, o_.model_snapshot_burst};

@@ -64,7 +64,8 @@ void TraceJoin(Cluster& cluster, size_t joiner, JoinTrace& trace) {
         trace.asked = send->to;
       }
     } else if (send->to == Cluster::Id(joiner)) {
-      if (const auto* r = std::get_if<SnapshotReply>(&send->payload); r != nullptr && r->model) {
+      if (const auto* r = std::get_if<SnapshotReply>(&send->payload);
+          r != nullptr && r->model && send->frame) {  // (a refusal has no frame)
         coding::Update u;
         ASSERT_TRUE(coding::DecodeUpdate(*send->frame, r->dimension, u).ok());
         trace.served = u.values;
@@ -99,6 +100,41 @@ TEST(GossipNodeTest, JoiningNodeAdoptsTheMostAdvancedPeersModelAndClock) {
     EXPECT_GE(cluster.node(3).resets, 1u);
     // Whoever was asked was ahead of every other member when the joiner asked.
     EXPECT_GE(trace.served_round, cluster.machine(1).state().step);
+  }
+}
+
+// A member over its snapshot rate says so (a frameless SnapshotReply of dimension 0) and the
+// joiner asks the next most advanced member at once, instead of waiting out snapshot_timeout
+// (found by the simulator: a joiner idled 5 s after a burst of catch-ups spent the rate).
+TEST(GossipNodeTest, ARefusedSnapshotIsAskedOfTheNextMemberAtOnce) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.soft_sync.max_lead = -1;
+    base.model_snapshot_burst = 1;
+    base.model_snapshots_per_s = 0.01;
+    Cluster cluster = MakeCluster(4, seed, base);
+    for (size_t i = 0; i < 3; ++i) {
+      cluster.node(i).step_time = milliseconds(1 + i);  // node 0 is the most advanced
+      cluster.Start(i);
+    }
+    cluster.RunFor(milliseconds(1500));
+    // Node 0 spends its one snapshot on node 1.
+    Envelope e;
+    e.sender_id = Cluster::Id(1);
+    e.incarnation = cluster.node(1).membership->incarnation();
+    e.step_clock = cluster.machine(1).state().step;
+    e.payload = SnapshotRequest{0, true};
+    cluster.Inject(0, e);
+    JoinTrace trace;
+    TraceJoin(cluster, 3, trace);
+    cluster.Start(3);
+    ASSERT_TRUE(
+        cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.machine(3).joined(); }));
+    EXPECT_TRUE(cluster.machine(3).state().joined_by_snapshot);
+    EXPECT_EQ(trace.requests, 2);  // node 0 refused, the next one served
+    EXPECT_NE(trace.asked, Cluster::Id(0));
+    EXPECT_LT(cluster.now() - trace.first_request, base.snapshot_timeout);
   }
 }
 
