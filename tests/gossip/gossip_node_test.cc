@@ -75,17 +75,22 @@ void TraceJoin(Cluster& cluster, size_t joiner, JoinTrace& trace) {
   };
 }
 
+// Nodes 0-2 at 1, 2 and 3 ms a step (node 0 the most advanced), for 1.5 s.
+void StartThreeAtSpeeds(Cluster& cluster) {
+  for (size_t i = 0; i < 3; ++i) {
+    cluster.node(i).step_time = milliseconds(1 + i);
+    cluster.Start(i);
+  }
+  cluster.RunFor(milliseconds(1500));
+}
+
 TEST(GossipNodeTest, JoiningNodeAdoptsTheMostAdvancedPeersModelAndClock) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = BaseOptions();
     base.soft_sync.max_lead = -1;  // unbounded: the clocks spread with the speeds
     Cluster cluster = MakeCluster(4, seed, base);
-    for (size_t i = 0; i < 3; ++i) {
-      cluster.node(i).step_time = milliseconds(1 + i);  // node 0 is the most advanced
-      cluster.Start(i);
-    }
-    cluster.RunFor(milliseconds(1500));
+    StartThreeAtSpeeds(cluster);
     JoinTrace trace;
     TraceJoin(cluster, 3, trace);
     cluster.Start(3);
@@ -114,11 +119,7 @@ TEST(GossipNodeTest, ARefusedSnapshotIsAskedOfTheNextMemberAtOnce) {
     base.model_snapshot_burst = 1;
     base.model_snapshots_per_s = 0.01;
     Cluster cluster = MakeCluster(4, seed, base);
-    for (size_t i = 0; i < 3; ++i) {
-      cluster.node(i).step_time = milliseconds(1 + i);  // node 0 is the most advanced
-      cluster.Start(i);
-    }
-    cluster.RunFor(milliseconds(1500));
+    StartThreeAtSpeeds(cluster);
     // Node 0 spends its one snapshot on node 1.
     Envelope e;
     e.sender_id = Cluster::Id(1);
