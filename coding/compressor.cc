@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/check.h"
+#include "coding/dense_codec.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "fmt/format.h"
@@ -262,16 +263,41 @@ size_t Compressor::KeptCount() const {
   return std::min(residual_size_, static_cast<size_t>(std::max(k, 1.0)));
 }
 
+Status Compressor::RefusedInput(std::span<const float> input) const {
+  const std::string_view name = OperatorName(options_.op);
+  if (const auto bad = FirstNonFinite(input)) {
+    return InvalidArgumentError(fmt::format(
+        "compressor {}: input[{}] is {}; nothing was compressed", name, *bad, input[*bad]));
+  }
+  return InvalidArgumentError(
+      fmt::format("compressor {}: residual + input overflows float; input rejected", name));
+}
+
+Status Compressor::Compress(std::span<const float> input, Update& out,
+                            std::vector<std::byte>& encoded) {
+  if ((options_.op == Operator::kNone || options_.op == Operator::kFp16) &&
+      input.size() == residual_size_) {
+    switch (internal::CompressEncodeDense(options_.op, input, residual_, out, encoded)) {
+      case internal::DenseResult::kDone:
+        ++steps_;
+        return OkStatus();
+      case internal::DenseResult::kNonFinite:
+        return RefusedInput(input);
+      case internal::DenseResult::kNotHandled:
+        break;
+    }
+  }
+  MURMUR_RETURN_IF_ERROR(Compress(input, out));
+  EncodeUpdate(out, encoded);
+  return OkStatus();
+}
+
 Status Compressor::Compress(std::span<const float> input, Update& out) {
   const std::string_view name = OperatorName(options_.op);
   if (input.size() != residual_size_) {
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
                                             name, input.size(), residual_size_));
   }
-  auto non_finite = [&](size_t at) {
-    return InvalidArgumentError(fmt::format("compressor {}: input[{}] is {}; nothing was compressed",
-                                            name, at, input[at]));
-  };
   // A rejected input changes no state. With error feedback, one read-only pass checks the sums
   // (residual + input is NaN or infinite exactly when the input is or the sum overflows) before
   // anything is written; without it, selections find a NaN or infinity in their own scan
@@ -281,15 +307,11 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
     const float* r = residual_.data();
     uint32_t any = 0;
     for (size_t i = 0; i < residual_size_; ++i) any |= IsNonFinite(r[i] + input[i]);
-    if (any != 0) {
-      if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
-      return InvalidArgumentError(
-          fmt::format("compressor {}: residual + input overflows float; input rejected", name));
-    }
+    if (any != 0) return RefusedInput(input);
     for (size_t i = 0; i < residual_size_; ++i) residual_[i] += input[i];
     source = residual_;
   } else if (!HasThreshold(options_.op)) {
-    if (const auto bad = FirstNonFinite(input)) return non_finite(*bad);
+    if (FirstNonFinite(input)) return RefusedInput(input);
   }
 
   out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
@@ -311,10 +333,10 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
       break;
     default:
       if (!Select(source, out)) {
-        const auto bad = FirstNonFinite(input);
-        MURMUR_CHECK(bad.has_value()) << "a selection saw a non-finite value the input lacks";
+        MURMUR_CHECK(FirstNonFinite(input).has_value())
+            << "a selection saw a non-finite value the input lacks";
         out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-        return non_finite(*bad);
+        return RefusedInput(input);
       }
       DensifyIfSmaller(out);
       break;

@@ -25,6 +25,7 @@
 // r + input and keeps r + input - update, so nothing is lost, only delayed: the sum of all
 // updates plus r equals the sum of all inputs (to float rounding).
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -90,6 +91,10 @@ class Compressor {
   // out = C(residual + input) with error feedback, C(input) without. A wrong size or a
   // non-finite input is kInvalidArgument and changes nothing (residual, threshold, rng).
   Status Compress(std::span<const float> input, Update& out);
+  // The same, and `encoded` = EncodeUpdate(out). The dense operators (none, fp16) produce both
+  // in one fused pass (dense_codec.h), the others encode after compressing. On an error
+  // `encoded` holds unspecified contents, like `out`.
+  Status Compress(std::span<const float> input, Update& out, std::vector<std::byte>& encoded);
 
   // Changes the kept fraction of topk/dgc (DGC's warm-up, dgc.h). REQUIRES 0 < ratio <= 1.
   void SetRatio(double ratio);
@@ -113,6 +118,8 @@ class Compressor {
   bool Select(std::span<const float> source, Update& out);
   void Quantize(std::span<const float> source, Update& out);
   size_t KeptCount() const;
+  // The error for an input the sums refused: the first non-finite input entry, or the overflow.
+  Status RefusedInput(std::span<const float> input) const;
 
   CompressorOptions options_;
   size_t residual_size_;

@@ -80,37 +80,9 @@ void FillLevelTable(float scale, uint32_t levels, std::vector<float>& table) {
   for (uint32_t l = 0; l <= levels; ++l) table[l] = LevelValue(scale, levels, l);
 }
 
-ValueFormat QuantizeFloats(std::span<float> values, int mantissa_bits) {
+ValueFormat FloatWindow(uint32_t emin, uint32_t emax, int mantissa_bits) {
   MURMUR_CHECK(mantissa_bits == 23 || mantissa_bits == 10) << "mantissa_bits " << mantissa_bits;
   const int max_exponent_bits = mantissa_bits == 23 ? 8 : 5;
-  uint32_t emax = 0;
-  uint32_t emin = 255;  // smallest biased exponent >= 1
-  // Branch-free bodies (selects, not ifs), so that both loops vectorize (-fopt-info-vec).
-  if (mantissa_bits == 10) {
-    for (float& v : values) {
-      // Round to nearest even at mantissa bit 13; a carry moves into the exponent, which is
-      // the correctly rounded result. Rounding past the largest finite float clamps to it.
-      uint32_t bits = std::bit_cast<uint32_t>(v);
-      bits += 0xFFFu + ((bits >> 13) & 1u);
-      bits &= ~0x1FFFu;
-      const bool overflowed = ((bits >> 23) & 0xFFu) == 0xFFu;
-      bits = overflowed ? (bits & 0x80000000u) | 0x7F7FE000u : bits;
-      v = std::bit_cast<float>(bits);
-      const uint32_t e = (bits >> 23) & 0xFFu;
-      // Spelled so that GCC 12 vectorizes the reductions: it does not through std::max's
-      // reference, nor a min fed by `e == 0 ? 255 : e`.
-      const uint32_t e_or_255 = e | (e == 0 ? 255u : 0u);
-      emax = e > emax ? e : emax;
-      emin = e_or_255 < emin ? e_or_255 : emin;
-    }
-  } else {
-    for (const float v : values) {
-      const uint32_t e = (std::bit_cast<uint32_t>(v) >> 23) & 0xFFu;
-      const uint32_t e_or_255 = e | (e == 0 ? 255u : 0u);
-      emax = e > emax ? e : emax;
-      emin = e_or_255 < emin ? e_or_255 : emin;
-    }
-  }
   ValueFormat format;
   format.coding = ValueCoding::kFloat;
   format.mantissa_bits = static_cast<uint8_t>(mantissa_bits);
@@ -124,13 +96,35 @@ ValueFormat QuantizeFloats(std::span<float> values, int mantissa_bits) {
   if (width > max_exponent_bits) {
     width = max_exponent_bits;
     base = emax - ((1u << width) - 1);
+  }
+  format.exponent_bits = static_cast<uint8_t>(width);
+  format.exponent_base = static_cast<uint8_t>(base);
+  return format;
+}
+
+ValueFormat QuantizeFloats(std::span<float> values, int mantissa_bits) {
+  MURMUR_CHECK(mantissa_bits == 23 || mantissa_bits == 10) << "mantissa_bits " << mantissa_bits;
+  uint32_t emax = 0;
+  uint32_t emin = 255;  // smallest biased exponent >= 1
+  // Branch-free bodies (selects, not ifs), so that both loops vectorize (-fopt-info-vec).
+  if (mantissa_bits == 10) {
+    for (float& v : values) {
+      const uint32_t bits = RoundToFp16Precision(std::bit_cast<uint32_t>(v));
+      v = std::bit_cast<float>(bits);
+      ExtendExponentRange(bits, emin, emax);
+    }
+  } else {
+    for (const float v : values) ExtendExponentRange(std::bit_cast<uint32_t>(v), emin, emax);
+  }
+  const ValueFormat format = FloatWindow(emin, emax, mantissa_bits);
+  // A window capped below the smallest exponent flushes what lies under it.
+  if (emin != 255 && format.exponent_base >= emin) {
+    const uint32_t base = format.exponent_base;
     for (float& v : values) {
       const uint32_t e = (std::bit_cast<uint32_t>(v) >> 23) & 0xFFu;
       if (e != 0 && e <= base) v = std::copysign(0.0f, v);
     }
   }
-  format.exponent_bits = static_cast<uint8_t>(width);
-  format.exponent_base = static_cast<uint8_t>(base);
   return format;
 }
 

@@ -82,6 +82,31 @@ void Densify(const Update& update, std::span<float> out);
 // REQUIRES finite values.
 ValueFormat QuantizeFloats(std::span<float> values, int mantissa_bits);
 
+// The bits of a finite float rounded to fp16 precision as QuantizeFloats rounds: to nearest
+// even at mantissa bit 13, a carry moving into the exponent (the correctly rounded result),
+// and a rounding past the largest finite float clamped to it. Branch-free, so loops over it
+// vectorize.
+inline uint32_t RoundToFp16Precision(uint32_t bits) {
+  bits += 0xFFFu + ((bits >> 13) & 1u);
+  bits &= ~0x1FFFu;
+  const bool overflowed = ((bits >> 23) & 0xFFu) == 0xFFu;
+  return overflowed ? (bits & 0x80000000u) | 0x7F7FE000u : bits;
+}
+
+// The exponent range QuantizeFloats accumulates: the largest biased exponent, and the smallest
+// one >= 1 (255 when there is none). Spelled so that GCC 12 vectorizes the reductions: it does
+// not through std::max's reference, nor a min fed by `e == 0 ? 255 : e`.
+inline void ExtendExponentRange(uint32_t bits, uint32_t& emin, uint32_t& emax) {
+  const uint32_t e = (bits >> 23) & 0xFFu;
+  const uint32_t e_or_255 = e | (e == 0 ? 255u : 0u);
+  emax = e > emax ? e : emax;
+  emin = e_or_255 < emin ? e_or_255 : emin;
+}
+
+// The window QuantizeFloats picks for that range (exponent_bits, exponent_base); for fp16
+// precision (mantissa 10) at most 5 bits wide, for fp32 precision 8.
+ValueFormat FloatWindow(uint32_t emin, uint32_t emax, int mantissa_bits);
+
 // The value of `level` out of `levels` steps of `scale`: the one formula sender and receiver
 // share, so decoded values are bit-identical to the sender's.
 inline float LevelValue(float scale, uint32_t levels, uint32_t level) {

@@ -221,6 +221,26 @@ void EncodeValues(const Update& update, std::byte* out, size_t value_bytes) {
 
 }  // namespace
 
+void wire::WriteHeader(const Update& update, IndexCoding index_coding, size_t index_bytes,
+                       std::byte* p) {
+  const ValueFormat& f = update.format;
+  const bool is_float = f.coding == ValueCoding::kFloat;
+  Store<uint16_t>(p, kMagic);
+  Store<uint8_t>(p + 2, kUpdateFormatVersion);
+  Store<uint8_t>(p + 3, static_cast<uint8_t>(update.op));
+  Store<uint8_t>(p + 4, static_cast<uint8_t>(index_coding));
+  Store<uint8_t>(p + 5, static_cast<uint8_t>(f.coding));
+  Store<uint8_t>(p + 6, is_float ? f.mantissa_bits : 0);
+  Store<uint8_t>(p + 7, is_float ? f.exponent_bits : 0);
+  Store<uint8_t>(p + 8, is_float ? f.exponent_base : 0);
+  std::memset(p + 9, 0, 3);
+  Store<uint32_t>(p + 12, update.dimension);
+  Store<uint32_t>(p + 16, static_cast<uint32_t>(update.values.size()));
+  Store<float>(p + 20, f.coding == ValueCoding::kFloat ? 0.0f : f.scale);
+  Store<uint32_t>(p + 24, f.coding == ValueCoding::kLevels ? f.levels : 0);
+  Store<uint32_t>(p + 28, static_cast<uint32_t>(index_bytes));
+}
+
 std::string_view IndexCodingName(IndexCoding coding) {
   switch (coding) {
     case IndexCoding::kAll: return "all";
@@ -255,22 +275,7 @@ size_t EncodeUpdate(const Update& update, std::vector<std::byte>& out) {
   const Layout layout = ChooseLayout(update);
   out.resize(layout.total());
   std::byte* p = out.data();
-  const ValueFormat& f = update.format;
-  const bool is_float = f.coding == ValueCoding::kFloat;
-  Store<uint16_t>(p, kMagic);
-  Store<uint8_t>(p + 2, kUpdateFormatVersion);
-  Store<uint8_t>(p + 3, static_cast<uint8_t>(update.op));
-  Store<uint8_t>(p + 4, static_cast<uint8_t>(layout.index_coding));
-  Store<uint8_t>(p + 5, static_cast<uint8_t>(f.coding));
-  Store<uint8_t>(p + 6, is_float ? f.mantissa_bits : 0);
-  Store<uint8_t>(p + 7, is_float ? f.exponent_bits : 0);
-  Store<uint8_t>(p + 8, is_float ? f.exponent_base : 0);
-  std::memset(p + 9, 0, 3);
-  Store<uint32_t>(p + 12, update.dimension);
-  Store<uint32_t>(p + 16, static_cast<uint32_t>(update.values.size()));
-  Store<float>(p + 20, f.coding == ValueCoding::kFloat ? 0.0f : f.scale);
-  Store<uint32_t>(p + 24, f.coding == ValueCoding::kLevels ? f.levels : 0);
-  Store<uint32_t>(p + 28, static_cast<uint32_t>(layout.index_bytes));
+  wire::WriteHeader(update, layout.index_coding, layout.index_bytes, p);
 
   std::byte* index = p + kUpdateHeaderBytes;
   uint32_t previous = 0;

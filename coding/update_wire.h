@@ -3,6 +3,10 @@
 // header's magic, little-endian stores and loads, the sizes of the index and value sections, and
 // the checksum. The layout itself is documented in update_codec.h.
 
+// XXH3 compiled into coding/ with the build's -march (AVX2 where the machine has it): the
+// shared library's generic build hashes at half that speed, and every update is hashed once
+// by its sender and once by each receiver. The digests are the same by XXH3's specification.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <bit>
@@ -36,6 +40,10 @@ inline size_t BitmapBytes(uint32_t dimension) { return (static_cast<size_t>(dime
 inline size_t ValueBytes(uint64_t count, int bits_per_value) {
   return static_cast<size_t>((count * static_cast<uint64_t>(bits_per_value) + 7) / 8);
 }
+
+// The header's 40 bytes (layout in update_codec.h) for `update` with the given index section;
+// the checksum field is left for the caller, which writes it last.
+void WriteHeader(const Update& update, IndexCoding index_coding, size_t index_bytes, std::byte* p);
 
 inline bool IsRawFloat32(const ValueFormat& f) { return f == ValueFormat::RawFloat32(); }
 

@@ -355,10 +355,14 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
   }
   ChocoRoundStats stats;
   MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
+  // The host compressor writes the wire bytes in the same pass where it can (dense operators).
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  bool encoded = false;
   if (device_compressor_) {
     MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), q_));
   } else {
-    MURMUR_RETURN_IF_ERROR(host_compressor_->Compress(diff_.span(), q_));
+    MURMUR_RETURN_IF_ERROR(host_compressor_->Compress(diff_.span(), q_, *bytes));
+    encoded = true;
   }
   Add(q_, public_.span());
   ++version_;
@@ -369,8 +373,7 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
   const std::vector<NodeId> trackers = Trackers(view, round);
   stats.trackers = trackers.size();
   if (!trackers.empty()) {
-    auto bytes = std::make_shared<std::vector<std::byte>>();
-    stats.encoded_bytes = coding::EncodeUpdate(q_, *bytes);
+    stats.encoded_bytes = encoded ? bytes->size() : coding::EncodeUpdate(q_, *bytes);
     for (NodeId to : trackers) {
       output_.push_back({to, UpdateHeader{version_, version_ - 1, options_.dimension, q_.dense,
                                           from_initial_},

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 
+#include "coding/dense_codec.h"
 #include "coding/update_codec.h"
 #include "tests/testing/test_vectors.h"
 
@@ -365,6 +369,147 @@ TEST(CompressorTest, EmptyAndSingleElementVectors) {
       }
     }
   }
+}
+
+// The fused dense path (coding/dense_codec.h) against the two-step one it replaces:
+// Compressor::Compress(input, update, bytes) must give the Update, the bytes and the residual
+// that Compress(input, update) + EncodeUpdate(update) give, bit for bit, over several steps.
+
+std::vector<uint32_t> Bits(std::span<const float> v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
+}
+
+// Values at the format's edges: signed zeros, float subnormals (exponent code 0), the largest
+// floats (fp16 rounding clamps instead of overflowing), a rounding tie that carries into the
+// exponent, and magnitudes 2^-100 .. 2^100, wider than fp16's 32-binade window, so that the
+// smallest are flushed.
+std::vector<float> EdgeVector(size_t n, uint64_t seed) {
+  std::vector<float> v = MakeVector(Distribution::kNormal, n, seed);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-40f,
+                            -3e-42f,
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(),
+                            std::bit_cast<float>(0x7F7FF000u),  // rounds past max: clamped
+                            std::bit_cast<float>(0x3F7FF000u),  // tie, carries to 1.0
+                            std::bit_cast<float>(0x007FF000u),  // subnormal rounding to normal
+                            0x1p-100f,
+                            -0x1p100f};
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 7 == 3) {
+      v[i] = specials[(i / 7) % std::size(specials)];
+    } else if (i % 11 == 5) {
+      v[i] = std::ldexp(v[i], static_cast<int>(i % 200) - 100);
+    }
+  }
+  return v;
+}
+
+struct Case {
+  const char* name;
+  std::vector<float> (*make)(size_t n, uint64_t seed);
+};
+
+std::vector<float> Normal(size_t n, uint64_t seed) {
+  return MakeVector(Distribution::kNormal, n, seed);
+}
+std::vector<float> Heavy(size_t n, uint64_t seed) {
+  return MakeVector(Distribution::kHeavyTailed, n, seed);
+}
+std::vector<float> Equal(size_t n, uint64_t seed) {
+  return MakeVector(Distribution::kAllEqual, n, seed);
+}
+std::vector<float> Sparse(size_t n, uint64_t seed) {
+  return MakeVector(Distribution::kMostlyZero, n, seed);
+}
+
+TEST(DenseCodecTest, FusedEncodeIsBitIdenticalToCompressThenEncode) {
+  const Case cases[] = {{"edge", EdgeVector},
+                        {"normal", Normal},
+                        {"heavy-tailed", Heavy},
+                        {"all-equal", Equal},
+                        {"mostly-zero", Sparse}};
+  // Around the 4096-value blocks and the 8- and 16-wide vector tails.
+  const size_t sizes[] = {0, 1, 7, 15, 17, 4095, 4096, 4097, 8193, 100003};
+  std::printf("seeds 1..3 per step, sizes 0..100003\n");
+  for (const char* spec : {"none", "fp16", "none,ef=off", "fp16,ef=off"}) {
+    for (const Case& c : cases) {
+      for (size_t n : sizes) {
+        Compressor two_step = Make(spec, n);
+        Compressor fused = Make(spec, n);
+        Update expected, got;
+        std::vector<std::byte> expected_bytes, got_bytes;
+        for (uint64_t step = 1; step <= 3; ++step) {
+          const std::vector<float> input = c.make(n, step);
+          SCOPED_TRACE(::testing::Message()
+                       << spec << " " << c.name << " n=" << n << " step " << step);
+          // The edge values' largest floats overflow some residual + input sums: both paths
+          // must refuse the same steps, with the same message, and keep the same residual.
+          const Status expected_status = two_step.Compress(input, expected);
+          const Status got_status = fused.Compress(input, got, got_bytes);
+          EXPECT_EQ(got_status.ToString(), expected_status.ToString());
+          EXPECT_EQ(Bits(fused.residual()), Bits(two_step.residual()));
+          if (!expected_status.ok()) continue;
+          EncodeUpdate(expected, expected_bytes);
+          EXPECT_EQ(got.op, expected.op);
+          EXPECT_EQ(got.dimension, expected.dimension);
+          EXPECT_EQ(got.dense, expected.dense);
+          EXPECT_EQ(got.indices, expected.indices);
+          EXPECT_EQ(got.format, expected.format);
+          EXPECT_EQ(Bits(got.values), Bits(expected.values));
+          EXPECT_EQ(got_bytes, expected_bytes);
+          EXPECT_EQ(fused.steps(), two_step.steps());
+          Update decoded;
+          ASSERT_TRUE(DecodeUpdate(got_bytes, static_cast<uint32_t>(n), decoded).ok());
+          EXPECT_EQ(Bits(decoded.values), Bits(got.values));
+        }
+      }
+    }
+  }
+}
+
+TEST(DenseCodecTest, FusedPathRefusesNonFiniteInputAndChangesNoState) {
+  for (const char* spec : {"none", "fp16", "none,ef=off", "fp16,ef=off"}) {
+    SCOPED_TRACE(spec);
+    Compressor c = Make(spec, 9000);
+    Update update;
+    std::vector<std::byte> bytes;
+    std::vector<float> v = MakeVector(Distribution::kNormal, 9000, 4);
+    ASSERT_TRUE(c.Compress(v, update, bytes).ok());
+    const std::vector<uint32_t> residual = Bits(c.residual());
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -INFINITY}) {
+      v[8191] = bad;
+      const Status s = c.Compress(v, update, bytes);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find("input[8191] is"), std::string_view::npos) << s;
+      EXPECT_EQ(Bits(c.residual()), residual);
+      EXPECT_EQ(c.steps(), 1u);
+    }
+    std::vector<float> short_input(10, 1.0f);
+    EXPECT_NE(c.Compress(short_input, update, bytes).message().find("input of 10 values"),
+              std::string_view::npos);
+  }
+}
+
+TEST(DenseCodecTest, ANarrowFp16WindowTakesTheGeneralPath) {
+  // Every value within one binade: the window is 1 bit wide, codes are 12 bits, and the fused
+  // pass declines; Compress with bytes still gives EncodeUpdate's bytes.
+  std::vector<float> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 1.0f + static_cast<float>(i) / 8192.0f;
+  Compressor c = Make("fp16,ef=off", v.size());
+  Update update;
+  std::vector<std::byte> bytes;
+  EXPECT_EQ(internal::CompressEncodeDense(Operator::kFp16, v, {}, update, bytes),
+            internal::DenseResult::kNotHandled);
+  ASSERT_TRUE(c.Compress(v, update, bytes).ok());
+  EXPECT_LT(update.format.exponent_bits, 5);
+  std::vector<std::byte> expected;
+  EncodeUpdate(update, expected);
+  EXPECT_EQ(bytes, expected);
 }
 
 }  // namespace

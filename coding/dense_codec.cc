@@ -1,0 +1,173 @@
+#include "coding/dense_codec.h"
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "base/check.h"
+#include "coding/update_codec.h"
+#include "coding/update_wire.h"
+#include "coding/vector_ops.h"
+
+namespace murmur::coding::internal {
+namespace {
+
+// Values per block of the writing pass: its bytes (8 KB as fp16) are hashed while in L1.
+constexpr size_t kBlock = 4096;
+
+// XXH3 of the payload, fed block by block (the same digest as wire::Checksum's one-shot call).
+class PayloadHash {
+ public:
+  PayloadHash() : state_(XXH3_createState()) {
+    MURMUR_CHECK(state_ != nullptr && XXH3_64bits_reset(state_) == XXH_OK);
+  }
+  ~PayloadHash() { XXH3_freeState(state_); }
+  PayloadHash(const PayloadHash&) = delete;
+  PayloadHash& operator=(const PayloadHash&) = delete;
+  void Add(const std::byte* data, size_t size) {
+    MURMUR_CHECK(XXH3_64bits_update(state_, data, size) == XXH_OK);
+  }
+  // Writes the header's checksum field: XXH3 of its first 32 bytes seeded with the payload's.
+  void Finish(std::byte* header) {
+    wire::Store<uint64_t>(header + 32,
+                          XXH3_64bits_withSeed(header, 32, XXH3_64bits_digest(state_)));
+  }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+// A dense update of `op` in `out` without clearing its buffers first: Clear then resize would
+// zero every value before the pass that writes them.
+void PrepareDense(Operator op, size_t dimension, const ValueFormat& format, Update& out) {
+  out.op = op;
+  out.dimension = static_cast<uint32_t>(dimension);
+  out.dense = true;
+  out.indices.clear();
+  out.values.resize(dimension);
+  out.format = format;
+}
+
+std::byte* PrepareBytes(const Update& out, std::vector<std::byte>& encoded) {
+  encoded.resize(kUpdateHeaderBytes +
+                 wire::ValueBytes(out.values.size(), out.format.BitsPerValue()));
+  wire::WriteHeader(out, IndexCoding::kAll, 0, encoded.data());
+  return encoded.data();
+}
+
+// none: every value as raw fp32. One pass copies into the values and the payload and checks
+// finiteness on the way (without error feedback nothing but the outputs changes on a refusal).
+DenseResult EncodeRaw(std::span<const float> input, Update& out, std::vector<std::byte>& encoded,
+                      bool plus_zero) {
+  const size_t d = input.size();
+  PrepareDense(Operator::kNone, d, ValueFormat::RawFloat32(), out);
+  std::byte* header = PrepareBytes(out, encoded);
+  std::byte* payload = header + kUpdateHeaderBytes;
+  float* __restrict values = out.values.data();
+  const float* __restrict in = input.data();
+  // residual + input with a zero residual (dense_codec.h): + 0.0f turns -0 into +0, as the
+  // sum does.
+  const float zero = plus_zero ? 0.0f : -0.0f;  // x + -0.0f == x for every x, -0 included
+  PayloadHash hash;
+  uint32_t non_finite = 0;
+  for (size_t begin = 0; begin < d; begin += kBlock) {
+    const size_t end = std::min(d, begin + kBlock);
+    for (size_t i = begin; i < end; ++i) {
+      const float v = in[i] + zero;
+      non_finite |= IsNonFinite(v);
+      values[i] = v;
+    }
+    std::memcpy(payload + begin * sizeof(float), values + begin, (end - begin) * sizeof(float));
+    hash.Add(payload + begin * sizeof(float), (end - begin) * sizeof(float));
+  }
+  if (non_finite != 0) return DenseResult::kNonFinite;
+  hash.Finish(header);
+  return DenseResult::kDone;
+}
+
+// fp16 with its full 5-bit window. Pass 1 reads the sources for what the window needs: the
+// largest magnitude's bits (also the finiteness test: a NaN or infinity has the largest) and
+// the smallest one that rounds to a normal float. Rounding is monotone in the magnitude bits,
+// so rounding those two gives the rounded values' exponent range (QuantizeFloats' emax, emin)
+// without rounding every value twice. Pass 2 writes value, 16-bit code and residual
+// (QuantizeFloats' rounding and flush, EncodeValues' code, residual = source - value).
+template <bool kFeedback>
+DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, Update& out,
+                       std::vector<std::byte>& encoded) {
+  const size_t d = input.size();
+  const float* __restrict in = input.data();
+  float* __restrict r = residual.data();
+  // The smallest magnitude bits that round to a normal float (0x7FF000 is a tie that rounds up
+  // to 0x800000, to even).
+  constexpr uint32_t kRoundsToNormal = 0x7FF000u;
+  uint32_t largest = 0, smallest_normal = 0xFFFFFFFFu;
+  for (size_t i = 0; i < d; ++i) {
+    const float s = kFeedback ? r[i] + in[i] : in[i];
+    const uint32_t magnitude = std::bit_cast<uint32_t>(s) & 0x7FFFFFFFu;
+    largest = magnitude > largest ? magnitude : largest;
+    // Spelled as an OR of a mask: GCC 12 vectorizes no min fed by a select.
+    const uint32_t candidate = magnitude | (magnitude < kRoundsToNormal ? 0xFFFFFFFFu : 0u);
+    smallest_normal = candidate < smallest_normal ? candidate : smallest_normal;
+  }
+  if (largest >= 0x7F800000u) return DenseResult::kNonFinite;
+  uint32_t emin = 255, emax = 0;
+  ExtendExponentRange(RoundToFp16Precision(largest), emin, emax);
+  if (smallest_normal != 0xFFFFFFFFu) {
+    ExtendExponentRange(RoundToFp16Precision(smallest_normal), emin, emax);
+  }
+  const ValueFormat format = FloatWindow(emin, emax, 10);
+  if (format.exponent_bits != 5) return DenseResult::kNotHandled;
+
+  PrepareDense(Operator::kFp16, d, format, out);
+  std::byte* header = PrepareBytes(out, encoded);
+  // Codes are written in place: the payload starts 40 bytes into the vector's storage.
+  auto* __restrict codes = reinterpret_cast<uint16_t*>(header + kUpdateHeaderBytes);
+  float* __restrict values = out.values.data();
+  // Magnitude bits from which a rounded value is kept (exponent > base); normal values below
+  // are flushed to signed zero. The code's magnitude is the kept bits >> 13, the exponent made
+  // relative to the base: 5 exponent bits and 10 mantissa bits, or (exponent 0) the subnormal's
+  // top mantissa bits.
+  const uint32_t kept_from = (format.exponent_base + 1u) << 23;
+  const uint32_t rebase = static_cast<uint32_t>(format.exponent_base) << 10;
+  PayloadHash hash;
+  for (size_t begin = 0; begin < d; begin += kBlock) {
+    const size_t end = std::min(d, begin + kBlock);
+    for (size_t i = begin; i < end; ++i) {
+      const float s = kFeedback ? r[i] + in[i] : in[i];
+      const uint32_t bits = RoundToFp16Precision(std::bit_cast<uint32_t>(s));
+      const uint32_t sign = bits & 0x80000000u;
+      const uint32_t magnitude = bits & 0x7FFFFFFFu;
+      // Masks, not branches, so that the loop vectorizes.
+      const uint32_t kept = magnitude >= kept_from ? 0xFFFFFFFFu : 0u;
+      const uint32_t small = magnitude < 0x800000u ? 0xFFFFFFFFu : 0u;  // zero or subnormal
+      const uint32_t sent = magnitude & (kept | small);
+      const float value = std::bit_cast<float>(sign | sent);
+      values[i] = value;
+      if constexpr (kFeedback) r[i] = s - value;
+      codes[i] = static_cast<uint16_t>(((sent >> 13) - (rebase & kept)) | (sign >> 16));
+    }
+    hash.Add(reinterpret_cast<const std::byte*>(codes + begin), (end - begin) * sizeof(uint16_t));
+  }
+  hash.Finish(header);
+  return DenseResult::kDone;
+}
+
+}  // namespace
+
+DenseResult CompressEncodeDense(Operator op, std::span<const float> input,
+                                std::span<float> residual, Update& out,
+                                std::vector<std::byte>& encoded) {
+  MURMUR_CHECK(residual.empty() || residual.size() == input.size());
+  switch (op) {
+    case Operator::kNone:
+      return EncodeRaw(input, out, encoded, !residual.empty());
+    case Operator::kFp16:
+      return residual.empty() ? EncodeFp16<false>(input, residual, out, encoded)
+                              : EncodeFp16<true>(input, residual, out, encoded);
+    default:
+      MURMUR_CHECK(false) << "not a dense float operator: " << OperatorName(op);
+  }
+  return DenseResult::kNotHandled;
+}
+
+}  // namespace murmur::coding::internal
