@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   std::printf("goals:\n");
   for (const Goal& g : goals) {
     const bool met = g.at_least ? g.value >= g.target : g.value <= g.target;
-    std::printf("  %-58s %7.2f %s %.1f  %s\n", g.what.c_str(), g.value, g.at_least ? ">=" : "<=",
-                g.target, met ? "met" : "MISSED");
+    std::printf("  %-62s %6.2f %s %.2f  %s\n", g.what.c_str(), g.value,
+                g.at_least ? ">=" : "<=", g.target, met ? "met" : "MISSED");
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "base/check.h"
 #include "coding/dense_codec.h"
@@ -288,11 +289,17 @@ Status Compressor::Compress(std::span<const float> input, Update& out,
     }
   }
   MURMUR_RETURN_IF_ERROR(Compress(input, out));
-  EncodeUpdate(out, encoded);
+  if (level_codes_fresh_ && out.dense) {
+    internal::EncodeByteCodes(out, level_codes_, encoded);
+  } else {
+    EncodeUpdate(out, encoded);
+  }
   return OkStatus();
 }
 
 Status Compressor::Compress(std::span<const float> input, Update& out) {
+  level_codes_fresh_ = false;
+  const bool quantizer = options_.op == Operator::kQsgd || options_.op == Operator::kInt8;
   const std::string_view name = OperatorName(options_.op);
   if (input.size() != residual_size_) {
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
@@ -310,11 +317,18 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
     if (any != 0) return RefusedInput(input);
     for (size_t i = 0; i < residual_size_; ++i) residual_[i] += input[i];
     source = residual_;
-  } else if (!HasThreshold(options_.op)) {
+  } else if (!HasThreshold(options_.op) && !quantizer) {
     if (FirstNonFinite(input)) return RefusedInput(input);
   }
 
-  out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+  if (quantizer) {
+    // Quantize overwrites every value: keeping the values' size spares a zeroing pass.
+    std::vector<float> values = std::move(out.values);
+    out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+    out.values = std::move(values);
+  } else {
+    out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+  }
   switch (options_.op) {
     case Operator::kNone:
       out.dense = true;
@@ -328,7 +342,11 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
       break;
     case Operator::kQsgd:
     case Operator::kInt8:
-      Quantize(source, out);
+      // Without error feedback the scale's pass is the finiteness check.
+      if (!Quantize(source, out)) {
+        out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+        return RefusedInput(input);
+      }
       DensifyIfSmaller(out);
       break;
     default:
@@ -400,7 +418,7 @@ bool Compressor::Select(std::span<const float> source, Update& out) {
   return true;
 }
 
-void Compressor::Quantize(std::span<const float> source, Update& out) {
+bool Compressor::Quantize(std::span<const float> source, Update& out) {
   // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
   // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
   const bool qsgd = options_.op == Operator::kQsgd;
@@ -416,8 +434,10 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
       const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
       largest = bits > largest ? bits : largest;
     }
+    if (largest >= 0x7F800000u) return false;  // a NaN or infinity has the largest bits
     scale = static_cast<double>(std::bit_cast<float>(largest));
   }
+  if (!std::isfinite(scale)) return false;  // a sum of squares of finite floats is finite
   scale = std::min(scale, double{std::numeric_limits<float>::max()});
   const double per_level = levels / scale;
   // Rescaled QSGD sends the same levels with a smaller unit: scale / (1 + variance factor).
@@ -426,30 +446,62 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
   out.format.coding = ValueCoding::kLevels;
   out.format.levels = levels;
   out.format.scale = scale_f;
-  if (scale_f == 0) return;
+  if (scale_f == 0) {  // nothing to send: an empty sparse update
+    out.values.clear();
+    return true;
+  }
   thread_local std::vector<float> table;
   const bool tabled = levels <= kMaxLevelTable;
   if (tabled) FillLevelTable(scale_f, levels, table);
-  const float* level_value = table.data();
+  const float* __restrict level_value = table.data();
   // Levels go into a dense array first (one pass, no branches on the level). With b bits per
   // value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8 dense, so it is
   // built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
   out.dense = true;
   out.values.resize(source.size());
-  float* values = out.values.data();
+  float* __restrict values = out.values.data();
+  const float* __restrict in = source.data();
+  const size_t n = source.size();
   size_t nonzero = 0;
-  // The draws of DeviceCompressor (a hash of seed, step and index), so a host and a device node
-  // quantize the same vector to the same levels.
+  // The draws and rounding of DeviceCompressor (kernels::StochasticLevel over a hash of seed,
+  // step and index), so a host and a device node quantize the same vector to the same levels.
   const uint64_t seed = kernels::Mix64(options_.seed ^ (steps_ * 0x9e3779b97f4a7c15ULL));
-  for (size_t i = 0; i < source.size(); ++i) {
-    const double a = std::fabs(static_cast<double>(source[i])) * per_level;
-    const double floor_a = static_cast<double>(static_cast<uint64_t>(a));
-    const double u = kernels::UniformHash(seed, i);
-    // Round up with probability a - floor(a), branch-free (the outcome is a coin flip).
-    const double level = floor_a + static_cast<double>(u < a - floor_a);
-    const auto l = static_cast<uint32_t>(std::min(level, static_cast<double>(levels)));
-    nonzero += l != 0;
-    values[i] = std::copysign(tabled ? level_value[l] : LevelValue(scale_f, levels, l), source[i]);
+  const uint32_t seed32 = kernels::LevelSeed(seed);
+  const kernels::LevelScale level_scale = kernels::MakeLevelScale(per_level);
+  // One byte per value (int8's 7 level bits and sign): the wire codes come out of the same pass.
+  const bool byte_codes = tabled && out.format.BitsPerValue() == 8;
+  if (byte_codes) level_codes_.resize(n);
+  uint8_t* __restrict codes = level_codes_.data();
+  // A level's value as float(l * step) where that equals LevelValue for every level (checked
+  // against the table): a multiply vectorizes, the table lookup (a gather) does not here.
+  const double step = static_cast<double>(scale_f) / levels;
+  bool multiply = tabled;
+  for (uint32_t l = 0; multiply && l <= levels; ++l) {
+    multiply = static_cast<float>(static_cast<double>(l) * step) == level_value[l];
+  }
+  auto quantize = [&](auto value_of, auto with_codes) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
+      const uint32_t sign = bits & 0x80000000u;
+      const uint32_t l =
+          kernels::StochasticLevel(std::bit_cast<float>(bits ^ sign), level_scale, levels,
+                                   kernels::LevelDraw(seed32, static_cast<uint32_t>(i)));
+      nonzero += l != 0 ? 1 : 0;
+      values[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(value_of(l)) | sign);
+      if constexpr (decltype(with_codes)::value) codes[i] = static_cast<uint8_t>(l | (sign >> 24));
+    }
+  };
+  auto by_multiply = [step](uint32_t l) {
+    return static_cast<float>(static_cast<double>(static_cast<int32_t>(l)) * step);
+  };
+  auto by_table = [level_value](uint32_t l) { return level_value[l]; };
+  auto by_formula = [scale_f, levels](uint32_t l) { return LevelValue(scale_f, levels, l); };
+  if (multiply) {
+    byte_codes ? quantize(by_multiply, std::true_type{}) : quantize(by_multiply, std::false_type{});
+  } else if (tabled) {
+    byte_codes ? quantize(by_table, std::true_type{}) : quantize(by_table, std::false_type{});
+  } else {
+    quantize(by_formula, std::false_type{});
   }
   const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
   if (nonzero < source.size() - source.size() / bits_per_value) {
@@ -463,7 +515,10 @@ void Compressor::Quantize(std::span<const float> source, Update& out) {
     }
     out.values.resize(kept);
     out.dense = false;
+    return true;
   }
+  level_codes_fresh_ = byte_codes;
+  return true;
 }
 
 }  // namespace murmur::coding

@@ -116,7 +116,8 @@ class Compressor {
   Compressor(const CompressorOptions& options, size_t dimension);
   // False when source holds a NaN or infinity (then nothing but `out` changed).
   bool Select(std::span<const float> source, Update& out);
-  void Quantize(std::span<const float> source, Update& out);
+  // False when source holds a NaN or infinity (then nothing but `out` changed).
+  bool Quantize(std::span<const float> source, Update& out);
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.
   Status RefusedInput(std::span<const float> input) const;
@@ -129,6 +130,9 @@ class Compressor {
   uint64_t steps_ = 0;
   std::mt19937_64 rng_;
   SampledTopKStats sampled_stats_;
+  // int8's wire codes, written by Quantize's pass; fresh while they encode the last dense update.
+  std::vector<uint8_t> level_codes_;
+  bool level_codes_fresh_ = false;
 };
 
 }  // namespace murmur::coding

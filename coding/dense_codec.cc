@@ -154,6 +154,17 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
 
 }  // namespace
 
+void EncodeByteCodes(const Update& update, std::span<const uint8_t> codes,
+                     std::vector<std::byte>& encoded) {
+  MURMUR_CHECK(update.dense && update.format.coding == ValueCoding::kLevels &&
+               update.format.BitsPerValue() == 8 && codes.size() == update.values.size());
+  std::byte* header = PrepareBytes(update, encoded);
+  std::memcpy(header + kUpdateHeaderBytes, codes.data(), codes.size());
+  PayloadHash hash;
+  hash.Add(header + kUpdateHeaderBytes, codes.size());
+  hash.Finish(header);
+}
+
 DenseResult CompressEncodeDense(Operator op, std::span<const float> input,
                                 std::span<float> residual, Update& out,
                                 std::vector<std::byte>& encoded) {

@@ -35,4 +35,10 @@ DenseResult CompressEncodeDense(Operator op, std::span<const float> input,
                                 std::span<float> residual, Update& out,
                                 std::vector<std::byte>& encoded);
 
+// `encoded` = EncodeUpdate(update) for a dense level-coded update of one byte per value, from
+// the codes the quantizer wrote in its own pass (level | sign << 7). REQUIRES codes to encode
+// update's values exactly.
+void EncodeByteCodes(const Update& update, std::span<const uint8_t> codes,
+                     std::vector<std::byte>& encoded);
+
 }  // namespace murmur::coding::internal

@@ -7,8 +7,8 @@
 //
 // What comes out is an ordinary Update, encoded and decoded by update_codec.h as before. The
 // selections and quantizers agree with Compressor bit for bit (top-k, threshold, 1-bit, fp16 to
-// its window, none, and QSGD / int8, whose rounding both draw from kernels::UniformHash of seed,
-// step and index); DGC samples every stride-th entry rather than blocks of 16, so it differs
+// its window, none, and QSGD / int8, whose rounding both take from kernels::StochasticLevel over
+// seed, step and index); DGC samples every stride-th entry rather than blocks of 16, so it differs
 // from Compressor sample by sample but not in distribution. With a CPU device this runs
 // the kernels' host versions, which is how the CPU test suite checks it.
 //

@@ -1,6 +1,7 @@
 #include "kernels/compress_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -187,7 +188,9 @@ Status StochasticLevels(const Device& device, std::span<const float> v, double p
                                 " levels do not fit the output type (max " +
                                 std::to_string(std::numeric_limits<L>::max()) + ")");
   }
-  if (!(per_level >= 0)) return InvalidArgumentError("StochasticLevels: per_level must be >= 0");
+  if (!(per_level >= 0 && std::isfinite(per_level))) {
+    return InvalidArgumentError("StochasticLevels: per_level must be finite and >= 0");
+  }
   if (device.is_cpu()) {
     cpu::StochasticLevels<L>(v, per_level, levels, seed, out);
     return OkStatus();

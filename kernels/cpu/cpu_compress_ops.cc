@@ -123,12 +123,11 @@ void UnpackSigns(std::span<const uint32_t> words, float magnitude, std::span<flo
 template <typename L>
 void StochasticLevels(std::span<const float> v, double per_level, uint32_t levels, uint64_t seed,
                       std::span<L> out) {
+  const LevelScale scale = MakeLevelScale(per_level);
+  const uint32_t seed32 = LevelSeed(seed);
   for (size_t i = 0; i < v.size(); ++i) {
-    const double a = std::fabs(static_cast<double>(v[i])) * per_level;
-    const double floor_a = std::floor(a);
-    double level = UniformHash(seed, i) < a - floor_a ? floor_a + 1 : floor_a;
-    if (!(level <= levels)) level = levels;  // also a NaN
-    const auto l = static_cast<L>(level);
+    const auto l = static_cast<L>(StochasticLevel(std::fabs(v[i]), scale, levels,
+                                                  LevelDraw(seed32, static_cast<uint32_t>(i))));
     out[i] = std::signbit(v[i]) ? static_cast<L>(-l) : l;
   }
 }

@@ -173,15 +173,12 @@ struct TopKPickTies {
 };
 
 template <typename L>
-__global__ void LevelsKernel(int64_t n, const float* v, double per_level, uint32_t levels,
-                             uint64_t seed, L* out) {
+__global__ void LevelsKernel(int64_t n, const float* v, LevelScale scale, uint32_t levels,
+                             uint32_t seed, L* out) {
   MURMUR_FOR_EACH(i, n) {
     const float x = v[i];
-    const double a = fabs(static_cast<double>(x)) * per_level;
-    const double floor_a = floor(a);
-    double level = UniformHash(seed, static_cast<uint64_t>(i)) < a - floor_a ? floor_a + 1 : floor_a;
-    if (!(level <= levels)) level = levels;
-    const auto l = static_cast<L>(level);
+    const auto l = static_cast<L>(
+        StochasticLevel(fabsf(x), scale, levels, LevelDraw(seed, static_cast<uint32_t>(i))));
     out[i] = signbit(x) ? static_cast<L>(-l) : l;
   }
 }
@@ -350,7 +347,8 @@ Status StochasticLevels(const Device& device, std::span<const float> v, double p
   const auto n = static_cast<int64_t>(v.size());
   if (n == 0) return OkStatus();
   MURMUR_RETURN_IF_ERROR(GetContext(device).status());
-  LevelsKernel<L><<<Blocks(n), kThreads>>>(n, v.data(), per_level, levels, seed, out.data());
+  LevelsKernel<L><<<Blocks(n), kThreads>>>(n, v.data(), MakeLevelScale(per_level), levels,
+                                           LevelSeed(seed), out.data());
   return CheckLaunch("StochasticLevels");
 }
 
