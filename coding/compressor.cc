@@ -305,17 +305,25 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
                                             name, input.size(), residual_size_));
   }
-  // A rejected input changes no state. With error feedback, one read-only pass checks the sums
-  // (residual + input is NaN or infinite exactly when the input is or the sum overflows) before
-  // anything is written; without it, selections find a NaN or infinity in their own scan
-  // (selection.h) and everything else checks first.
+  // A rejected input changes no state. With error feedback, one pass writes the sums into the
+  // spare buffer and checks them (residual + input is NaN or infinite exactly when the input is
+  // or the sum overflows); only sums that all pass become the residual, by a swap. Without it,
+  // selections find a NaN or infinity in their own scan (selection.h), the quantizers in their
+  // scale's, and everything else checks first.
   std::span<const float> source = input;
   if (options_.error_feedback) {
-    const float* r = residual_.data();
+    spare_.resize(residual_size_);
+    const float* __restrict r = residual_.data();
+    const float* __restrict in = input.data();
+    float* __restrict sum = spare_.data();
     uint32_t any = 0;
-    for (size_t i = 0; i < residual_size_; ++i) any |= IsNonFinite(r[i] + input[i]);
+    for (size_t i = 0; i < residual_size_; ++i) {
+      const float t = r[i] + in[i];
+      sum[i] = t;
+      any |= IsNonFinite(t);
+    }
     if (any != 0) return RefusedInput(input);
-    for (size_t i = 0; i < residual_size_; ++i) residual_[i] += input[i];
+    residual_.swap(spare_);
     source = residual_;
   } else if (!HasThreshold(options_.op) && !quantizer) {
     if (FirstNonFinite(input)) return RefusedInput(input);

@@ -125,6 +125,7 @@ class Compressor {
   CompressorOptions options_;
   size_t residual_size_;
   std::vector<float> residual_;  // empty without error feedback
+  std::vector<float> spare_;     // the next residual + input, before it is accepted
   AdaptiveThreshold adaptive_;
   float threshold_ = 0;
   uint64_t steps_ = 0;
