@@ -160,9 +160,7 @@ void EncodeByteCodes(const Update& update, std::span<const uint8_t> codes,
                update.format.BitsPerValue() == 8 && codes.size() == update.values.size());
   std::byte* header = PrepareBytes(update, encoded);
   std::memcpy(header + kUpdateHeaderBytes, codes.data(), codes.size());
-  PayloadHash hash;
-  hash.Add(header + kUpdateHeaderBytes, codes.size());
-  hash.Finish(header);
+  wire::Store<uint64_t>(header + 32, wire::Checksum(encoded));
 }
 
 DenseResult CompressEncodeDense(Operator op, std::span<const float> input,

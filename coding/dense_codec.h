@@ -6,8 +6,8 @@
 // block by block, hashing each block of codes while it is in L1. The separate copy, quantize,
 // encode, checksum and residual passes did the same work in five trips through memory.
 //
-// The results are bit-identical to Compress + EncodeUpdate (tests/coding/dense_codec_test.cc
-// compares them at edge sizes and values).
+// The results are bit-identical to Compress + EncodeUpdate (DenseCodecTest in
+// tests/coding/compressor_test.cc compares them at edge sizes and values).
 
 #include <cstddef>
 #include <span>
