@@ -40,6 +40,8 @@ packages=(
   # murmur experiment / murmur report: figures with matplotlib (for Debian's /usr/bin/python3),
   # and a real browser to check the HTML report in the tests
   python3-matplotlib chromium
+  # the Python module (python/: pybind11 for Debian's python3) and its tests with PyTorch
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-torch
 )
 
 # podman with runc and netavark (docker/podman/containers.conf says why), podman-compose, and

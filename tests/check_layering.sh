@@ -26,6 +26,8 @@ declare -A allowed=(
   [gossip]="base kernels coding gossip"
   [proto]="base kernels coding gossip proto"
   [node]="base kernels coding gossip proto node"
+  [api]="base kernels coding gossip proto node api"
+  [python]="base api"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "$layer" ] || continue

@@ -121,6 +121,22 @@ Status LocalCluster::Spawn() {
       args.insert(args.end(), {"--mode", "membership"});
     }
     Child c;
+    if (!config_.exec.empty()) {
+      std::string flags;
+      for (size_t k = 2; k < args.size(); ++k) flags += (flags.empty() ? "" : "\n") + args[k];
+      c.exec = true;
+      c.env = {"MURMUR_PEER_ARGS=" + flags, "MURMUR_RANK=" + std::to_string(i),
+               "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
+               "MURMUR_REPORT_FD=3"};
+      // This build's Python module (build/python next to build/murmur), when there is one.
+      const std::filesystem::path python = std::filesystem::path(exe).parent_path() / "python";
+      if (std::filesystem::exists(python / "murmur")) {
+        const char* old = std::getenv("PYTHONPATH");
+        c.env.push_back("PYTHONPATH=" + python.string() +
+                        (old != nullptr && *old ? ":" + std::string(old) : ""));
+      }
+      args = {"/bin/sh", "-c", config_.exec};
+    }
     c.argv = std::move(args);
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     c.endpoint = endpoints[i];
@@ -138,15 +154,29 @@ Status LocalCluster::Spawn() {
   return OkStatus();
 }
 
+// Where an exec node's report lines arrive (its MURMUR_REPORT_FD).
+constexpr int kExecReportFd = 3;
+
 Status LocalCluster::Start(Child& c) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
   const pid_t pid = ::fork();
   if (pid < 0) return InternalError("fork failed");
   if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
     const int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
+    if (c.exec) {
+      // A program's own output goes to the log; murmur's report lines come on fd 3.
+      if (log_fd >= 0) ::dup2(log_fd, STDOUT_FILENO);
+      if (pipe_fds[1] == kExecReportFd) {
+        ::fcntl(kExecReportFd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+      } else {
+        ::dup2(pipe_fds[1], kExecReportFd);
+      }
+      for (const std::string& e : c.env) ::putenv(const_cast<char*>(e.c_str()));
+    } else {
+      ::dup2(pipe_fds[1], STDOUT_FILENO);
+    }
     // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
     // the parent dies without stopping them (SIGKILL), they leave on their own.
     ::signal(SIGINT, SIG_IGN);

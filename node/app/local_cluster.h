@@ -30,6 +30,10 @@ struct LocalClusterOptions {
   bool secure = false;             // CURVE with a fresh cluster key; else plaintext
   std::string prometheus_targets;  // file_sd file to write ("" none)
   std::string run_dir;             // "": none; else the nodes' logs and series go there (run_dir.h)
+  // Non-empty: each node runs this shell command instead of `murmur node` (a program on the
+  // library, api/peer.h), with its node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK
+  // and MURMUR_WORLD_SIZE, and its report lines on file descriptor 3 (MURMUR_REPORT_FD).
+  std::string exec;
 };
 
 // One `murmur node` process of the local cluster, with what its report lines said.
@@ -41,6 +45,8 @@ struct Child : ChildReport {
   std::string straggle;  // injected into this node
   std::string admin;     // HOST:PORT of its admin port ("" without)
   std::vector<std::string> argv;  // how it was started (a restart uses the same)
+  std::vector<std::string> env;   // NAME=VALUE added to its environment (exec nodes)
+  bool exec = false;              // a user's program: report lines on fd 3, output to the log
   std::string log;
   bool exited = false;
   int status = 0;

@@ -23,6 +23,7 @@
 #include "node/app/local_config.h"
 #include "node/app/local_mode.h"
 #include "node/app/node_command.h"
+#include "node/app/peer_keys.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
 #include "node/app/run_dir.h"
@@ -50,6 +51,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.secure = config.secure;
   co.prometheus_targets = config.prometheus_targets;
   co.run_dir = config.run_dir;
+  co.exec = config.exec;
   LocalCluster cluster(co, dir, [&](int i) {
     std::vector<std::string> a = mode.NodeArgs(i);
     if (auto it = straggle.find(i); it != straggle.end()) a.insert(a.end(), {"--straggle", it->second});
@@ -217,6 +219,8 @@ class GossipLocal : public LocalMode {
                                   "--expect-members", std::to_string(config_.nodes),
                                   "--save-model", ModelPath(i),
                                   "--device", devices_[static_cast<size_t>(i)]};
+    // A library program has no budget of its own: the cluster's, even when it is the default.
+    if (!config_.exec.empty()) a.push_back(fmt::format("--epochs={}", config_.gossip.epochs));
     a.insert(a.end(), forwarded_.begin(), forwarded_.end());
     return a;
   }
@@ -408,6 +412,36 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("  %s\n", LogsLine(out).c_str());
 }
 
+// `--exec` runs programs on the library (api/peer.h): only gossip, on the CPU, and only the keys
+// a library peer takes; the rest concern murmur's own model and are refused with the reason.
+Status CheckExec(const LocalConfig& config, const std::map<std::string, std::string>& texts,
+                 const ConfigParser<LocalConfig>& parser) {
+  if (config.mode != Mode::kGossip) {
+    return InvalidArgumentError(
+        fmt::format("exec: programs on the library train by gossip, not "
+                    "--mode {}",
+                    gossip::ModeName(config.mode)));
+  }
+  if (!config.run_dir.empty()) {
+    return InvalidArgumentError(
+        "run_dir: a library program's nodes write no time series yet; "
+        "leave --run-dir out with --exec");
+  }
+  if (config.gossip.train.device != "auto" && config.gossip.train.device != "cpu") {
+    return InvalidArgumentError("device: " + config.gossip.train.device +
+                                ": a library program's model buffer is host memory (cpu)");
+  }
+  for (const std::string& flag : Forwarded(parser, texts, false)) {
+    std::string key = flag.substr(2, flag.find('=') - 2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (key == "device" || PeerLibraryKeys().count(key) > 0) continue;
+    if (key == "eval_every" || key == "target_accuracy") continue;  // with the program's evaluate
+    return InvalidArgumentError(
+        fmt::format("{}: does not apply with --exec: {}", key, WhyNotAPeerLibraryKey(key)));
+  }
+  return OkStatus();
+}
+
 int Refuse(const std::string& what) {
   std::fprintf(stderr, "murmur local: %s\n", what.c_str());
   return 2;
@@ -458,6 +492,10 @@ int LocalCommand::Run() {
       return Refuse(std::string(options.status().message()));
     }
   }
+  if (!config.exec.empty()) {
+    if (Status s = CheckExec(config, texts, parser_); !s.ok())
+      return Refuse(std::string(s.message()));
+  }
   const int roots = plan.has_value() ? static_cast<int>(plan->processes - plan->workers) : 0;
   auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value(), roots);
   if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
@@ -476,8 +514,11 @@ int LocalCommand::Run() {
   }
   // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
   const bool trains = config.mode != Mode::kMembership;
-  auto devices = PlaceNodes(config.gossip.train.device, config.gpus, processes,
-                            trains ? kernels::CudaDeviceCount() : 0, trains);
+  auto devices = config.exec.empty()
+                     ? PlaceNodes(config.gossip.train.device, config.gpus, processes,
+                                  trains ? kernels::CudaDeviceCount() : 0, trains)
+                     : StatusOr<std::vector<std::string>>(std::vector<std::string>(
+                           static_cast<size_t>(processes), "cpu"));  // CheckExec: no GPU
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
   if (!config.run_dir.empty()) {
     if (std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {

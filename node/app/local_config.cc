@@ -9,9 +9,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
     using C = LocalConfig;
     auto* s = new ConfigSchema<LocalConfig>();
     s->Enum("mode", &C::mode, "gossip", ModeChoices(),
-              "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
-              "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
-              "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
+            "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
+            "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
+            "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
         .Integer("nodes", &C::nodes, 4, 1, 256,
                  "node processes to start on 127.0.0.1 (gossip, membership; the other modes "
                  "start as many as their shape needs)")
@@ -57,6 +57,13 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "the same worker in every mode), or in the synchronous modes rank=R (0 the root); "
               "injection as in `murmur node --straggle`), several separated by ';', e.g. "
               "node=3,slowdown=4")
+        .Text("exec", &C::exec, "",
+              "gossip: run this shell command as each node instead of `murmur node` (your own "
+              "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
+              "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
+              "(MURMUR_PEER_ARGS, which the library reads); the live table, the report, "
+              "--straggle and --crash apply as for murmur's own nodes. Its output goes to the "
+              "node's log")
         .Text("crash", &C::crash, "",
               "injected crashes (gossip, membership): node=K,at=S[,down=D] SIGKILLs node K S "
               "into the run (5s, 1500ms) and, with down, starts it again D later (it rejoins "

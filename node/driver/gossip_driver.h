@@ -1,8 +1,8 @@
 #pragma once
-// The real driver of gossip::GossipNode (`murmur node --mode gossip`): it runs the machine on the
-// calling thread (the training thread) with a PeerNode for membership and messages (its own
-// thread and the transport's I/O thread send while the next step computes), a Trainer for the
-// ComputeStep outputs, the straggler injection, telemetry and the progress callbacks. Every
+// The real driver of gossip::GossipNode with murmur's own Trainer (`murmur node --mode gossip`):
+// a GossipSession (gossip_session.h: the machine on the calling thread, the peer, injection,
+// telemetry, progress) whose steps are Trainer steps, plus what only a Trainer has: the
+// cluster's seeded initial model, the test set, checkpoints and the saved model. Every
 // decision — join, catch-up, the soft-sync gate, rounds, the budget, the end — is the machine's
 // (gossip/gossip_node.h); this file only moves bytes and time.
 // Thread safety: RunGossipTrainer blocks the calling thread, which also calls `stop` and
@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "gossip/gossip_node.h"
 #include "node/driver/gossip_checkpoint.h"
+#include "node/driver/gossip_session.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
@@ -55,32 +56,6 @@ struct GossipTrainerOptions {
 
   Status Validate() const;
 };
-
-// The machine's state (gossip::GossipNodeState) and what the driver adds.
-struct GossipProgress : gossip::GossipNodeState {
-  gossip::NodeId id = 0;
-  int64_t budget_samples = 0;  // 0 when no epoch budget
-  double elapsed_s = 0;
-  uint64_t bytes_sent = 0;
-  uint64_t bytes_received = 0;
-  double wait_s = 0;           // time spent waiting in the soft-sync gate
-  std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
-  uint64_t stragglers_detected = 0;        // times a peer was marked
-  bool finished = false;
-  std::string activity;                // GossipNode::Activity(): "joining: 2 of 4 members", ...
-  std::string device;                  // where it trains: "cpu", "cuda:0"
-  uint64_t device_memory_bytes = 0;    // GPU memory held (kernels::GetDeviceMemoryStats)
-  uint64_t host_device_bytes = 0;      // copied between host and GPU since the start
-  // Where the training thread's time went, summed over the steps this node computed: the
-  // training phase, from its first step's start to its last step's end (joining, the wait for a
-  // model and the consensus finish are not in it). The phases add up to its wall time.
-  StepTimes phases;
-  int64_t phase_samples = 0;       // samples of those steps
-  double phase_thread_cpu_s = 0;   // CPU time of the training thread over the same span
-  double phase_process_cpu_s = 0;  // ... of the whole process (its I/O threads, the admin port)
-};
-
-using GossipProgressFn = std::function<void(const GossipProgress&)>;
 
 // Trains until the budget is spent (or `stop` returns true), leaves the cluster, and returns the
 // final state with a full test evaluation. `rows` are this node's rows of `train`. `on_progress`

@@ -1,0 +1,409 @@
+#include "api/peer.h"
+
+#include <prometheus/registry.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "kernels/device.h"
+#include "node/app/gossip_config.h"
+#include "node/app/node_command.h"
+#include "node/app/node_report.h"
+#include "node/app/peer_keys.h"
+#include "node/app/secrets.h"
+#include "node/driver/gossip_session.h"
+#include "node/observe/admin_server.h"
+#include "node/observe/telemetry.h"
+#include "node/train/checkpoint.h"
+
+namespace murmur::api {
+namespace {
+
+using node::NodeConfig;
+
+constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
+                                        "join_timeout_s"};
+
+// `murmur local --exec` hands each process its node's flags in MURMUR_PEER_ARGS, one token per
+// line ("--key=value", "--key value" or a bare boolean "--flag"), as it would run `murmur node`.
+StatusOr<std::map<std::string, std::string>> LauncherConfig() {
+  std::map<std::string, std::string> out;
+  const char* env = std::getenv("MURMUR_PEER_ARGS");
+  if (env == nullptr) return out;
+  std::vector<std::string> tokens;
+  std::string token;
+  for (const char* p = env;; ++p) {
+    if (*p == '\n' || *p == '\0') {
+      if (!token.empty()) tokens.push_back(token);
+      token.clear();
+      if (*p == '\0') break;
+    } else {
+      token += *p;
+    }
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].rfind("--", 0) != 0) {
+      return InvalidArgumentError("MURMUR_PEER_ARGS: '" + tokens[i] + "' is not a --flag");
+    }
+    std::string key = tokens[i].substr(2), value = "true";
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
+      value = tokens[++i];
+    }
+    std::replace(key.begin(), key.end(), '-', '_');
+    out[key] = value;
+  }
+  // What only `murmur node` does with these: the script gets its rank and shard in the
+  // environment (MURMUR_RANK, MURMUR_WORLD_SIZE), reports go to MURMUR_REPORT_FD.
+  if (auto it = out.find("mode"); it != out.end() && it->second != "gossip") {
+    return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
+                                ": the library runs gossip");
+  }
+  if (auto it = out.find("device"); it != out.end() && it->second != "cpu") {
+    return InvalidArgumentError("MURMUR_PEER_ARGS: device " + it->second +
+                                ": the library's buffer is host memory");
+  }
+  for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) out.erase(key);
+  return out;
+}
+
+const char* PhaseName(gossip::GossipNode::Phase p) {
+  switch (p) {
+    case gossip::GossipNode::Phase::kJoining:
+      return "joining";
+    case gossip::GossipNode::Phase::kAwaitingModel:
+      return "awaiting_model";
+    case gossip::GossipNode::Phase::kTraining:
+      return "training";
+    case gossip::GossipNode::Phase::kFinishing:
+      return "finishing";
+    case gossip::GossipNode::Phase::kLingering:
+      return "lingering";
+    case gossip::GossipNode::Phase::kOver:
+      return "over";
+  }
+  return "unknown";
+}
+
+StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == nullptr || *end != '\0' || v <= 0) {
+    return InvalidArgumentError(key + ": '" + text + "' is not a positive integer");
+  }
+  return static_cast<int64_t>(v);
+}
+
+class BufferWork : public node::GossipWork {
+ public:
+  BufferWork(std::span<float> params, EvaluateFn evaluate)
+      : params_(params), evaluate_(std::move(evaluate)) {}
+  std::span<float> params() override { return params_; }
+  const kernels::Device& device() const override { return device_; }
+  void ResetOptimizerState() override { replaced_ = true; }
+  std::optional<double> Evaluate(bool full) override {
+    if (!evaluate_) return std::nullopt;
+    std::optional<double> a = evaluate_(full);
+    if (a.has_value() && !(*a >= 0 && *a <= 1)) {
+      MURMUR_LOG_WARN("the evaluation returned {}, not an accuracy in [0, 1]: ignored", *a);
+      return std::nullopt;
+    }
+    return a;
+  }
+  bool TakeReplaced() { return std::exchange(replaced_, false); }
+
+ private:
+  std::span<float> params_;
+  EvaluateFn evaluate_;
+  kernels::Device device_ = kernels::Device::Cpu();
+  bool replaced_ = false;
+};
+
+}  // namespace
+
+struct Peer::Impl {
+  Impl(std::span<float> params, EvaluateFn evaluate) : work(params, std::move(evaluate)) {}
+  BufferWork work;
+  prometheus::Registry registry;
+  std::unique_ptr<node::NodeTelemetry> telemetry;
+  std::unique_ptr<node::AdminServer> admin;
+  std::unique_ptr<node::GossipSession> session;
+  std::atomic<bool> stop{false};
+  bool asked = false;  // Next returned a step; Done is due
+  bool over = false;
+  std::chrono::steady_clock::time_point asked_at{};
+  std::string endpoint;
+  std::string save_model;  // the final buffer is written here ("": not)
+  int report_fd = -1;      // `murmur node --report json` lines go here (murmur local --exec)
+  mutable std::mutex mu;
+  Progress progress;  // guarded by mu
+
+  void Publish(const node::GossipProgress& p, bool final = false) {
+    if (report_fd >= 0) {
+      const std::string line = node::GossipProgressJson(p, final) + "\n";
+      // One write per line (a pipe keeps writes up to PIPE_BUF whole); a reader that went
+      // away costs the report, not the run.
+      (void)!::write(report_fd, line.data(), line.size());
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    progress.id = p.id;
+    progress.endpoint = endpoint;
+    progress.phase = PhaseName(session->machine().phase());
+    progress.activity = p.activity;
+    progress.accuracy = p.accuracy;
+    progress.own_accuracy = p.own_accuracy;
+    progress.step = p.step;
+    progress.local_steps = p.local_steps;
+    progress.samples = p.samples;
+    progress.budget_samples = p.budget_samples;
+    progress.lr = p.lr;
+    progress.live_members = static_cast<int>(p.live_members);
+    progress.rounds = p.rounds;
+    progress.bytes_sent = p.bytes_sent;
+    progress.bytes_received = p.bytes_received;
+    progress.consensus_distance = p.consensus_distance;
+    progress.wait_s = p.wait_s;
+    progress.stragglers.assign(p.stragglers.begin(), p.stragglers.end());
+    progress.finished = p.finished;
+    progress.end_reason = p.end_reason;
+    progress.finish = p.finish;
+    progress.elapsed_s = p.elapsed_s;
+  }
+};
+
+Peer::Peer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Peer::~Peer() {
+  if (impl_ != nullptr && impl_->session != nullptr) impl_->session->Leave();
+}
+
+std::vector<std::string> Peer::KnownKeys() {
+  std::vector<std::string> keys(node::PeerLibraryKeys().begin(), node::PeerLibraryKeys().end());
+  keys.insert(keys.end(), std::begin(kLibraryKeys), std::end(kLibraryKeys));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::string>& config,
+                                            std::span<float> params, EvaluateFn evaluate) {
+  if (params.empty()) return InvalidArgumentError("the model buffer is empty");
+  const auto& schema = node::NodeSchema();
+  NodeConfig c{};
+  for (const auto& key : schema.keys()) MURMUR_CHECK_OK(key.set(key.default_text, c));
+  c.listen = "tcp://127.0.0.1:0";
+  c.gossip.epochs = 0;      // a budget is the caller's to give
+  c.gossip.eval_every = 0;  // no test set
+  c.gossip.train.lr_schedule = "constant";
+  // The launcher's keys first; the caller's own override them.
+  using KeyMap = std::map<std::string, std::string>;
+  MURMUR_ASSIGN_OR_RETURN(KeyMap merged, LauncherConfig());
+  for (const auto& [name, value] : config) merged[name] = value;
+  std::map<std::string, std::string> library;
+  for (const auto& [name, value] : merged) {
+    if (std::find(std::begin(kLibraryKeys), std::end(kLibraryKeys), name) !=
+        std::end(kLibraryKeys)) {
+      library[name] = value;
+      continue;
+    }
+    auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
+                            [&](const auto& k) { return k.name == name; });
+    if (key == schema.keys().end()) {
+      std::string known;
+      for (const std::string& k : KnownKeys()) known += (known.empty() ? "" : ", ") + k;
+      return InvalidArgumentError("unknown key '" + name + "' (known: " + known + ")");
+    }
+    const bool evaluation_key = name == "eval_every" || name == "target_accuracy";
+    if (node::PeerLibraryKeys().count(name) == 0 && !(evaluation_key && evaluate)) {
+      return InvalidArgumentError("key '" + name + "' does not apply to a library peer: " +
+                                  node::WhyNotAPeerLibraryKey(name));
+    }
+    if (Status s = key->set(value, c); !s.ok()) {
+      return InvalidArgumentError(name + ": '" + value + "': " + std::string(s.message()) +
+                                  " (allowed: " + key->allowed + ")");
+    }
+  }
+  MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
+  MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions g, node::GossipOptionsFrom(c.gossip));
+  int64_t epoch_samples = 0;
+  if (auto it = library.find("epoch_samples"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(epoch_samples, PositiveInteger("epoch_samples", it->second));
+  }
+  if (g.epochs > 0 && epoch_samples == 0) {
+    return InvalidArgumentError(
+        "epochs needs epoch_samples: the training samples of one epoch "
+        "over the whole cluster");
+  }
+  if (g.epochs <= 0 && g.node.time_limit.count() <= 0 && g.node.target_accuracy <= 0) {
+    return InvalidArgumentError(
+        "no budget: give epochs (with epoch_samples), time_limit_s or "
+        "target_accuracy");
+  }
+  const int members = std::max(1, c.expect_members);
+  int64_t shard_samples = std::max<int64_t>(1, epoch_samples / members);
+  if (auto it = library.find("shard_samples"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(shard_samples, PositiveInteger("shard_samples", it->second));
+  }
+  bool same_init = false;
+  if (auto it = library.find("same_init"); it != library.end()) {
+    if (it->second != "true" && it->second != "false") {
+      return InvalidArgumentError("same_init: '" + it->second + "' is not true or false");
+    }
+    same_init = it->second == "true";
+  }
+  if (g.train.lr_reference_batch > 0 && c.expect_members <= 0) {
+    return InvalidArgumentError(
+        "lr_reference_batch (the linear scaling rule) needs "
+        "expect_members: the cluster's size makes its global batch");
+  }
+  MURMUR_CHECK_OK(SetLogLevel(c.log_level));
+
+  auto impl = std::make_unique<Impl>(params, evaluate);
+  node::GossipSessionOptions s;
+  s.peer = std::move(peer);
+  s.node = g.node;
+  s.node.expect_members = c.expect_members;
+  s.shard_rows = shard_samples;
+  s.budget_samples =
+      g.epochs > 0 ? static_cast<int64_t>(std::ceil(g.epochs * static_cast<double>(epoch_samples)))
+                   : 0;
+  if (merged.count("lr_schedule") > 0 || merged.count("warmup_epochs") > 0 ||
+      merged.count("lr_reference_batch") > 0) {
+    if (merged.count("lr") == 0) {
+      return InvalidArgumentError("lr_schedule needs lr: the schedule's base rate");
+    }
+    MURMUR_ASSIGN_OR_RETURN(
+        s.lr_schedule,
+        node::ScheduleFor(g.train, s.budget_samples, epoch_samples, g.train.batch_size * members));
+  } else if (merged.count("lr") > 0) {
+    return InvalidArgumentError(
+        "lr is the base rate of lr_schedule; without a schedule the "
+        "caller's optimizer keeps its own rate");
+  }
+  s.initial.assign(params.begin(), params.end());
+  s.from_initial = same_init;
+  s.straggler = g.straggler;
+  s.alone_timeout = std::chrono::seconds(30);
+  if (auto it = library.find("join_timeout_s"); it != library.end()) {
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0' || !(v >= 0) || v > 86400) {
+      return InvalidArgumentError("join_timeout_s: '" + it->second +
+                                  "' is not a number of seconds in [0, 86400]");
+    }
+    s.alone_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
+  }
+  s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
+  impl->telemetry = std::make_unique<node::NodeTelemetry>(impl->registry, "gossip", g.straggler);
+  impl->telemetry->SetDevice("cpu");
+  if (!c.admin.empty()) {
+    std::string token;
+    if (!c.admin_token_file.empty()) {
+      MURMUR_ASSIGN_OR_RETURN(token, node::LoadAdminToken(c.admin_token_file));
+    }
+    MURMUR_ASSIGN_OR_RETURN(impl->admin,
+                            node::AdminServer::Start(c.admin, *impl->telemetry, nullptr, token));
+  }
+  s.telemetry = impl->telemetry.get();
+  impl->save_model = c.save_model;
+  if (const char* fd = std::getenv("MURMUR_REPORT_FD"); fd != nullptr) {
+    MURMUR_ASSIGN_OR_RETURN(const int64_t n, PositiveInteger("MURMUR_REPORT_FD", fd));
+    impl->report_fd = static_cast<int>(n);
+  }
+  Impl* raw = impl.get();
+  impl->session = std::make_unique<node::GossipSession>(
+      std::move(s), impl->work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
+      [raw] { return raw->stop.load(); });
+  MURMUR_RETURN_IF_ERROR(impl->session->Start());
+  // The bound endpoint (a port of 0 took a free one).
+  impl->endpoint = impl->session->endpoint();
+  {
+    std::lock_guard<std::mutex> lock(impl->mu);
+    impl->progress.id = impl->session->id();
+    impl->progress.endpoint = impl->endpoint;
+    impl->progress.phase = "joining";
+  }
+  return std::unique_ptr<Peer>(new Peer(std::move(impl)));
+}
+
+StatusOr<Turn> Peer::Next() {
+  Impl& m = *impl_;
+  if (m.asked) return FailedPreconditionError("Next called twice: call Done after each step");
+  Turn turn;
+  if (m.over || !m.session->Next()) {
+    m.over = true;
+    auto result = m.session->End();
+    if (!result.ok()) return result.status();
+    return turn;
+  }
+  m.asked = true;
+  m.asked_at = std::chrono::steady_clock::now();
+  {
+    // What changes every step, fresher than the periodic report.
+    const gossip::GossipNodeState& s = m.session->machine().state();
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.progress.phase = PhaseName(m.session->machine().phase());
+    m.progress.step = s.step;
+    m.progress.local_steps = s.local_steps;
+    m.progress.samples = s.samples;
+    m.progress.rounds = s.rounds;
+    m.progress.live_members = static_cast<int>(s.live_members);
+    m.progress.lr = s.lr;
+  }
+  turn.step = true;
+  turn.lr = m.session->lr();
+  turn.model_replaced = m.work.TakeReplaced();
+  return turn;
+}
+
+Status Peer::Done(double loss, int64_t samples, double compute_s) {
+  Impl& m = *impl_;
+  if (!m.asked) return FailedPreconditionError("Done without a step: call Next first");
+  if (samples < 0) return InvalidArgumentError("samples must be at least 0");
+  m.asked = false;
+  const Duration compute =
+      compute_s >= 0
+          ? std::chrono::duration_cast<Duration>(std::chrono::duration<double>(compute_s))
+          : std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - m.asked_at);
+  StatusOr<float> l = std::isfinite(loss)
+                          ? StatusOr<float>(static_cast<float>(loss))
+                          : StatusOr<float>(FailedPreconditionError("the loss was not finite"));
+  m.session->Computed(l, samples, compute);
+  return OkStatus();
+}
+
+void Peer::Stop() { impl_->stop.store(true); }
+
+StatusOr<Progress> Peer::Finish() {
+  Impl& m = *impl_;
+  if (!m.over)
+    return FailedPreconditionError("Finish before the run is over (Next returned a step)");
+  auto result = m.session->End();
+  if (result.ok() && !m.save_model.empty()) {
+    std::vector<float> params(m.work.params().begin(), m.work.params().end());
+    const Status saved = node::SaveModel(
+        m.save_model, "caller's model of " + std::to_string(params.size()) + " values", params);
+    if (!saved.ok()) MURMUR_LOG_ERROR("save_model: {}", saved.ToString());
+  }
+  m.session->Leave();
+  if (!result.ok()) return result.status();
+  m.Publish(*result, true);
+  return GetProgress();
+}
+
+Progress Peer::GetProgress() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->progress;
+}
+
+}  // namespace murmur::api

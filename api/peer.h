@@ -1,0 +1,123 @@
+#pragma once
+// murmur as a library: one peer of a gossip training cluster whose model is the caller's own,
+// one flat float buffer that the caller's optimizer updates in place. murmur runs everything
+// around the step: membership and joining (SWIM over ZeroMQ, CURVE keys), the CHOCO-SGD round
+// after each step (compressed updates to the neighbours, the consensus step into the buffer),
+// soft synchronization (the caller is held while it leads a neighbour by more than max_lead
+// steps; a straggler is not waited for), catch-up, the cluster-wide budget and learning-rate
+// schedule, the consensus finish (every member ends on the cluster's average model), straggler
+// injection, and the metrics on the admin port.
+//
+//   auto peer = api::Peer::Start({{"seeds", "10.0.0.1:7070"}, {"epochs", "3"},
+//                                 {"epoch_samples", "60000"}, {"plaintext", "true"}}, params);
+//   while (true) {
+//     StatusOr<api::Turn> turn = (*peer)->Next();   // blocks: joining, soft sync, the finish
+//     if (!turn.ok()) ...;                        // why the run failed
+//     if (!turn->step) break;                     // the budget is spent: params is the cluster's
+//     model if (turn->model_replaced) ...;              // zero the optimizer's momentum
+//     ... one local step on params (at turn->lr when the cluster schedules the rate) ...
+//     (*peer)->Done(loss, batch_rows);            // the gossip round
+//   }
+//   StatusOr<api::Progress> result = (*peer)->Finish();
+//
+// Python: `murmur.Peer` and `murmur.torch.GossipOptimizer` (python/) wrap this class.
+// Thread safety: one thread calls Next, Done and Finish; Progress may be called from any thread.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace murmur::api {
+
+// What the caller does next.
+struct Turn {
+  bool step = false;            // compute one local step now, then Done; false: the run is over
+  std::optional<double> lr;     // the cluster schedule's rate for it (none: the caller's own)
+  bool model_replaced = false;  // the buffer was replaced since the last turn (a snapshot at
+                                // joining, a catch-up): momentum kept by the caller is stale
+};
+
+// The peer's state (a copy; cheap enough to poll every step).
+struct Progress {
+  uint64_t id = 0;
+  std::string endpoint;        // where peers reach this one
+  std::string phase;           // joining, awaiting_model, training, finishing, lingering, over
+  std::string activity;        // what it waits for, in words
+  double accuracy = -1;        // the latest evaluation (-1: none)
+  double own_accuracy = -1;    // this peer's own model before the consensus finish
+  uint64_t step = 0;           // the step clock (the cluster's steps this node has seen)
+  int64_t local_steps = 0;     // steps this peer computed
+  int64_t samples = 0;         // samples of those steps
+  int64_t budget_samples = 0;  // the cluster's budget (0: none)
+  double lr = 0;               // the rate of the latest scheduled step
+  int live_members = 0;
+  uint64_t rounds = 0;  // gossip rounds run
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  double consensus_distance = 0;  // ‖x − x̄‖ / ‖x̄‖ over the neighbours, latest round
+  double wait_s = 0;              // time held by soft synchronization
+  std::vector<uint64_t> stragglers;  // peers currently not waited for
+  bool finished = false;             // the budget is spent
+  std::string end_reason;            // why the run ended ("epochs", "time limit", "stopped", ...)
+  std::string finish;                // the consensus finish's verdict for this peer
+  double elapsed_s = 0;
+};
+
+// Test accuracy of the buffer's model in [0, 1]: on the whole test set (`full`: the end of the
+// run, and after the consensus finish) or a periodic subset; nullopt: not evaluated.
+using EvaluateFn = std::function<std::optional<double>(bool full)>;
+
+class Peer {
+ public:
+  // Starts a peer that trains `params` (host memory; the caller keeps it alive and unmoved until
+  // Finish). `config`: key → value text, the keys of `murmur node --mode gossip` that concern the
+  // cluster, the gossip and the budget (KnownKeys(); `murmur node --help` describes each), plus
+  //   epoch_samples   the training samples of one epoch over the whole cluster (for `epochs`,
+  //                   the schedule's warm-up and the local epoch), required with `epochs`;
+  //   shard_samples   this process's samples per local epoch (default epoch_samples / members);
+  //   same_init       true: every process starts from exactly the same values (no dense
+  //                   snapshot to each neighbour at the start); default false;
+  //   join_timeout_s  when no other member has answered this long after the start, Next fails
+  //                   with kUnavailable (unreachable seeds, another cluster id or key); 0:
+  //                   train on alone, logging it; default 30.
+  // `listen` defaults to tcp://127.0.0.1:0 (any free port; Progress().endpoint says which).
+  // kInvalidArgument naming the key for an unknown key, a bad value, or a key that does not
+  // apply to a caller's model (the model's, the data's and murmur's own training keys).
+  // `evaluate` (optional; called on the calling thread inside Next and Done) makes the
+  // accuracy part of the progress, the metrics and murmur local's table, and allows the keys
+  // eval_every and target_accuracy.
+  static StatusOr<std::unique_ptr<Peer>> Start(const std::map<std::string, std::string>& config,
+                                               std::span<float> params, EvaluateFn evaluate = {});
+  ~Peer();  // leaves the cluster
+
+  // Blocks until the caller may compute its next step, or the run is over. Stop() ends it early.
+  StatusOr<Turn> Next();
+  // The step Next asked for is done, in place on the buffer: its mean `loss` (not finite: the
+  // step is counted as skipped) over `samples` rows; `compute_s` its time (the straggler
+  // injection sleeps after it; negative: measured from Next's return).
+  Status Done(double loss, int64_t samples, double compute_s = -1);
+  // Asks the run to end: the next Next runs the consensus finish and returns step = false.
+  // Callable from any thread (a signal handler's flag, another thread).
+  void Stop();
+  // After Next returned step = false: the final state (kFailedPrecondition before that), and
+  // leaves the cluster.
+  StatusOr<Progress> Finish();
+  Progress GetProgress() const;
+
+  // The keys Start accepts.
+  static std::vector<std::string> KnownKeys();
+
+ private:
+  struct Impl;
+  explicit Peer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace murmur::api

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A small CNN on Fashion-MNIST, trained by N processes over murmur gossip or torch DDP.
+
+    # 4 processes over murmur gossip (the live table, the report, --straggle as for murmur's own):
+    build/murmur local --nodes 4 --epochs 3 --exec "python3 examples/fashion_cnn.py"
+    # the same model, batch, samples and schedule under torch.distributed DDP (gloo, CPU):
+    python3 -m torch.distributed.run --nproc_per_node 4 examples/fashion_cnn.py --backend ddp
+    # one process:
+    python3 examples/fashion_cnn.py --backend single
+
+Reads the IDX files of Debian's dataset-fashion-mnist. Each process trains its shard (rank r of
+N takes every N-th training row from r) with SGD + momentum at batch --batch-size, on a cosine
+schedule with a linear warm-up over the cluster's samples. Prints one JSON line at the end:
+accuracy of the final model on the 10,000 test images, samples, bytes, seconds.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DATA = os.environ.get("MURMUR_DATA_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def read_idx(name):
+    with gzip.open(os.path.join(DATA, name), "rb") as f:
+        data = f.read()
+    magic, count = struct.unpack(">II", data[:8])
+    dims = magic & 0xFF
+    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def load():
+    xs = read_idx("train-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    ys = read_idx("train-labels-idx1-ubyte.gz").astype(np.int64)
+    xt = read_idx("t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    yt = read_idx("t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    norm = lambda x: torch.from_numpy((x - 0.2860) / 0.3530).unsqueeze(1)
+    return norm(xs), torch.from_numpy(ys), norm(xt), torch.from_numpy(yt)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(8, 16, 5, padding=2)
+        self.fc1 = torch.nn.Linear(16 * 7 * 7, 64)
+        self.fc2 = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)  # 8 x 14 x 14
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def accuracy(model, xt, yt, rows=None):
+    model.eval()
+    with torch.no_grad():
+        n = len(yt) if rows is None else rows
+        correct = sum((model(xt[i:i + 1000]).argmax(1) == yt[i:i + 1000]).sum().item()
+                      for i in range(0, n, 1000))
+    model.train()
+    return correct / n
+
+
+def cosine(lr, samples, total, warmup):
+    if samples < warmup:
+        return lr * (samples + 1) / warmup
+    return 0.5 * lr * (1 + math.cos(math.pi * min(1.0, (samples - warmup) / max(1, total - warmup))))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=["murmur", "ddp", "single"], default="murmur")
+    p.add_argument("--epochs", type=float, default=3, help="ddp/single (murmur: murmur local --epochs)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--warmup-epochs", type=float, default=0.2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    p.add_argument("--slowdown", type=float, default=1, help="ddp/single: sleep (f - 1) x each step's compute (murmur: --straggle)")
+    p.add_argument("--slow-rank", type=int, default=-1, help="ddp: the rank --slowdown applies to")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+
+    if args.backend == "murmur":
+        rank = int(os.environ.get("MURMUR_RANK", 0))
+        world = int(os.environ.get("MURMUR_WORLD_SIZE", 1))
+    elif args.backend == "ddp":
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world = 0, 1
+
+    xs, ys, xt, yt = load()
+    shard = torch.arange(rank, len(ys), world)
+    torch.manual_seed(args.seed)  # one initial model on every process
+    model = Net()
+    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
+    start = time.time()
+    samples = 0
+    steps = 0
+
+    def batches():
+        while True:
+            order = shard[torch.randperm(len(shard), generator=g)]
+            for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
+                yield xs[order[i:i + args.batch_size]], ys[order[i:i + args.batch_size]]
+
+    stream = batches()
+    result = {"backend": args.backend, "rank": rank, "world": world}
+    if args.backend == "murmur":
+        import murmur.torch
+        opt = murmur.torch.GossipOptimizer(
+            sgd, evaluate=lambda full: accuracy(model, xt, yt, None if full else 1000),
+            epoch_samples=len(ys), shard_samples=len(shard), same_init=True, lr=args.lr,
+            lr_schedule="cosine", warmup_epochs=args.warmup_epochs, eval_every=100)
+        while opt.running:
+            x, y = next(stream)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step(loss=loss.item(), samples=len(y))
+            samples += len(y)
+            steps += 1
+        final = opt.finish()
+        result.update(bytes_sent=final.bytes_sent, finish=final.finish, end=final.end_reason)
+    else:
+        if args.backend == "ddp":
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        total = int(args.epochs * len(ys))
+        global_batch = args.batch_size * world
+        cluster = 0
+        while cluster < total:
+            t0 = time.time()
+            for group in sgd.param_groups:
+                group["lr"] = cosine(args.lr, cluster, total, int(args.warmup_epochs * len(ys)))
+            x, y = next(stream)
+            sgd.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            sgd.step()
+            if args.slowdown > 1 and (args.slow_rank < 0 or args.slow_rank == rank):
+                time.sleep((args.slowdown - 1) * (time.time() - t0))
+            samples += len(y)
+            cluster += global_batch
+            steps += 1
+        if args.backend == "ddp":
+            model = model.module
+    result.update(accuracy=accuracy(model, xt, yt), samples=samples, steps=steps,
+                  seconds=round(time.time() - start, 2))
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

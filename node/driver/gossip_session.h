@@ -1,0 +1,199 @@
+#pragma once
+// One gossip node's real driver loop, for any model that can take a step: it runs
+// gossip::GossipNode on the calling thread with a PeerNode for membership and messages (its own
+// thread and the transport's I/O thread send while the caller computes), the straggler
+// injection, telemetry and progress. The caller owns the model and computes each step; the
+// session says when (Next), mixes into the model between steps, and may replace it.
+//
+//   GossipSession session(options, work, on_progress, stop);
+//   MURMUR_RETURN_IF_ERROR(session.Start());
+//   while (session.Next()) {            // joins, waits (soft sync), applies arrivals
+//     ... one local step on work.params() at session.lr() (the caller's own rate when unset) ...
+//     session.Computed(loss, rows, compute_time);   // the CHOCO round, the budget
+//   }
+//   StatusOr<GossipProgress> result = session.End();  // then session.Leave()
+//
+// Users: RunGossipTrainer (gossip_driver.h: murmur's Trainer, `murmur node --mode gossip`) and
+// the library (api/peer.h: a caller's own model, the Python binding).
+// Thread safety: one thread calls every method; `stop` and `on_progress` run on it.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "gossip/gossip_node.h"
+#include "kernels/device.h"
+#include "kernels/lr_schedule.h"
+#include "node/observe/telemetry.h"
+#include "node/peer/peer_node.h"
+#include "node/peer/straggler.h"
+
+namespace murmur::node {
+
+class NodeTelemetry;
+
+// What the session's model is and what it can do besides a step. Called on the session's
+// thread, between steps.
+class GossipWork {
+ public:
+  virtual ~GossipWork() = default;
+  // The model in the memory of device(); the caller's steps update it in place, and the machine
+  // mixes into it and may replace it (a snapshot at joining, a catch-up, the consensus finish).
+  virtual std::span<float> params() = 0;
+  virtual const kernels::Device& device() const = 0;
+  // The model was replaced: optimizer state (momentum) kept across steps no longer fits.
+  virtual void ResetOptimizerState() = 0;
+  // Test accuracy of params() on the whole test set (`full`) or the periodic subset; nullopt
+  // when there is no test set.
+  virtual std::optional<double> Evaluate(bool full) = 0;
+  // The peer started as `id`, and the machine is made next from params(): a starting model of
+  // this node's own (drawn per node) is set here.
+  virtual Status Started(gossip::NodeId id) {
+    (void)id;
+    return OkStatus();
+  }
+};
+
+struct GossipSessionOptions {
+  PeerNodeOptions peer;
+  // The machine's keys; the session fills in self, incarnation, device, shard_rows,
+  // budget_samples and lr_schedule from the fields below.
+  gossip::GossipNodeOptions node;
+  int64_t shard_rows = 1;      // samples of one local epoch (the machine's local_epoch)
+  int64_t budget_samples = 0;  // the cluster's samples to train (0: another budget ends the run)
+  std::optional<kernels::LrSchedule> lr_schedule;  // over the cluster's samples; none: the caller's
+  // The cluster's common initial model (`from_initial`: every member starts from exactly these
+  // values, so no first snapshot is needed), or this node's own starting model.
+  std::vector<float> initial;
+  bool from_initial = true;
+  StragglerOptions straggler;
+  Duration report_interval = std::chrono::milliseconds(100);  // progress calls, at most this often
+  NodeTelemetry* telemetry = nullptr;  // metrics, health, the run-time straggler control
+  // When no member but this one answered for this long after the start (and there are seeds
+  // other than itself), the run ends with kUnavailable; 0: it trains on alone, saying so.
+  Duration alone_timeout{0};
+};
+
+// The machine's state (gossip::GossipNodeState) and what the driver adds.
+struct GossipProgress : gossip::GossipNodeState {
+  gossip::NodeId id = 0;
+  int64_t budget_samples = 0;  // 0 when no epoch budget
+  double elapsed_s = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  double wait_s = 0;                       // time spent waiting in the soft-sync gate
+  std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
+  uint64_t stragglers_detected = 0;        // times a peer was marked
+  bool finished = false;
+  std::string activity;              // GossipNode::Activity(): "joining: 2 of 4 members", ...
+  std::string device;                // where it trains: "cpu", "cuda:0"
+  uint64_t device_memory_bytes = 0;  // GPU memory held (kernels::GetDeviceMemoryStats)
+  uint64_t host_device_bytes = 0;    // copied between host and GPU since the start
+  // Where the training thread's time went, summed over the steps this node computed: the
+  // training phase, from its first step's start to its last step's end (joining, the wait for a
+  // model and the consensus finish are not in it). The phases add up to its wall time.
+  StepTimes phases;
+  int64_t phase_samples = 0;       // samples of those steps
+  double phase_thread_cpu_s = 0;   // CPU time of the training thread over the same span
+  double phase_process_cpu_s = 0;  // ... of the whole process (its I/O threads, the admin port)
+};
+
+using GossipProgressFn = std::function<void(const GossipProgress&)>;
+
+class GossipSession : public gossip::GossipNodeObserver {
+ public:
+  // `work`, `on_progress` and `stop` (either may be empty) must outlive the session.
+  GossipSession(GossipSessionOptions options, GossipWork& work, GossipProgressFn on_progress,
+                std::function<bool()> stop);
+  ~GossipSession() override;
+
+  // Starts the peer (binds, joins through the seeds) and the machine. kInvalidArgument for
+  // options the machine refuses; the transport's errors as they come.
+  Status Start();
+  // Runs the machine until it asks for a step (true: compute one on work.params(), then
+  // Computed) or the run is over (false: End). Blocks while the node joins, waits for a model
+  // or for a neighbour (soft sync), and during the consensus finish.
+  bool Next();
+  // The cluster schedule's rate for the step Next() asked for; nullopt without a schedule.
+  std::optional<double> lr() const { return lr_; }
+  // The step is done: `loss` (not ok, or not finite: the step was skipped and the model left as
+  // it was), `rows` samples, `compute` its time (the straggler injection sleeps after it).
+  void Computed(const StatusOr<float>& loss, int64_t rows, Duration compute);
+  // After Next() returned false: the final state, or why the run failed.
+  StatusOr<GossipProgress> End();
+  // Leaves the cluster (a graceful leave the others see at once).
+  void Leave();
+
+  gossip::NodeId id() const;
+  const std::string& endpoint() const { return peer_->endpoint(); }  // REQUIRES Start() ok
+  gossip::GossipNode& machine() { return *node_; }
+  bool joined() const { return node_ != nullptr && node_->joined(); }
+
+  // GossipNodeObserver: the machine's counters go to the metrics.
+  void Rejected(std::string_view reason) override;
+  void Staleness(double steps) override;
+  void LateDropped() override;
+  void RoundPublished() override { published_at_ = clock_.Now(); }
+  void Round(double density, double residual_norm, double consensus) override;
+  void Finish(bool averaged, uint32_t contributors, double moved) override;
+
+ private:
+  // Feeds what arrived (waiting up to `wait` for the first message) to the machine; the time
+  // spent blocked is returned, the time the machine took goes to the step's apply phase.
+  Duration Drain(Duration wait);
+  void RefreshMembers(TimePoint now);
+  void TakePause(TimePoint now);
+  // Runs the machine's outputs; false once it emitted RunOver.
+  bool Perform(std::vector<gossip::NodeAction> actions);
+  void CloseTrainingPhase();
+  void AddPhases(const StepTimes& t);
+  void Evaluate(const gossip::Evaluate& e);
+  void Report(bool force);
+  void Fill(TimePoint now);  // p_ from the machine and the peer
+  bool Stopping() const { return stop_ && stop_(); }
+
+  GossipSessionOptions o_;
+  GossipWork& work_;
+  RealClock clock_;
+  GossipProgressFn on_progress_;
+  std::function<bool()> stop_;
+  StragglerInjector injector_;
+  std::unique_ptr<PeerNode> peer_;
+  std::unique_ptr<gossip::GossipNode> node_;
+  TimePoint start_{};
+  TimePoint last_refresh_{};
+  TimePoint last_step_end_{};
+  TimePoint step_start_{};
+  TimePoint wait_until_{};
+  TimePoint next_report_{};
+  bool compute_asked_ = false;
+  bool running_ = false;  // Next() was called: the machine's loop has begun
+  bool over_reported_ = false;
+  std::optional<double> lr_;  // the cluster schedule's rate for the asked step
+  bool stop_sent_ = false;
+  bool joined_reported_ = false;
+  bool alone_reported_ = false;
+  bool saw_peer_ = false;  // another member was live at some point (then left: not "alone")
+  bool left_ = false;
+  std::string other_seeds_;  // the seeds other than this node, as given ("" when none)
+  TimePoint next_alone_warning_{};
+  std::optional<Status> over_;
+  uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
+  // The current step's phases so far (StepTimes: the time since the previous step ended), the
+  // training phase's totals, and the CPU clocks at its start.
+  StepTimes step_;
+  TimePoint published_at_{};  // the last round's RoundPublished and Round (mixed)
+  TimePoint mixed_at_{};
+  bool stepped_ = false;       // a step was computed: the training phase has begun
+  bool phase_closed_ = false;  // ... and it ended (the CPU clocks are read once at each end)
+  double thread_cpu0_ = 0, process_cpu0_ = 0;
+  GossipProgress p_;
+};
+
+}  // namespace murmur::node

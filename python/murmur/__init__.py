@@ -1,0 +1,42 @@
+"""murmur: decentralized, straggler-tolerant gossip training of your own model.
+
+    peer = murmur.Peer(flat_float32_array, epochs=3, epoch_samples=60000, seeds="host:7070",
+                       plaintext=True)
+    while (turn := peer.next()).step:     # blocks while joining, held by soft sync, finishing
+        ...one local step on the array...
+        peer.done(loss, batch_rows)       # the gossip round (mixes into the array)
+    result = peer.finish()
+
+murmur.torch.GossipOptimizer wraps any torch.optim optimizer the same way. A bad argument raises
+ValueError, anything else murmur.Error, each with murmur's reason.
+"""
+
+from murmur._murmur import Error, Progress, Turn, known_keys
+from murmur._murmur import Peer as _Peer
+
+__all__ = ["Error", "Peer", "Progress", "Turn", "known_keys", "config_text"]
+
+
+def config_text(config):
+    """murmur's keys as the text it parses: booleans as true/false, sequences comma-joined."""
+    out = {}
+    for key, value in config.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):
+            text = ",".join(str(v) for v in value)
+        else:
+            text = str(value)
+        out[key] = text
+    return out
+
+
+class Peer(_Peer):
+    """One peer training `params` (a 1-D float32 array, mixed into in place); the keyword
+    arguments are murmur's keys (murmur.known_keys(); `murmur node --help` describes each).
+    `evaluate(full)`, optional, returns the model's test accuracy in [0, 1] (or None)."""
+
+    def __init__(self, params, evaluate=None, **config):
+        super().__init__(params, config_text(config), evaluate)

@@ -1,0 +1,100 @@
+"""PyTorch integration: GossipOptimizer trains a model's parameters over murmur gossip.
+
+    model = Net()
+    opt = murmur.torch.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                       epochs=3, epoch_samples=60000, seeds="10.0.0.1:7070")
+    while opt.running:
+        x, y = next(batches)
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step(loss=loss.item(), samples=len(y))   # local step, gossip round, wait for the next
+    result = opt.finish()                              # the model is now the cluster's average
+
+The parameters are moved once into one contiguous buffer (each parameter a view of it), which
+murmur mixes into in place: no copy of the model per step. CPU float32 parameters only for now.
+"""
+
+import time
+
+import torch as _torch
+
+from murmur import Peer
+
+
+class GossipOptimizer:
+    """Wraps `optimizer`; `params` defaults to every parameter of its groups. Keyword arguments
+    are murmur's keys (murmur.known_keys()). `evaluate(full)`, optional, returns the model's test
+    accuracy in [0, 1]: murmur evaluates every eval_every steps and after the consensus finish."""
+
+    def __init__(self, optimizer, params=None, evaluate=None, **config):
+        if params is None:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+        params = list(params)
+        if not params:
+            raise ValueError("no parameters to train")
+        for i, p in enumerate(params):
+            if p.device.type != "cpu":
+                raise ValueError(f"parameter {i} is on {p.device}: GossipOptimizer takes CPU "
+                                 "tensors (CUDA tensors are not supported yet)")
+            if p.dtype != _torch.float32:
+                raise ValueError(f"parameter {i} is {p.dtype}: GossipOptimizer takes float32")
+        self.optimizer = optimizer
+        self.params = params
+        with _torch.no_grad():
+            flat = _torch.cat([p.detach().reshape(-1) for p in params]).contiguous()
+            offset = 0
+            for p in params:
+                n = p.numel()
+                p.data = flat[offset:offset + n].view_as(p)
+                offset += n
+        self.flat = flat
+        self.peer = Peer(flat.numpy(), evaluate=evaluate, **config)
+        self._turn = None  # the first turn is waited for by the first `running` or step()
+        self._turn_at = time.perf_counter()
+
+    def _wait_turn(self):
+        if self._turn is None:
+            self._turn = self.peer.next()  # joins: blocks until the cluster lets it train
+            self._turn_at = time.perf_counter()
+        return self._turn
+
+    @property
+    def running(self):
+        """False once the cluster's budget is spent (or stop() was called) and the finish ran.
+        The first call waits for the peer to join."""
+        return self._wait_turn().step
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self, loss=float("nan"), samples=0, closure=None):
+        """The local step of the wrapped optimizer, then murmur's gossip round, then waits until
+        the next step may run. `loss` and `samples` feed murmur's progress and budget."""
+        if not self._wait_turn().step:
+            raise RuntimeError("the run is over: check GossipOptimizer.running")
+        if self._turn.model_replaced:
+            self.optimizer.state.clear()
+        if self._turn.lr is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = self._turn.lr
+        result = self.optimizer.step(closure)
+        if closure is not None and result is not None and loss != loss:
+            loss = float(result)
+        self.peer.done(float(loss), int(samples), time.perf_counter() - self._turn_at)
+        self._turn = self.peer.next()
+        self._turn_at = time.perf_counter()
+        return result
+
+    def stop(self):
+        self.peer.stop()
+
+    def progress(self):
+        return self.peer.progress()
+
+    def finish(self):
+        """Drains the run (if stop() was called) and returns the final murmur.Progress."""
+        while self._wait_turn().step:  # stopped early: the cluster finishes without more local steps
+            self.peer.done(float("nan"), 0, 0.0)
+            self._turn = self.peer.next()
+        return self.peer.finish()

@@ -1,0 +1,191 @@
+// murmur._murmur: the Python binding of api/peer.h (pybind11). The model is a float32 NumPy
+// array (for PyTorch: a CPU tensor's .numpy(), which shares its memory) that murmur mixes into
+// in place; the array is kept alive by the Peer. Errors: a bad argument is ValueError, anything
+// else murmur.Error, each with murmur's reason. Next and Done release the GIL while they block.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "api/peer.h"
+
+namespace py = pybind11;
+using murmur::api::Peer;
+using murmur::api::Progress;
+using murmur::api::Turn;
+
+namespace {
+
+PyObject* g_error = nullptr;  // murmur.Error (a RuntimeError)
+
+[[noreturn]] void Raise(const murmur::Status& status) {
+  const std::string message(status.message());
+  if (status.code() == murmur::StatusCode::kInvalidArgument) throw py::value_error(message);
+  PyErr_SetString(g_error,
+                  (std::string(murmur::StatusCodeName(status.code())) + ": " + message).c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T Value(murmur::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+class PyPeer {
+ public:
+  PyPeer(py::array params, const std::map<std::string, std::string>& config, py::object evaluate) {
+    if (!params.dtype().is(py::dtype::of<float>())) {
+      throw py::value_error("the model must be float32, not " +
+                            std::string(py::str(params.dtype())));
+    }
+    if (!(params.flags() & py::array::c_style))
+      throw py::value_error("the model must be contiguous");
+    if (!params.writeable()) throw py::value_error("the model must be writeable");
+    if (params.ndim() != 1) throw py::value_error("the model must be one flat (1-D) array");
+    params_ = params;
+    std::span<float> span(static_cast<float*>(params_.mutable_data()),
+                          static_cast<size_t>(params_.size()));
+    murmur::api::EvaluateFn fn;
+    if (!evaluate.is_none()) {
+      if (!PyCallable_Check(evaluate.ptr())) throw py::value_error("evaluate must be callable");
+      evaluate_ = evaluate;
+      // Runs inside Next/Done (the GIL released): takes it, and keeps an exception for the
+      // call that ran it to raise.
+      fn = [this](bool full) -> std::optional<double> {
+        py::gil_scoped_acquire acquire;
+        try {
+          py::object r = evaluate_(full);
+          if (r.is_none()) return std::nullopt;
+          return r.cast<double>();
+        } catch (py::error_already_set& e) {
+          if (!pending_.has_value()) pending_ = std::string("evaluate raised: ") + e.what();
+        } catch (py::cast_error& e) {
+          if (!pending_.has_value())
+            pending_ = std::string("evaluate must return a float or None: ") + e.what();
+        }
+        return std::nullopt;
+      };
+    }
+    {
+      py::gil_scoped_release release;
+      auto peer = Peer::Start(config, span, fn);
+      if (!peer.ok()) {
+        py::gil_scoped_acquire acquire;
+        Raise(peer.status());
+      }
+      peer_ = *std::move(peer);
+    }
+  }
+
+  Turn Next() {
+    murmur::StatusOr<Turn> turn = murmur::InternalError("not run");
+    {
+      py::gil_scoped_release release;
+      turn = peer_->Next();
+    }
+    RaisePending();
+    return Value(std::move(turn));
+  }
+  void Done(double loss, int64_t samples, double compute_s) {
+    murmur::Status s;
+    {
+      py::gil_scoped_release release;
+      s = peer_->Done(loss, samples, compute_s);
+    }
+    RaisePending();
+    if (!s.ok()) Raise(s);
+  }
+  void Stop() { peer_->Stop(); }
+  Progress Finish() {
+    murmur::StatusOr<Progress> p = murmur::InternalError("not run");
+    {
+      py::gil_scoped_release release;
+      p = peer_->Finish();
+    }
+    return Value(std::move(p));
+  }
+  Progress GetProgress() const { return peer_->GetProgress(); }
+  py::array params() const { return params_; }
+
+ private:
+  void RaisePending() {
+    if (!pending_.has_value()) return;
+    std::string message = *std::exchange(pending_, std::nullopt);
+    PyErr_SetString(g_error, message.c_str());
+    throw py::error_already_set();
+  }
+
+  py::array params_;
+  py::object evaluate_;
+  std::optional<std::string> pending_;  // an exception of evaluate, raised after the call
+  std::unique_ptr<Peer> peer_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_murmur, m) {
+  m.doc() = "murmur: decentralized, straggler-tolerant gossip training of your own model";
+  g_error = PyErr_NewException("murmur.Error", PyExc_RuntimeError, nullptr);
+  m.attr("Error") = py::handle(g_error);
+
+  py::class_<Turn>(m, "Turn", "What the caller does next (Peer.next())")
+      .def_readonly("step", &Turn::step,
+                    "compute one local step now, then done(); False: the run is over")
+      .def_readonly("lr", &Turn::lr,
+                    "the cluster schedule's rate for this step (None: your optimizer's own)")
+      .def_readonly(
+          "model_replaced", &Turn::model_replaced,
+          "the model was replaced since the last step (a snapshot, a catch-up): reset momentum")
+      .def("__repr__", [](const Turn& t) {
+        return "Turn(step=" + std::string(t.step ? "True" : "False") +
+               ", lr=" + (t.lr ? std::to_string(*t.lr) : "None") +
+               ", model_replaced=" + (t.model_replaced ? "True" : "False") + ")";
+      });
+
+  py::class_<Progress>(m, "Progress", "A peer's state")
+      .def_readonly("id", &Progress::id)
+      .def_readonly("endpoint", &Progress::endpoint)
+      .def_readonly("phase", &Progress::phase)
+      .def_readonly("activity", &Progress::activity)
+      .def_readonly("accuracy", &Progress::accuracy)
+      .def_readonly("own_accuracy", &Progress::own_accuracy)
+      .def_readonly("step", &Progress::step)
+      .def_readonly("local_steps", &Progress::local_steps)
+      .def_readonly("samples", &Progress::samples)
+      .def_readonly("budget_samples", &Progress::budget_samples)
+      .def_readonly("lr", &Progress::lr)
+      .def_readonly("live_members", &Progress::live_members)
+      .def_readonly("rounds", &Progress::rounds)
+      .def_readonly("bytes_sent", &Progress::bytes_sent)
+      .def_readonly("bytes_received", &Progress::bytes_received)
+      .def_readonly("consensus_distance", &Progress::consensus_distance)
+      .def_readonly("wait_s", &Progress::wait_s)
+      .def_readonly("stragglers", &Progress::stragglers)
+      .def_readonly("finished", &Progress::finished)
+      .def_readonly("end_reason", &Progress::end_reason)
+      .def_readonly("finish", &Progress::finish)
+      .def_readonly("elapsed_s", &Progress::elapsed_s);
+
+  py::class_<PyPeer>(m, "Peer",
+                     "One peer of a gossip training cluster training `params` (a flat float32 "
+                     "array, mixed into in place). `config`: murmur's keys as text (known_keys())")
+      .def(py::init<py::array, const std::map<std::string, std::string>&, py::object>(),
+           py::arg("params"), py::arg("config"), py::arg("evaluate") = py::none(),
+           "evaluate(full) -> accuracy in [0, 1] or None: the model's test accuracy (full: the "
+           "whole test set, else a periodic subset); allows eval_every and target_accuracy")
+      .def("next", &PyPeer::Next, "block until the next step may run, or the run is over")
+      .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
+           "the step is done (in place on params): run the gossip round")
+      .def("stop", &PyPeer::Stop, "end the run early (the consensus finish still runs)")
+      .def("finish", &PyPeer::Finish, "after next() said the run is over: the final state; leaves")
+      .def("progress", &PyPeer::GetProgress)
+      .def_property_readonly("params", &PyPeer::params);
+  m.def("known_keys", &Peer::KnownKeys, "the config keys Peer accepts");
+}

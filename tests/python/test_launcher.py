@@ -1,0 +1,45 @@
+"""`murmur local --exec`: N processes of a program on the library with murmur local's live
+table, report and straggler injection. MURMUR_BINARY is build/murmur (ctest sets it)."""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = f"{sys.executable} {os.path.join(HERE, 'tiny_program.py')}"
+
+
+def local(*args, timeout=240):
+    return subprocess.run([os.environ["MURMUR_BINARY"], "local", "--progress", "none", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_exec_runs_the_program_on_every_node_with_the_report():
+    r = local("--nodes", "3", "--epochs", "4", "--exec", PROGRAM, "--json",
+              "--straggle", "node=2,slowdown=3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["ok"] and report["nodes"] == 3
+    assert report["finish"] == ["averaged"] * 3
+    # The program's own evaluation is the cluster model's accuracy, after the finish.
+    assert report["cluster_accuracy"] is not None and report["cluster_accuracy"] > 0.5
+    assert report["bytes_sent_total"] > 0 and report["fewer_bytes_than_allreduce"] > 0
+    # The saved buffers: one model on every node after the finish.
+    assert report["relative_consensus_distance"] == 0
+    # The injection ran inside node 2's library: it slept, the others did not.
+    injected = [p["injected_s"] for p in report["phases"]]
+    assert injected[1] > 0 and injected[0] == 0 and injected[2] == 0, injected
+
+
+def test_exec_refuses_keys_of_murmurs_own_model():
+    r = local("--nodes", "2", "--exec", PROGRAM, "--hidden", "32")
+    assert r.returncode == 2
+    assert "hidden: does not apply with --exec" in r.stderr
+    r = local("--nodes", "2", "--exec", PROGRAM, "--mode", "ring")
+    assert r.returncode == 2 and "exec" in r.stderr
+
+
+def test_a_failing_program_fails_the_run():
+    r = local("--nodes", "2", "--epochs", "1", "--exec", f"{sys.executable} -c 'raise SystemExit(3)'")
+    assert r.returncode == 1

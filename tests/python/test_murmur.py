@@ -1,0 +1,171 @@
+"""The Python binding (python/): murmur.Peer and murmur.torch.GossipOptimizer over real sockets
+on loopback. Run by ctest (`python_binding`) with PYTHONPATH=build/python, MURMUR_BINARY=build/murmur."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import murmur
+
+FAST = dict(plaintext=True, log_level="error", probe_interval_ms=100, probe_timeout_ms=40,
+            finish_wait_s=5)
+
+
+def run(peer, step):
+    """Drives `peer` to its end; step(x) does one local step on its array."""
+    steps = 0
+    while (turn := peer.next()).step:
+        step(peer.params)
+        peer.done(0.0, 8)
+        steps += 1
+    return steps
+
+
+def test_bad_arguments_raise_value_error_naming_the_problem():
+    x = np.zeros(16, dtype=np.float32)
+    with pytest.raises(ValueError, match="unknown key 'sedes'"):
+        murmur.Peer(x, sedes="127.0.0.1:1", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="'hidden' does not apply"):
+        murmur.Peer(x, hidden=[32], time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="compress"):
+        murmur.Peer(x, compress="zip", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="no budget"):
+        murmur.Peer(x, **FAST)
+    with pytest.raises(ValueError, match="float32"):
+        murmur.Peer(np.zeros(16), time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="1-D"):
+        murmur.Peer(np.zeros((4, 4), dtype=np.float32), time_limit_s=1, **FAST)
+    assert "seeds" in murmur.known_keys() and "epoch_samples" in murmur.known_keys()
+
+
+def test_an_unreachable_seed_raises_murmur_error():
+    x = np.zeros(16, dtype=np.float32)
+    peer = murmur.Peer(x, seeds="127.0.0.1:9", join_timeout_s=1, time_limit_s=60, **FAST)
+    with pytest.raises(murmur.Error, match=r"no other member answered .*127\.0\.0\.1:9"):
+        run(peer, lambda p: None)
+
+
+def test_a_cluster_key_mismatch_raises_murmur_error(tmp_path):
+    binary = os.environ["MURMUR_BINARY"]
+    keys = []
+    for name in ("a.key", "b.key"):
+        path = tmp_path / name
+        subprocess.run([binary, "keygen", "--out", str(path)], check=True, capture_output=True)
+        keys.append(str(path))
+    fast = dict(FAST, plaintext=False)
+    a = murmur.Peer(np.zeros(16, dtype=np.float32), cluster_key_file=keys[0], time_limit_s=3,
+                    **fast)
+    b = murmur.Peer(np.zeros(16, dtype=np.float32), cluster_key_file=keys[1],
+                    seeds=a.progress().endpoint, join_timeout_s=1, time_limit_s=30, **fast)
+    with pytest.raises(murmur.Error, match="cluster key"):
+        run(b, lambda p: None)
+    run(a, lambda p: None)
+    assert a.finish().live_members == 1
+
+
+def test_gossip_optimizer_trains_two_torch_models_to_one():
+    torch = pytest.importorskip("torch")
+    import murmur.torch as mt
+
+    seed = 7
+    print(f"seed {seed}")
+    torch.manual_seed(seed)
+    w_true = torch.randn(8, 1)
+    data = []
+    for rank in range(2):
+        g = torch.Generator().manual_seed(seed + rank)
+        xs = torch.randn(512, 8, generator=g)
+        data.append((xs, xs @ w_true))
+    models = [torch.nn.Linear(8, 1) for _ in range(2)]
+    for m in models[1:]:
+        m.load_state_dict(models[0].state_dict())  # one initial model: same_init
+    config = dict(FAST, compress="topk:0.25", epochs=4, epoch_samples=1024, expect_members=2,
+                  same_init=True)
+    first = mt.GossipOptimizer(torch.optim.SGD(models[0].parameters(), lr=0.05, momentum=0.9),
+                               **config)
+    second = [None]
+    results = [None, None]
+    losses = [[], []]
+
+    def train(rank, opt):
+        xs, ys = data[rank]
+        i = 0
+        while opt.running:
+            xb, yb = xs[i % 512:i % 512 + 32], ys[i % 512:i % 512 + 32]
+            i += 32
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(models[rank](xb), yb)
+            loss.backward()
+            losses[rank].append(loss.item())
+            opt.step(loss=loss.item(), samples=len(yb))
+        results[rank] = opt.finish()
+
+    def start_second():
+        second[0] = mt.GossipOptimizer(
+            torch.optim.SGD(models[1].parameters(), lr=0.05, momentum=0.9),
+            seeds=first.progress().endpoint, **config)
+        train(1, second[0])
+
+    t = threading.Thread(target=start_second)
+    t.start()
+    train(0, first)
+    t.join()
+    assert results[0].finish == "averaged" and results[1].finish == "averaged"
+    assert results[0].bytes_sent > 0 and results[0].rounds > 0
+    assert sum(r.samples for r in results) >= 4 * 1024
+    # The parameters are views of the buffer murmur mixed into: after the finish both models
+    # are the cluster's average, bit for bit, and fit the data.
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(p, q)
+    assert losses[0][-1] < 0.1 * losses[0][0]
+    with torch.no_grad():
+        fit = torch.nn.functional.mse_loss(models[0](data[0][0]), data[0][1]).item()
+    assert fit < 0.05, fit
+
+
+def test_gossip_optimizer_refuses_what_it_cannot_train():
+    torch = pytest.importorskip("torch")
+    import murmur.torch as mt
+
+    model = torch.nn.Linear(4, 1).double()
+    with pytest.raises(ValueError, match="float64"):
+        mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), time_limit_s=1, **FAST)
+
+
+def test_a_peer_survives_its_neighbour_being_killed():
+    x = np.zeros(64, dtype=np.float32)
+    peer = murmur.Peer(x, time_limit_s=4, **FAST)
+    endpoint = peer.progress().endpoint
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import numpy as np, murmur
+        x = np.zeros(64, dtype=np.float32)
+        p = murmur.Peer(x, seeds={endpoint!r}, time_limit_s=60, plaintext=True, log_level="error",
+                        probe_interval_ms=100, probe_timeout_ms=40)
+        print("joined", flush=True)
+        while p.next().step:
+            x += 1.0
+            p.done(0.0, 8)
+        """)], stdout=subprocess.PIPE, text=True, env=os.environ)
+    try:
+        assert child.stdout.readline().strip() == "joined"
+        killed = False
+        steps = 0
+        while (turn := peer.next()).step:
+            peer.params[:] -= 0.01
+            peer.done(0.0, 8)
+            steps += 1
+            if not killed and peer.progress().live_members >= 2 and peer.progress().rounds >= 5:
+                child.send_signal(signal.SIGKILL)
+                killed = True
+        result = peer.finish()
+    finally:
+        child.kill()
+        child.wait()
+    assert killed, "the neighbour never joined"
+    assert result.end_reason and steps > 0
