@@ -294,6 +294,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   s.from_initial = same_init;
   s.straggler = g.straggler;
   s.alone_timeout = std::chrono::seconds(30);
+  s.wrong_dimension_limit = 16;
   if (auto it = library.find("join_timeout_s"); it != library.end()) {
     char* end = nullptr;
     const double v = std::strtod(it->second.c_str(), &end);

@@ -98,6 +98,9 @@ class Peer {
   ~Peer();  // leaves the cluster
 
   // Blocks until the caller may compute its next step, or the run is over. Stop() ends it early.
+  // Fails with kUnavailable when no member answered within join_timeout_s, and with
+  // kFailedPrecondition once 16 messages carried a model of another size (the processes train
+  // different models).
   StatusOr<Turn> Next();
   // The step Next asked for is done, in place on the buffer: its mean `loss` (not finite: the
   // step is counted as skipped) over `samples` rows; `compute_s` its time (the straggler

@@ -40,6 +40,13 @@ gossip::NodeId GossipSession::id() const { return peer_ != nullptr ? peer_->id()
 
 void GossipSession::Rejected(std::string_view reason) {
   if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
+  if (reason == "wrong_dimension" && o_.wrong_dimension_limit > 0 &&
+      ++wrong_dimension_ >= o_.wrong_dimension_limit && !over_.has_value()) {
+    over_ = FailedPreconditionError(fmt::format(
+        "{} messages from peers carried a model of another size than this one's {} values: every "
+        "process of a cluster must train the same model (the log names the sizes)",
+        wrong_dimension_, work_.params().size()));
+  }
 }
 void GossipSession::Staleness(double steps) {
   if (o_.telemetry != nullptr) o_.telemetry->ObserveStaleness(steps);

@@ -78,6 +78,10 @@ struct GossipSessionOptions {
   // When no member but this one answered for this long after the start (and there are seeds
   // other than itself), the run ends with kUnavailable; 0: it trains on alone, saying so.
   Duration alone_timeout{0};
+  // After this many messages refused because they carry a model of another size
+  // (wrong_dimension), the run ends with kFailedPrecondition: the processes train different
+  // models. 0: they are only counted (as every refusal is).
+  int wrong_dimension_limit = 0;
 };
 
 // The machine's state (gossip::GossipNodeState) and what the driver adds.
@@ -181,6 +185,7 @@ class GossipSession : public gossip::GossipNodeObserver {
   bool alone_reported_ = false;
   bool saw_peer_ = false;  // another member was live at some point (then left: not "alone")
   bool left_ = false;
+  int wrong_dimension_ = 0;  // refusals for wrong_dimension so far
   std::string other_seeds_;  // the seeds other than this node, as given ("" when none)
   TimePoint next_alone_warning_{};
   std::optional<Status> over_;

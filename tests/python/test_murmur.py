@@ -169,3 +169,24 @@ def test_a_peer_survives_its_neighbour_being_killed():
         child.wait()
     assert killed, "the neighbour never joined"
     assert result.end_reason and steps > 0
+
+
+def test_a_dimension_mismatch_between_processes_raises_murmur_error():
+    a = murmur.Peer(np.zeros(16, dtype=np.float32), time_limit_s=4, expect_members=2, **FAST)
+    b = murmur.Peer(np.zeros(32, dtype=np.float32), time_limit_s=4, expect_members=2,
+                    seeds=a.progress().endpoint, **FAST)
+    errors = []
+
+    def drive(peer):
+        try:
+            run(peer, lambda p: None)
+        except murmur.Error as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=drive, args=(b,))
+    t.start()
+    drive(a)
+    t.join()
+    # The first to count 16 refusals fails and leaves; the other may then be alone.
+    assert errors, "neither process noticed the other's model size"
+    assert all("another size" in e and "same model" in e for e in errors), errors
