@@ -3,8 +3,9 @@
 
     # 4 processes over murmur gossip (the live table, the report, --straggle as for murmur's own):
     build/murmur local --nodes 4 --epochs 3 --exec "python3 examples/fashion_cnn.py"
-    # the same model, batch, samples and schedule under torch.distributed DDP (gloo, CPU):
-    python3 -m torch.distributed.run --nproc_per_node 4 examples/fashion_cnn.py --backend ddp
+    # the same model, batch, samples and schedule under torch.distributed DDP (gloo, CPU; the
+    # script starts its 4 processes itself):
+    python3 examples/fashion_cnn.py --backend ddp --procs 4
     # one process:
     python3 examples/fashion_cnn.py --backend single
 
@@ -89,7 +90,25 @@ def main():
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--slowdown", type=float, default=1, help="ddp/single: sleep (f - 1) x each step's compute (murmur: --straggle)")
     p.add_argument("--slow-rank", type=int, default=-1, help="ddp: the rank --slowdown applies to")
+    p.add_argument("--procs", type=int, default=4, help="ddp: processes to start")
+    p.add_argument("--eval-every", type=int, default=100,
+                   help="steps between evaluations on 1000 test rows (the timeline)")
+    p.add_argument("--result-dir", default="",
+                   help="also write each process's result JSON to DIR/rank-R.json")
     args = p.parse_args()
+    if args.backend == "ddp":
+        import socket
+        import torch.multiprocessing as mp
+        with socket.socket() as s:  # a free port for the rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        mp.spawn(train, args=(args, port), nprocs=args.procs, join=True)
+        return 0
+    train(0, args, None)
+    return 0
+
+
+def train(rank, args, port):
     torch.set_num_threads(args.threads)
 
     if args.backend == "murmur":
@@ -97,10 +116,11 @@ def main():
         world = int(os.environ.get("MURMUR_WORLD_SIZE", 1))
     elif args.backend == "ddp":
         import torch.distributed as dist
-        dist.init_process_group("gloo")
-        rank, world = dist.get_rank(), dist.get_world_size()
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=args.procs)
+        world = args.procs
     else:
-        rank, world = 0, 1
+        world = 1
 
     xs, ys, xt, yt = load()
     shard = torch.arange(rank, len(ys), world)
@@ -120,13 +140,24 @@ def main():
 
     stream = batches()
     result = {"backend": args.backend, "rank": rank, "world": world}
+    timeline = []  # (seconds since the first step, accuracy on 1000 test rows)
+    first_step = [None]
+
+    def evaluate(full):
+        net = model.module if hasattr(model, "module") else model  # DDP's inner model
+        a = accuracy(net, xt, yt, None if full else 1000)
+        if not full and first_step[0] is not None:
+            timeline.append((round(time.time() - first_step[0], 3), a))
+        return a
     if args.backend == "murmur":
         import murmur.torch
         opt = murmur.torch.GossipOptimizer(
-            sgd, evaluate=lambda full: accuracy(model, xt, yt, None if full else 1000),
-            epoch_samples=len(ys), shard_samples=len(shard), same_init=True, lr=args.lr,
-            lr_schedule="cosine", warmup_epochs=args.warmup_epochs, eval_every=100)
+            sgd, evaluate=evaluate, epoch_samples=len(ys), shard_samples=len(shard),
+            same_init=True, lr=args.lr, lr_schedule="cosine", warmup_epochs=args.warmup_epochs,
+            eval_every=args.eval_every)
         while opt.running:
+            if first_step[0] is None:
+                first_step[0] = time.time()
             x, y = next(stream)
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
@@ -142,6 +173,7 @@ def main():
         total = int(args.epochs * len(ys))
         global_batch = args.batch_size * world
         cluster = 0
+        first_step[0] = time.time()
         while cluster < total:
             t0 = time.time()
             for group in sgd.param_groups:
@@ -156,11 +188,23 @@ def main():
             samples += len(y)
             cluster += global_batch
             steps += 1
+            if args.eval_every > 0 and steps % args.eval_every == 0:
+                evaluate(False)
         if args.backend == "ddp":
             model = model.module
     result.update(accuracy=accuracy(model, xt, yt), samples=samples, steps=steps,
                   seconds=round(time.time() - start, 2))
-    print(json.dumps(result), flush=True)
+    if args.backend == "ddp":
+        # gloo's ring all-reduce: 2 (N - 1) / N of the fp32 gradient per step, each way.
+        d = sum(p.numel() for p in model.parameters())
+        result["bytes_sent"] = int(steps * 2 * (world - 1) / world * 4 * d)
+    result["timeline"] = timeline
+    result["train_seconds"] = round(time.time() - first_step[0], 2) if first_step[0] else 0
+    line = json.dumps(result)
+    print(line, flush=True)
+    if args.result_dir:
+        with open(os.path.join(args.result_dir, f"rank-{rank}.json"), "w") as f:
+            f.write(line + "\n")
 
 
 if __name__ == "__main__":

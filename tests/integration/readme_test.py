@@ -67,7 +67,12 @@ def main():
     work = tempfile.mkdtemp(prefix="murmur-readme-test-")
     os.symlink(build, os.path.join(work, "build"))
     os.symlink(os.path.join(ROOT, "ops"), os.path.join(work, "ops"))
+    os.symlink(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
     env = dict(os.environ)
+    # The README's `python3` is Debian's, the one its python3-* packages are for (a fresh Debian
+    # 12 machine has no other; a build machine may put another first on its PATH).
+    if os.path.exists("/usr/bin/python3"):
+        env["PATH"] = "/usr/bin:" + env.get("PATH", "")
     background, failures, ran = [], [], 0
     last_block = None
     try:

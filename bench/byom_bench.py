@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Your own model over murmur against PyTorch DDP (issue 26): examples/fashion_cnn.py, a small
+CNN on Fashion-MNIST, trained by N processes over murmur gossip (`murmur local --exec`) and under
+DDP (gloo, CPU), with the same global batch, samples and schedule, without and with one process
+slowed down (murmur: --straggle node=2,slowdown=F, applied inside the library; DDP: rank 1 sleeps
+(F - 1) x its compute after each step).
+
+    python3 bench/byom_bench.py build [--procs 4] [--epochs 3] [--slowdown 4] [--target 0.85]
+
+Prints a markdown table: the final model's test accuracy (murmur: the cluster's model after the
+consensus finish), bytes sent per process (murmur: measured on the wire; DDP: gloo's ring
+all-reduce, 2 (N - 1) / N of the fp32 gradient per step), the training time (first step to
+the final model, the slowest process), and the time until the target accuracy on 1000 test rows
+(murmur: when every process's own model has reached it; DDP: its one model), then the goals:
+accuracy within 0.5 point of DDP with >= 50x fewer bytes per process; with the straggler, time
+to target up <= 25 % for murmur and >= 3x for DDP. Exit 1 when a goal is missed. Run it with
+Debian's python3. About 6 minutes on 2 cores.
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+EXAMPLE = os.path.join(ROOT, "examples", "fashion_cnn.py")
+
+
+def results(directory):
+    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(directory, "rank-*.json")))]
+
+
+def time_to(timeline, target):
+    for t, a in timeline:
+        if a >= target:
+            return t
+    return None
+
+
+def gossip(build, a, slowdown):
+    d = tempfile.mkdtemp(prefix="byom-")
+    cmd = [os.path.join(build, "murmur"), "local", "--nodes", str(a.procs), "--epochs",
+           str(a.epochs), "--json", "--progress", "none", "--exec",
+           f"{sys.executable} {EXAMPLE} --seed {a.seed} --result-dir {d}"]
+    if slowdown > 1:
+        cmd += ["--straggle", f"node=2,slowdown={slowdown}"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    report = json.loads(out.strip().splitlines()[-1])
+    ranks = results(d)
+    reach = [time_to(r["timeline"], a.target) for r in ranks]
+    return {"accuracy": report["cluster_accuracy"],
+            "bytes": report["bytes_sent_total"] / a.procs,
+            "train_s": max(r["train_seconds"] for r in ranks),
+            "to_target": None if None in reach else max(reach),
+            "samples": sum(r["samples"] for r in ranks)}
+
+
+def ddp(a, slowdown):
+    d = tempfile.mkdtemp(prefix="byom-")
+    cmd = [sys.executable, EXAMPLE, "--backend", "ddp", "--procs", str(a.procs), "--epochs",
+           str(a.epochs), "--seed", str(a.seed), "--result-dir", d]
+    if slowdown > 1:
+        cmd += ["--slowdown", str(slowdown), "--slow-rank", "1"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    ranks = results(d)
+    r0 = ranks[0]
+    return {"accuracy": r0["accuracy"], "bytes": r0["bytes_sent"],
+            "train_s": max(r["train_seconds"] for r in ranks),
+            "to_target": time_to(r0["timeline"], a.target),
+            "samples": sum(r["samples"] for r in ranks)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build")
+    p.add_argument("--procs", type=int, default=4)
+    p.add_argument("--epochs", type=float, default=3)
+    p.add_argument("--slowdown", type=float, default=4)
+    p.add_argument("--target", type=float, default=0.85)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    print(f"seed {a.seed}, {a.procs} processes, {a.epochs} epochs, target {a.target}, "
+          f"straggler slowdown {a.slowdown}", flush=True)
+    rows = {}
+    for name, run in [("murmur gossip", lambda: gossip(a.build, a, 1)),
+                      ("DDP", lambda: ddp(a, 1)),
+                      (f"murmur gossip, node 2 at {a.slowdown:g}x", lambda: gossip(a.build, a, a.slowdown)),
+                      (f"DDP, rank 1 at {a.slowdown:g}x", lambda: ddp(a, a.slowdown))]:
+        rows[name] = run()
+        print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
+    fmt = lambda v, f: "-" if v is None else f.format(v)
+    print("| run | accuracy | MB sent per process | samples | training s | s to target |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['accuracy']:.4f} | {r['bytes'] / 1e6:.2f} | {r['samples']} | "
+              f"{r['train_s']:.1f} | {fmt(r['to_target'], '{:.1f}')} |")
+    g, d = rows["murmur gossip"], rows["DDP"]
+    gs, ds = list(rows.values())[2], list(rows.values())[3]
+    ok = True
+    gap = (g["accuracy"] - d["accuracy"]) * 100
+    fewer = d["bytes"] / g["bytes"]
+    ok &= gap >= -0.5 and fewer >= 50
+    print(f"accuracy vs DDP: {gap:+.2f} pt (goal >= -0.5), {fewer:.0f}x fewer bytes per process "
+          f"(goal >= 50)")
+    for name, base, slow, goal, better in [("murmur", g, gs, 1.25, True), ("DDP", d, ds, 3.0, False)]:
+        if base["to_target"] is None or slow["to_target"] is None:
+            print(f"{name}: the target was not reached in some run")
+            ok &= not better
+            continue
+        ratio = slow["to_target"] / base["to_target"]
+        met = ratio <= goal if better else ratio >= goal
+        ok &= met
+        print(f"{name}: time to target with the straggler {ratio:.2f}x "
+              f"(goal {'<=' if better else '>='} {goal}: {'met' if met else 'MISSED'})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
