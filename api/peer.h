@@ -106,7 +106,8 @@ class Peer {
   // step is counted as skipped) over `samples` rows; `compute_s` its time (the straggler
   // injection sleeps after it; negative: measured from Next's return).
   Status Done(double loss, int64_t samples, double compute_s = -1);
-  // Asks the run to end: the next Next runs the consensus finish and returns step = false.
+  // Asks the run to end as a stop ends `murmur node`'s: no consensus finish (the buffer keeps
+  // this peer's own model), and the next Next returns step = false.
   // Callable from any thread (a signal handler's flag, another thread).
   void Stop();
   // After Next returned step = false: the final state (kFailedPrecondition before that), and

@@ -183,7 +183,8 @@ PYBIND11_MODULE(_murmur, m) {
       .def("next", &PyPeer::Next, "block until the next step may run, or the run is over")
       .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
            "the step is done (in place on params): run the gossip round")
-      .def("stop", &PyPeer::Stop, "end the run early (the consensus finish still runs)")
+      .def("stop", &PyPeer::Stop,
+           "end the run early, as a stop ends murmur node's: no consensus finish")
       .def("finish", &PyPeer::Finish, "after next() said the run is over: the final state; leaves")
       .def("progress", &PyPeer::GetProgress)
       .def_property_readonly("params", &PyPeer::params);

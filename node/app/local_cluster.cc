@@ -135,7 +135,9 @@ Status LocalCluster::Spawn() {
         c.env.push_back("PYTHONPATH=" + python.string() +
                         (old != nullptr && *old ? ":" + std::string(old) : ""));
       }
-      args = {"/bin/sh", "-c", config_.exec};
+      // bash runs a single command by exec, so the program itself is the child murmur local
+      // waits for and signals; a compound command's processes share its process group.
+      args = {"/bin/bash", "-c", config_.exec};
     }
     c.argv = std::move(args);
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
@@ -157,6 +159,9 @@ Status LocalCluster::Spawn() {
 // Where an exec node's report lines arrive (its MURMUR_REPORT_FD).
 constexpr int kExecReportFd = 3;
 
+// A program of --exec leads its own process group, which gets the signal.
+void Signal(const Child& c, int signal) { ::kill(c.exec ? -c.pid : c.pid, signal); }
+
 Status LocalCluster::Start(Child& c) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
@@ -166,6 +171,7 @@ Status LocalCluster::Start(Child& c) {
     const int log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
     if (c.exec) {
+      ::setpgid(0, 0);  // stopped and crashed as a group: nothing of it outlives the run
       // A program's own output goes to the log; murmur's report lines come on fd 3.
       if (log_fd >= 0) ::dup2(log_fd, STDOUT_FILENO);
       if (pipe_fds[1] == kExecReportFd) {
@@ -187,6 +193,7 @@ Status LocalCluster::Start(Child& c) {
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  if (c.exec) ::setpgid(pid, pid);  // also here: signals sent before the child ran it reach it
   ::close(pipe_fds[1]);
   ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
   c.pid = pid;
@@ -199,7 +206,7 @@ Status LocalCluster::Start(Child& c) {
 void LocalCluster::Crash(size_t i) {
   Child& c = children_[i];
   if (c.exited) return;
-  ::kill(c.pid, SIGKILL);
+  Signal(c, SIGKILL);
   ::waitpid(c.pid, &c.status, 0);
   if (c.out_fd >= 0) ::close(c.out_fd);
   c.out_fd = -1;
@@ -308,7 +315,7 @@ std::string LocalCluster::Table(double t) const {
 
 int LocalCluster::Stop(std::chrono::milliseconds grace) {
   for (auto& c : children_) {
-    if (!c.exited) ::kill(c.pid, SIGTERM);
+    if (!c.exited) Signal(c, SIGTERM);
   }
   const auto end = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < end) {
@@ -320,7 +327,7 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
   int killed = 0;
   for (auto& c : children_) {
     if (c.exited) continue;
-    ::kill(c.pid, SIGKILL);
+    Signal(c, SIGKILL);
     ::waitpid(c.pid, &c.status, 0);
     c.exited = true;
     ++killed;

@@ -30,9 +30,10 @@ struct LocalClusterOptions {
   bool secure = false;             // CURVE with a fresh cluster key; else plaintext
   std::string prometheus_targets;  // file_sd file to write ("" none)
   std::string run_dir;             // "": none; else the nodes' logs and series go there (run_dir.h)
-  // Non-empty: each node runs this shell command instead of `murmur node` (a program on the
-  // library, api/peer.h), with its node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK
-  // and MURMUR_WORLD_SIZE, and its report lines on file descriptor 3 (MURMUR_REPORT_FD).
+  // Non-empty: each node runs this command (bash -c, in a process group of its own, which
+  // signals reach) instead of `murmur node`: a program on the library (api/peer.h), with its
+  // node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK and MURMUR_WORLD_SIZE, and its
+  // report lines on file descriptor 3 (MURMUR_REPORT_FD).
   std::string exec;
 };
 

@@ -62,8 +62,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
               "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
               "(MURMUR_PEER_ARGS, which the library reads); the live table, the report, "
-              "--straggle and --crash apply as for murmur's own nodes. Its output goes to the "
-              "node's log")
+              "--straggle and --crash apply as for murmur's own nodes. It runs under bash -c in "
+              "a process group of its own (stopped with SIGTERM: the Python module then ends "
+              "the run cleanly); its output goes to the node's log")
         .Text("crash", &C::crash, "",
               "injected crashes (gossip, membership): node=K,at=S[,down=D] SIGKILLs node K S "
               "into the run (5s, 1500ms) and, with down, starts it again D later (it rejoins "

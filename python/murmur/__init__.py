@@ -11,6 +11,11 @@ murmur.torch.GossipOptimizer wraps any torch.optim optimizer the same way. A bad
 ValueError, anything else murmur.Error, each with murmur's reason.
 """
 
+import os
+import signal
+import threading
+import weakref
+
 from murmur._murmur import Error, Progress, Turn, known_keys
 from murmur._murmur import Peer as _Peer
 
@@ -40,3 +45,24 @@ class Peer(_Peer):
 
     def __init__(self, params, evaluate=None, **config):
         super().__init__(params, config_text(config), evaluate)
+        if "MURMUR_PEER_ARGS" in os.environ:
+            _stop_on_sigterm(self)
+
+
+def _stop_on_sigterm(peer):
+    """Under `murmur local --exec`, SIGTERM (its stop: Ctrl-C, --duration) stops the run as it
+    stops `murmur node`: the peer ends its run (no consensus finish), reports and leaves instead
+    of dying. Installed only from the main thread (Python's rule) and only when the program has not
+    set a handler of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return
+    ref = weakref.ref(peer)
+
+    def handler(signum, frame):
+        p = ref()
+        if p is not None:
+            p.stop()
+
+    signal.signal(signal.SIGTERM, handler)

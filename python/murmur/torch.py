@@ -94,7 +94,7 @@ class GossipOptimizer:
 
     def finish(self):
         """Drains the run (if stop() was called) and returns the final murmur.Progress."""
-        while self._wait_turn().step:  # stopped early: the cluster finishes without more local steps
+        while self._wait_turn().step:  # stop() was called: the run ends at the next turn
             self.peer.done(float("nan"), 0, 0.0)
             self._turn = self.peer.next()
         return self.peer.finish()

@@ -43,3 +43,28 @@ def test_exec_refuses_keys_of_murmurs_own_model():
 def test_a_failing_program_fails_the_run():
     r = local("--nodes", "2", "--epochs", "1", "--exec", f"{sys.executable} -c 'raise SystemExit(3)'")
     assert r.returncode == 1
+
+
+def test_stopping_murmur_local_lets_the_programs_finish_and_leave():
+    # --duration stops the run as Ctrl-C would: SIGTERM to every program, which ends its run
+    # as murmur node does on a stop (no consensus finish), reports and leaves instead of dying.
+    r = local("--nodes", "2", "--epochs", "100000", "--duration", "4", "--exec", PROGRAM,
+              "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["ok"] and report["killed_at_stop"] == 0
+    assert report["end"] == "stopped", report["end"]
+    assert report["finish"] == ["off"] * 2  # as for murmur node: a stop skips the finish
+
+
+def test_a_crashed_program_leaves_nothing_behind_and_the_others_finish():
+    r = local("--nodes", "3", "--epochs", "150", "--crash", "node=3,at=1000ms", "--exec",
+              PROGRAM, "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["ok"] and report["crashes"] == [0, 0, 1]
+    assert report["finish"] == ["averaged"] * 2
+    # SIGKILL went to the program's process group: no process of node 3 survived it.
+    left = subprocess.run(["pgrep", "-f", os.path.join(HERE, "tiny_program.py")],
+                          capture_output=True, text=True).stdout.split()
+    assert not left, left
