@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/device.h"
+#include "node/app/config_schema.h"
 #include "node/app/gossip_config.h"
 #include "node/app/node_command.h"
 #include "node/app/node_report.h"
@@ -96,13 +98,15 @@ const char* PhaseName(gossip::GossipNode::Phase p) {
   return "unknown";
 }
 
+// A library key's value through the schema's own parsers, named in the error.
+template <typename T>
+StatusOr<T> KeyValue(const std::string& key, const std::string& text, StatusOr<T> parsed) {
+  if (parsed.ok()) return parsed;
+  return InvalidArgumentError(key + ": '" + text + "': " + std::string(parsed.status().message()));
+}
+
 StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end == nullptr || *end != '\0' || v <= 0) {
-    return InvalidArgumentError(key + ": '" + text + "' is not a positive integer");
-  }
-  return static_cast<int64_t>(v);
+  return KeyValue(key, text, node::ParseInteger(text, 1, std::numeric_limits<int64_t>::max()));
 }
 
 class BufferWork : public node::GossipWork {
@@ -203,7 +207,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   for (const auto& key : schema.keys()) MURMUR_CHECK_OK(key.set(key.default_text, c));
   c.listen = "tcp://127.0.0.1:0";
   c.gossip.epochs = 0;      // a budget is the caller's to give
-  c.gossip.eval_every = 0;  // no test set
+  c.gossip.eval_every = 0;  // only the final evaluation unless eval_every is given
   c.gossip.train.lr_schedule = "constant";
   // The launcher's keys first; the caller's own override them.
   using KeyMap = std::map<std::string, std::string>;
@@ -256,10 +260,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   }
   bool same_init = false;
   if (auto it = library.find("same_init"); it != library.end()) {
-    if (it->second != "true" && it->second != "false") {
-      return InvalidArgumentError("same_init: '" + it->second + "' is not true or false");
-    }
-    same_init = it->second == "true";
+    MURMUR_ASSIGN_OR_RETURN(same_init,
+                            KeyValue("same_init", it->second, node::ParseBool(it->second)));
   }
   if (g.train.lr_reference_batch > 0 && c.expect_members <= 0) {
     return InvalidArgumentError(
@@ -296,12 +298,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   s.alone_timeout = std::chrono::seconds(30);
   s.wrong_dimension_limit = 16;
   if (auto it = library.find("join_timeout_s"); it != library.end()) {
-    char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end != '\0' || !(v >= 0) || v > 86400) {
-      return InvalidArgumentError("join_timeout_s: '" + it->second +
-                                  "' is not a number of seconds in [0, 86400]");
-    }
+    MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
+                                                     node::ParseReal(it->second, 0, 86400)));
     s.alone_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
   }
   s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
