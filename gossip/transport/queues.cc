@@ -52,7 +52,9 @@ void Inbox::Push(Message message) {
 
 std::optional<Message> Inbox::Pop(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || closed_; });
+  // A zero timeout takes what is there: wait_for would still make a futex call (and may
+  // deschedule the caller) on an empty queue.
+  if (timeout.count() > 0) cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || closed_; });
   if (queue_.empty()) return std::nullopt;
   Message m = std::move(queue_.front());
   bytes_ -= m.bytes();

@@ -23,16 +23,15 @@ namespace {
 // ZeroMQ calls this when it no longer needs a zero-copy frame.
 void ReleaseFrame(void*, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
-zmq::message_t ZeroCopy(const Frame& frame) {
-  if (frame.size() == 0) return zmq::message_t();
+// Frames up to this size are copied into the ZeroMQ message: a copy of a header costs less than
+// zero-copy's bookkeeping (a shared owner, ZeroMQ's content block, the release call on its I/O
+// thread), and up to 33 bytes ZeroMQ keeps the bytes inside the message itself.
+constexpr size_t kCopyAtMost = 1024;
+
+zmq::message_t ToZmq(const Frame& frame) {
+  if (frame.size() <= kCopyAtMost) return zmq::message_t(frame.data(), frame.size());
   return zmq::message_t(const_cast<std::byte*>(frame.data()), frame.size(), &ReleaseFrame,
                         new std::shared_ptr<const void>(frame.owner()));
-}
-
-Frame FromZmq(zmq::message_t&& msg) {
-  auto owner = std::make_shared<zmq::message_t>(std::move(msg));
-  return Frame(owner, std::span<const std::byte>(static_cast<const std::byte*>(owner->data()),
-                                                 owner->size()));
 }
 
 class ZmqTransport final : public Transport {
@@ -55,6 +54,10 @@ class ZmqTransport final : public Transport {
     Wake();
     thread_.join();
     inbox_.Close();
+    {
+      std::lock_guard<std::timed_mutex> router(router_mu_);
+      router_.close();
+    }
     ::close(wake_fd_);
     // The socket file of a bound ipc:// endpoint is ours; ZeroMQ leaves it behind.
     if (endpoint_.starts_with("ipc://")) ::unlink(endpoint_.substr(6).c_str());
@@ -72,8 +75,29 @@ class ZmqTransport final : public Transport {
     Wake();
   }
 
+  // The caller's thread reads the ROUTER itself (issue 22): a message reaches the consumer
+  // without a hand-off through the I/O thread (a wake-up and a context switch per message). What
+  // the socket holds is moved into the inbox first, so a slow consumer gets the inbox's drop
+  // policy as before; while nobody receives, messages wait in ZeroMQ's bounded pipes (rcvhwm per
+  // sender) and then back-pressure the sender's queue. Concurrent callers take turns on the
+  // socket (router_mu_); one that cannot get it in time takes what the inbox holds.
   std::optional<Message> Receive(std::chrono::milliseconds timeout) override {
-    return inbox_.Pop(timeout);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::unique_lock<std::timed_mutex> router(router_mu_, std::defer_lock);
+    if (!router.try_lock_until(deadline)) return inbox_.Pop(std::chrono::milliseconds(0));
+    while (true) {
+      ReceiveAll();
+      if (auto m = inbox_.Pop(std::chrono::milliseconds(0))) return m;
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || stop_.load()) return std::nullopt;
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, left);
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) MURMUR_LOG_ERROR("transport: poll failed: {}", e.what());
+      }
+    }
   }
 
   void Forget(std::string_view peer) override {
@@ -145,7 +169,10 @@ class ZmqTransport final : public Transport {
     zmq::socket_t dealer(context_, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::immediate, 1);
     dealer.set(zmq::sockopt::ipv6, 1);
-    dealer.set(zmq::sockopt::sndhwm, 64);
+    // Messages ZeroMQ holds per peer beyond our queue (where the drop policy applies). At 64, a
+    // sender streaming 4 KB messages handed most of them to the I/O thread (0.88x raw ZeroMQ's
+    // throughput in bench/transport_bench.cc); at 256, none of the sizes measured lose to raw.
+    dealer.set(zmq::sockopt::sndhwm, 256);
     dealer.set(zmq::sockopt::linger, 500);
     dealer.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_min.count()));
     dealer.set(zmq::sockopt::reconnect_ivl_max, static_cast<int>(options_.reconnect_max.count()));
@@ -194,13 +221,13 @@ class ZmqTransport final : public Transport {
   bool SendNow(zmq::socket_t& dealer, const Message& m) {
     const bool more = !m.frames.empty();
     auto sent =
-        dealer.send(ZeroCopy(m.header), more ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
-                                             : zmq::send_flags::dontwait);
+        dealer.send(ToZmq(m.header), more ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
+                                          : zmq::send_flags::dontwait);
     if (!sent.has_value()) return false;
     // The rest of a multipart message is accepted once its first part was (atomic delivery).
     for (size_t i = 0; i < m.frames.size(); ++i) {
       const bool last = i + 1 == m.frames.size();
-      dealer.send(ZeroCopy(m.frames[i]), last ? zmq::send_flags::none : zmq::send_flags::sndmore);
+      dealer.send(ToZmq(m.frames[i]), last ? zmq::send_flags::none : zmq::send_flags::sndmore);
     }
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.sent_messages;
@@ -232,28 +259,39 @@ class ZmqTransport final : public Transport {
     while (!peer.queue.empty() && SendNow(peer.dealer, peer.queue.front())) peer.queue.PopFront();
   }
 
+  // Moves what the ROUTER holds (at most one batch) into the inbox. REQUIRES router_mu_.
   void ReceiveAll() {
-    for (int batch = 0; batch < 1024; ++batch) {
-      std::vector<zmq::message_t> parts;
+    for (int batch = 0; batch < 64; ++batch) {
       zmq::message_t part;
       if (!router_.recv(part, zmq::recv_flags::dontwait).has_value()) return;
-      parts.push_back(std::move(part));
-      while (parts.back().more()) {
+      // One owner for all of a message's parts; its frames point into them (a part of up to 33
+      // bytes holds its bytes inline, so no part moves once a frame points at it).
+      auto parts = std::make_shared<std::vector<zmq::message_t>>();
+      parts->reserve(4);
+      parts->push_back(std::move(part));
+      while (parts->back().more()) {
         zmq::message_t next;
         (void)router_.recv(next, zmq::recv_flags::none);
-        parts.push_back(std::move(next));
+        parts->push_back(std::move(next));
       }
       // [routing id][header][frames...]
-      if (parts.size() < 2 || parts[1].size() == 0 || parts.size() - 2 > options_.max_frames) {
+      const size_t n = parts->size();
+      if (n < 2 || (*parts)[1].size() == 0 || n - 2 > options_.max_frames) {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.refused_malformed;
-        ++(parts.size() >= 2 && parts[1].size() > 0 ? stats_.refused_too_many_frames
-                                                     : stats_.refused_empty_header);
+        ++(n >= 2 && (*parts)[1].size() > 0 ? stats_.refused_too_many_frames
+                                            : stats_.refused_empty_header);
         continue;
       }
+      auto frame = [&](size_t i) {
+        const zmq::message_t& p = (*parts)[i];
+        return Frame(parts,
+                     std::span<const std::byte>(static_cast<const std::byte*>(p.data()), p.size()));
+      };
       Message m;
-      m.header = FromZmq(std::move(parts[1]));
-      for (size_t i = 2; i < parts.size(); ++i) m.frames.push_back(FromZmq(std::move(parts[i])));
+      m.header = frame(1);
+      m.frames.reserve(n - 2);
+      for (size_t i = 2; i < n; ++i) m.frames.push_back(frame(i));
       inbox_.Push(std::move(m));
     }
   }
@@ -318,7 +356,6 @@ class ZmqTransport final : public Transport {
     std::vector<zmq::pollitem_t> items;
     while (!stop_.load()) {
       items.clear();
-      items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
       const bool secure = options_.curve.enabled();
       if (secure) {
@@ -339,12 +376,12 @@ class ZmqTransport final : public Transport {
         MURMUR_LOG_ERROR("transport: poll failed: {}", e.what());
         continue;
       }
-      if (items[1].revents & ZMQ_POLLIN) {
+      if (items[0].revents & ZMQ_POLLIN) {
         uint64_t count;
         [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof(count));
       }
-      if (secure && (items[2].revents & ZMQ_POLLIN)) AnswerZap();
-      if (secure && (items[3].revents & ZMQ_POLLIN)) ReadMonitor();
+      if (secure && (items[1].revents & ZMQ_POLLIN)) AnswerZap();
+      if (secure && (items[2].revents & ZMQ_POLLIN)) ReadMonitor();
       // Cleared before the commands are taken: a Send after this point wakes the thread again.
       wake_pending_.store(false, std::memory_order_release);
       {
@@ -352,14 +389,12 @@ class ZmqTransport final : public Transport {
         ApplyCommands();
         for (auto& [endpoint, peer] : peers_) Flush(peer);
       }
-      if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
     }
     // Give queued control messages (a Leave) a last chance; linger bounds the wait.
     std::lock_guard<std::mutex> sockets(sockets_mu_);
     ApplyCommands();
     for (auto& [endpoint, peer] : peers_) Flush(peer);
     peers_.clear();
-    router_.close();
     if (monitor_) monitor_.close();
     if (zap_) zap_.close();
   }
@@ -368,6 +403,7 @@ class ZmqTransport final : public Transport {
   zmq::context_t context_;
   zmq::socket_t zap_;      // CURVE only: the ZAP handler (inproc://zeromq.zap.01)
   zmq::socket_t monitor_;  // CURVE only: the ROUTER's handshake failures
+  std::timed_mutex router_mu_;  // held by the Receive caller that reads router_
   zmq::socket_t router_;
   const std::string endpoint_;
   const int wake_fd_;

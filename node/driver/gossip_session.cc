@@ -133,14 +133,16 @@ Status GossipSession::Start() {
 
 Duration GossipSession::Drain(Duration wait) {
   const TimePoint t0 = clock_.Now();
-  auto m = peer_->TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  // The wait is exact: cast to milliseconds, a gate's 1 ms wait became a busy loop of polls for
+  // most of its length (issue 22: the spin was most of a gated node's "other").
+  auto m = peer_->TakeTraining(wait);
   const TimePoint t1 = clock_.Now();
   for (int i = 0; m.has_value() && i < 4096; ++i) {
     const gossip::Envelope& e = m->envelope;
     gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, m->frames.size()};
     if (!m->frames.empty()) in.frame = m->frames[0].bytes();
     node_->Step(in, clock_.Now());
-    m = peer_->TakeTraining(std::chrono::milliseconds(0));
+    m = peer_->TakeTraining(Duration(0));
   }
   step_.apply += clock_.Now() - t1;
   return t1 - t0;

@@ -136,14 +136,14 @@ std::span<const float> SyncDriver::ComputeWithInjection(uint64_t iteration,
 
 void SyncDriver::Drain(Duration wait) {
   const TimePoint w0 = clock_.Now();
-  auto m = peer_.TakeTraining(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  auto m = peer_.TakeTraining(wait);
   if (wait.count() > 0) waited_ += clock_.Now() - w0;
   for (int i = 0; m.has_value() && i < 4096; ++i) {
     const gossip::Envelope& e = m->envelope;
     gossip::Incoming in{e.sender_id, e.incarnation, e.step_clock, e.payload, {}, m->frames.size()};
     if (!m->frames.empty()) in.frame = m->frames[0].bytes();
     node_->Step(in, clock_.Now());
-    m = peer_.TakeTraining(std::chrono::milliseconds(0));
+    m = peer_.TakeTraining(Duration(0));
   }
 }
 

@@ -93,7 +93,7 @@ PeerSnapshot PeerNode::Snapshot() const {
   return s;
 }
 
-std::optional<TrainingMessage> PeerNode::TakeTraining(std::chrono::milliseconds timeout) {
+std::optional<TrainingMessage> PeerNode::TakeTraining(Duration timeout) {
   std::unique_lock<std::mutex> lock(training_mu_);
   if (training_.empty() && timeout.count() > 0) {
     training_cv_.wait_for(lock, timeout, [this] { return !training_.empty(); });

@@ -96,8 +96,9 @@ class PeerNode {
   void Leave();
   PeerSnapshot Snapshot() const;
 
-  // The next queued training message, waiting up to `timeout`.
-  std::optional<TrainingMessage> TakeTraining(std::chrono::milliseconds timeout);
+  // The next queued training message, waiting up to `timeout` (to the nanosecond: a driver's
+  // sub-millisecond wait is a wait, not a poll).
+  std::optional<TrainingMessage> TakeTraining(Duration timeout);
   // Sends a training payload to member `to` (its address from membership). False when the member
   // is unknown (counted). Never blocks.
   bool SendTo(gossip::NodeId to, gossip::Payload payload, std::vector<transport::Frame> frames);

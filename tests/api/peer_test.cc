@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -47,6 +48,10 @@ TEST(PeerTest, TwoPeersGossipTheirOwnBuffersToOneModel) {
   ca["epoch_samples"] = "1000";  // 4000 samples of 8 per step: ~250 steps each
   ca["expect_members"] = "2";
   ca["same_init"] = "true";
+  // Lock-step: the peers step equally often, so the consensus is the targets' mean. With the
+  // default lead, the last ~10 steps' balance (thread timing) moved the end from 1.1 to 2.7
+  // (rate 0.1: a time constant of 10 steps), and the old bounds (1.2, 2.8) failed 1 run in 16.
+  ca["max_lead"] = "0";
   auto pa = Peer::Start(ca, a);
   ASSERT_TRUE(pa.ok()) << pa.status().ToString();
   Config cb = ca;
@@ -61,16 +66,19 @@ TEST(PeerTest, TwoPeersGossipTheirOwnBuffersToOneModel) {
   auto rb = (*pb)->Finish();
   ASSERT_TRUE(ra.ok()) << ra.status().ToString();
   ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  std::printf("steps: a %d, b %d; a[0] after the finish %.4f\n", steps_a, steps_b, a[0]);
   EXPECT_EQ(ra->finish, "averaged");
   EXPECT_EQ(rb->finish, "averaged");
   EXPECT_GT(ra->rounds, 0u);
   EXPECT_GT(ra->bytes_sent, 0u);
   EXPECT_GE((steps_a + steps_b) * 8, 4000);
-  // The finish leaves both on the same bits, between the two targets (each pulled the mean).
+  // The finish leaves both on the same bits, near the targets' mean: 1.75-2.01 in 36 runs (top-10 %
+  // compression leaves the public copies behind the models). One peer's pull alone ends near its
+  // own target (1 or 3).
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < kDim; i += 97) {
-    EXPECT_GT(a[i], 1.2f) << i;
-    EXPECT_LT(a[i], 2.8f) << i;
+    EXPECT_GT(a[i], 1.5f) << i;
+    EXPECT_LT(a[i], 2.5f) << i;
   }
 }
 

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "gossip/transport/inproc_transport.h"
@@ -163,6 +166,65 @@ TEST_P(TransportConformanceTest, ConcurrentSendersThroughOneTransportKeepEachThr
   ExpectOrderPerSource(got, threads, 100000);
   for (const Message& m : got) EXPECT_EQ(m.frames.size(), NumberOf(m) % 50 == 0 ? 1u : 0u);
   EXPECT_EQ(a->Stats().sent_messages, threads * each);
+}
+
+// The ZeroMQ transport reads its socket on the receiving caller's thread: two threads receiving
+// at once must each get whole messages, every message exactly once, each sender's in order.
+TEST_P(TransportConformanceTest, ConcurrentReceiversGetEveryMessageOnce) {
+  TransportOptions roomy;
+  roomy.max_queued_messages = 100000;
+  roomy.max_inbox_messages = 100000;
+  auto b = Make(FreshListen(), roomy);
+  auto a = Make(FreshListen(), roomy);
+  const size_t n = 4000;
+  std::atomic<size_t> received{0};
+  std::vector<std::vector<uint64_t>> seen(2);
+  std::vector<std::thread> receivers;
+  for (size_t r = 0; r < 2; ++r) {
+    receivers.emplace_back([&, r] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (received.load() < n && std::chrono::steady_clock::now() < end) {
+        // Alternate blocking and non-blocking calls: both must read the socket.
+        auto m = b->Receive(milliseconds(seen[r].size() % 2 == 0 ? 20 : 0));
+        if (!m.has_value()) continue;
+        EXPECT_EQ(m->frames.size(), 1u);
+        if (m->frames.size() == 1) {
+          EXPECT_EQ(m->frames[0].view(), std::to_string(NumberOf(*m)));
+        }
+        seen[r].push_back(NumberOf(*m));
+        ++received;
+      }
+    });
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    a->Send(b->endpoint(), Numbered(i, Traffic::kUpdate, {Frame::FromString(std::to_string(i))}));
+  }
+  for (auto& t : receivers) t.join();
+  std::vector<uint64_t> all;
+  for (const auto& s : seen) {
+    EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));  // one thread's takes keep the send order
+    all.insert(all.end(), s.begin(), s.end());
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), n);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(all[i], i);
+  std::printf("receiver 0 took %zu, receiver 1 took %zu\n", seen[0].size(), seen[1].size());
+}
+
+TEST_P(TransportConformanceTest, ZeroTimeoutReceiveTakesWhatHasArrived) {
+  auto b = Make(FreshListen());
+  auto a = Make(FreshListen());
+  a->Send(b->endpoint(), Numbered(7));
+  // Only non-blocking calls: the message must be read from wherever it waits.
+  std::optional<Message> m;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!m.has_value() && std::chrono::steady_clock::now() < end) {
+    m = b->Receive(milliseconds(0));
+    if (!m.has_value()) std::this_thread::yield();
+  }
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(NumberOf(*m), 7u);
+  EXPECT_FALSE(b->Receive(milliseconds(0)).has_value());
 }
 
 TEST_P(TransportConformanceTest, VanishedPeerNeverBlocksAndDropsOldestUpdatesFirst) {
