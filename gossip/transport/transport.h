@@ -14,6 +14,8 @@
 //   bound) is delivered when it comes back. Messages already handed to a connection that then
 //   breaks may be lost: protocols above use sequence numbers and snapshots, not retransmission.
 // - Received messages wait in a bounded inbox (oldest update dropped and counted when full).
+//   ZeroMQ: Receive moves what the socket holds into the inbox on the caller's thread; while
+//   nobody receives, messages wait in ZeroMQ's bounded pipes and then hold back the sender.
 // Thread safety: every method may be called from any thread.
 
 #include <chrono>
