@@ -259,9 +259,12 @@ class ZmqTransport final : public Transport {
     while (!peer.queue.empty() && SendNow(peer.dealer, peer.queue.front())) peer.queue.PopFront();
   }
 
-  // Moves what the ROUTER holds (at most one batch) into the inbox. REQUIRES router_mu_.
+  // Moves what the ROUTER holds into the inbox, at most 64 messages or 256 KB at a time: small
+  // messages are batched per call, large ones taken one per call (no call holds many large
+  // buffers at once). REQUIRES router_mu_.
   void ReceiveAll() {
-    for (int batch = 0; batch < 64; ++batch) {
+    size_t moved_bytes = 0;
+    for (int batch = 0; batch < 64 && moved_bytes < (size_t{256} << 10); ++batch) {
       zmq::message_t part;
       if (!router_.recv(part, zmq::recv_flags::dontwait).has_value()) return;
       // One owner for all of a message's parts; its frames point into them (a part of up to 33
@@ -292,6 +295,7 @@ class ZmqTransport final : public Transport {
       m.header = frame(1);
       m.frames.reserve(n - 2);
       for (size_t i = 2; i < n; ++i) m.frames.push_back(frame(i));
+      moved_bytes += m.bytes();
       inbox_.Push(std::move(m));
     }
   }
