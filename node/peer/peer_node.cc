@@ -244,6 +244,7 @@ void PeerNode::Run() {
   // DNS can block for seconds (a Service with no ready pods); the driver must keep probing and
   // acking meanwhile, so names are re-resolved on another thread and picked up when ready.
   std::future<std::vector<std::string>> resolving;
+  std::vector<transport::Message> batch;
   while (!leave_.load()) {
     auto message = transport_->Receive(std::chrono::duration_cast<std::chrono::milliseconds>(tick) +
                                        std::chrono::milliseconds(1));
@@ -255,14 +256,20 @@ void PeerNode::Run() {
       next_resolve = now + options_.reresolve_seeds;
       resolving = std::async(std::launch::async, ResolveSeeds, options_.seeds, nullptr);
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (message.has_value()) Handle(*message, now);
-    // Drain what else is waiting before ticking.
-    for (int i = 0; i < 256; ++i) {
-      auto more = transport_->Receive(std::chrono::milliseconds(0));
-      if (!more.has_value()) break;
-      Handle(*more, now);
+    // What else is waiting is taken before the lock: the training thread's sends and views take
+    // mu_ too, and the transport's reads (system calls) would hold them up; with more processes
+    // than cores, this thread may be descheduled while holding it (issue 22).
+    batch.clear();
+    if (message.has_value()) {
+      batch.push_back(std::move(*message));
+      for (int i = 0; i < 256; ++i) {
+        auto more = transport_->Receive(std::chrono::milliseconds(0));
+        if (!more.has_value()) break;
+        batch.push_back(std::move(*more));
+      }
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const transport::Message& m : batch) Handle(m, now);
     if (seeds.has_value()) membership_->SetSeeds(std::move(*seeds));
     membership_->Tick(now);
     Flush();
