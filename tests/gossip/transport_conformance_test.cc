@@ -48,6 +48,16 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
     return t.ok() ? std::move(*t) : nullptr;
   }
 
+  // Bounds above any test's message count and bytes: for tests of order and delivery, not of
+  // the drop policy.
+  static TransportOptions Roomy() {
+    TransportOptions o;
+    o.max_queued_messages = 100000;
+    o.max_queued_bytes = size_t{1} << 40;
+    o.max_inbox_messages = 100000;
+    return o;
+  }
+
   static Message Numbered(uint64_t n, Traffic traffic = Traffic::kUpdate,
                           std::vector<Frame> frames = {}) {
     std::string header(8, '\0');
@@ -87,12 +97,8 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(TransportConformanceTest, DeliversInOrderPerPeer) {
-  // Bounds above the message count: this test is about order, not the drop policy.
-  TransportOptions roomy;
-  roomy.max_queued_messages = 100000;
-  roomy.max_inbox_messages = 100000;
-  auto b = Make(FreshListen(), roomy);
-  auto a = Make(FreshListen(), roomy);
+  auto b = Make(FreshListen(), Roomy());
+  auto a = Make(FreshListen(), Roomy());
   const size_t n = 5000;
   for (uint64_t i = 0; i < n; ++i) a->Send(b->endpoint(), Numbered(i));
   auto got = ReceiveN(*b, n);
@@ -142,12 +148,8 @@ TEST_P(TransportConformanceTest, ManyPeersEachKeepTheirOrder) {
 // also while the socket is at its high-water mark (large frames every so often), where sends
 // alternate between the caller's thread and the transport's queue.
 TEST_P(TransportConformanceTest, ConcurrentSendersThroughOneTransportKeepEachThreadsOrder) {
-  TransportOptions roomy;
-  roomy.max_queued_messages = 100000;
-  roomy.max_queued_bytes = size_t{1} << 40;
-  roomy.max_inbox_messages = 100000;
-  auto b = Make(FreshListen(), roomy);
-  auto a = Make(FreshListen(), roomy);
+  auto b = Make(FreshListen(), Roomy());
+  auto a = Make(FreshListen(), Roomy());
   const size_t threads = 4, each = 1500;
   const Frame big = Frame::FromBytes(std::vector<std::byte>(256 << 10, std::byte{7}));
   std::vector<std::thread> senders;
@@ -171,11 +173,8 @@ TEST_P(TransportConformanceTest, ConcurrentSendersThroughOneTransportKeepEachThr
 // The ZeroMQ transport reads its socket on the receiving caller's thread: two threads receiving
 // at once must each get whole messages, every message exactly once, each sender's in order.
 TEST_P(TransportConformanceTest, ConcurrentReceiversGetEveryMessageOnce) {
-  TransportOptions roomy;
-  roomy.max_queued_messages = 100000;
-  roomy.max_inbox_messages = 100000;
-  auto b = Make(FreshListen(), roomy);
-  auto a = Make(FreshListen(), roomy);
+  auto b = Make(FreshListen(), Roomy());
+  auto a = Make(FreshListen(), Roomy());
   const size_t n = 4000;
   std::atomic<size_t> received{0};
   std::vector<std::vector<uint64_t>> seen(2);
