@@ -182,6 +182,7 @@ struct Peer::Impl {
     progress.finished = p.finished;
     progress.end_reason = p.end_reason;
     progress.finish = p.finish;
+    progress.finish_contributors = p.finish_contributors;
     progress.elapsed_s = p.elapsed_s;
   }
 };

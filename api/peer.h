@@ -67,6 +67,7 @@ struct Progress {
   bool finished = false;             // the budget is spent
   std::string end_reason;            // why the run ended ("epochs", "time limit", "stopped", ...)
   std::string finish;                // the consensus finish's verdict for this peer
+  uint32_t finish_contributors = 0;  // models in the average it adopted (0: none adopted)
   double elapsed_s = 0;
 };
 

@@ -171,6 +171,7 @@ PYBIND11_MODULE(_murmur, m) {
       .def_readonly("finished", &Progress::finished)
       .def_readonly("end_reason", &Progress::end_reason)
       .def_readonly("finish", &Progress::finish)
+      .def_readonly("finish_contributors", &Progress::finish_contributors)
       .def_readonly("elapsed_s", &Progress::elapsed_s);
 
   py::class_<PyPeer>(m, "Peer",

