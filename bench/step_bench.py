@@ -82,8 +82,8 @@ def main():
             shares[n].append({ph: statistics.mean(x[ph + "_s"] / x["wall_s"] for x in nodes)
                               for ph in PHASES + ["thread_cpu", "process_cpu"]})
             line += f", {n} nodes {d['train_phase_samples_per_s']:.0f}"
-            together = run_together([a.murmur, "train", "--max-train-samples", str(60000 // n)]
-                                    + common, n)
+            together = run_together([a.murmur, "train", "--max-train-samples",
+                                     str(s["train_rows"] // n)] + common, n)
             apart[n].append(sum(t["samples_per_second"] for t in together))
             line += f", {n} apart {apart[n][-1]:.0f}"
         print(line, file=sys.stderr, flush=True)

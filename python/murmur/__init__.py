@@ -49,20 +49,29 @@ class Peer(_Peer):
             _stop_on_sigterm(self)
 
 
+_running = weakref.WeakSet()  # the process's peers, for the SIGTERM handler
+
+
 def _stop_on_sigterm(peer):
     """Under `murmur local --exec`, SIGTERM (its stop: Ctrl-C, --duration) stops the run as it
-    stops `murmur node`: the peer ends its run (no consensus finish), reports and leaves instead
-    of dying. Installed only from the main thread (Python's rule) and only when the program has not
-    set a handler of its own."""
+    stops `murmur node`: every live peer ends its run (no consensus finish), reports and leaves
+    instead of dying. With no live peer left, SIGTERM terminates the process as by default. The
+    handler is installed once, only from the main thread (Python's rule) and only when the
+    program has not set one of its own."""
+    _running.add(peer)
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+    current = signal.getsignal(signal.SIGTERM)
+    if current is _on_sigterm or current not in (signal.SIG_DFL, None):
         return
-    ref = weakref.ref(peer)
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
-    def handler(signum, frame):
-        p = ref()
-        if p is not None:
-            p.stop()
 
-    signal.signal(signal.SIGTERM, handler)
+def _on_sigterm(signum, frame):
+    peers = list(_running)
+    if not peers:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    for p in peers:
+        p.stop()

@@ -191,3 +191,28 @@ def test_a_dimension_mismatch_between_processes_raises_murmur_error():
     # The first to count 16 refusals fails and leaves; the other may then be alone.
     assert errors, "neither process noticed the other's model size"
     assert all("another size" in e and "same model" in e for e in errors), errors
+
+
+def test_sigterm_stops_the_live_peers_and_then_terminates_as_by_default():
+    # Under murmur local --exec (MURMUR_PEER_ARGS set) SIGTERM stops a live peer's run; once no
+    # peer is alive it must terminate the process again, not be swallowed.
+    child = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import gc, os, signal, numpy as np, murmur
+        x = np.zeros(16, dtype=np.float32)
+        p = murmur.Peer(x, time_limit_s=60, plaintext=True, log_level="error")
+        steps = 0
+        while p.next().step:
+            p.done(0.0, 8)
+            steps += 1
+            if steps == 5:
+                os.kill(os.getpid(), signal.SIGTERM)
+        print("ended", p.finish().end_reason, flush=True)
+        del p
+        gc.collect()
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("survived SIGTERM", flush=True)
+        """)], capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, MURMUR_PEER_ARGS=""))
+    assert "ended stopped" in child.stdout, child.stdout + child.stderr[-2000:]
+    assert "survived" not in child.stdout
+    assert child.returncode == -signal.SIGTERM, child.returncode
