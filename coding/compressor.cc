@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "coding/dense_codec.h"
+#include "coding/level_codec.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "fmt/format.h"
@@ -288,17 +289,18 @@ Status Compressor::Compress(std::span<const float> input, Update& out,
         break;
     }
   }
-  MURMUR_RETURN_IF_ERROR(Compress(input, out));
-  if (level_codes_fresh_ && out.dense) {
-    internal::EncodeByteCodes(out, level_codes_, encoded);
-  } else {
-    EncodeUpdate(out, encoded);
-  }
+  MURMUR_RETURN_IF_ERROR(CompressInto(input, out, &encoded));
+  if (!encoded_fresh_) EncodeUpdate(out, encoded);
   return OkStatus();
 }
 
 Status Compressor::Compress(std::span<const float> input, Update& out) {
-  level_codes_fresh_ = false;
+  return CompressInto(input, out, nullptr);
+}
+
+Status Compressor::CompressInto(std::span<const float> input, Update& out,
+                                std::vector<std::byte>* encoded) {
+  encoded_fresh_ = false;
   const bool quantizer = options_.op == Operator::kQsgd || options_.op == Operator::kInt8;
   const std::string_view name = OperatorName(options_.op);
   if (input.size() != residual_size_) {
@@ -311,18 +313,23 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
   // selections find a NaN or infinity in their own scan (selection.h), the quantizers in their
   // scale's, and everything else checks first.
   std::span<const float> source = input;
+  uint32_t largest_bits = kUnknownLargest;
   if (options_.error_feedback) {
     spare_.resize(residual_size_);
     const float* __restrict r = residual_.data();
     const float* __restrict in = input.data();
     float* __restrict sum = spare_.data();
-    uint32_t any = 0;
+    // The sums' largest magnitude bits: a NaN or infinity has the largest, and int8's scale is
+    // this maximum.
+    uint32_t largest = 0;
     for (size_t i = 0; i < residual_size_; ++i) {
       const float t = r[i] + in[i];
       sum[i] = t;
-      any |= IsNonFinite(t);
+      const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
+      largest = magnitude > largest ? magnitude : largest;
     }
-    if (any != 0) return RefusedInput(input);
+    if (largest >= 0x7F800000u) return RefusedInput(input);
+    largest_bits = largest;
     residual_.swap(spare_);
     source = residual_;
   } else if (!HasThreshold(options_.op) && !quantizer) {
@@ -351,7 +358,7 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
     case Operator::kQsgd:
     case Operator::kInt8:
       // Without error feedback the scale's pass is the finiteness check.
-      if (!Quantize(source, out)) {
+      if (!Quantize(source, largest_bits, out, encoded)) {
         out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
         return RefusedInput(input);
       }
@@ -369,7 +376,7 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
   }
 
   if (options_.error_feedback) {
-    AddTo(out, -1.0f, residual_);
+    if (!quantizer) AddTo(out, -1.0f, residual_);  // the quantizers subtract in their pass
     if (options_.clip_multiple > 0 && (steps_ + 1) % options_.clip_every == 0 && threshold_ > 0) {
       const auto bound = static_cast<float>(options_.clip_multiple * threshold_);
       for (float& r : residual_) r = std::clamp(r, -bound, bound);
@@ -426,7 +433,8 @@ bool Compressor::Select(std::span<const float> source, Update& out) {
   return true;
 }
 
-bool Compressor::Quantize(std::span<const float> source, Update& out) {
+bool Compressor::Quantize(std::span<const float> source, uint32_t largest_bits, Update& out,
+                          std::vector<std::byte>* encoded) {
   // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
   // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
   const bool qsgd = options_.op == Operator::kQsgd;
@@ -435,15 +443,17 @@ bool Compressor::Quantize(std::span<const float> source, Update& out) {
   if (qsgd) {
     scale = std::sqrt(SquaredL2Norm(source));
   } else {
-    // max |v| as the largest magnitude bits: an integer max, which vectorizes where a floating
-    // one does not without -ffast-math; the same value (the input is finite).
-    uint32_t largest = 0;
-    for (float v : source) {
-      const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
-      largest = bits > largest ? bits : largest;
+    if (largest_bits == kUnknownLargest) {
+      // max |v| as the largest magnitude bits: an integer max, which vectorizes where a
+      // floating one does not without -ffast-math; the same value (the input is finite).
+      largest_bits = 0;
+      for (float v : source) {
+        const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
+        largest_bits = bits > largest_bits ? bits : largest_bits;
+      }
     }
-    if (largest >= 0x7F800000u) return false;  // a NaN or infinity has the largest bits
-    scale = static_cast<double>(std::bit_cast<float>(largest));
+    if (largest_bits >= 0x7F800000u) return false;  // a NaN or infinity has the largest bits
+    scale = static_cast<double>(std::bit_cast<float>(largest_bits));
   }
   if (!std::isfinite(scale)) return false;  // a sum of squares of finite floats is finite
   scale = std::min(scale, double{std::numeric_limits<float>::max()});
@@ -454,68 +464,60 @@ bool Compressor::Quantize(std::span<const float> source, Update& out) {
   out.format.coding = ValueCoding::kLevels;
   out.format.levels = levels;
   out.format.scale = scale_f;
-  if (scale_f == 0) {  // nothing to send: an empty sparse update
+  if (scale_f == 0) {  // nothing to send: an empty sparse update (and nothing to subtract)
     out.values.clear();
     return true;
   }
   thread_local std::vector<float> table;
   const bool tabled = levels <= kMaxLevelTable;
   if (tabled) FillLevelTable(scale_f, levels, table);
-  const float* __restrict level_value = table.data();
-  // Levels go into a dense array first (one pass, no branches on the level). With b bits per
-  // value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8 dense, so it is
-  // built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
-  out.dense = true;
-  out.values.resize(source.size());
-  float* __restrict values = out.values.data();
-  const float* __restrict in = source.data();
-  const size_t n = source.size();
-  size_t nonzero = 0;
   // The draws and rounding of DeviceCompressor (kernels::StochasticLevel over a hash of seed,
   // step and index), so a host and a device node quantize the same vector to the same levels.
   const uint64_t seed = kernels::Mix64(options_.seed ^ (steps_ * 0x9e3779b97f4a7c15ULL));
-  const uint32_t seed32 = kernels::LevelSeed(seed);
-  const kernels::LevelScale level_scale = kernels::MakeLevelScale(per_level);
-  // One byte per value (int8's 7 level bits and sign): the wire codes come out of the same pass.
-  const bool byte_codes = tabled && out.format.BitsPerValue() == 8;
-  if (byte_codes) level_codes_.resize(n);
-  uint8_t* __restrict codes = level_codes_.data();
-  // A level's value as float(l * step) where that equals LevelValue for every level (checked
-  // against the table): a multiply vectorizes, the table lookup (a gather) does not here.
-  const double step = static_cast<double>(scale_f) / levels;
-  bool multiply = tabled;
-  for (uint32_t l = 0; multiply && l <= levels; ++l) {
-    multiply = static_cast<float>(static_cast<double>(l) * step) == level_value[l];
-  }
-  auto quantize = [&](auto value_of, auto with_codes) {
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
-      const uint32_t sign = bits & 0x80000000u;
-      const uint32_t l =
-          kernels::StochasticLevel(std::bit_cast<float>(bits ^ sign), level_scale, levels,
-                                   kernels::LevelDraw(seed32, static_cast<uint32_t>(i)));
-      nonzero += l != 0 ? 1 : 0;
-      values[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(value_of(l)) | sign);
-      if constexpr (decltype(with_codes)::value) codes[i] = static_cast<uint8_t>(l | (sign >> 24));
-    }
-  };
-  auto by_multiply = [step](uint32_t l) {
-    return static_cast<float>(static_cast<double>(static_cast<int32_t>(l)) * step);
-  };
-  auto by_table = [level_value](uint32_t l) { return level_value[l]; };
-  auto by_formula = [scale_f, levels](uint32_t l) { return LevelValue(scale_f, levels, l); };
-  if (multiply) {
-    byte_codes ? quantize(by_multiply, std::true_type{}) : quantize(by_multiply, std::false_type{});
-  } else if (tabled) {
-    byte_codes ? quantize(by_table, std::true_type{}) : quantize(by_table, std::false_type{});
-  } else {
-    quantize(by_formula, std::false_type{});
-  }
+  const internal::LevelPass pass{source,
+                                 levels,
+                                 kernels::MakeLevelScale(per_level),
+                                 kernels::LevelSeed(seed),
+                                 scale_f,
+                                 tabled ? table.data() : nullptr};
+  // With b bits per value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8
+  // dense, so it is built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
+  const size_t n = source.size();
   const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
-  if (nonzero < source.size() - source.size() / bits_per_value) {
+  const size_t sparse_below = n - n / bits_per_value;
+  // With error feedback the source is the residual, and it becomes source - sent here.
+  float* residual = options_.error_feedback ? residual_.data() : nullptr;
+  if (residual != nullptr) MURMUR_CHECK(source.data() == residual);
+  // The sparse form goes first when the last step's levels were few (under 1 in 8): it writes
+  // only them; denser, appending each costs more than the dense pass and its compaction. An
+  // attempt that fills up costs a pass.
+  if (sparse_first_ && internal::QuantizeSparse(pass, sparse_below, out.indices, out.values)) {
+    out.dense = false;
+    if (residual != nullptr) {
+      for (size_t k = 0; k < out.indices.size(); ++k) residual[out.indices[k]] -= out.values[k];
+    }
+    sparse_first_ = out.indices.size() < n / 8;
+    return true;
+  }
+  out.dense = true;
+  out.indices.clear();
+  out.values.resize(n);
+  // One byte per value (int8's 7 level bits and sign): the wire bytes come out of the same pass.
+  uint8_t* codes = nullptr;
+  std::byte* header = nullptr;
+  std::optional<internal::PayloadHash> hash;
+  if (encoded != nullptr && tabled && bits_per_value == 8) {
+    header = internal::PrepareBytes(out, *encoded);
+    codes = reinterpret_cast<uint8_t*>(header + kUpdateHeaderBytes);
+    hash.emplace();
+  }
+  const size_t nonzero =
+      internal::QuantizeDense(pass, out.values, codes, hash ? &*hash : nullptr, residual);
+  sparse_first_ = nonzero < n / 8;
+  if (nonzero < sparse_below) {
     size_t kept = 0;
     out.indices.resize(nonzero);
-    for (size_t i = 0; i < source.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       if (out.values[i] == 0) continue;
       out.indices[kept] = static_cast<uint32_t>(i);
       out.values[kept] = out.values[i];
@@ -525,7 +527,10 @@ bool Compressor::Quantize(std::span<const float> source, Update& out) {
     out.dense = false;
     return true;
   }
-  level_codes_fresh_ = byte_codes;
+  if (hash) {
+    hash->Finish(header);
+    encoded_fresh_ = true;
+  }
   return true;
 }
 

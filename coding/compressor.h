@@ -116,8 +116,13 @@ class Compressor {
   Compressor(const CompressorOptions& options, size_t dimension);
   // False when source holds a NaN or infinity (then nothing but `out` changed).
   bool Select(std::span<const float> source, Update& out);
-  // False when source holds a NaN or infinity (then nothing but `out` changed).
-  bool Quantize(std::span<const float> source, Update& out);
+  Status CompressInto(std::span<const float> input, Update& out, std::vector<std::byte>* encoded);
+  // False when source holds a NaN or infinity (then nothing but `out` changed). largest_bits is
+  // source's largest magnitude bits when the caller knows them (kUnknownLargest otherwise); with
+  // an `encoded` output int8 writes its bytes (encoded_fresh_).
+  static constexpr uint32_t kUnknownLargest = 0xFFFFFFFFu;
+  bool Quantize(std::span<const float> source, uint32_t largest_bits, Update& out,
+                std::vector<std::byte>* encoded);
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.
   Status RefusedInput(std::span<const float> input) const;
@@ -131,9 +136,10 @@ class Compressor {
   uint64_t steps_ = 0;
   std::mt19937_64 rng_;
   SampledTopKStats sampled_stats_;
-  // int8's wire codes, written by Quantize's pass; fresh while they encode the last dense update.
-  std::vector<uint8_t> level_codes_;
-  bool level_codes_fresh_ = false;
+  // Whether the last Compress wrote `encoded` itself (int8's dense pass).
+  bool encoded_fresh_ = false;
+  // Whether the quantizer tries the sparse form first (the last step's levels were few).
+  bool sparse_first_ = false;
 };
 
 }  // namespace murmur::coding

@@ -15,28 +15,6 @@ namespace {
 // Values per block of the writing pass: its bytes (8 KB as fp16) are hashed while in L1.
 constexpr size_t kBlock = 4096;
 
-// XXH3 of the payload, fed block by block (the same digest as wire::Checksum's one-shot call).
-class PayloadHash {
- public:
-  PayloadHash() : state_(XXH3_createState()) {
-    MURMUR_CHECK(state_ != nullptr && XXH3_64bits_reset(state_) == XXH_OK);
-  }
-  ~PayloadHash() { XXH3_freeState(state_); }
-  PayloadHash(const PayloadHash&) = delete;
-  PayloadHash& operator=(const PayloadHash&) = delete;
-  void Add(const std::byte* data, size_t size) {
-    MURMUR_CHECK(XXH3_64bits_update(state_, data, size) == XXH_OK);
-  }
-  // Writes the header's checksum field: XXH3 of its first 32 bytes seeded with the payload's.
-  void Finish(std::byte* header) {
-    wire::Store<uint64_t>(header + 32,
-                          XXH3_64bits_withSeed(header, 32, XXH3_64bits_digest(state_)));
-  }
-
- private:
-  XXH3_state_t* state_;
-};
-
 // A dense update of `op` in `out` without clearing its buffers first: Clear then resize would
 // zero every value before the pass that writes them.
 void PrepareDense(Operator op, size_t dimension, const ValueFormat& format, Update& out) {
@@ -46,13 +24,6 @@ void PrepareDense(Operator op, size_t dimension, const ValueFormat& format, Upda
   out.indices.clear();
   out.values.resize(dimension);
   out.format = format;
-}
-
-std::byte* PrepareBytes(const Update& out, std::vector<std::byte>& encoded) {
-  encoded.resize(kUpdateHeaderBytes +
-                 wire::ValueBytes(out.values.size(), out.format.BitsPerValue()));
-  wire::WriteHeader(out, IndexCoding::kAll, 0, encoded.data());
-  return encoded.data();
 }
 
 // none: every value as raw fp32. One pass copies into the values and the payload and checks
@@ -154,13 +125,27 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
 
 }  // namespace
 
-void EncodeByteCodes(const Update& update, std::span<const uint8_t> codes,
-                     std::vector<std::byte>& encoded) {
-  MURMUR_CHECK(update.dense && update.format.coding == ValueCoding::kLevels &&
-               update.format.BitsPerValue() == 8 && codes.size() == update.values.size());
-  std::byte* header = PrepareBytes(update, encoded);
-  std::memcpy(header + kUpdateHeaderBytes, codes.data(), codes.size());
-  wire::Store<uint64_t>(header + 32, wire::Checksum(encoded));
+namespace {
+XXH3_state_t* State(void* state) { return static_cast<XXH3_state_t*>(state); }
+}  // namespace
+
+PayloadHash::PayloadHash() : state_(XXH3_createState()) {
+  MURMUR_CHECK(state_ != nullptr && XXH3_64bits_reset(State(state_)) == XXH_OK);
+}
+PayloadHash::~PayloadHash() { XXH3_freeState(State(state_)); }
+void PayloadHash::Add(const std::byte* data, size_t size) {
+  MURMUR_CHECK(XXH3_64bits_update(State(state_), data, size) == XXH_OK);
+}
+void PayloadHash::Finish(std::byte* header) {
+  wire::Store<uint64_t>(header + 32,
+                        XXH3_64bits_withSeed(header, 32, XXH3_64bits_digest(State(state_))));
+}
+
+std::byte* PrepareBytes(const Update& out, std::vector<std::byte>& encoded) {
+  encoded.resize(kUpdateHeaderBytes +
+                 wire::ValueBytes(out.values.size(), out.format.BitsPerValue()));
+  wire::WriteHeader(out, IndexCoding::kAll, 0, encoded.data());
+  return encoded.data();
 }
 
 DenseResult CompressEncodeDense(Operator op, std::span<const float> input,

@@ -35,10 +35,23 @@ DenseResult CompressEncodeDense(Operator op, std::span<const float> input,
                                 std::span<float> residual, Update& out,
                                 std::vector<std::byte>& encoded);
 
-// `encoded` = EncodeUpdate(update) for a dense level-coded update of one byte per value, from
-// the codes the quantizer wrote in its own pass (level | sign << 7). REQUIRES codes to encode
-// update's values exactly.
-void EncodeByteCodes(const Update& update, std::span<const uint8_t> codes,
-                     std::vector<std::byte>& encoded);
+// XXH3 of a payload fed block by block (the same digest as wire::Checksum's one-shot call).
+class PayloadHash {
+ public:
+  PayloadHash();
+  ~PayloadHash();
+  PayloadHash(const PayloadHash&) = delete;
+  PayloadHash& operator=(const PayloadHash&) = delete;
+  void Add(const std::byte* data, size_t size);
+  // Writes the header's checksum field: XXH3 of its first 32 bytes seeded with the payload's.
+  void Finish(std::byte* header);
+
+ private:
+  void* state_;  // XXH3_state_t, whose header only coding/'s .cc files include
+};
+
+// Sizes `encoded` for the dense update `out` with IndexCoding::kAll and writes its header but
+// the checksum; returns its first byte (the payload starts kUpdateHeaderBytes later).
+std::byte* PrepareBytes(const Update& out, std::vector<std::byte>& encoded);
 
 }  // namespace murmur::coding::internal

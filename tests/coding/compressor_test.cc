@@ -436,9 +436,9 @@ TEST(DenseCodecTest, FusedEncodeIsBitIdenticalToCompressThenEncode) {
   // Around the 4096-value blocks and the 8- and 16-wide vector tails.
   const size_t sizes[] = {0, 1, 7, 15, 17, 4095, 4096, 4097, 8193, 100003};
   std::printf("seeds 1..3 per step, sizes 0..100003\n");
-  // int8's wire codes come out of its quantizing pass (EncodeByteCodes); qsgd's do not.
+  // int8's wire codes come out of its quantizing pass (level_codec.h); qsgd's do not.
   for (const char* spec : {"none", "fp16", "none,ef=off", "fp16,ef=off", "int8", "int8,ef=off",
-                           "qsgd:16,rescale=on"}) {
+                           "qsgd:16,rescale=on", "qsgd:255,ef=off", "qsgd:200,rescale=on,ef=on"}) {
     for (const Case& c : cases) {
       for (size_t n : sizes) {
         Compressor two_step = Make(spec, n);

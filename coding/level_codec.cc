@@ -1,0 +1,271 @@
+#include "coding/level_codec.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <optional>
+
+#include "base/check.h"
+#include "coding/dense_codec.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace murmur::coding::internal {
+namespace {
+
+// Values per block of the dense pass: its one-byte codes (4 KB) are hashed while in L1.
+constexpr size_t kBlock = 4096;
+
+// The reference for one value: its level's magnitude (0..levels), its sign bit and its value.
+struct OneLevel {
+  uint32_t level;
+  uint32_t sign;
+  float value;
+};
+inline OneLevel LevelAt(const LevelPass& pass, size_t i) {
+  const uint32_t bits = std::bit_cast<uint32_t>(pass.source[i]);
+  const uint32_t sign = bits & 0x80000000u;
+  const uint32_t level =
+      kernels::StochasticLevel(std::bit_cast<float>(bits ^ sign), pass.scale, pass.levels,
+                               kernels::LevelDraw(pass.seed32, static_cast<uint32_t>(i)));
+  const float magnitude = pass.level_value != nullptr
+                              ? pass.level_value[level]
+                              : LevelValue(pass.scale_f, pass.levels, level);
+  return {level, sign, std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign)};
+}
+
+#if defined(__AVX2__)
+// kernels::StochasticLevel and LevelDraw for eight consecutive indices per call, in order from
+// `first`. Every step is the scalar one in float or uint32 lanes, so the levels are the same.
+class Levels8 {
+ public:
+  Levels8(const LevelPass& pass, size_t first)
+      : draw_(_mm256_add_epi32(
+            _mm256_set1_epi32(static_cast<int>(pass.seed32)),
+            _mm256_mullo_epi32(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + 1)),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                               _mm256_set1_epi32(static_cast<int>(kGolden))))),
+        pre_(_mm256_set1_ps(pass.scale.pre)),
+        factor_(_mm256_set1_ps(pass.scale.factor)),
+        top_(_mm256_set1_ps(static_cast<float>(pass.levels))) {}
+
+  // Level magnitudes of x[0..8) in uint32 lanes; `sign` gets their sign bits.
+  __m256i Next(const float* x, __m256i& sign) {
+    // LevelDraw: murmur3's finalizer over seed + (i + 1) * golden.
+    __m256i h = draw_;
+    draw_ = _mm256_add_epi32(draw_, _mm256_set1_epi32(static_cast<int>(8u * kGolden)));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32(static_cast<int>(0x85EBCA6Bu)));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32(static_cast<int>(0xC2B2AE35u)));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    const __m256 u =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 8)), _mm256_set1_ps(0x1p-24f));
+    // StochasticLevel: a = min(|x| pre factor, levels); floor(a) + (u < a - floor(a)).
+    // min_ps(a, top) is a < top ? a : top. The scalar's final clamp to `levels` never binds
+    // (a <= levels, an integer: floor(a) + 1 exceeds it only if a is levels, with remainder 0).
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_xor_si256(bits, sign));
+    const __m256 a = _mm256_min_ps(_mm256_mul_ps(_mm256_mul_ps(magnitude, pre_), factor_), top_);
+    const __m256i floor_a = _mm256_cvttps_epi32(a);
+    const __m256 up = _mm256_cmp_ps(u, _mm256_sub_ps(a, _mm256_cvtepi32_ps(floor_a)), _CMP_LT_OQ);
+    return _mm256_sub_epi32(floor_a, _mm256_castps_si256(up));
+  }
+
+ private:
+  static constexpr uint32_t kGolden = 0x9E3779B9u;
+  __m256i draw_;
+  const __m256 pre_, factor_, top_;
+};
+
+// ±LevelValue of eight levels. Gathering from the table costs a third of the pass; where the
+// table allows, a float multiply float(l) * step plus a per-level correction of -1, 0 or +1 ulp
+// gives the same bits (2 bits per level: levels 0..127 fit one register, looked up by a
+// permute and a shift).
+class LevelValues8 {
+ public:
+  explicit LevelValues8(const LevelPass& pass) : table_(pass.level_value) {
+    if (pass.levels > 127) return;
+    const float step = static_cast<float>(static_cast<double>(pass.scale_f) / pass.levels);
+    alignas(32) uint32_t words[8] = {};
+    for (uint32_t l = 0; l <= pass.levels; ++l) {
+      const float product = static_cast<float>(l) * step;
+      const int64_t ulps =
+          int64_t{std::bit_cast<uint32_t>(table_[l])} - int64_t{std::bit_cast<uint32_t>(product)};
+      if (ulps < -1 || ulps > 1) return;  // the gather then
+      words[l / 16] |= static_cast<uint32_t>(ulps + 1) << (2 * (l % 16));
+    }
+    step_ = _mm256_set1_ps(step);
+    corrections_ = _mm256_load_si256(reinterpret_cast<const __m256i*>(words));
+    multiply_ = true;
+  }
+
+  bool multiply() const { return multiply_; }
+
+  // l: levels 0..levels in uint32 lanes; sign: sign bits to OR in. kMultiply == multiply().
+  template <bool kMultiply>
+  __m256 Of(__m256i l, __m256i sign) const {
+    if constexpr (!kMultiply) {
+      return _mm256_or_ps(_mm256_i32gather_ps(table_, l, 4), _mm256_castsi256_ps(sign));
+    }
+    const __m256i product = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(l), step_));
+    const __m256i word = _mm256_permutevar8x32_epi32(corrections_, _mm256_srli_epi32(l, 4));
+    const __m256i shift = _mm256_slli_epi32(_mm256_and_si256(l, _mm256_set1_epi32(15)), 1);
+    const __m256i ulps_plus_one =
+        _mm256_and_si256(_mm256_srlv_epi32(word, shift), _mm256_set1_epi32(3));
+    const __m256i bits =
+        _mm256_sub_epi32(_mm256_add_epi32(product, ulps_plus_one), _mm256_set1_epi32(1));
+    return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
+  }
+
+ private:
+  const float* table_;
+  bool multiply_ = false;
+  __m256 step_ = _mm256_setzero_ps();
+  __m256i corrections_ = _mm256_setzero_si256();
+};
+
+// The dense pass over source[begin, end) 32 values a turn (four codes vectors pack into one of
+// bytes); returns where it stopped (the scalar loop does the rest) and adds the zero levels.
+template <bool kMultiply, bool kCodes, bool kResidual>
+size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t begin, size_t end,
+                  float* __restrict out, uint8_t* __restrict codes, float* residual,
+                  size_t& zero_levels) {
+  const float* in = pass.source.data();
+  Levels8 levels(pass, begin);
+  __m256i zeros = _mm256_setzero_si256();
+  size_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    __m256i code[4];
+    for (int k = 0; k < 4; ++k) {
+      const size_t at = i + 8 * static_cast<size_t>(k);
+      __m256i sign;
+      const __m256i l = levels.Next(in + at, sign);
+      // Without codes, zero levels are counted per lane; with them, per byte below.
+      if constexpr (!kCodes) {
+        zeros = _mm256_sub_epi32(zeros, _mm256_cmpeq_epi32(l, _mm256_setzero_si256()));
+      }
+      const __m256 v = value_of.Of<kMultiply>(l, sign);
+      if constexpr (kResidual) {
+        _mm256_storeu_ps(residual + at, _mm256_sub_ps(_mm256_loadu_ps(in + at), v));
+      }
+      _mm256_storeu_ps(out + at, v);
+      if constexpr (kCodes) code[k] = _mm256_or_si256(l, _mm256_srli_epi32(sign, 24));
+    }
+    if constexpr (kCodes) {
+      // packus interleaves 128-bit lanes: bytes come out as 0-3 8-11 16-19 24-27 4-7 ...; the
+      // permutation restores the order.
+      const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(code[0], code[1]),
+                                                _mm256_packus_epi32(code[2], code[3]));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(codes + i),
+          _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      const __m256i level_bits = _mm256_and_si256(bytes, _mm256_set1_epi8(0x7F));
+      zero_levels += static_cast<size_t>(std::popcount(static_cast<uint32_t>(
+          _mm256_movemask_epi8(_mm256_cmpeq_epi8(level_bits, _mm256_setzero_si256())))));
+    }
+  }
+  alignas(32) uint32_t lane_zeros[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_zeros), zeros);
+  for (uint32_t z : lane_zeros) zero_levels += z;
+  return i;
+}
+
+using DenseBlockFn = size_t (*)(const LevelPass&, const LevelValues8&, size_t, size_t, float*,
+                                uint8_t*, float*, size_t&);
+template <bool kMultiply>
+DenseBlockFn PickDenseBlock(bool codes, bool residual) {
+  if (codes) {
+    return residual ? DenseBlock<kMultiply, true, true> : DenseBlock<kMultiply, true, false>;
+  }
+  return residual ? DenseBlock<kMultiply, false, true> : DenseBlock<kMultiply, false, false>;
+}
+#endif
+
+}  // namespace
+
+size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* codes,
+                     PayloadHash* hash, float* residual) {
+  const size_t n = pass.source.size();
+  MURMUR_CHECK_EQ(values.size(), n);
+  MURMUR_CHECK(codes == nullptr || pass.levels <= 127) << "levels " << pass.levels;
+  MURMUR_CHECK(residual == nullptr || residual == pass.source.data());
+  const float* in = pass.source.data();
+  float* __restrict out = values.data();
+  size_t nonzero = 0;
+#if defined(__AVX2__)
+  std::optional<LevelValues8> value_of;
+  DenseBlockFn block = nullptr;
+  if (pass.level_value != nullptr) {
+    value_of.emplace(pass);
+    block = value_of->multiply() ? PickDenseBlock<true>(codes != nullptr, residual != nullptr)
+                                 : PickDenseBlock<false>(codes != nullptr, residual != nullptr);
+  }
+#endif
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    size_t i = begin;
+#if defined(__AVX2__)
+    if (block != nullptr) {
+      size_t zero_levels = 0;
+      i = block(pass, *value_of, begin, end, out, codes, residual, zero_levels);
+      nonzero += (i - begin) - zero_levels;
+    }
+#endif
+    for (; i < end; ++i) {
+      const OneLevel one = LevelAt(pass, i);
+      nonzero += one.level != 0 ? 1 : 0;
+      if (residual != nullptr) residual[i] = in[i] - one.value;
+      out[i] = one.value;
+      if (codes != nullptr) codes[i] = static_cast<uint8_t>(one.level | (one.sign >> 24));
+    }
+    if (hash != nullptr) hash->Add(reinterpret_cast<const std::byte*>(codes + begin), end - begin);
+  }
+  return nonzero;
+}
+
+bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
+                    std::vector<float>& values) {
+  indices.clear();
+  values.clear();
+  const size_t n = pass.source.size();
+  if (limit == 0) return false;
+  auto keep = [&](size_t i, float value) {
+    indices.push_back(static_cast<uint32_t>(i));
+    values.push_back(value);
+    return indices.size() < limit;
+  };
+  size_t i = 0;
+#if defined(__AVX2__)
+  if (pass.level_value != nullptr) {
+    Levels8 levels(pass, 0);
+    for (; i + 8 <= n; i += 8) {
+      __m256i sign;
+      const __m256i l = levels.Next(pass.source.data() + i, sign);
+      auto nonzero = static_cast<uint32_t>(_mm256_movemask_ps(
+                         _mm256_castsi256_ps(_mm256_cmpeq_epi32(l, _mm256_setzero_si256())))) ^
+                     0xFFu;
+      if (nonzero == 0) continue;
+      alignas(32) uint32_t level[8], sign_bits[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(level), l);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sign_bits), sign);
+      for (; nonzero != 0; nonzero &= nonzero - 1) {
+        const int k = std::countr_zero(nonzero);
+        const float value = std::bit_cast<float>(
+            std::bit_cast<uint32_t>(pass.level_value[level[k]]) | sign_bits[k]);
+        if (!keep(i + static_cast<size_t>(k), value)) return false;
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const OneLevel one = LevelAt(pass, i);
+    if (one.level != 0 && !keep(i, one.value)) return false;
+  }
+  return true;
+}
+
+}  // namespace murmur::coding::internal

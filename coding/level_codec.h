@@ -1,0 +1,51 @@
+#pragma once
+// QSGD's and int8's quantizing pass at memory speed (internal to coding/; Compressor::Quantize
+// calls it). Each value's level is kernels::StochasticLevel over kernels::LevelDraw, the draws
+// and rounding every backend shares; with AVX2 eight of them are computed at once, the draws'
+// counter advancing as a vector and the level values gathered from the LevelValue table.
+//
+// Two forms of the same levels:
+// - dense: every value, and with int8 its one-byte wire codes written into the payload and
+//   hashed block by block while in L1; with error feedback the residual (the source itself)
+//   becomes source - value in the same pass;
+// - sparse: only the non-zero levels, for QSGD's few-level updates where most levels are 0
+//   (no model-sized write at all); it gives up once the update would be denser than the
+//   bitmap's break-even, and the caller takes the dense form.
+//
+// Bit-identical to the scalar reference (kernels::cpu::StochasticLevels + LevelValue):
+// DeviceCompressorTest compares them at edge sizes, LevelCodecTest sweeps the forms' edges.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "coding/update.h"
+#include "kernels/compress_ops.h"
+
+namespace murmur::coding::internal {
+
+class PayloadHash;
+
+struct LevelPass {
+  std::span<const float> source;  // finite
+  uint32_t levels = 0;
+  kernels::LevelScale scale;
+  uint32_t seed32 = 0;
+  float scale_f = 0;                   // LevelValue's scale
+  const float* level_value = nullptr;  // LevelValue of 0..levels, or null (levels too many)
+};
+
+// values[i] = ±LevelValue(level_i), signed like source[i]. codes (nullable; REQUIRES
+// levels <= 127) receive level | sign << 7 and `hash` (nullable) each block of them. residual
+// (nullable) must be source's storage and becomes source - value. Returns how many levels are
+// non-zero. REQUIRES values.size() == source.size().
+size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* codes,
+                     PayloadHash* hash, float* residual);
+
+// indices/values = the non-zero levels' positions and values, in order, when there are fewer
+// than `limit` of them; otherwise false (their contents are then unspecified).
+bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
+                    std::vector<float>& values);
+
+}  // namespace murmur::coding::internal

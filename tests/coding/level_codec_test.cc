@@ -1,0 +1,217 @@
+// coding/level_codec.h against the scalar definition (kernels::StochasticLevel over LevelDraw,
+// LevelValue): both forms, every level count class (1, few, int8's 127, a gathered 255, an
+// untabled 70,000), sizes around the 8- and 32-wide steps and the 4096-value blocks, and inputs
+// with zeros, -0, subnormals and huge values. Then the Compressor that picks between the forms,
+// against DeviceCompressor's host kernels while the density swings from step to step.
+#include "coding/level_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <random>
+
+#include "coding/compressor.h"
+#include "coding/device_compressor.h"
+#include "coding/update_codec.h"
+#include "coding/vector_ops.h"
+#include "kernels/device.h"
+
+namespace murmur::coding {
+namespace {
+
+constexpr uint64_t kSeed = 77;
+
+enum class Input { kNormal, kEdges, kMostlyZero, kTiny, kFlat };
+
+std::vector<float> Make(Input kind, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = normal(rng);
+    switch (kind) {
+      case Input::kNormal:
+        v[i] = x;
+        break;
+      case Input::kEdges: {
+        const float edges[] = {0.0f, -0.0f, 1e-45f, -1e-40f, 3e38f, -1.0f, 0.5f, x};
+        v[i] = edges[rng() % 8];
+        break;
+      }
+      case Input::kMostlyZero:
+        v[i] = rng() % 50 == 0 ? x : 0.0f;
+        break;
+      case Input::kTiny:
+        v[i] = x * 1e-38f;
+        break;  // per_level beyond float: a pre-scale
+      case Input::kFlat:
+        v[i] = x < 0 ? -1.0f : 1.0f;
+        break;
+    }
+  }
+  return v;
+}
+
+struct Reference {
+  std::vector<float> values;
+  std::vector<uint8_t> codes;
+  std::vector<uint32_t> levels;
+  size_t nonzero = 0;
+};
+
+Reference Scalar(const internal::LevelPass& pass) {
+  Reference r;
+  for (size_t i = 0; i < pass.source.size(); ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(pass.source[i]);
+    const uint32_t sign = bits & 0x80000000u;
+    const uint32_t level =
+        kernels::StochasticLevel(std::bit_cast<float>(bits ^ sign), pass.scale, pass.levels,
+                                 kernels::LevelDraw(pass.seed32, static_cast<uint32_t>(i)));
+    const float magnitude = LevelValue(pass.scale_f, pass.levels, level);
+    r.values.push_back(std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign));
+    r.codes.push_back(static_cast<uint8_t>(level | (sign >> 24)));
+    r.levels.push_back(level);
+    r.nonzero += level != 0 ? 1 : 0;
+  }
+  return r;
+}
+
+std::vector<uint32_t> Bits(std::span<const float> v) {
+  std::vector<uint32_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = std::bit_cast<uint32_t>(v[i]);
+  return bits;
+}
+
+TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const size_t sizes[] = {0, 1, 7, 8, 31, 32, 33, 4095, 4096, 4097, 8200, 40003};
+  for (const Input kind : {Input::kNormal, Input::kEdges, Input::kMostlyZero, Input::kTiny}) {
+    for (const uint32_t levels : {1u, 4u, 16u, 127u, 255u, 70000u}) {
+      for (const size_t n : sizes) {
+        SCOPED_TRACE(::testing::Message()
+                     << "input " << static_cast<int>(kind) << " levels " << levels << " n " << n);
+        const std::vector<float> source = Make(kind, n, kSeed + n);
+        // The scale as QSGD picks it (the norm), or int8 (the largest magnitude).
+        double scale = levels == 127 ? 0.0 : std::sqrt(SquaredL2Norm(source));
+        for (float x : source) {
+          if (levels == 127) scale = std::max<double>(scale, std::fabs(x));
+        }
+        if (scale == 0) scale = 1;
+        scale = std::min(scale, double{std::numeric_limits<float>::max()});
+        const auto scale_f = static_cast<float>(scale);
+        std::vector<float> table;
+        if (levels <= kMaxLevelTable) FillLevelTable(scale_f, levels, table);
+        const internal::LevelPass pass{source,
+                                       levels,
+                                       kernels::MakeLevelScale(levels / scale),
+                                       static_cast<uint32_t>(kSeed * 2654435761u + n),
+                                       scale_f,
+                                       table.empty() ? nullptr : table.data()};
+        const Reference want = Scalar(pass);
+
+        std::vector<float> values(n, -1.0f);
+        std::vector<uint8_t> codes(n, 0xAA);
+        const bool with_codes = levels <= 127;
+        EXPECT_EQ(internal::QuantizeDense(pass, values, with_codes ? codes.data() : nullptr,
+                                          nullptr, nullptr),
+                  want.nonzero);
+        EXPECT_EQ(Bits(values), Bits(want.values));
+        if (with_codes) {
+          EXPECT_EQ(codes, want.codes);
+        }
+
+        // With a residual: the pass writes source - value over the source.
+        std::vector<float> residual = source;
+        internal::LevelPass in_place = pass;
+        in_place.source = residual;
+        EXPECT_EQ(internal::QuantizeDense(in_place, values, nullptr, nullptr, residual.data()),
+                  want.nonzero);
+        EXPECT_EQ(Bits(values), Bits(want.values));
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(residual[i]),
+                    std::bit_cast<uint32_t>(source[i] - want.values[i]))
+              << "i " << i;
+        }
+
+        std::vector<uint32_t> want_indices, got_indices;
+        std::vector<float> want_values, got_values;
+        for (size_t i = 0; i < n; ++i) {
+          if (want.levels[i] == 0) continue;
+          want_indices.push_back(static_cast<uint32_t>(i));
+          want_values.push_back(want.values[i]);
+        }
+        ASSERT_TRUE(internal::QuantizeSparse(pass, want.nonzero + 1, got_indices, got_values));
+        EXPECT_EQ(got_indices, want_indices);
+        EXPECT_EQ(Bits(got_values), Bits(want_values));
+        // One entry fewer allowed than there are: the sparse form gives up.
+        EXPECT_FALSE(internal::QuantizeSparse(pass, want.nonzero, got_indices, got_values));
+      }
+    }
+  }
+}
+
+// The Compressor tries the last step's form first. Swinging the density between steps (sparse
+// after dense and back) must change nothing but the speed: every step equals DeviceCompressor's
+// on the CPU (the scalar kernels), and the bytes equal EncodeUpdate's.
+TEST(LevelCodecTest, CompressorFollowsTheDensityFromStepToStep) {
+  const size_t d = 9001;
+  const Input schedule[] = {Input::kNormal, Input::kMostlyZero, Input::kMostlyZero,
+                            Input::kFlat,   Input::kEdges,      Input::kMostlyZero,
+                            Input::kTiny,   Input::kFlat,       Input::kNormal};
+  // A flat vector of d values makes s/sqrt(d) of a level each: dense from s ~ sqrt(d) = 95.
+  struct Spec {
+    const char* spec;
+    bool crosses;
+  };
+  for (const auto [spec, crosses] :
+       {Spec{"qsgd:4,ef=off", false}, Spec{"qsgd:1,ef=off", false}, Spec{"qsgd:128,ef=off", true},
+        Spec{"qsgd:8,rescale=on,ef=on", false}, Spec{"qsgd:200,rescale=on,ef=on", true},
+        Spec{"int8", true}, Spec{"int8,ef=off", true}}) {
+    SCOPED_TRACE(spec);
+    auto options = ParseCompressorSpec(spec);
+    ASSERT_TRUE(options.ok()) << options.status();
+    auto host = Compressor::Create(*options, d);
+    auto reference = DeviceCompressor::Create(*options, d, kernels::Device::Cpu());
+    ASSERT_TRUE(host.ok() && reference.ok()) << reference.status();
+    size_t sparse_steps = 0, dense_steps = 0, to_dense = 0, to_sparse = 0;
+    std::optional<bool> was_dense;
+    for (size_t step = 0; step < std::size(schedule); ++step) {
+      SCOPED_TRACE(::testing::Message() << "step " << step);
+      const std::vector<float> input = Make(schedule[step], d, kSeed + 100 + step);
+      Update got, want;
+      std::vector<std::byte> bytes, want_bytes;
+      const Status got_status = host->Compress(input, got, bytes);
+      const Status want_status = reference->Compress(input, want);
+      ASSERT_EQ(got_status.ok(), want_status.ok()) << got_status << " / " << want_status;
+      if (!got_status.ok()) continue;  // the edges' huge values overflow some residual sums
+      EXPECT_EQ(got.dense, want.dense);
+      EXPECT_EQ(got.indices, want.indices);
+      // Equal as numbers: a negative value's zero level is -0 here and +0 there (the device
+      // kernels keep levels as signed integers, which have no -0).
+      EXPECT_EQ(got.values, want.values);
+      EXPECT_EQ(got.format, want.format);
+      EncodeUpdate(got, want_bytes);
+      EXPECT_EQ(bytes, want_bytes);
+      if (options->error_feedback) {
+        EXPECT_TRUE(std::equal(host->residual().begin(), host->residual().end(),
+                               reference->residual().begin(), reference->residual().end()));
+      }
+      (got.dense ? dense_steps : sparse_steps) += 1;
+      if (was_dense && *was_dense != got.dense) (got.dense ? to_dense : to_sparse) += 1;
+      was_dense = got.dense;
+    }
+    std::printf("%s: %zu dense steps, %zu sparse; %zu turns to dense, %zu to sparse\n", spec,
+                dense_steps, sparse_steps, to_dense, to_sparse);
+    if (crosses) {  // both ways: a failed sparse attempt, and a dense pass that compacts
+      EXPECT_GT(to_dense, 0u);
+      EXPECT_GT(to_sparse, 0u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace murmur::coding
