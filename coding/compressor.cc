@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "base/check.h"
+#include "base/lane_sum.h"
 #include "coding/dense_codec.h"
 #include "coding/level_codec.h"
 #include "coding/update_codec.h"
@@ -313,23 +314,34 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
   // selections find a NaN or infinity in their own scan (selection.h), the quantizers in their
   // scale's, and everything else checks first.
   std::span<const float> source = input;
-  uint32_t largest_bits = kUnknownLargest;
+  SourceFacts facts;
   if (options_.error_feedback) {
     spare_.resize(residual_size_);
     const float* __restrict r = residual_.data();
     const float* __restrict in = input.data();
     float* __restrict sum = spare_.data();
     // The sums' largest magnitude bits: a NaN or infinity has the largest, and int8's scale is
-    // this maximum.
+    // this maximum. QSGD's scale, the sums' norm, is summed here too, in SquaredL2Norm's order.
     uint32_t largest = 0;
-    for (size_t i = 0; i < residual_size_; ++i) {
-      const float t = r[i] + in[i];
-      sum[i] = t;
+    auto add = [&](size_t k) {
+      const float t = r[k] + in[k];
+      sum[k] = t;
       const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
       largest = magnitude > largest ? magnitude : largest;
+      return t;
+    };
+    if (options_.op == Operator::kQsgd) {
+      Lanes squares;
+      ForEachLane(residual_size_, [&](size_t k, size_t l) {
+        const double t = add(k);
+        squares.v[l] += t * t;
+      });
+      facts.squared_norm = squares.Total();
+    } else {
+      for (size_t k = 0; k < residual_size_; ++k) add(k);
     }
     if (largest >= 0x7F800000u) return RefusedInput(input);
-    largest_bits = largest;
+    facts.largest_bits = largest;
     residual_.swap(spare_);
     source = residual_;
   } else if (!HasThreshold(options_.op) && !quantizer) {
@@ -358,7 +370,7 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
     case Operator::kQsgd:
     case Operator::kInt8:
       // Without error feedback the scale's pass is the finiteness check.
-      if (!Quantize(source, largest_bits, out, encoded)) {
+      if (!Quantize(source, facts, out, encoded)) {
         out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
         return RefusedInput(input);
       }
@@ -433,7 +445,7 @@ bool Compressor::Select(std::span<const float> source, Update& out) {
   return true;
 }
 
-bool Compressor::Quantize(std::span<const float> source, uint32_t largest_bits, Update& out,
+bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Update& out,
                           std::vector<std::byte>* encoded) {
   // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
   // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
@@ -441,9 +453,10 @@ bool Compressor::Quantize(std::span<const float> source, uint32_t largest_bits, 
   const uint32_t levels = qsgd ? options_.levels : 127;
   double scale = 0;
   if (qsgd) {
-    scale = std::sqrt(SquaredL2Norm(source));
+    scale = std::sqrt(facts.squared_norm ? *facts.squared_norm : SquaredL2Norm(source));
   } else {
-    if (largest_bits == kUnknownLargest) {
+    uint32_t largest_bits = facts.largest_bits;
+    if (largest_bits == SourceFacts::kUnknown) {
       // max |v| as the largest magnitude bits: an integer max, which vectorizes where a
       // floating one does not without -ffast-math; the same value (the input is finite).
       largest_bits = 0;

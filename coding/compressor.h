@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -117,11 +118,15 @@ class Compressor {
   // False when source holds a NaN or infinity (then nothing but `out` changed).
   bool Select(std::span<const float> source, Update& out);
   Status CompressInto(std::span<const float> input, Update& out, std::vector<std::byte>* encoded);
-  // False when source holds a NaN or infinity (then nothing but `out` changed). largest_bits is
-  // source's largest magnitude bits when the caller knows them (kUnknownLargest otherwise); with
-  // an `encoded` output int8 writes its bytes (encoded_fresh_).
-  static constexpr uint32_t kUnknownLargest = 0xFFFFFFFFu;
-  bool Quantize(std::span<const float> source, uint32_t largest_bits, Update& out,
+  // What error feedback's sum pass learned of the source, for the quantizers' scales.
+  struct SourceFacts {
+    static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+    uint32_t largest_bits = kUnknown;    // the largest magnitude's bits
+    std::optional<double> squared_norm;  // SquaredL2Norm(source)
+  };
+  // False when source holds a NaN or infinity (then nothing but `out` changed). With an
+  // `encoded` output int8 writes its bytes (encoded_fresh_).
+  bool Quantize(std::span<const float> source, SourceFacts facts, Update& out,
                 std::vector<std::byte>* encoded);
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.

@@ -1,9 +1,11 @@
 #include "coding/level_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "base/check.h"
 #include "coding/dense_codec.h"
@@ -49,9 +51,16 @@ class Levels8 {
                                _mm256_set1_epi32(static_cast<int>(kGolden))))),
         pre_(_mm256_set1_ps(pass.scale.pre)),
         factor_(_mm256_set1_ps(pass.scale.factor)),
-        top_(_mm256_set1_ps(static_cast<float>(pass.levels))) {}
+        top_(_mm256_set1_ps(static_cast<float>(pass.levels))),
+        prescaled_(pass.scale.pre != 1.0f) {}
 
-  // Level magnitudes of x[0..8) in uint32 lanes; `sign` gets their sign bits.
+  // Whether |x| is pre-scaled (a tiny scale); otherwise pre is 1 and its multiply is skipped
+  // (x * 1 is x).
+  bool prescaled() const { return prescaled_; }
+
+  // Level magnitudes of x[0..8) in uint32 lanes; `sign` gets their sign bits. kPrescaled ==
+  // prescaled().
+  template <bool kPrescaled>
   __m256i Next(const float* x, __m256i& sign) {
     // LevelDraw: murmur3's finalizer over seed + (i + 1) * golden.
     __m256i h = draw_;
@@ -69,7 +78,8 @@ class Levels8 {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
     sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x80000000u)));
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_xor_si256(bits, sign));
-    const __m256 a = _mm256_min_ps(_mm256_mul_ps(_mm256_mul_ps(magnitude, pre_), factor_), top_);
+    const __m256 scaled = kPrescaled ? _mm256_mul_ps(magnitude, pre_) : magnitude;
+    const __m256 a = _mm256_min_ps(_mm256_mul_ps(scaled, factor_), top_);
     const __m256i floor_a = _mm256_cvttps_epi32(a);
     const __m256 up = _mm256_cmp_ps(u, _mm256_sub_ps(a, _mm256_cvtepi32_ps(floor_a)), _CMP_LT_OQ);
     return _mm256_sub_epi32(floor_a, _mm256_castps_si256(up));
@@ -79,6 +89,7 @@ class Levels8 {
   static constexpr uint32_t kGolden = 0x9E3779B9u;
   __m256i draw_;
   const __m256 pre_, factor_, top_;
+  const bool prescaled_;
 };
 
 // ±LevelValue of eight levels. Gathering from the table costs a third of the pass; where the
@@ -130,10 +141,16 @@ class LevelValues8 {
 
 // The dense pass over source[begin, end) 32 values a turn (four codes vectors pack into one of
 // bytes); returns where it stopped (the scalar loop does the rest) and adds the zero levels.
-template <bool kMultiply, bool kCodes, bool kResidual>
+// kFlags: which variant (kMultiplyFlag ... below), so that each loop carries no branch.
+constexpr int kMultiplyFlag = 1, kCodesFlag = 2, kResidualFlag = 4, kPrescaledFlag = 8;
+
+template <int kFlags>
 size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t begin, size_t end,
                   float* __restrict out, uint8_t* __restrict codes, float* residual,
                   size_t& zero_levels) {
+  constexpr bool kMultiply = (kFlags & kMultiplyFlag) != 0;
+  constexpr bool kCodes = (kFlags & kCodesFlag) != 0;
+  constexpr bool kResidual = (kFlags & kResidualFlag) != 0;
   const float* in = pass.source.data();
   Levels8 levels(pass, begin);
   __m256i zeros = _mm256_setzero_si256();
@@ -143,7 +160,7 @@ size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t be
     for (int k = 0; k < 4; ++k) {
       const size_t at = i + 8 * static_cast<size_t>(k);
       __m256i sign;
-      const __m256i l = levels.Next(in + at, sign);
+      const __m256i l = levels.Next<(kFlags & kPrescaledFlag) != 0>(in + at, sign);
       // Without codes, zero levels are counted per lane; with them, per byte below.
       if constexpr (!kCodes) {
         zeros = _mm256_sub_epi32(zeros, _mm256_cmpeq_epi32(l, _mm256_setzero_si256()));
@@ -176,12 +193,48 @@ size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t be
 
 using DenseBlockFn = size_t (*)(const LevelPass&, const LevelValues8&, size_t, size_t, float*,
                                 uint8_t*, float*, size_t&);
-template <bool kMultiply>
-DenseBlockFn PickDenseBlock(bool codes, bool residual) {
-  if (codes) {
-    return residual ? DenseBlock<kMultiply, true, true> : DenseBlock<kMultiply, true, false>;
+template <size_t... kFlags>
+constexpr std::array<DenseBlockFn, sizeof...(kFlags)> DenseBlocks(std::index_sequence<kFlags...>) {
+  return {DenseBlock<static_cast<int>(kFlags)>...};
+}
+constexpr auto kDenseBlocks = DenseBlocks(std::make_index_sequence<16>());
+
+// QuantizeSparse's vector part: every whole group of 8; i is where it stopped. False once the
+// entries reach `limit`. A block's entries are staged on the stack and appended after it: no
+// call inside the loop, so its vector state stays in registers.
+template <bool kPrescaled>
+bool SparseBlocks(const LevelPass& pass, size_t limit, size_t& i, std::vector<uint32_t>& indices,
+                  std::vector<float>& values) {
+  const size_t n = pass.source.size();
+  uint32_t staged_index[kBlock];
+  float staged_value[kBlock];
+  Levels8 levels(pass, 0);
+  for (size_t begin = 0; begin + 8 <= n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    size_t staged = 0;
+    for (; i + 8 <= end; i += 8) {
+      __m256i sign;
+      const __m256i l = levels.Next<kPrescaled>(pass.source.data() + i, sign);
+      auto nonzero = static_cast<uint32_t>(_mm256_movemask_ps(
+                         _mm256_castsi256_ps(_mm256_cmpeq_epi32(l, _mm256_setzero_si256())))) ^
+                     0xFFu;
+      if (nonzero == 0) continue;
+      alignas(32) uint32_t level[8], sign_bits[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(level), l);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sign_bits), sign);
+      for (; nonzero != 0; nonzero &= nonzero - 1) {
+        const int k = std::countr_zero(nonzero);
+        staged_index[staged] = static_cast<uint32_t>(i + static_cast<size_t>(k));
+        staged_value[staged] = std::bit_cast<float>(
+            std::bit_cast<uint32_t>(pass.level_value[level[k]]) | sign_bits[k]);
+        ++staged;
+      }
+    }
+    if (indices.size() + staged >= limit) return false;
+    indices.insert(indices.end(), staged_index, staged_index + staged);
+    values.insert(values.end(), staged_value, staged_value + staged);
   }
-  return residual ? DenseBlock<kMultiply, false, true> : DenseBlock<kMultiply, false, false>;
+  return true;
 }
 #endif
 
@@ -201,8 +254,10 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
   DenseBlockFn block = nullptr;
   if (pass.level_value != nullptr) {
     value_of.emplace(pass);
-    block = value_of->multiply() ? PickDenseBlock<true>(codes != nullptr, residual != nullptr)
-                                 : PickDenseBlock<false>(codes != nullptr, residual != nullptr);
+    block = kDenseBlocks[(value_of->multiply() ? kMultiplyFlag : 0) |
+                         (codes != nullptr ? kCodesFlag : 0) |
+                         (residual != nullptr ? kResidualFlag : 0) |
+                         (pass.scale.pre != 1.0f ? kPrescaledFlag : 0)];
   }
 #endif
   for (size_t begin = 0; begin < n; begin += kBlock) {
@@ -240,25 +295,10 @@ bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& 
   };
   size_t i = 0;
 #if defined(__AVX2__)
-  if (pass.level_value != nullptr) {
-    Levels8 levels(pass, 0);
-    for (; i + 8 <= n; i += 8) {
-      __m256i sign;
-      const __m256i l = levels.Next(pass.source.data() + i, sign);
-      auto nonzero = static_cast<uint32_t>(_mm256_movemask_ps(
-                         _mm256_castsi256_ps(_mm256_cmpeq_epi32(l, _mm256_setzero_si256())))) ^
-                     0xFFu;
-      if (nonzero == 0) continue;
-      alignas(32) uint32_t level[8], sign_bits[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(level), l);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(sign_bits), sign);
-      for (; nonzero != 0; nonzero &= nonzero - 1) {
-        const int k = std::countr_zero(nonzero);
-        const float value = std::bit_cast<float>(
-            std::bit_cast<uint32_t>(pass.level_value[level[k]]) | sign_bits[k]);
-        if (!keep(i + static_cast<size_t>(k), value)) return false;
-      }
-    }
+  if (pass.level_value != nullptr &&
+      !(pass.scale.pre != 1.0f ? SparseBlocks<true>(pass, limit, i, indices, values)
+                               : SparseBlocks<false>(pass, limit, i, indices, values))) {
+    return false;
   }
 #endif
   for (; i < n; ++i) {
