@@ -308,4 +308,50 @@ bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& 
   return true;
 }
 
+bool DecodeByteLevels(const std::byte* codes, size_t count, float scale, uint32_t levels,
+                      float* values) {
+  MURMUR_CHECK(levels >= 1 && levels <= 127) << "levels " << levels;
+  thread_local std::vector<float> table;
+  FillLevelTable(scale, levels, table);
+  const auto* in = reinterpret_cast<const uint8_t*>(codes);
+  uint32_t too_high = 0;
+  size_t i = 0;
+#if defined(__AVX2__)
+  LevelPass pass;
+  pass.levels = levels;
+  pass.scale_f = scale;
+  pass.level_value = table.data();
+  const LevelValues8 value_of(pass);
+  const __m256i top = _mm256_set1_epi32(static_cast<int>(levels));
+  __m256i above = _mm256_setzero_si256();
+  auto decode = [&]<bool kMultiply>() {
+    for (; i + 8 <= count; i += 8) {
+      uint64_t eight;
+      std::memcpy(&eight, in + i, sizeof(eight));
+      const __m256i code = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(eight)));
+      const __m256i l = _mm256_and_si256(code, _mm256_set1_epi32(0x7F));
+      above = _mm256_or_si256(above, _mm256_cmpgt_epi32(l, top));
+      const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(code, 7), 31);
+      // An out-of-range level's lookup stays inside the correction register (l <= 127); its
+      // value is discarded with the update.
+      _mm256_storeu_ps(values + i, value_of.Of<kMultiply>(_mm256_min_epu32(l, top), sign));
+    }
+  };
+  if (value_of.multiply()) {
+    decode.template operator()<true>();
+  } else {
+    decode.template operator()<false>();
+  }
+  too_high = static_cast<uint32_t>(_mm256_movemask_epi8(above));
+#endif
+  for (; i < count; ++i) {
+    const uint32_t level = in[i] & 0x7Fu;
+    too_high |= level > levels ? 1u : 0u;
+    const uint32_t sign = static_cast<uint32_t>(in[i] >> 7) << 31;
+    values[i] =
+        std::bit_cast<float>(std::bit_cast<uint32_t>(table[std::min(level, levels)]) | sign);
+  }
+  return too_high == 0;
+}
+
 }  // namespace murmur::coding::internal

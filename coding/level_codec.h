@@ -48,4 +48,10 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
 bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
                     std::vector<float>& values);
 
+// The receive side of one-byte level codes (level | sign << 7, levels <= 127): values[i] =
+// ±LevelValue(scale, levels, level_i), with the multiply and correction above. False when some
+// level exceeds `levels` (values then hold unspecified contents; the caller names the first).
+bool DecodeByteLevels(const std::byte* codes, size_t count, float scale, uint32_t levels,
+                      float* values);
+
 }  // namespace murmur::coding::internal

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "coding/level_codec.h"
 #include "coding/update_codec.h"
 #include "coding/update_wire.h"
 #include "coding/vector_ops.h"
@@ -321,6 +322,10 @@ Status DecodeUpdate(std::span<const std::byte> bytes, uint32_t expected_dimensio
       break;
     case ValueCoding::kLevels: {
       const int level_bits = bits - 1;
+      if (bits == 8 && internal::DecodeByteLevels(value_begin, count, format.scale, format.levels,
+                                                  out.values.data())) {
+        break;  // int8's one-byte codes, 8 at a time; a refusal is searched below for its name
+      }
       const uint32_t level_mask = (1u << level_bits) - 1;
       thread_local std::vector<float> table;
       const bool tabled = format.levels <= kMaxLevelTable;

@@ -154,6 +154,65 @@ TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
   }
 }
 
+// int8's receive side: one-byte codes to values, against LevelValue, at sizes around the 8-wide
+// step; a level above `levels` anywhere (vector part or tail) refuses the codes, and
+// DecodeUpdate then names the first such value.
+TEST(LevelCodecTest, ByteCodesDecodeToTheScalarValuesAndRefuseALevelAboveTheTop) {
+  std::mt19937_64 rng(kSeed);
+  for (const uint32_t levels : {1u, 5u, 100u, 127u}) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{4099}}) {
+      for (const float scale : {1.0f, 3.7e-3f, 2.5e30f, 1e-40f}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "levels " << levels << " n " << n << " scale " << scale);
+        std::vector<std::byte> codes(n);
+        std::vector<float> want(n);
+        for (size_t i = 0; i < n; ++i) {
+          const auto level = static_cast<uint32_t>(rng() % (levels + 1));
+          const uint32_t sign = rng() % 2;
+          codes[i] = static_cast<std::byte>(level | sign << 7);
+          want[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(LevelValue(scale, levels, level)) |
+                                         sign << 31);
+        }
+        std::vector<float> got(n, -1.0f);
+        ASSERT_TRUE(internal::DecodeByteLevels(codes.data(), n, scale, levels, got.data()));
+        EXPECT_EQ(Bits(got), Bits(want));
+        if (levels == 127) continue;  // 7 bits hold nothing above it
+        for (const size_t at : {size_t{0}, n / 2, n - 1}) {
+          if (n == 0) break;
+          std::vector<std::byte> bad = codes;
+          bad[at] = static_cast<std::byte>(levels + 1);
+          EXPECT_FALSE(internal::DecodeByteLevels(bad.data(), n, scale, levels, got.data()))
+              << "at " << at;
+        }
+      }
+    }
+  }
+  // Through DecodeUpdate: one-byte codes of 100 levels, value 4001 tampered to level 127 (and
+  // the checksum made to match, as a hostile sender would).
+  Update update;
+  update.Clear(Operator::kInt8, 4099);
+  update.dense = true;
+  update.format.coding = ValueCoding::kLevels;
+  update.format.levels = 100;
+  update.format.scale = 2.0f;
+  for (uint32_t i = 0; i < 4099; ++i) {
+    update.values.push_back((i % 2 ? -1 : 1) * LevelValue(2.0f, 100, i % 101));
+  }
+  ASSERT_EQ(update.format.BitsPerValue(), 8);
+  std::vector<std::byte> bytes;
+  EncodeUpdate(update, bytes);
+  Update decoded;
+  ASSERT_TRUE(DecodeUpdate(bytes, 4099, decoded).ok());
+  EXPECT_EQ(decoded.values, update.values);
+  bytes[kUpdateHeaderBytes + 4001] = static_cast<std::byte>(0x7F);
+  RewriteChecksum(bytes);
+  DecodeFailure failure{};
+  const Status refused = DecodeUpdate(bytes, 4099, decoded, &failure);
+  EXPECT_EQ(failure, DecodeFailure::kBadValue);
+  EXPECT_NE(refused.message().find("value 4001 has level 127 above 100"), std::string_view::npos)
+      << refused;
+}
+
 // The Compressor tries the last step's form first. Swinging the density between steps (sparse
 // after dense and back) must change nothing but the speed: every step equals DeviceCompressor's
 // on the CPU (the scalar kernels), and the bytes equal EncodeUpdate's.
