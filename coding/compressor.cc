@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <type_traits>
 
 #include "base/check.h"
 #include "base/lane_sum.h"

@@ -117,6 +117,7 @@ class Compressor {
   Compressor(const CompressorOptions& options, size_t dimension);
   // False when source holds a NaN or infinity (then nothing but `out` changed).
   bool Select(std::span<const float> source, Update& out);
+  // Both Compress overloads: `encoded` is null for the one without bytes.
   Status CompressInto(std::span<const float> input, Update& out, std::vector<std::byte>* encoded);
   // What error feedback's sum pass learned of the source, for the quantizers' scales.
   struct SourceFacts {

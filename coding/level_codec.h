@@ -2,12 +2,13 @@
 // QSGD's and int8's quantizing pass at memory speed (internal to coding/; Compressor::Quantize
 // calls it). Each value's level is kernels::StochasticLevel over kernels::LevelDraw, the draws
 // and rounding every backend shares; with AVX2 eight of them are computed at once, the draws'
-// counter advancing as a vector and the level values gathered from the LevelValue table.
+// counter advancing as a vector and a level's value float(l) * step corrected by a stored
+// -1/0/+1 ulp to LevelValue's bits (a gather from the table where that does not hold).
 //
 // Two forms of the same levels:
-// - dense: every value, and with int8 its one-byte wire codes written into the payload and
-//   hashed block by block while in L1; with error feedback the residual (the source itself)
-//   becomes source - value in the same pass;
+// - dense: every value, and one-byte wire codes (int8; QSGD of 64-127 levels) written into the
+//   payload and hashed block by block while in L1; with error feedback the residual (the source
+//   itself) becomes source - value in the same pass;
 // - sparse: only the non-zero levels, for QSGD's few-level updates where most levels are 0
 //   (no model-sized write at all); it gives up once the update would be denser than the
 //   bitmap's break-even, and the caller takes the dense form.
