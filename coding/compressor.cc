@@ -294,6 +294,35 @@ Status Compressor::Compress(std::span<const float> input, Update& out,
   return OkStatus();
 }
 
+Status Compressor::CompressDifference(std::span<const float> a, std::span<const float> b,
+                                      Update& out, std::vector<std::byte>& encoded) {
+  if (a.size() != b.size()) {
+    return InvalidArgumentError(fmt::format("compressor {}: a difference of {} and {} values",
+                                            OperatorName(options_.op), a.size(), b.size()));
+  }
+  if (options_.op != Operator::kTopK || options_.error_feedback || a.size() != residual_size_) {
+    difference_.resize(a.size());
+    for (size_t i = 0; i < a.size(); ++i) difference_[i] = a[i] - b[i];
+    return Compress(difference_, out, encoded);
+  }
+  out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+  if (!Select(a, out, b)) {
+    out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (const float d = a[i] - b[i]; !std::isfinite(d)) {
+        return InvalidArgumentError(
+            fmt::format("compressor {}: input[{}] = {} - {} is {}; nothing was compressed",
+                        OperatorName(options_.op), i, a[i], b[i], d));
+      }
+    }
+    MURMUR_CHECK(false) << "a selection saw a non-finite value the difference lacks";
+  }
+  DensifyIfSmaller(out);
+  ++steps_;
+  EncodeUpdate(out, encoded);
+  return OkStatus();
+}
+
 Status Compressor::Compress(std::span<const float> input, Update& out) {
   return CompressInto(input, out, nullptr);
 }
@@ -402,11 +431,17 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
   return OkStatus();
 }
 
-bool Compressor::Select(std::span<const float> source, Update& out) {
+bool Compressor::Select(std::span<const float> source, Update& out,
+                        std::span<const float> subtrahend) {
+  MURMUR_CHECK(subtrahend.empty() || options_.op == Operator::kTopK);
   float threshold = 0;
   switch (options_.op) {
     case Operator::kTopK:
-      if (!TopK(source, KeptCount(), out.indices, out.values)) return false;
+      if (subtrahend.empty() ? !TopK(source, KeptCount(), out.indices, out.values)
+                             : !TopKOfDifference(source, subtrahend, KeptCount(), out.indices,
+                                                 out.values, difference_)) {
+        return false;
+      }
       break;
     case Operator::kSampledTopK: {
       const std::mt19937_64 saved = rng_;  // a rejected input must not advance the sampling

@@ -97,6 +97,13 @@ class Compressor {
   // `encoded` holds unspecified contents, like `out`.
   Status Compress(std::span<const float> input, Update& out, std::vector<std::byte>& encoded);
 
+  // Compress(a − b, out, encoded), the difference taken per entry in float: a CHOCO round's
+  // x − x̂ (gossip/choco.h). Top-k without error feedback selects from a and b as it reads them
+  // (TopKOfDifference), so the difference is never written; the other operators compress it from
+  // a buffer of the compressor's. A non-finite difference is kInvalidArgument naming the first.
+  Status CompressDifference(std::span<const float> a, std::span<const float> b, Update& out,
+                            std::vector<std::byte>& encoded);
+
   // Changes the kept fraction of topk/dgc (DGC's warm-up, dgc.h). REQUIRES 0 < ratio <= 1.
   void SetRatio(double ratio);
 
@@ -115,8 +122,9 @@ class Compressor {
 
  private:
   Compressor(const CompressorOptions& options, size_t dimension);
-  // False when source holds a NaN or infinity (then nothing but `out` changed).
-  bool Select(std::span<const float> source, Update& out);
+  // False when source holds a NaN or infinity (then nothing but `out` changed). With a
+  // `subtrahend` (top-k only) the source is source − subtrahend.
+  bool Select(std::span<const float> source, Update& out, std::span<const float> subtrahend = {});
   // Both Compress overloads: `encoded` is null for the one without bytes.
   Status CompressInto(std::span<const float> input, Update& out, std::vector<std::byte>* encoded);
   // What error feedback's sum pass learned of the source, for the quantizers' scales.
@@ -137,6 +145,7 @@ class Compressor {
   size_t residual_size_;
   std::vector<float> residual_;  // empty without error feedback
   std::vector<float> spare_;     // the next residual + input, before it is accepted
+  std::vector<float> difference_;  // CompressDifference's a − b, where it is written
   AdaptiveThreshold adaptive_;
   float threshold_ = 0;
   uint64_t steps_ = 0;

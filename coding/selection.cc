@@ -57,35 +57,62 @@ inline uint32_t AtLeastMask16(const float* v, uint32_t key) {
 #endif
 }
 
+// Where a selection reads its values: v itself, or a − b computed as it is read (a CHOCO round's
+// x − x̂, which then needs no model-sized write and read back). Block(i, tmp) gives the 16 values
+// from i (in tmp when they are computed); At(i) one.
+struct Plain {
+  const float* v;
+  const float* Block(size_t i, float*) const { return v + i; }
+  float At(size_t i) const { return v[i]; }
+};
+struct Difference {
+  const float* a;
+  const float* b;
+  const float* Block(size_t i, float* tmp) const {
+    for (size_t j = 0; j < kBlock; ++j) tmp[j] = a[i + j] - b[i + j];
+    return tmp;
+  }
+  float At(size_t i) const { return a[i] - b[i]; }
+};
+
 // Replaces indices/values with every (i, v[i]) whose Key >= key, in index order: a 16-wide
 // compare per block and a walk over the set bits of its mask, so the cost is one vector
 // compare per 16 entries plus a few instructions per hit.
-void CollectAtLeast(const float* v, size_t n, uint32_t key, std::vector<uint32_t>& indices,
+template <typename Source>
+void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<uint32_t>& indices,
                     std::vector<float>& values) {
   MURMUR_DCHECK(key >= 1);
   size_t count = 0;
   size_t i = 0;
+  alignas(64) float tmp[kBlock];
   for (; i + kBlock <= n; i += kBlock) {
-    uint32_t mask = AtLeastMask16(v + i, key);
+    const float* v = source.Block(i, tmp);
+    uint32_t mask = AtLeastMask16(v, key);
     if (mask == 0) continue;
     EnsureSize(indices, values, count + kBlock);
     uint32_t* idx = indices.data();
     float* val = values.data();
     for (; mask != 0; mask &= mask - 1) {
-      const size_t j = i + static_cast<size_t>(std::countr_zero(mask));
-      idx[count] = static_cast<uint32_t>(j);
+      const size_t j = static_cast<size_t>(std::countr_zero(mask));
+      idx[count] = static_cast<uint32_t>(i + j);
       val[count] = v[j];
       ++count;
     }
   }
   EnsureSize(indices, values, count + kBlock);
   for (; i < n; ++i) {
+    const float x = source.At(i);
     indices[count] = static_cast<uint32_t>(i);
-    values[count] = v[i];
-    count += Key(v[i]) >= key;
+    values[count] = x;
+    count += Key(x) >= key;
   }
   indices.resize(count);
   values.resize(count);
+}
+
+void CollectAtLeast(const float* v, size_t n, uint32_t key, std::vector<uint32_t>& indices,
+                    std::vector<float>& values) {
+  CollectAtLeast(Plain{v}, n, key, indices, values);
 }
 
 bool AnyNonFinite(const std::vector<float>& values) {
@@ -200,7 +227,8 @@ uint32_t KthLargestKey(std::vector<uint32_t>& keys, size_t rank) {
 // among the candidates picks exactly what it would pick over v — every entry at or above the
 // k-th largest key passed, ties keep index order. False when fewer than k passed (the caller
 // then runs RadixTopK over v); `ok` is false on a NaN or infinity.
-bool CandidateTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indices,
+template <typename Source>
+bool CandidateTopK(const Source& v, size_t n, size_t k, std::vector<uint32_t>& indices,
                    std::vector<float>& values, bool& ok) {
   // Blocks of 16 floats at a fixed odd stride from the middle of the first gap: deterministic
   // (the result does not depend on the sample, only the speed does).
@@ -210,7 +238,7 @@ bool CandidateTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& in
   thread_local std::vector<uint32_t> sample;  // scratch
   sample.clear();
   for (size_t b = stride / 2; b < blocks; b += stride) {
-    for (size_t j = 0; j < kBlock; ++j) sample.push_back(Key(v[b * kBlock + j]));
+    for (size_t j = 0; j < kBlock; ++j) sample.push_back(Key(v.At(b * kBlock + j)));
   }
   // Expected sample entries above the k-th largest: m k / n. Aim at 1.5 times that plus four
   // standard deviations, so that fewer than k pass only in a rare tail (then the full select).
@@ -239,18 +267,34 @@ bool CandidateTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& in
   return true;
 }
 
+// Sparse selections of long vectors (the CHOCO rounds' top 1 %) take the candidate path: one
+// histogram-free pass instead of two, most of it a vector compare.
+bool UsesCandidates(size_t n, size_t k) { return n >= (size_t{1} << 15) && k > 0 && k * 16 <= n; }
+
 }  // namespace
 
 bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
           std::vector<float>& values) {
   MURMUR_CHECK_LE(v.size(), size_t{UINT32_MAX});
-  // Sparse selections of long vectors (the CHOCO rounds' top 1 %) take the candidate path: one
-  // histogram-free pass instead of two, most of it a vector compare.
-  if (v.size() >= (size_t{1} << 15) && k > 0 && k * 16 <= v.size()) {
+  if (UsesCandidates(v.size(), k)) {
     bool ok = true;
-    if (CandidateTopK(v.data(), v.size(), k, indices, values, ok)) return ok;
+    if (CandidateTopK(Plain{v.data()}, v.size(), k, indices, values, ok)) return ok;
   }
   return RadixTopK(v.data(), v.size(), k, indices, values);
+}
+
+bool TopKOfDifference(std::span<const float> a, std::span<const float> b, size_t k,
+                      std::vector<uint32_t>& indices, std::vector<float>& values,
+                      std::vector<float>& scratch) {
+  MURMUR_CHECK_EQ(a.size(), b.size());
+  MURMUR_CHECK_LE(a.size(), size_t{UINT32_MAX});
+  if (UsesCandidates(a.size(), k)) {
+    bool ok = true;
+    if (CandidateTopK(Difference{a.data(), b.data()}, a.size(), k, indices, values, ok)) return ok;
+  }
+  scratch.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) scratch[i] = a[i] - b[i];
+  return RadixTopK(scratch.data(), scratch.size(), k, indices, values);
 }
 
 bool AtLeast(std::span<const float> v, float tau, std::vector<uint32_t>& indices,

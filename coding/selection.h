@@ -26,6 +26,14 @@ namespace murmur::coding {
 [[nodiscard]] bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
                         std::vector<float>& values);
 
+// TopK(v) of v = a − b (float subtraction per entry), without writing v where the candidate path
+// applies: the sample and the collecting pass compute a[i] − b[i] as they read. Otherwise, and
+// when too few candidates pass, v is written to `scratch` and the full select runs over it.
+// Returns false if some a[i] − b[i] is a NaN or infinity. REQUIRES a.size() == b.size().
+[[nodiscard]] bool TopKOfDifference(std::span<const float> a, std::span<const float> b, size_t k,
+                                    std::vector<uint32_t>& indices, std::vector<float>& values,
+                                    std::vector<float>& scratch);
+
 // Every |v| >= tau. REQUIRES tau > 0. Returns false if v holds a NaN or infinity.
 [[nodiscard]] bool AtLeast(std::span<const float> v, float tau, std::vector<uint32_t>& indices,
                            std::vector<float>& values);

@@ -88,7 +88,10 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
   }
   MURMUR_ASSIGN_OR_RETURN(g->public_, g->Upload(public_copy));
   MURMUR_ASSIGN_OR_RETURN(g->initial_, g->Upload(initial_model));
-  MURMUR_ASSIGN_OR_RETURN(g->diff_, kernels::Buffer<float>::Create(options.device, options.dimension));
+  if (g->device_compressor_) {  // the host compressor reads x − x̂ without it
+    MURMUR_ASSIGN_OR_RETURN(g->diff_,
+                            kernels::Buffer<float>::Create(options.device, options.dimension));
+  }
   MURMUR_ASSIGN_OR_RETURN(g->mix_, kernels::Buffer<double>::Create(options.device, options.dimension));
   g->from_initial_ = from_initial;
   g->public_norm_ = std::sqrt(coding::SquaredL2Norm(public_copy));
@@ -340,28 +343,28 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
     return InvalidArgumentError("CHOCO round with a model of " + std::to_string(x.size()) +
                                 " values; expected " + std::to_string(d));
   }
-  if (device_.is_cpu()) {
-    if (auto bad = coding::FirstNonFinite(x)) {
-      return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
-                                  " is not finite");
-    }
-  } else {
+  ChocoRoundStats stats;
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  bool encoded = false;
+  if (device_compressor_) {
     int64_t bad = 0;
     MURMUR_RETURN_IF_ERROR(kernels::CountNonFinite(device_, x, &bad));
     if (bad > 0) {
       return InvalidArgumentError("CHOCO round skipped: " + std::to_string(bad) +
                                   " model entries are not finite");
     }
-  }
-  ChocoRoundStats stats;
-  MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
-  // The host compressor writes the wire bytes in the same pass where it can (dense operators).
-  auto bytes = std::make_shared<std::vector<std::byte>>();
-  bool encoded = false;
-  if (device_compressor_) {
+    MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
     MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), q_));
   } else {
-    MURMUR_RETURN_IF_ERROR(host_compressor_->Compress(diff_.span(), q_, *bytes));
+    // One pass over x and x̂ for top-k (the difference is not written); the wire bytes in the
+    // same pass for the dense operators. A refusal changes nothing; a non-finite x is named.
+    if (Status s = host_compressor_->CompressDifference(x, public_.span(), q_, *bytes); !s.ok()) {
+      if (auto bad = coding::FirstNonFinite(x)) {
+        return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
+                                    " is not finite");
+      }
+      return s;
+    }
     encoded = true;
   }
   Add(q_, public_.span());

@@ -259,7 +259,7 @@ class ChocoGossip {
   kernels::Buffer<float> initial_;
   std::map<NodeId, Copy> copies_;
   std::vector<ChocoOutgoing> output_;
-  // Scratch, on the device.
+  // Scratch, on the device: x − x̂ (device compressor only), the consensus step's accumulator.
   kernels::Buffer<float> diff_;
   kernels::Buffer<double> mix_;
   // Peers() of the ring and random topologies for the view they were built for.

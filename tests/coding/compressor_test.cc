@@ -197,6 +197,53 @@ TEST(CompressorTest, TopKWithErrorFeedbackSendsTheTopOfResidualPlusInput) {
   }
 }
 
+// CompressDifference(a, b) is Compress(a − b): the same update, bytes, threshold and residual
+// over several steps, for top-k (selected as it reads a and b) and the operators that write the
+// difference first; a non-finite difference is refused by name and changes nothing.
+TEST(CompressorTest, CompressDifferenceIsCompressOfTheDifference) {
+  const uint64_t seed = 21;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (const char* spec : {"topk:0.01,ef=off", "topk:0.01,values=fp16,ef=off", "topk:0.3,ef=off",
+                           "topk:0.01", "dgc:0.01,ef=off", "fp16", "int8,ef=off"}) {
+    for (size_t n : {size_t{1}, size_t{1000}, size_t{235146}}) {
+      SCOPED_TRACE(::testing::Message() << spec << " n=" << n);
+      Compressor fused = Make(spec, n);
+      Compressor plain = Make(spec, n);
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<float> a = MakeVector(Distribution::kNormal, n, seed + n + step);
+        const std::vector<float> b = MakeVector(Distribution::kHeavyTailed, n, seed + 7 * n + step);
+        std::vector<float> diff(n);
+        for (size_t i = 0; i < n; ++i) diff[i] = a[i] - b[i];
+        Update got, want;
+        std::vector<std::byte> got_bytes, want_bytes;
+        ASSERT_TRUE(fused.CompressDifference(a, b, got, got_bytes).ok());
+        ASSERT_TRUE(plain.Compress(diff, want, want_bytes).ok());
+        EXPECT_EQ(got_bytes, want_bytes) << "step " << step;
+        EXPECT_EQ(got.indices, want.indices);
+        EXPECT_EQ(got.values, want.values);
+        EXPECT_EQ(got.dense, want.dense);
+        EXPECT_EQ(fused.threshold(), plain.threshold());
+        EXPECT_EQ(fused.steps(), plain.steps());
+        EXPECT_TRUE(std::ranges::equal(fused.residual(), plain.residual()));
+      }
+    }
+  }
+  Compressor c = Make("topk:0.01,ef=off", 100000);
+  std::vector<float> a = MakeVector(Distribution::kNormal, 100000, seed);
+  std::vector<float> b(100000, 1.0f);
+  a[4242] = 3e38f;
+  b[4242] = -3e38f;
+  Update out;
+  std::vector<std::byte> bytes;
+  const Status s = c.CompressDifference(a, b, out, bytes);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("input[4242] = 3e+38 - -3e+38 is inf"), std::string::npos) << s;
+  EXPECT_EQ(c.steps(), 0u);
+  EXPECT_EQ(out.count(), 0u);
+  EXPECT_EQ(c.CompressDifference(a, std::span(b).first(5), out, bytes).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(CompressorTest, OneBitKeepsTheResidualBelowTauForSmallInputs) {
   // Strom's scheme: |r + g| < 2 tau when |g| < tau, and one tau leaves per emitted entry.
   const size_t n = 3000;

@@ -87,6 +87,56 @@ TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
   }
 }
 
+// The fused selection of a − b against TopK of the written difference: the same positions and
+// value bits, for every distribution, the sizes and k of the test above (candidate path, its
+// fallback and the full select), and without writing the difference where the candidates suffice.
+TEST(SelectionTest, TopKOfDifferenceIsTopKOfTheWrittenDifference) {
+  const uint64_t seed = 12;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (Distribution d : kAllDistributions) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{32767}, size_t{32768},
+                     size_t{100003}, size_t{235146}}) {
+      // b near a, as a CHOCO round's public copy is near the model.
+      const std::vector<float> a = MakeVector(Distribution::kNormal, n, seed + n);
+      const std::vector<float> step = MakeVector(d, n, seed + 2 * n + 1);
+      std::vector<float> b(n), diff(n);
+      for (size_t i = 0; i < n; ++i) {
+        b[i] = a[i] - 0.01f * step[i];
+        diff[i] = a[i] - b[i];
+      }
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 16, n / 16 + 1, n}) {
+        std::vector<uint32_t> indices;
+        std::vector<float> values, scratch;
+        ASSERT_TRUE(TopKOfDifference(a, b, k, indices, values, scratch));
+        ASSERT_EQ(Checked(diff, indices, values), TopKOf(diff, k))
+            << DistributionName(d) << " n=" << n << " k=" << k;
+        if (d == Distribution::kNormal && n >= 32768 && k == n / 100) {
+          EXPECT_TRUE(scratch.empty()) << "the difference was written, n=" << n;
+        }
+      }
+    }
+  }
+  // A NaN or infinity in a, in b, or made by the subtraction (3e38 - -3e38), in a skipped block,
+  // a walked one or the tail, on the candidate path and the full select.
+  std::vector<uint32_t> indices;
+  std::vector<float> values, scratch;
+  for (size_t n : {size_t{17}, size_t{100000}}) {
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      for (int where = 0; where < 3; ++where) {
+        std::vector<float> a = MakeVector(Distribution::kNormal, n, n);
+        std::vector<float> b(n, 0.5f);
+        if (where == 0) a[at] = NAN;
+        if (where == 1) b[at] = -INFINITY;
+        if (where == 2) a[at] = 3e38f, b[at] = -3e38f;
+        for (size_t k : {std::max<size_t>(1, n / 100), n}) {
+          EXPECT_FALSE(TopKOfDifference(a, b, k, indices, values, scratch))
+              << n << " " << at << " " << where << " k=" << k;
+        }
+      }
+    }
+  }
+}
+
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
   std::vector<float> v = {-0.0f, 0.0f, 1e-45f, -1e-40f, 3e38f, -3e38f, 1.0f, -0.0f};
   EXPECT_EQ(TopKOf(v, 3), (std::vector<uint32_t>{4, 5, 6}));

@@ -316,6 +316,35 @@ TEST(ChocoTest, NeighbourAverageIsTheWeightedMeanOfReadyCopies) {
   for (size_t k = 0; k < 4; ++k) EXPECT_NEAR(out[k], (a[k] + b[k]) / 2, 1e-6);
 }
 
+// A model with a NaN or infinity skips the round with the entry named and changes nothing: no
+// version, no public copy change, no output; the next round goes on. Top-k reads x − x̂ without
+// writing it (Compressor::CompressDifference); fp16 writes it first.
+TEST(ChocoTest, ARoundOfANonFiniteModelIsRefusedByNameAndChangesNothing) {
+  for (const char* spec : {"topk:0.01,values=fp16", "fp16"}) {
+    SCOPED_TRACE(spec);
+    Cluster c(3, 40000, spec, 0.5, 8);
+    c.SyncRound(0);
+    const std::vector<float> before(c.nodes[0]->public_copy().begin(),
+                                    c.nodes[0]->public_copy().end());
+    const uint64_t version = c.nodes[0]->version();
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      for (size_t at : {size_t{0}, size_t{31337}, size_t{39999}}) {
+        std::vector<float> x = c.x[0];
+        x[at] = bad;
+        const auto r = c.nodes[0]->Publish(x, c.view, 1);
+        ASSERT_FALSE(r.ok()) << bad << " at " << at;
+        EXPECT_EQ(r.status().message(),
+                  "CHOCO round skipped: model entry " + std::to_string(at) + " is not finite");
+        EXPECT_EQ(c.nodes[0]->version(), version);
+        EXPECT_TRUE(std::ranges::equal(c.nodes[0]->public_copy(), before));
+        EXPECT_TRUE(c.nodes[0]->TakeOutput().empty());
+      }
+    }
+    c.SyncRound(1);  // and the node goes on
+    EXPECT_EQ(c.nodes[0]->version(), version + 1);
+  }
+}
+
 TEST(ChocoTest, OptionsAreChecked) {
   ChocoOptions o;
   o.self = 1;

@@ -433,17 +433,27 @@ TEST_P(DeviceConformance, GossipKernelsMatchFormulasBitForBit) {
 }
 
 // The fused consensus step against its composition (zero an accumulator, AccumulateDifference per
-// copy in order, ApplyScaled): x bit for bit, the three sums to 1e-12 relative; 0 to 3 copies.
+// copy in order, ApplyScaled): x bit for bit, the three sums to 1e-12 relative; 0 to 3 copies and
+// 17 (past the host's vector path). Every 97th entry is a signed zero the accumulator's zeroing
+// decides: x = −0, copies −0, public +0, so x must end +0.
 TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
   for (int64_t size : Sizes()) {
     const auto n = static_cast<size_t>(size);
-    const std::vector<float> x0 = Random(n, kSeed + 5 * n);
-    const std::vector<float> pub = Random(n, kSeed + 5 * n + 1);
+    std::vector<float> x0 = Random(n, kSeed + 5 * n);
+    std::vector<float> pub = Random(n, kSeed + 5 * n + 1);
     std::vector<std::vector<float>> copies;
-    for (int j = 0; j < 3; ++j) copies.push_back(Random(n, kSeed + 5 * n + 2 + j));
-    const std::vector<double> weights = {1.0 / 3.0, 0.25, 0.2};
+    std::vector<double> weights;
+    for (int j = 0; j < 17; ++j) {
+      copies.push_back(Random(n, kSeed + 5 * n + 2 + j));
+      weights.push_back(1.0 / (j + 3));
+    }
+    for (size_t k = 5; k < n; k += 97) {
+      x0[k] = -0.0f;
+      pub[k] = 0.0f;
+      for (auto& c : copies) c[k] = -0.0f;
+    }
     const double gamma = 0.05;
-    for (size_t count = 0; count <= copies.size(); ++count) {
+    for (size_t count : {0, 1, 2, 3, 17}) {
       SCOPED_TRACE(::testing::Message() << "size " << size << ", " << count << " copies");
       std::vector<double> acc(n, 0.0);
       std::vector<float> want = x0;
@@ -471,7 +481,12 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
       ASSERT_TRUE(ConsensusStep(device(), gamma, spans, std::span(weights).first(count),
                                 dpub.span(), dx.span(), scratch.span(), &got)
                       .ok());
-      EXPECT_EQ(Down(dx), want);
+      const std::vector<float> x = Down(dx);
+      EXPECT_EQ(x, want);
+      for (size_t k = 5; k < n; k += 97) {  // == does not tell −0 from +0
+        ASSERT_FALSE(std::signbit(want[k]));
+        EXPECT_FALSE(std::signbit(x[k])) << "entry " << k;
+      }
       EXPECT_NEAR(got.mix, mix, 1e-12 * std::max(1.0, mix));
       EXPECT_NEAR(got.public_copy, pub_squares, 1e-12 * std::max(1.0, pub_squares));
       EXPECT_NEAR(got.residual, residual, 1e-12 * std::max(1.0, residual));
