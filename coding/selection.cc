@@ -23,12 +23,16 @@ inline float KeyMagnitude(uint32_t key) { return std::bit_cast<float>(key); }
 constexpr uint32_t kNonFiniteKey = 0x7F800000u;
 constexpr size_t kBlock = 16;
 
-// Grows both vectors to hold at least `size` entries (the tail is scratch until trimmed).
-void EnsureSize(std::vector<uint32_t>& indices, std::vector<float>& values, size_t size) {
-  if (indices.size() >= size && values.size() >= size) return;
+// Grows both vectors to hold at least `size` entries (the tail is scratch until trimmed). The
+// check is inlined into the collecting loops; the growth is not.
+[[gnu::noinline]] void Grow(std::vector<uint32_t>& indices, std::vector<float>& values,
+                            size_t size) {
   const size_t grown = std::max({size, indices.size() * 2, values.size() * 2, size_t{1024}});
   indices.resize(grown);
   values.resize(grown);
+}
+inline void EnsureSize(std::vector<uint32_t>& indices, std::vector<float>& values, size_t size) {
+  if (indices.size() < size || values.size() < size) Grow(indices, values, size);
 }
 
 // Bitmask of the entries of v[0, 16) whose Key >= key (bit j for entry j).
