@@ -7,6 +7,12 @@
 // shared library's generic build hashes at half that speed, and every update is hashed once
 // by its sender and once by each receiver. The digests are the same by XXH3's specification.
 #define XXH_INLINE_ALL
+// GCC 12 warns that its own AVX-512 intrinsics use an uninitialized value (_mm512_undefined_*,
+// GCC bug 105593) once xxHash's AVX-512 path is inlined, which -Werror makes fatal on an AVX-512
+// machine with -march=native; the AVX2 path hashes the same bits.
+#if defined(__AVX512F__) && !defined(XXH_VECTOR)
+#define XXH_VECTOR 2  // XXH_AVX2
+#endif
 #include <xxhash.h>
 
 #include <bit>
