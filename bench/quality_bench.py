@@ -2,10 +2,11 @@
 """How well gossip learns against exact all-reduce (issue 19), on loopback.
 
 Usage: bench/quality_bench.py [build/murmur] [--nodes 4,8,16] [--seeds 1,2,3] [--epochs 3]
-                              [--lr 0.05] [--schedule cosine] [--warmup 0.2]
+                              [--lr 0.05] [--schedule cosine] [--warmup 0.2] [--nesterov on]
 
 For each N and seed, the same model (784-256-128-10 MLP), batch 64 per node, learning rate,
-schedule and sample budget (EPOCHS passes over the training set, all nodes together):
+schedule, optimizer (SGD momentum 0.9, Nesterov unless --nesterov off: the cluster modes'
+default) and sample budget (EPOCHS passes over the training set, all nodes together):
   gossip top-1 %   murmur local --nodes N (CHOCO-SGD, top-1 % with fp16 values, ring topology)
   gossip dense     the same with --compress none (exact gossip averaging)
   ring             murmur local --mode ring --n N --L 1: synchronous ring all-reduce, the DDP
@@ -52,14 +53,16 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--schedule", default="cosine")
     p.add_argument("--warmup", type=float, default=0.2)
+    p.add_argument("--nesterov", choices=["on", "off"], default="on")
     a = p.parse_args()
     m = a.murmur
     sizes = [int(x) for x in a.nodes.split(",")]
     seeds = [int(x) for x in a.seeds.split(",")]
     common = ["--lr", str(a.lr), "--lr-schedule", a.schedule, "--warmup-epochs", str(a.warmup),
+              "--nesterov=" + ("true" if a.nesterov == "on" else "false"),
               "--progress", "none", "--json"]
     print(f"quality bench: {a.epochs:g} epochs, batch 64 per node, lr {a.lr:g} {a.schedule} "
-          f"(warm-up {a.warmup:g} epochs), seeds {a.seeds}; "
+          f"(warm-up {a.warmup:g} epochs), Nesterov {a.nesterov}, seeds {a.seeds}; "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
           flush=True)
     command = " ".join(sys.argv)

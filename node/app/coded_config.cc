@@ -71,6 +71,7 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.global_batch = coded.global_batch;
   o.node.report_after = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.report_after_s));
   o.node.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.join_timeout_s));
+  MURMUR_RETURN_IF_ERROR(ValidateMomentum(gossip.train));
   o.node.lr = gossip.train.lr;
   o.schedule = TrainOptionsFrom(gossip.train);
   o.node.momentum = gossip.train.momentum;

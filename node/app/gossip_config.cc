@@ -14,12 +14,17 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "init_from", "save_model"},
              // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
              // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
-             {{"lr", "0.05"}, {"lr_schedule", "auto"}},
+             // Nesterov: the gossip rows gain 0.3-0.8 point at 4-16 nodes and ring 0.2-0.5
+             // (bench/README.md, "Gossip against exact all-reduce").
+             {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
              {{"lr_schedule",
                "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
                "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
                "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
                "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
+              {"nesterov",
+               "Nesterov momentum (on by default for the cluster modes; --momentum 0 needs "
+               "--nesterov=false)"},
               {"device",
                "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
                "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "

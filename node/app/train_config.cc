@@ -94,8 +94,14 @@ Status ValidateTrainConfig(const TrainConfig& c) {
                                 " must be less than the epochs of the budget (" +
                                 std::to_string(c.epochs) + ")");
   }
+  return ValidateMomentum(c);
+}
+
+Status ValidateMomentum(const TrainConfig& c) {
   if (c.nesterov && c.momentum == 0) {
-    return InvalidArgumentError("nesterov needs momentum > 0");
+    return InvalidArgumentError(
+        "nesterov needs momentum > 0 (with --momentum 0 pass --nesterov=false: the cluster "
+        "modes use Nesterov by default)");
   }
   return OkStatus();
 }

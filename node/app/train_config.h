@@ -48,6 +48,8 @@ const ConfigSchema<TrainConfig>& TrainSchema();
 
 // Cross-key checks the per-key parsers cannot do (kInvalidArgument).
 Status ValidateTrainConfig(const TrainConfig& config);
+// The optimizer's part of it, which every mode checks (the synchronous ones too).
+Status ValidateMomentum(const TrainConfig& config);
 
 // The data, the model and the trainer options the config describes.
 StatusOr<TrainTest> LoadTrainData(const TrainConfig& config);

@@ -142,6 +142,15 @@ contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are fo
 check "a warm-up longer than a ring run exits 2" 2 "$murmur" node --plaintext --mode ring \
   --listen tcp://127.0.0.1:0 --n 2 --L 1 --iterations 5 --global-batch 64 --lr-schedule cosine --warmup-epochs 1
 contains "the refusal gives both lengths" "$tmp/err" "the warm-up (60000 samples) must be shorter than the budget (320 samples)"
+check "--momentum 0 in a ring keeps Nesterov's default and exits 2" 2 "$murmur" node --plaintext --mode ring \
+  --listen tcp://127.0.0.1:0 --n 2 --L 1 --iterations 5 --global-batch 64 --momentum 0
+contains "the refusal says how" "$tmp/err" "with --momentum 0 pass --nesterov=false"
+check "--momentum 0 in gossip exits 2" 2 "$murmur" local --nodes 2 --momentum 0
+contains "the refusal says how" "$tmp/err" "with --momentum 0 pass --nesterov=false"
+"$murmur" node --help >"$tmp/help" 2>&1
+contains "the cluster modes default to Nesterov" "$tmp/help" "--momentum 0 needs --nesterov=false) [true;"
+"$murmur" train --help >"$tmp/help" 2>&1
+contains "murmur train keeps heavy ball (PyTorch's default)" "$tmp/help" "Nesterov momentum [false;"
 check "the linear scaling rule without a cluster size exits 2" 2 "$murmur" node --plaintext \
   --listen tcp://127.0.0.1:0 --lr-reference-batch 64
 contains "the refusal names what is missing" "$tmp/err" "needs expect_members"
