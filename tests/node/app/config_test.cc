@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "node/app/coded_config.h"
+#include "node/app/gossip_config.h"
+
 #include <algorithm>
 
 #include <filesystem>
@@ -128,6 +131,49 @@ TEST(ConfigTest, CrossKeyValidation) {
   }
   EXPECT_TRUE(ValidateTrainConfig(*h.Parse({"--lr-schedule", "step:0.5,0.75,factor=0.2",
                                             "--warmup-epochs", "0.5"})).ok());
+}
+
+// The cluster modes' optimizer defaults (bench/README.md, "Gossip against exact all-reduce"):
+// Nesterov, and consensus control's target 0.04; murmur train keeps heavy ball.
+TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app("test");
+    ConfigParser<GossipConfig> parser(GossipSchema());
+    parser.AddOptions(app);
+    std::vector<const char*> argv = {"murmur-node"};
+    for (auto& a : args) argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    return parser.Resolve([](const char*) -> const char* { return nullptr; });
+  };
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  auto gossip = GossipOptionsFrom(*defaults);
+  ASSERT_TRUE(gossip.ok()) << gossip.status();
+  EXPECT_TRUE(gossip->train.sgd.nesterov);
+  EXPECT_EQ(gossip->train.sgd.momentum, 0.9);
+  EXPECT_EQ(gossip->node.consensus_target, 0.04);
+  auto ring = CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *defaults);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_TRUE(ring->node.nesterov);
+
+  auto no_momentum = parse({"--momentum", "0"});
+  ASSERT_TRUE(no_momentum.ok());
+  const Status refused = GossipOptionsFrom(*no_momentum).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("with --momentum 0 pass --nesterov=false"), std::string_view::npos)
+      << refused;
+  const Status ring_refused =
+      CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *no_momentum).status();
+  EXPECT_EQ(ring_refused.code(), StatusCode::kInvalidArgument) << ring_refused;
+
+  auto heavy_ball = parse({"--momentum", "0", "--nesterov=false"});
+  ASSERT_TRUE(heavy_ball.ok());
+  auto plain = GossipOptionsFrom(*heavy_ball);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->train.sgd.nesterov);
+
+  ConfigHarness h;
+  EXPECT_FALSE(h.Parse({})->nesterov);  // murmur train: PyTorch's heavy ball
 }
 
 TEST(ConfigTest, EveryKeyHasAValidDefaultAndHelp) {
