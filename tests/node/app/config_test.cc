@@ -16,26 +16,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Parses `args` as `murmur train ...` with a fake environment.
+// Parses `args` as a command line of `schema`'s command with a fake environment.
+template <typename C>
+StatusOr<C> ParseArgs(const ConfigSchema<C>& schema, const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& env = {}) {
+  CLI::App app("test");
+  ConfigParser<C> parser(schema);
+  parser.AddOptions(app);
+  std::vector<const char*> argv = {"murmur"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+  return parser.Resolve([&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+// `murmur train ...`.
 class ConfigHarness {
  public:
-  StatusOr<TrainConfig> Parse(std::vector<std::string> args,
-                              std::map<std::string, std::string> env = {}) {
-    CLI::App app("test");
-    ConfigParser<TrainConfig> parser(TrainSchema());
-    parser.AddOptions(app);
-    std::vector<const char*> argv = {"murmur-train"};
-    for (auto& a : args) argv.push_back(a.c_str());
-    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-    env_ = std::move(env);
-    return parser.Resolve([this](const char* name) -> const char* {
-      auto it = env_.find(name);
-      return it == env_.end() ? nullptr : it->second.c_str();
-    });
+  StatusOr<TrainConfig> Parse(const std::vector<std::string>& args,
+                              const std::map<std::string, std::string>& env = {}) {
+    return ParseArgs(TrainSchema(), args, env);
   }
-
- private:
-  std::map<std::string, std::string> env_;
 };
 
 std::string WriteToml(const std::string& text) {
@@ -136,15 +139,7 @@ TEST(ConfigTest, CrossKeyValidation) {
 // The cluster modes' optimizer defaults (bench/README.md, "Gossip against exact all-reduce"):
 // Nesterov, and consensus control's target 0.04; murmur train keeps heavy ball.
 TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
-  auto parse = [](std::vector<std::string> args) {
-    CLI::App app("test");
-    ConfigParser<GossipConfig> parser(GossipSchema());
-    parser.AddOptions(app);
-    std::vector<const char*> argv = {"murmur-node"};
-    for (auto& a : args) argv.push_back(a.c_str());
-    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-    return parser.Resolve([](const char*) -> const char* { return nullptr; });
-  };
+  auto parse = [](const std::vector<std::string>& args) { return ParseArgs(GossipSchema(), args); };
   auto defaults = parse({});
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   auto gossip = GossipOptionsFrom(*defaults);
