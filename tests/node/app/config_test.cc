@@ -155,10 +155,12 @@ TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
   ASSERT_TRUE(no_momentum.ok());
   const Status refused = GossipOptionsFrom(*no_momentum).status();
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("with --momentum 0 pass --nesterov=false"), std::string_view::npos)
+  EXPECT_NE(refused.message().find("with --momentum 0 pass --nesterov=false"),
+            std::string_view::npos)
       << refused;
   const Status ring_refused =
-      CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *no_momentum).status();
+      CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *no_momentum)
+          .status();
   EXPECT_EQ(ring_refused.code(), StatusCode::kInvalidArgument) << ring_refused;
 
   auto heavy_ball = parse({"--momentum", "0", "--nesterov=false"});
