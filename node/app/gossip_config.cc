@@ -14,7 +14,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "init_from", "save_model"},
              // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
              // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
-             // Nesterov: the gossip rows gain 0.3-0.8 point at 4-16 nodes and ring 0.2-0.5
+             // Nesterov: the gossip rows gain 0.3-0.8 point at 4-16 nodes and ring 0.1-0.5
              // (bench/README.md, "Gossip against exact all-reduce").
              {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
              {{"lr_schedule",
