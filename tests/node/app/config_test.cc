@@ -140,6 +140,7 @@ TEST(ConfigTest, CrossKeyValidation) {
 // Nesterov, and consensus control's target 0.04; murmur train keeps heavy ball.
 TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
   auto parse = [](const std::vector<std::string>& args) { return ParseArgs(GossipSchema(), args); };
+  const CodedConfig ring_of_two{.n = 2, .L = 1, .s = 0};
   auto defaults = parse({});
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   auto gossip = GossipOptionsFrom(*defaults);
@@ -147,7 +148,7 @@ TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
   EXPECT_TRUE(gossip->train.sgd.nesterov);
   EXPECT_EQ(gossip->train.sgd.momentum, 0.9);
   EXPECT_EQ(gossip->node.consensus_target, 0.04);
-  auto ring = CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *defaults);
+  auto ring = CodedOptionsFrom(gossip::Mode::kRing, ring_of_two, *defaults);
   ASSERT_TRUE(ring.ok()) << ring.status();
   EXPECT_TRUE(ring->node.nesterov);
 
@@ -159,9 +160,9 @@ TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
             std::string_view::npos)
       << refused;
   const Status ring_refused =
-      CodedOptionsFrom(gossip::Mode::kRing, CodedConfig{.n = 2, .L = 1, .s = 0}, *no_momentum)
-          .status();
+      CodedOptionsFrom(gossip::Mode::kRing, ring_of_two, *no_momentum).status();
   EXPECT_EQ(ring_refused.code(), StatusCode::kInvalidArgument) << ring_refused;
+  EXPECT_EQ(ring_refused.message(), refused.message());
 
   auto heavy_ball = parse({"--momentum", "0", "--nesterov=false"});
   ASSERT_TRUE(heavy_ball.ok());
