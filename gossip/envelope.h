@@ -97,6 +97,9 @@ struct UpdateHeader {
   uint32_t dimension = 0;
   bool dense = false;
   bool from_initial = false;   // version 0 is the cluster's seeded initial model
+  // The sender's consensus-distance estimate (its consensus control's average, relative) when it
+  // sent the update; -1: none. Neighbours average it with their own (gossip_node.h).
+  float consensus = -1;
   bool operator==(const UpdateHeader&) const = default;
 };
 // Asks the receiver for a dense snapshot of its public copy (after a gap, a new neighbour, or a

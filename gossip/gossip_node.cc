@@ -147,6 +147,11 @@ std::string_view GossipNode::Check(const Incoming& m) const {
     return kRejectUnknownSender;
   }
   if (m.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+  if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
+      u != nullptr &&
+      !(u->consensus == -1 || (u->consensus >= 0 && u->consensus <= kMaxConsensus))) {
+    return kRejectConsensus;  // NaN fails both comparisons
+  }
   const uint64_t known = std::max({s_.step, best_clock_, sync_.ClockOf(m.from)});
   const uint64_t ceiling = known == 0 ? kMaxStepClock : std::min(kMaxStepClock, known + o_.max_clock_lead);
   if (m.step_clock > ceiling) return kRejectClock;
@@ -190,6 +195,11 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
   } else if (choco_) {
     const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
     ++s_.verdicts[ChocoVerdictName(result.verdict)];
+    if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
+        u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0 &&
+        std::find(step_mixing_.begin(), step_mixing_.end(), m.from) != step_mixing_.end()) {
+      peer_consensus_[m.from] = u->consensus;
+    }
     if (observer_ != nullptr) {
       if (result.verdict == ChocoVerdict::kApplied && std::holds_alternative<UpdateHeader>(m.payload)) {
         observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));
@@ -373,14 +383,23 @@ std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) con
   return out;
 }
 
-int GossipNode::CurrentH() const {
+int GossipNode::CurrentH() {
   const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
                     ? o_.post_local_steps
                     : o_.local_steps;
   // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
   // average yet) always gossip.
-  const bool under = o_.consensus_target > 0 && s_.rounds >= 8 &&
-                     s_.consensus_average < o_.consensus_target;
+  double sum = s_.consensus_average;
+  int n = 1;
+  for (NodeId id : step_mixing_) {
+    if (auto it = peer_consensus_.find(id); it != peer_consensus_.end()) {
+      sum += it->second;
+      ++n;
+    }
+  }
+  s_.consensus_estimate = sum / n;
+  const bool under =
+      o_.consensus_target > 0 && s_.rounds >= 8 && s_.consensus_estimate < o_.consensus_target;
   if (!under) return h;
   // A round is also how the neighbours learn this node's clock: the stretch stays within the
   // lead soft sync allows (lock-step, S = 0, keeps every H-th step), or they would wait for the
@@ -490,12 +509,18 @@ void GossipNode::Round() {
     return;
   }
   ++s_.rounds;
-  for (ChocoOutgoing& out : choco_->TakeOutput()) {
-    Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
-  }
   s_.consensus_distance = stats->consensus_distance;
   s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
                                         : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
+  for (ChocoOutgoing& out : choco_->TakeOutput()) {
+    if (auto* u = std::get_if<UpdateHeader>(&out.payload)) {
+      u->consensus = static_cast<float>(std::min(s_.consensus_average, kMaxConsensus));
+    }
+    Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
+  }
+  std::erase_if(peer_consensus_, [&](const auto& e) {
+    return std::find(step_mixing_.begin(), step_mixing_.end(), e.first) == step_mixing_.end();
+  });
   if (observer_ != nullptr) {
     observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
                      stats->residual_norm, stats->consensus_distance);

@@ -27,6 +27,7 @@ inline constexpr std::string_view kRejectWrongMode = "wrong_mode";
 inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
 inline constexpr std::string_view kRejectProtocol = "protocol";
 inline constexpr std::string_view kRejectFrames = "frames";
+inline constexpr std::string_view kRejectConsensus = "implausible_consensus";  // UpdateHeader
 inline constexpr std::string_view kRejectOutlier = "outlier_update";  // robust mixing (choco.h)
 // Per-sender state is bounded (choco.h max_copies) and snapshots are rate-limited.
 inline constexpr std::string_view kRejectUntracked = "untracked_sender";

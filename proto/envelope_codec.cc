@@ -125,6 +125,7 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
           b.setDimension(v.dimension);
           b.setDense(v.dense);
           b.setFromInitial(v.from_initial);
+          b.setConsensus(v.consensus);
         } else if constexpr (std::is_same_v<P, gossip::SnapshotRequest>) {
           auto b = p.initSnapshotRequest();
           b.setFromSequence(v.from_sequence);
@@ -184,7 +185,7 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
     case W::UPDATE: {
       auto r = p.getUpdate();
       return gossip::UpdateHeader{r.getRound(), r.getBaseSequence(), r.getDimension(),
-                                  r.getDense(), r.getFromInitial()};
+                                  r.getDense(), r.getFromInitial(),  r.getConsensus()};
     }
     case W::SNAPSHOT_REQUEST: {
       auto r = p.getSnapshotRequest();

@@ -37,9 +37,10 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "compression operator for the model differences CHOCO sends (see `murmur train "
               "--help` for the syntax; error feedback is implicit)")
         .Real("consensus_target", &C::consensus_target, "0.04", 0, 10,
-              "consensus control (Kong et al. 2021): while a node's relative consensus distance "
-              "(averaged over recent rounds) is under this, it gossips every consensus_slack x H "
-              "steps instead of every H (0: off)")
+              "consensus control (Kong et al. 2021): while a node's estimate of the relative "
+              "consensus distance (its own, averaged over recent rounds, and its mixing peers', "
+              "which their updates carry: the mean) is under this, it gossips every "
+              "consensus_slack x H steps instead of every H (0: off)")
         .Integer("consensus_slack", &C::consensus_slack, 4, 1, 1000,
                  "consensus control: how many times fewer rounds under the target (0.04 and 4: "
                  "4 and 8 nodes send 15-21 % fewer bytes than with 0.03, at the same accuracy)")

@@ -75,6 +75,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["lag"] = p.max_lag;
   j["consensus"] = p.consensus_distance;
   j["consensus_average"] = p.consensus_average;
+  j["consensus_estimate"] = p.consensus_estimate;
   j["activity"] = p.activity;
   j["gossip_period"] = p.gossip_period;
   j["gamma"] = p.gamma;

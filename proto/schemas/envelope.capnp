@@ -65,6 +65,7 @@ struct UpdateHeader {
   dimension @2 :UInt32;
   dense @3 :Bool;
   fromInitial @4 :Bool;  # version 0 of this stream is the cluster's seeded initial model
+  consensus @5 :Float32 = -1;  # the sender's consensus-distance estimate (-1: none)
 }
 
 struct SnapshotRequest {

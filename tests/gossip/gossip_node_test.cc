@@ -686,6 +686,40 @@ TEST(GossipNodeTest, ConsensusControlGossipsLessUnderTheTarget) {
   }
 }
 
+// Consensus control decides by the mean of the node's own estimate and its mixing peers' (sent
+// with their updates), so both ends of a link gossip alike: a node whose own distance is under
+// the target still gossips every step while its neighbour reports one far above it.
+TEST(GossipNodeTest, ConsensusControlHeedsTheNeighboursEstimate) {
+  GossipNodeOptions base = BaseOptions();
+  base.consensus_target = 10;
+  base.consensus_slack = 4;
+  Cluster cluster = MakeCluster(2, 5, base);
+  float reported = -2;  // what node 1 said last
+  cluster.on_output = [&](size_t i, NodeAction& action) {
+    auto* send = std::get_if<SendTo>(&action);
+    auto* update = send == nullptr ? nullptr : std::get_if<UpdateHeader>(&send->payload);
+    if (update == nullptr || i != 1) return;
+    reported = update->consensus;
+    update->consensus = 50;  // (own + 50) / 2 > 10 on node 0
+  };
+  for (size_t i = 0; i < 2; ++i) cluster.Start(i);
+  cluster.RunFor(std::chrono::seconds(2));
+  const GossipNodeState& heeds = cluster.machine(0).state();
+  const GossipNodeState& sender = cluster.machine(1).state();
+  ASSERT_GT(heeds.local_steps, 200);
+  ASSERT_GT(sender.local_steps, 200);
+  EXPECT_LT(heeds.consensus_average, base.consensus_target) << "its own alone is under the target";
+  // The estimate is taken before a step's round, the average after it.
+  EXPECT_NEAR(heeds.consensus_estimate, (heeds.consensus_average + 50) / 2, 0.01);
+  EXPECT_EQ(heeds.gossip_period, 1);
+  EXPECT_EQ(static_cast<int64_t>(heeds.rounds), heeds.local_steps);
+  // Node 1 hears node 0's own figure, under the target: every 4th step. What it sends is its
+  // own average as of its latest round.
+  EXPECT_EQ(sender.gossip_period, 4);
+  EXPECT_LT(sender.consensus_estimate, base.consensus_target);
+  EXPECT_FLOAT_EQ(reported, static_cast<float>(sender.consensus_average));
+}
+
 // A node stopped by its operator while it waits for the finish's result ends at once on its own
 // model, and says so.
 TEST(GossipNodeTest, StopWhileWaitingForTheFinishEndsAtOnce) {

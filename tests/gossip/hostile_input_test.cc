@@ -213,7 +213,14 @@ struct Attacked {
     for (auto& [i, e] : std::exchange(pending, {})) cluster.Inject(i, e);
   }
   std::vector<std::pair<size_t, Envelope>> pending;
-  Envelope Member(size_t i, Payload payload) {
+  uint32_t dimension() { return static_cast<uint32_t>(cluster.node(0).x.size()); }
+  // A dense update frame of the model's dimension, every value `value`.
+  std::shared_ptr<const std::vector<std::byte>> Dense(float value) {
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    coding::EncodeDense(std::vector<float>(dimension(), value), *bytes);
+    return bytes;
+  }
+    Envelope Member(size_t i, Payload payload) {
     Envelope e = From(Cluster::Id(i), cluster.node(i).membership->incarnation(), std::move(payload));
     e.step_clock = cluster.machine(i).state().step;
     return e;
@@ -279,12 +286,29 @@ TEST(HostileGossipNodeTest, AForgedClockOrIncarnationFromAMemberIsRefused) {
   EXPECT_TRUE(run.ModelsSane());
 }
 
+// A consensus estimate no honest node sends (not finite, negative, beyond 100) is refused before
+// any part of the update is read: the CHOCO machine never sees it.
+TEST(HostileGossipNodeTest, AnImplausibleConsensusEstimateIsRefused) {
+  Attacked run(19);
+  const uint32_t d = run.dimension();
+  const auto bytes = run.Dense(0.001f);
+  const auto verdicts = run.cluster.machine(0).state().verdicts;
+  const float bad[] = {std::nanf(""), INFINITY, -0.5f, 1e6f};
+  for (float consensus : bad) {
+    Envelope e = run.Member(1, UpdateHeader{1, 0, d, true, true, consensus});
+    e.payload_frames = 1;
+    run.cluster.Inject(0, e, bytes);
+  }
+  EXPECT_EQ(run.Refused(0, kRejectConsensus), std::size(bad));
+  EXPECT_EQ(run.cluster.machine(0).state().verdicts, verdicts);
+  run.cluster.RunFor(seconds(1));
+  EXPECT_TRUE(run.ModelsSane());
+}
+
 TEST(HostileGossipNodeTest, MessagesFromInventedSendersChangeNothing) {
   Attacked run(11);
-  const uint32_t d = static_cast<uint32_t>(run.cluster.node(0).x.size());
-  std::vector<float> tiny(d, 0.001f);
-  auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeDense(tiny, *bytes);
+  const uint32_t d = run.dimension();
+  const auto bytes = run.Dense(0.001f);
   std::vector<size_t> replies;
   run.cluster.on_output = [&](size_t i, const NodeAction& a) {
     if (const auto* s = std::get_if<SendTo>(&a); s != nullptr && s->to >= 1000) replies.push_back(i);

@@ -45,7 +45,7 @@ std::vector<gossip::Payload> EveryPayload() {
           gossip::Join{Entry(9, MemberState::kAlive)},
           gossip::Digest{gossip, true},
           gossip::Leave{},
-          gossip::UpdateHeader{5, 6, 7850, true, true},
+          gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f},
           gossip::SnapshotRequest{77, true},
           gossip::SnapshotReply{8, 1000, true},
           gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},

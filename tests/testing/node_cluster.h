@@ -90,8 +90,9 @@ class NodeCluster {
   std::function<double(size_t i)> accuracy = [](size_t) { return 0.5; };
   // Real computing (see the header comment): (loss, rows) of node i's step at `lr`.
   std::function<std::pair<double, int64_t>(size_t i, std::optional<double> lr)> compute;
-  // Called for every output a node takes, before the cluster acts on it.
-  std::function<void(size_t i, const gossip::NodeAction&)> on_output;
+  // Called for every output a node takes, before the cluster acts on it (which may rewrite it:
+  // a peer that says something else).
+  std::function<void(size_t i, gossip::NodeAction&)> on_output;
   // Membership messages node i sends to an address outside the cluster (an attacker's).
   std::function<void(size_t i, const gossip::Outgoing&)> on_outside;
 
