@@ -206,6 +206,9 @@ class ChocoGossip {
   // view here); empty when `view` lacks this node. The node's soft-sync gate waits on these.
   RoundPeers Peers(const std::vector<NodeId>& view, uint64_t round) const;
 
+  // Who may mix this node's public copy (the receivers of q_i; see "Trackers" above).
+  std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
+
   // Forgets the copy of `id` (a member that left or died).
   void Forget(NodeId id);
 
@@ -240,7 +243,6 @@ class ChocoGossip {
   // x += alpha · update on the device.
   void Add(const coding::Update& update, std::span<float> x);
   StatusOr<kernels::Buffer<float>> Upload(std::span<const float> host) const;
-  std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;
   // Room for a new copy of `from` (evicting one of a peer not mixed when full); false: none.
   bool AdmitCopy(NodeId from);
   ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);

@@ -184,7 +184,9 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     ServeModel(m.from);
     return;
   }
-  if (const auto* f = std::get_if<FinishMessage>(&m.payload)) {
+  if (std::holds_alternative<NoPayload>(m.payload)) {
+    sync_.Observe(m.from, m.step_clock);  // a clock announcement (AnnounceClock)
+  } else if (const auto* f = std::get_if<FinishMessage>(&m.payload)) {
     OnFinishMessage(m, *f, now);
   } else if (const auto* r = std::get_if<SnapshotReply>(&m.payload); r != nullptr && r->model) {
     OnSnapshotReply(m, *r);
@@ -276,6 +278,9 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
     steps_since_round_ = 0;
     Round();
     if (phase_ == Phase::kOver) return;
+    clock_sent_ = s_.step;
+  } else {
+    AnnounceClock();
   }
   uint64_t lag = 0;
   for (NodeId id : step_mixing_) lag = std::max(lag, sync_.Lag(s_.step, id));
@@ -492,6 +497,16 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   if (awaiting_model_from_ != 0 && !model_refused_ && now - model_asked_at_ < o_.model_retry)
     return;
   if (AskForModel(now)) ++s_.model_requests;
+}
+
+void GossipNode::AnnounceClock() {
+  const int64_t lead = o_.soft_sync.max_lead;
+  if (lead < 0 || s_.step < clock_sent_ + static_cast<uint64_t>(std::max<int64_t>(lead / 2, 1))) {
+    return;
+  }
+  clock_sent_ = s_.step;
+  const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
+  for (NodeId to : choco_->Trackers(view, s_.rounds)) Emit(SendTo{to, NoPayload{}, nullptr});
 }
 
 void GossipNode::Round() {

@@ -200,11 +200,7 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
   ++count.messages;
   count.bytes += message.header.bytes().size();
   for (const auto& f : message.frames) count.bytes += f.bytes().size();
-  if (std::holds_alternative<gossip::UpdateHeader>(p) ||
-      std::holds_alternative<gossip::SnapshotRequest>(p) ||
-      std::holds_alternative<gossip::SnapshotReply>(p) ||
-      std::holds_alternative<gossip::CodedMessage>(p) ||
-      std::holds_alternative<gossip::FinishMessage>(p)) {
+  if (KindOf(p) != MessageKind::kMembership) {
     std::lock_guard<std::mutex> lock(training_mu_);
     if (training_.size() >= options_.max_training_queue) {
       training_.pop_front();  // the protocols repair holes (snapshots); never block the driver
@@ -298,7 +294,11 @@ std::string_view MessageKindName(MessageKind kind) {
 }
 
 MessageKind KindOf(const gossip::Payload& payload) {
-  if (std::holds_alternative<gossip::UpdateHeader>(payload)) return MessageKind::kUpdate;
+  // NoPayload: a gossip node's step-clock announcement between rounds (GossipNode::AnnounceClock).
+  if (std::holds_alternative<gossip::UpdateHeader>(payload) ||
+      std::holds_alternative<gossip::NoPayload>(payload)) {
+    return MessageKind::kUpdate;
+  }
   if (std::holds_alternative<gossip::SnapshotRequest>(payload) ||
       std::holds_alternative<gossip::SnapshotReply>(payload)) {
     return MessageKind::kSnapshot;

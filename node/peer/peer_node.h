@@ -45,7 +45,8 @@ struct PeerNodeOptions {
   size_t max_training_queue = 4096;  // training messages waiting for the training thread
 };
 
-// Message kinds for the traffic counters (a bounded metric label).
+// Message kinds for the traffic counters (a bounded metric label); every kind but kMembership goes
+// to the node's machine (its training queue). kUpdate includes the step-clock announcements.
 enum class MessageKind : uint8_t { kMembership, kUpdate, kSnapshot, kCoded, kFinish, kCount };
 std::string_view MessageKindName(MessageKind kind);
 MessageKind KindOf(const gossip::Payload& payload);

@@ -565,6 +565,38 @@ TEST(GossipNodeTest, LockStepGossipsEveryStepUnderConsensusControl) {
   }
 }
 
+// Local SGD with H above S: between rounds a node announces its step clock every S / 2 steps
+// (a header without payload), so its neighbours' gates do not wait for the membership view's
+// clocks, a probe period (100 ms here) old. Without it a node here waited at every period.
+TEST(GossipNodeTest, LocalStepsBeyondTheLeadDoNotWaitForTheView) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.local_steps = 20;
+    base.soft_sync.max_lead = 4;
+    base.soft_sync.max_wait = std::chrono::seconds(2);
+    Cluster cluster = MakeCluster(3, seed, base);
+    size_t announcements = 0;
+    cluster.on_output = [&](size_t, const NodeAction& action) {
+      const auto* send = std::get_if<SendTo>(&action);
+      if (send != nullptr && std::holds_alternative<NoPayload>(send->payload)) ++announcements;
+    };
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.RunFor(std::chrono::seconds(1));
+    for (size_t i = 0; i < 3; ++i) {
+      const GossipNodeState& s = cluster.machine(i).state();
+      // 2 ms a step: about 350 steps in the ~0.7 s after joining; waiting a view refresh every
+      // 20 steps would be about 140.
+      EXPECT_GT(s.local_steps, 250) << "node " << i;
+      EXPECT_LT(cluster.machine(i).soft_sync().total_wait(), milliseconds(100)) << "node " << i;
+      EXPECT_EQ(cluster.machine(i).soft_sync().stragglers_detected(), 0u) << "node " << i;
+      EXPECT_NEAR(static_cast<double>(s.rounds), s.local_steps / 20.0, 1) << "node " << i;
+    }
+    // Every S / 2 = 2 steps between rounds, to both ring neighbours.
+    EXPECT_GT(announcements, 3 * 250 / 2);
+  }
+}
+
 TEST(GossipNodeTest, InjectedPauseHoldsComputeUntilTheClusterIsAheadButNotTheEnd) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
