@@ -198,8 +198,7 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
     ++s_.verdicts[ChocoVerdictName(result.verdict)];
     if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
-        u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0 &&
-        std::find(step_mixing_.begin(), step_mixing_.end(), m.from) != step_mixing_.end()) {
+        u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0) {
       peer_consensus_[m.from] = u->consensus;
     }
     if (observer_ != nullptr) {
@@ -534,7 +533,7 @@ void GossipNode::Round() {
     Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
   }
   std::erase_if(peer_consensus_, [&](const auto& e) {
-    return std::find(step_mixing_.begin(), step_mixing_.end(), e.first) == step_mixing_.end();
+    return !std::binary_search(view.begin(), view.end(), e.first);
   });
   if (observer_ != nullptr) {
     observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),

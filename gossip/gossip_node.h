@@ -327,8 +327,9 @@ class GossipNode {
   uint64_t best_clock_ = 0;
   std::vector<NodeId> step_view_;  // the view the current step's round mixes over
   std::vector<NodeId> step_mixing_;
-  // The consensus estimates the mixing peers sent with their latest applied updates (only peers
-  // in step_mixing_: bounded by the topology's degree).
+  // The consensus estimates peers sent with their latest applied updates (one per sender of a
+  // tracked stream, dropped when it leaves the view at a round; the exponential graph's mixing
+  // peer changes every round, so its estimate is kept from its own round).
   std::map<NodeId, float> peer_consensus_;
   static constexpr double kMaxConsensus = 100;  // a larger estimate is refused
   NodeId awaiting_model_from_ = 0;
