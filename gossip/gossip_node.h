@@ -23,9 +23,10 @@
 //             the most advanced member once 4 S behind, re-asked every `model_retry`); a snapshot
 //             that arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour
 //             more than S behind, then mark it a straggler); then ComputeStep. When it is done:
-//             every H-th step (consensus_slack × H while the consensus distance is under
-//             consensus_target) a CHOCO round on the model, the progress announced, a periodic
-//             Evaluate.
+//             every H-th step (consensus_slack × H while the consensus estimate is under
+//             consensus_target) a CHOCO round on the model, and between rounds the step clock
+//             alone to the trackers every S/2 steps (AnnounceClock); the progress announced, a
+//             periodic Evaluate.
 //             "finished" from other members is believed from a quorum only (half the cluster:
 //             live members and finished ones); a single finished member makes a node with a
 //             target accuracy evaluate its own model at once and decide by that.
