@@ -269,6 +269,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
+  s_.consensus_estimate = ConsensusEstimate();
   s_.gossip_period = CurrentH();
   // Announced before the round: the round's messages carry this step's clock, which is what a
   // neighbour's gate waits for (announced after, lock-step waited a round or a view refresh).
@@ -387,12 +388,7 @@ std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) con
   return out;
 }
 
-int GossipNode::CurrentH() {
-  const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
-                    ? o_.post_local_steps
-                    : o_.local_steps;
-  // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
-  // average yet) always gossip.
+double GossipNode::ConsensusEstimate() const {
   double sum = s_.consensus_average;
   int n = 1;
   for (NodeId id : step_mixing_) {
@@ -401,7 +397,15 @@ int GossipNode::CurrentH() {
       ++n;
     }
   }
-  s_.consensus_estimate = sum / n;
+  return sum / n;
+}
+
+int GossipNode::CurrentH() const {
+  const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
+                    ? o_.post_local_steps
+                    : o_.local_steps;
+  // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
+  // average yet) always gossip.
   const bool under =
       o_.consensus_target > 0 && s_.rounds >= 8 && s_.consensus_estimate < o_.consensus_target;
   if (!under) return h;

@@ -278,7 +278,9 @@ class GossipNode {
   bool KnownGone(NodeId id, Incarnation incarnation) const;
   void Emit(NodeAction action);
   std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
-  int CurrentH();
+  // The mean of consensus_average and the mixing peers' latest estimates (consensus control).
+  double ConsensusEstimate() const;
+  int CurrentH() const;
   // The model on the host: x_ itself on the CPU, else a copy in host_model_.
   std::span<const float> HostModel();
   // x_ = `host`, copied up on a GPU.

@@ -220,7 +220,7 @@ struct Attacked {
     coding::EncodeDense(std::vector<float>(dimension(), value), *bytes);
     return bytes;
   }
-    Envelope Member(size_t i, Payload payload) {
+  Envelope Member(size_t i, Payload payload) {
     Envelope e = From(Cluster::Id(i), cluster.node(i).membership->incarnation(), std::move(payload));
     e.step_clock = cluster.machine(i).state().step;
     return e;
