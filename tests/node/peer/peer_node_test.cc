@@ -148,6 +148,9 @@ TEST(PeerNodeTest, LeaveIsSeenByThePeerAndBadOptionsAreRefused) {
   auto b = PeerNode::Start(Options(2, {(*a)->endpoint()}));
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE(WaitFor([&] { return Sees((*a)->Snapshot(), 2).has_value(); }));
+  // A Leave goes to the members the leaver knows: until b has learned of a (not only its seed
+  // address) it would tell no one, and a would find b dead instead (seen once under a loaded CI).
+  ASSERT_TRUE(WaitFor([&] { return Sees((*b)->Snapshot(), 1).has_value(); }));
   (*b)->Leave();
   EXPECT_TRUE(WaitFor([&] {
     auto m = Sees((*a)->Snapshot(), 2);
