@@ -147,7 +147,9 @@ def injection_and_recovery(targets, ids):
     time.sleep(1)
     back = rates(targets)
     print(f"ok: step rates after DELETE: {fmt(back)}")
-    assert back[0] > 0.6 * base[0], f"node 0 did not recover: {fmt(base)} -> {fmt(back)}"
+    # Against the others in the same window, as above: a loaded CI once read every node at half
+    # its base rate here (302/s -> 139/s, 143/s, 146/s), node 0 fully back at the others' pace.
+    assert back[0] > 0.6 * min(back[1:]), f"node 0 did not recover: {fmt(base)} -> {fmt(back)}"
 
 
 def bad_input(target):
