@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/device.h"
+#include "kernels/memory.h"
 #include "node/app/config_schema.h"
 #include "node/app/gossip_config.h"
 #include "node/app/node_command.h"
@@ -33,7 +34,7 @@ namespace {
 using node::NodeConfig;
 
 constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
-                                        "join_timeout_s"};
+                                        "join_timeout_s", "device"};
 
 // `murmur local --exec` hands each process its node's flags in MURMUR_PEER_ARGS, one token per
 // line ("--key=value", "--key value" or a bare boolean "--flag"), as it would run `murmur node`.
@@ -72,12 +73,37 @@ StatusOr<std::map<std::string, std::string>> LauncherConfig() {
     return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
                                 ": the library runs gossip");
   }
-  if (auto it = out.find("device"); it != out.end() && it->second != "cpu") {
-    return InvalidArgumentError("MURMUR_PEER_ARGS: device " + it->second +
-                                ": the library's buffer is host memory");
+  // The launcher's device (its placement, also in MURMUR_DEVICE) is where the program should
+  // put its model; it is checked against the buffer's own (BufferDevice), not merged.
+  if (auto it = out.find("device"); it != out.end()) {
+    out["launcher_device"] = it->second;
   }
   for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) out.erase(key);
   return out;
+}
+
+// Where the caller's buffer is: the `device` key (default cpu), which must agree with the
+// launcher's placement when `murmur local --exec --device` gave one.
+StatusOr<kernels::Device> BufferDevice(const std::map<std::string, std::string>& library,
+                                       const std::string& launcher) {
+  const auto it = library.find("device");
+  const std::string text = it == library.end() ? "cpu" : it->second;
+  if (text == "auto") {
+    return InvalidArgumentError(
+        "device: auto: the buffer is where the caller put it; give cpu or cuda:N");
+  }
+  StatusOr<kernels::Device> device = kernels::ResolveDevice(text);
+  if (!device.ok()) {
+    return Status(device.status().code(), "device: " + std::string(device.status().message()));
+  }
+  const std::string placed = launcher == "cuda" ? "cuda:0" : launcher;
+  if (!placed.empty() && placed != "auto" && placed != device->ToString()) {
+    return InvalidArgumentError("device: murmur local placed this process on " + placed +
+                                " (MURMUR_DEVICE), but the model buffer is on " +
+                                device->ToString() +
+                                (it == library.end() ? " (no device key: host memory)" : ""));
+  }
+  return device;
 }
 
 const char* PhaseName(gossip::GossipNode::Phase p) {
@@ -111,8 +137,8 @@ StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& tex
 
 class BufferWork : public node::GossipWork {
  public:
-  BufferWork(std::span<float> params, EvaluateFn evaluate)
-      : params_(params), evaluate_(std::move(evaluate)) {}
+  BufferWork(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate)
+      : params_(params), evaluate_(std::move(evaluate)), device_(device) {}
   std::span<float> params() override { return params_; }
   const kernels::Device& device() const override { return device_; }
   void ResetOptimizerState() override { replaced_ = true; }
@@ -130,14 +156,15 @@ class BufferWork : public node::GossipWork {
  private:
   std::span<float> params_;
   EvaluateFn evaluate_;
-  kernels::Device device_ = kernels::Device::Cpu();
+  kernels::Device device_;
   bool replaced_ = false;
 };
 
 }  // namespace
 
 struct Peer::Impl {
-  Impl(std::span<float> params, EvaluateFn evaluate) : work(params, std::move(evaluate)) {}
+  Impl(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate)
+      : work(params, device, std::move(evaluate)) {}
   BufferWork work;
   prometheus::Registry registry;
   std::unique_ptr<node::NodeTelemetry> telemetry;
@@ -213,6 +240,11 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   // The launcher's keys first; the caller's own override them.
   using KeyMap = std::map<std::string, std::string>;
   MURMUR_ASSIGN_OR_RETURN(KeyMap merged, LauncherConfig());
+  std::string launcher_device;
+  if (auto it = merged.find("launcher_device"); it != merged.end()) {
+    launcher_device = it->second;
+    merged.erase(it);
+  }
   for (const auto& [name, value] : config) merged[name] = value;
   std::map<std::string, std::string> library;
   for (const auto& [name, value] : merged) {
@@ -269,9 +301,11 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
         "lr_reference_batch (the linear scaling rule) needs "
         "expect_members: the cluster's size makes its global batch");
   }
+  MURMUR_ASSIGN_OR_RETURN(const kernels::Device device, BufferDevice(library, launcher_device));
+  MURMUR_RETURN_IF_ERROR(kernels::CheckMemoryOf(device, params.data(), params.size_bytes()));
   MURMUR_CHECK_OK(SetLogLevel(c.log_level));
 
-  auto impl = std::make_unique<Impl>(params, evaluate);
+  auto impl = std::make_unique<Impl>(params, device, evaluate);
   node::GossipSessionOptions s;
   s.peer = std::move(peer);
   s.node = g.node;
@@ -293,7 +327,9 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
         "lr is the base rate of lr_schedule; without a schedule the "
         "caller's optimizer keeps its own rate");
   }
-  s.initial.assign(params.begin(), params.end());
+  s.initial.resize(params.size());
+  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), s.initial.data(), device,
+                                            params.data(), params.size_bytes()));
   s.from_initial = same_init;
   s.straggler = g.straggler;
   s.alone_timeout = std::chrono::seconds(30);
@@ -305,7 +341,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   }
   s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
   impl->telemetry = std::make_unique<node::NodeTelemetry>(impl->registry, "gossip", g.straggler);
-  impl->telemetry->SetDevice("cpu");
+  impl->telemetry->SetDevice(device.ToString());
   if (!c.admin.empty()) {
     std::string token;
     if (!c.admin_token_file.empty()) {
@@ -390,9 +426,13 @@ StatusOr<Progress> Peer::Finish() {
     return FailedPreconditionError("Finish before the run is over (Next returned a step)");
   auto result = m.session->End();
   if (result.ok() && !m.save_model.empty()) {
-    std::vector<float> params(m.work.params().begin(), m.work.params().end());
-    const Status saved = node::SaveModel(
-        m.save_model, "caller's model of " + std::to_string(params.size()) + " values", params);
+    std::vector<float> params(m.work.params().size());
+    Status saved = kernels::CopyBytes(kernels::Device::Cpu(), params.data(), m.work.device(),
+                                      m.work.params().data(), params.size() * sizeof(float));
+    if (saved.ok()) {
+      saved = node::SaveModel(
+          m.save_model, "caller's model of " + std::to_string(params.size()) + " values", params);
+    }
     if (!saved.ok()) MURMUR_LOG_ERROR("save_model: {}", saved.ToString());
   }
   m.session->Leave();

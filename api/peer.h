@@ -77,9 +77,16 @@ using EvaluateFn = std::function<std::optional<double>(bool full)>;
 
 class Peer {
  public:
-  // Starts a peer that trains `params` (host memory; the caller keeps it alive and unmoved until
-  // Finish). `config`: key → value text, the keys of `murmur node --mode gossip` that concern the
-  // cluster, the gossip and the budget (KnownKeys(); `murmur node --help` describes each), plus
+  // Starts a peer that trains `params` (memory of `device`; the caller keeps it alive and unmoved
+  // until Finish). `config`: key → value text, the keys of `murmur node --mode gossip` that
+  // concern the cluster, the gossip and the budget (KnownKeys(); `murmur node --help` describes
+  // each), plus
+  //   device          where `params` is: cpu (host memory, the default) or cuda:N (memory of
+  //                   that GPU: murmur's round runs there, with no host copy of the model per
+  //                   step; the caller's kernels and murmur's are ordered on the legacy default
+  //                   stream). kFailedPrecondition when this build or machine has no such GPU,
+  //                   kInvalidArgument when params is not memory of it, or when `murmur local
+  //                   --exec --device` placed the process (MURMUR_DEVICE) elsewhere;
   //   epoch_samples   the training samples of one epoch over the whole cluster (for `epochs`,
   //                   the schedule's warm-up and the local epoch), required with `epochs`;
   //   shard_samples   this process's samples per local epoch (default epoch_samples / members);

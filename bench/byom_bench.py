@@ -14,10 +14,16 @@ the final model, the slowest process), and the time until the target accuracy on
 (murmur: when every process's own model has reached it; DDP: its one model), then the goals:
 accuracy within 0.5 point of DDP with >= 50x fewer bytes per process; with the straggler, time
 to target up <= 25 % for murmur and >= 3x for DDP. Exit 1 when a goal is missed. Run it with
-Debian's python3. About 6 minutes on 2 cores.
+Debian's python3, as root. About 8 minutes on 2 cores.
+
+Each process runs in a CPU cgroup of its own, capped to cores / N of the CPU time (`--isolate
+cgroup`, the default; cgroup v1's cpu controller or v2's cpu.max): N machines of equal speed.
+Without it (`--isolate none`) the N processes share the cores, and a straggler's sleep lends
+its share to the others: DDP then pays less for a slow rank than on separate machines.
 """
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -40,11 +46,65 @@ def time_to(timeline, target):
     return None
 
 
+@contextlib.contextmanager
+def cpu_shares(procs, isolate):
+    """Yields a directory holding rank-0 .. rank-(procs-1), each a CPU cgroup capped to
+    cores / procs (None for --isolate none); removes them after. Exit 2 when they cannot be made."""
+    if isolate == "none":
+        yield None
+        return
+    period = 10000  # µs: a short period keeps a throttled process's stalls short
+    quota = period * os.cpu_count() // procs
+    v1 = "/sys/fs/cgroup/cpu"
+    v2 = "/sys/fs/cgroup"
+    root = None
+    try:
+        if os.path.exists(os.path.join(v1, "cpu.cfs_quota_us")):
+            root = os.path.join(v1, f"murmur-byom-{os.getpid()}")
+            os.mkdir(root)
+            for r in range(procs):
+                os.mkdir(os.path.join(root, f"rank-{r}"))
+                open(os.path.join(root, f"rank-{r}", "cpu.cfs_period_us"), "w").write(str(period))
+                open(os.path.join(root, f"rank-{r}", "cpu.cfs_quota_us"), "w").write(str(quota))
+        elif os.path.exists(os.path.join(v2, "cgroup.subtree_control")):
+            root = os.path.join(v2, f"murmur-byom-{os.getpid()}")
+            open(os.path.join(v2, "cgroup.subtree_control"), "w").write("+cpu")
+            os.mkdir(root)
+            open(os.path.join(root, "cgroup.subtree_control"), "w").write("+cpu")
+            for r in range(procs):
+                os.mkdir(os.path.join(root, f"rank-{r}"))
+                open(os.path.join(root, f"rank-{r}", "cpu.max"), "w").write(f"{quota} {period}")
+        else:
+            raise OSError("no cgroup cpu controller under /sys/fs/cgroup")
+    except OSError as e:
+        print(f"byom_bench: --isolate cgroup: cannot make a CPU cgroup per process ({e}); run it "
+              f"as root, or pass --isolate none to let the processes share the cores",
+              file=sys.stderr)
+        if root:
+            for r in range(procs):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(root, f"rank-{r}"))
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
+        sys.exit(2)
+    print(f"each process in a CPU cgroup of its own: {quota / period:.2f} of a core "
+          f"({root})", flush=True)
+    try:
+        yield root
+    finally:
+        for r in range(procs):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(root, f"rank-{r}"))
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+
+
 def gossip(build, a, slowdown):
     d = tempfile.mkdtemp(prefix="byom-")
     cmd = [os.path.join(build, "murmur"), "local", "--nodes", str(a.procs), "--epochs",
            str(a.epochs), "--json", "--progress", "none", "--exec",
-           f"{sys.executable} {EXAMPLE} --seed {a.seed} --result-dir {d}"]
+           f"{sys.executable} {EXAMPLE} --seed {a.seed} --result-dir {d}"
+           + (f" --cpu-cgroup {a.cgroup}" if a.cgroup else "")]
     if slowdown > 1:
         cmd += ["--straggle", f"node=2,slowdown={slowdown}"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -62,6 +122,8 @@ def ddp(a, slowdown):
     d = tempfile.mkdtemp(prefix="byom-")
     cmd = [sys.executable, EXAMPLE, "--backend", "ddp", "--procs", str(a.procs), "--epochs",
            str(a.epochs), "--seed", str(a.seed), "--result-dir", d]
+    if a.cgroup:
+        cmd += ["--cpu-cgroup", a.cgroup]
     if slowdown > 1:
         cmd += ["--slowdown", str(slowdown), "--slow-rank", "1"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -81,9 +143,16 @@ def main():
     p.add_argument("--slowdown", type=float, default=4)
     p.add_argument("--target", type=float, default=0.85)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--isolate", choices=["cgroup", "none"], default="cgroup",
+                   help="cgroup: each process capped to cores / N (N machines); none: shared cores")
     a = p.parse_args()
     print(f"seed {a.seed}, {a.procs} processes, {a.epochs} epochs, target {a.target}, "
           f"straggler slowdown {a.slowdown}", flush=True)
+    with cpu_shares(a.procs, a.isolate) as a.cgroup:
+        return measure(a)
+
+
+def measure(a):
     rows = {}
     for name, run in [("murmur gossip", lambda: gossip(a.build, a, 1)),
                       ("DDP", lambda: ddp(a, 1)),

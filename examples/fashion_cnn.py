@@ -8,6 +8,8 @@
     python3 examples/fashion_cnn.py --backend ddp --procs 4
     # one process:
     python3 examples/fashion_cnn.py --backend single
+    # on GPUs (murmur local places rank r on a GPU and says which in MURMUR_DEVICE):
+    build/murmur local --nodes 4 --device cuda --exec "python3 examples/fashion_cnn.py"
 
 Reads the IDX files of Debian's dataset-fashion-mnist. Each process trains its shard (rank r of
 N takes every N-th training row from r) with SGD + momentum at batch --batch-size, on a cosine
@@ -88,6 +90,9 @@ def main():
     p.add_argument("--warmup-epochs", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    p.add_argument("--device", default=os.environ.get("MURMUR_DEVICE", "cpu"),
+                   help="where the model and the data live: cpu, cuda, cuda:N (default: "
+                        "MURMUR_DEVICE, set by murmur local --device, else cpu)")
     p.add_argument("--slowdown", type=float, default=1, help="ddp/single: sleep (f - 1) x each step's compute (murmur: --straggle)")
     p.add_argument("--slow-rank", type=int, default=-1, help="ddp: the rank --slowdown applies to")
     p.add_argument("--procs", type=int, default=4, help="ddp: processes to start")
@@ -95,6 +100,9 @@ def main():
                    help="steps between evaluations on 1000 test rows (the timeline)")
     p.add_argument("--result-dir", default="",
                    help="also write each process's result JSON to DIR/rank-R.json")
+    p.add_argument("--cpu-cgroup", default="",
+                   help="join the CPU cgroup DIR/rank-R (made by the caller, e.g. "
+                        "bench/byom_bench.py: one share of the cores per process) before training")
     args = p.parse_args()
     if args.backend == "ddp":
         import socket
@@ -121,11 +129,17 @@ def train(rank, args, port):
         world = args.procs
     else:
         world = 1
+    if args.cpu_cgroup:
+        # Every thread of this process moves (cgroup.procs); a cgroup that cannot be joined ends
+        # the run: training without the share would measure another machine.
+        with open(os.path.join(args.cpu_cgroup, f"rank-{rank}", "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
 
-    xs, ys, xt, yt = load()
-    shard = torch.arange(rank, len(ys), world)
+    device = torch.device(args.device)
+    xs, ys, xt, yt = (t.to(device) for t in load())
+    shard = torch.arange(rank, len(ys), world, device=device)
     torch.manual_seed(args.seed)  # one initial model on every process
-    model = Net()
+    model = Net().to(device)
     sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
     start = time.time()
@@ -134,7 +148,7 @@ def train(rank, args, port):
 
     def batches():
         while True:
-            order = shard[torch.randperm(len(shard), generator=g)]
+            order = shard[torch.randperm(len(shard), generator=g).to(device)]
             for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
                 yield xs[order[i:i + args.batch_size]], ys[order[i:i + args.batch_size]]
 

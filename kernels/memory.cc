@@ -101,6 +101,18 @@ Status ZeroBytes(const Device& device, void* pointer, size_t bytes) {
 #endif
 }
 
+Status CheckMemoryOf(const Device& device, const void* pointer, size_t bytes) {
+  if (device.is_cpu() || bytes == 0) return OkStatus();
+#if MURMUR_WITH_CUDA
+  // Both ends: a range that starts in one allocation may run past it into another device's.
+  MURMUR_RETURN_IF_ERROR(cuda::CheckPointer(device, pointer));
+  return cuda::CheckPointer(device, static_cast<const char*>(pointer) + bytes - 1);
+#else
+  (void)pointer;
+  return NoCuda(device);
+#endif
+}
+
 Status Synchronize(const Device& device) {
   if (device.is_cpu()) return OkStatus();
 #if MURMUR_WITH_CUDA

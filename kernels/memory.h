@@ -26,6 +26,11 @@ Status CopyBytes(const Device& dst_device, void* dst, const Device& src_device, 
                  size_t bytes);
 // Sets `bytes` bytes at `pointer` to zero.
 Status ZeroBytes(const Device& device, void* pointer, size_t bytes);
+// Whether `bytes` at `pointer`, memory someone else allocated (a caller's model), is memory of
+// `device`: kInvalidArgument naming where it is instead (host memory, another GPU, not a CUDA
+// allocation). A CPU device accepts any pointer: host memory cannot be told from a stray one.
+// kUnavailable for a CUDA device in a build without CUDA.
+Status CheckMemoryOf(const Device& device, const void* pointer, size_t bytes);
 // Waits for everything queued on `device` by this thread; reports an asynchronous kernel fault.
 Status Synchronize(const Device& device);
 

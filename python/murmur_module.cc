@@ -1,17 +1,20 @@
 // murmur._murmur: the Python binding of api/peer.h (pybind11). The model is a float32 NumPy
-// array (for PyTorch: a CPU tensor's .numpy(), which shares its memory) that murmur mixes into
-// in place; the array is kept alive by the Peer. Errors: a bad argument is ValueError, anything
+// array (for PyTorch: a CPU tensor's .numpy(), which shares its memory) or a GPU array with
+// __cuda_array_interface__ (a CUDA tensor, with device='cuda:N'), which murmur mixes into in
+// place; it is kept alive by the Peer. Errors: a bad argument is ValueError, anything
 // else murmur.Error, each with murmur's reason. Next and Done release the GIL while they block.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "api/peer.h"
 
@@ -38,20 +41,46 @@ T Value(murmur::StatusOr<T> v) {
   return *std::move(v);
 }
 
+// The model's memory: a float32 NumPy array (host), or any object with
+// __cuda_array_interface__ (a PyTorch CUDA tensor, a CuPy array) with config's device = cuda:N.
+std::span<float> ModelSpan(const py::object& params,
+                           const std::map<std::string, std::string>& config) {
+  if (py::hasattr(params, "__cuda_array_interface__")) {
+    const py::dict cai = params.attr("__cuda_array_interface__");
+    const auto typestr = cai["typestr"].cast<std::string>();
+    if (typestr != "<f4") throw py::value_error("the model must be float32, not " + typestr);
+    const auto shape = cai["shape"].cast<std::vector<int64_t>>();
+    if (shape.size() != 1) throw py::value_error("the model must be one flat (1-D) array");
+    if (cai.contains("strides") && !cai["strides"].is_none() &&
+        cai["strides"].cast<std::vector<int64_t>>() != std::vector<int64_t>{4}) {
+      throw py::value_error("the model must be contiguous");
+    }
+    const auto data = cai["data"].cast<std::pair<uintptr_t, bool>>();
+    if (data.second) throw py::value_error("the model must be writeable");
+    const auto device = config.find("device");
+    if (device == config.end() || device->second.rfind("cuda", 0) != 0) {
+      throw py::value_error(
+          "the model is GPU memory (__cuda_array_interface__): give "
+          "device='cuda:N', the GPU it is on");
+    }
+    if (shape[0] == 0) return {};
+    return {reinterpret_cast<float*>(data.first), static_cast<size_t>(shape[0])};
+  }
+  py::array array = params.cast<py::array>();
+  if (!array.dtype().is(py::dtype::of<float>())) {
+    throw py::value_error("the model must be float32, not " + std::string(py::str(array.dtype())));
+  }
+  if (!(array.flags() & py::array::c_style)) throw py::value_error("the model must be contiguous");
+  if (!array.writeable()) throw py::value_error("the model must be writeable");
+  if (array.ndim() != 1) throw py::value_error("the model must be one flat (1-D) array");
+  return {static_cast<float*>(array.mutable_data()), static_cast<size_t>(array.size())};
+}
+
 class PyPeer {
  public:
-  PyPeer(py::array params, const std::map<std::string, std::string>& config, py::object evaluate) {
-    if (!params.dtype().is(py::dtype::of<float>())) {
-      throw py::value_error("the model must be float32, not " +
-                            std::string(py::str(params.dtype())));
-    }
-    if (!(params.flags() & py::array::c_style))
-      throw py::value_error("the model must be contiguous");
-    if (!params.writeable()) throw py::value_error("the model must be writeable");
-    if (params.ndim() != 1) throw py::value_error("the model must be one flat (1-D) array");
-    params_ = params;
-    std::span<float> span(static_cast<float*>(params_.mutable_data()),
-                          static_cast<size_t>(params_.size()));
+  PyPeer(py::object params, const std::map<std::string, std::string>& config, py::object evaluate) {
+    std::span<float> span = ModelSpan(params, config);
+    params_ = params;  // keeps the memory alive as long as the peer
     murmur::api::EvaluateFn fn;
     if (!evaluate.is_none()) {
       if (!PyCallable_Check(evaluate.ptr())) throw py::value_error("evaluate must be callable");
@@ -112,7 +141,7 @@ class PyPeer {
     return Value(std::move(p));
   }
   Progress GetProgress() const { return peer_->GetProgress(); }
-  py::array params() const { return params_; }
+  py::object params() const { return params_; }
 
  private:
   void RaisePending() {
@@ -122,7 +151,7 @@ class PyPeer {
     throw py::error_already_set();
   }
 
-  py::array params_;
+  py::object params_;
   py::object evaluate_;
   std::optional<std::string> pending_;  // an exception of evaluate, raised after the call
   std::unique_ptr<Peer> peer_;
@@ -177,7 +206,7 @@ PYBIND11_MODULE(_murmur, m) {
   py::class_<PyPeer>(m, "Peer",
                      "One peer of a gossip training cluster training `params` (a flat float32 "
                      "array, mixed into in place). `config`: murmur's keys as text (known_keys())")
-      .def(py::init<py::array, const std::map<std::string, std::string>&, py::object>(),
+      .def(py::init<py::object, const std::map<std::string, std::string>&, py::object>(),
            py::arg("params"), py::arg("config"), py::arg("evaluate") = py::none(),
            "evaluate(full) -> accuracy in [0, 1] or None: the model's test accuracy (full: the "
            "whole test set, else a periodic subset); allows eval_every and target_accuracy")

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_context.h"
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,28 @@ Status Zero(const Device& device, void* pointer, size_t bytes) {
 Status Synchronize(const Device& device) {
   MURMUR_RETURN_IF_ERROR(GetContext(device).status());
   return Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+Status CheckPointer(const Device& device, const void* pointer) {
+  MURMUR_RETURN_IF_ERROR(GetContext(device).status());
+  char where[32];
+  std::snprintf(where, sizeof(where), "%p", pointer);
+  cudaPointerAttributes a{};
+  const cudaError_t error = cudaPointerGetAttributes(&a, pointer);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return InvalidArgumentError(std::string("the buffer at ") + where + " is not memory of " +
+                                device.ToString() + ": " + cudaGetErrorString(error));
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+    return InvalidArgumentError(std::string("the buffer at ") + where +
+                                " is host memory, not memory of " + device.ToString());
+  }
+  if (a.device != device.index) {
+    return InvalidArgumentError(std::string("the buffer at ") + where + " is memory of cuda:" +
+                                std::to_string(a.device) + ", not of " + device.ToString());
+  }
+  return OkStatus();
 }
 
 }  // namespace murmur::kernels::cuda

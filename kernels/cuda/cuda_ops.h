@@ -26,6 +26,8 @@ Status Copy(const Device& dst_device, void* dst, const Device& src_device, const
             size_t bytes);
 Status Zero(const Device& device, void* pointer, size_t bytes);
 Status Synchronize(const Device& device);
+// kInvalidArgument unless `pointer` is device (or managed) memory of `device`.
+Status CheckPointer(const Device& device, const void* pointer);
 
 // kernels/ops.h
 Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, float alpha,

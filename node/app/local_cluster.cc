@@ -128,6 +128,11 @@ Status LocalCluster::Spawn() {
       c.env = {"MURMUR_PEER_ARGS=" + flags, "MURMUR_RANK=" + std::to_string(i),
                "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
                "MURMUR_REPORT_FD=3"};
+      // Where the launcher placed it: the program puts its model there (api/peer.h checks).
+      if (auto d = std::find(args.begin(), args.end(), "--device");
+          d != args.end() && d + 1 != args.end() && *(d + 1) != "auto") {
+        c.env.push_back("MURMUR_DEVICE=" + *(d + 1));
+      }
       // This build's Python module (build/python next to build/murmur), when there is one.
       const std::filesystem::path python = std::filesystem::path(exe).parent_path() / "python";
       if (std::filesystem::exists(python / "murmur")) {

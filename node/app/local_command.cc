@@ -210,7 +210,9 @@ class GossipLocal : public LocalMode {
       : config_(config), forwarded_(std::move(forwarded)), dir_(std::move(dir)),
         devices_(std::move(devices)),
         what_(fmt::format("CHOCO-SGD {} on a {}, on {}", config.gossip.compress,
-                          config.gossip.topology, PlacementSummary(devices_))) {}
+                          config.gossip.topology,
+                          devices_.front() == "auto" ? "the program's device"
+                                                     : PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
   std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string(); }
   std::vector<std::string> NodeArgs(int i) const override {
@@ -412,7 +414,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::printf("  %s\n", LogsLine(out).c_str());
 }
 
-// `--exec` runs programs on the library (api/peer.h): only gossip, on the CPU, and only the keys
+// `--exec` runs programs on the library (api/peer.h): only gossip, and only the keys
 // a library peer takes; the rest concern murmur's own model and are refused with the reason.
 Status CheckExec(const LocalConfig& config, const std::map<std::string, std::string>& texts,
                  const ConfigParser<LocalConfig>& parser) {
@@ -426,10 +428,6 @@ Status CheckExec(const LocalConfig& config, const std::map<std::string, std::str
     return InvalidArgumentError(
         "run_dir: a library program's nodes write no time series yet; "
         "leave --run-dir out with --exec");
-  }
-  if (config.gossip.train.device != "auto" && config.gossip.train.device != "cpu") {
-    return InvalidArgumentError("device: " + config.gossip.train.device +
-                                ": a library program's model buffer is host memory (cpu)");
   }
   for (const std::string& flag : Forwarded(parser, texts, false)) {
     std::string key = flag.substr(2, flag.find('=') - 2);
@@ -514,11 +512,14 @@ int LocalCommand::Run() {
   }
   // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
   const bool trains = config.mode != Mode::kMembership;
-  auto devices = config.exec.empty()
-                     ? PlaceNodes(config.gossip.train.device, config.gpus, processes,
-                                  trains ? kernels::CudaDeviceCount() : 0, trains)
-                     : StatusOr<std::vector<std::string>>(std::vector<std::string>(
-                           static_cast<size_t>(processes), "cpu"));  // CheckExec: no GPU
+  // A program's model is where the program puts it: only an explicit --device cuda places its
+  // ranks on GPUs (MURMUR_DEVICE; the library checks the buffer is there); otherwise "auto":
+  // the program's own choice, which the library does not check.
+  const bool placed = config.exec.empty() || config.gossip.train.device.starts_with("cuda");
+  auto devices = placed ? PlaceNodes(config.gossip.train.device, config.gpus, processes,
+                                     trains ? kernels::CudaDeviceCount() : 0, trains)
+                        : StatusOr<std::vector<std::string>>(
+                              std::vector<std::string>(static_cast<size_t>(processes), "auto"));
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
   if (!config.run_dir.empty()) {
     if (std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {

@@ -32,7 +32,6 @@ std::string WhyNotAPeerLibraryKey(const std::string& key) {
   if (key == "shard_index" || key == "shard_count" || key == "shard_strategy") {
     return "the caller reads its own data (see shard_samples)";
   }
-  if (key == "device") return "the caller's buffer is host memory (GPU buffers: not yet)";
   if (key == "run_dir" || key == "report" || key == "duration") {
     return "it belongs to `murmur node`'s own output and lifetime";
   }

@@ -12,7 +12,10 @@
     result = opt.finish()                              # the model is now the cluster's average
 
 The parameters are moved once into one contiguous buffer (each parameter a view of it), which
-murmur mixes into in place: no copy of the model per step. CPU float32 parameters only for now.
+murmur mixes into in place: no copy of the model per step. float32 parameters, all on the CPU or
+all on one GPU: on a GPU the buffer stays in GPU memory and murmur's round runs there (its
+kernels on the legacy default stream, PyTorch's default; work the step queued on another stream
+is waited for before the round).
 """
 
 import time
@@ -33,12 +36,21 @@ class GossipOptimizer:
         params = list(params)
         if not params:
             raise ValueError("no parameters to train")
+        device = params[0].device
         for i, p in enumerate(params):
-            if p.device.type != "cpu":
-                raise ValueError(f"parameter {i} is on {p.device}: GossipOptimizer takes CPU "
-                                 "tensors (CUDA tensors are not supported yet)")
+            if p.device != device:
+                raise ValueError(f"parameter {i} is on {p.device}, parameter 0 on {device}: "
+                                 "GossipOptimizer takes a model on one device")
+            if device.type not in ("cpu", "cuda"):
+                raise ValueError(f"parameter {i} is on {p.device}: GossipOptimizer takes CPU or "
+                                 "CUDA tensors")
             if p.dtype != _torch.float32:
                 raise ValueError(f"parameter {i} is {p.dtype}: GossipOptimizer takes float32")
+        if device.type == "cuda":
+            index = device.index if device.index is not None else _torch.cuda.current_device()
+            if config.setdefault("device", f"cuda:{index}") != f"cuda:{index}":
+                raise ValueError(f"device={config['device']}, but the parameters are on cuda:{index}")
+        self.device = device
         self.optimizer = optimizer
         self.params = params
         with _torch.no_grad():
@@ -49,7 +61,8 @@ class GossipOptimizer:
                 p.data = flat[offset:offset + n].view_as(p)
                 offset += n
         self.flat = flat
-        self.peer = Peer(flat.numpy(), evaluate=evaluate, **config)
+        self.peer = Peer(flat if device.type == "cuda" else flat.numpy(), evaluate=evaluate,
+                         **config)
         self._turn = None  # the first turn is waited for by the first `running` or step()
         self._turn_at = time.perf_counter()
 
@@ -81,6 +94,10 @@ class GossipOptimizer:
         result = self.optimizer.step(closure)
         if closure is not None and result is not None and loss != loss:
             loss = float(result)
+        if self.device.type == "cuda":
+            stream = _torch.cuda.current_stream(self.device)
+            if stream != _torch.cuda.default_stream(self.device):
+                stream.synchronize()  # murmur's round reads the buffer on the default stream
         self.peer.done(float(loss), int(samples), time.perf_counter() - self._turn_at)
         self._turn = self.peer.next()
         self._turn_at = time.perf_counter()

@@ -4,6 +4,7 @@
 #include "api/peer.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kernels/device.h"
+#include "kernels/memory.h"
 
 namespace murmur::api {
 namespace {
@@ -125,6 +129,121 @@ TEST(PeerTest, RefusesWhatItCannotDoWithTheReason) {
   expect(lr, "lr_schedule");
   std::vector<float> empty;
   EXPECT_EQ(Peer::Start(c, empty).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Where the buffer is: the device key names it, auto is refused (the caller knows), a GPU this
+// build or machine lacks is refused, never trained on the CPU instead, and a launcher's
+// placement the buffer does not follow is refused naming both.
+TEST(PeerTest, TheBuffersDeviceIsCheckedNotGuessed) {
+  std::vector<float> x(10, 0.0f);
+  Config c = Base();
+  c["time_limit_s"] = "1";
+  auto code_and_text = [&](Config config) {
+    auto p = Peer::Start(config, x);
+    EXPECT_FALSE(p.ok());
+    return p.ok() ? std::make_pair(StatusCode::kOk, std::string())
+                  : std::make_pair(p.status().code(), std::string(p.status().message()));
+  };
+  Config autodev = c;
+  autodev["device"] = "auto";
+  auto [auto_code, auto_text] = code_and_text(autodev);
+  EXPECT_EQ(auto_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(auto_text.find("device: auto"), std::string::npos) << auto_text;
+  Config tpu = c;
+  tpu["device"] = "tpu";
+  auto [tpu_code, tpu_text] = code_and_text(tpu);
+  EXPECT_EQ(tpu_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(tpu_text.find("tpu"), std::string::npos) << tpu_text;
+  if (kernels::CudaDeviceCount() == 0) {
+    Config cuda = c;
+    cuda["device"] = "cuda:0";
+    auto [cuda_code, cuda_text] = code_and_text(cuda);
+    EXPECT_EQ(cuda_code, StatusCode::kFailedPrecondition);
+    EXPECT_NE(cuda_text.find("device: "), std::string::npos) << cuda_text;
+    EXPECT_NE(cuda_text.find("CUDA"), std::string::npos) << cuda_text;
+  }
+  // murmur local --exec --device cuda:1 placed this process; the buffer is host memory.
+  ASSERT_EQ(::setenv("MURMUR_PEER_ARGS", "--device\ncuda:1", 1), 0);
+  auto [placed_code, placed_text] = code_and_text(c);
+  ::unsetenv("MURMUR_PEER_ARGS");
+  EXPECT_EQ(placed_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(placed_text.find("placed this process on cuda:1"), std::string::npos) << placed_text;
+  EXPECT_NE(placed_text.find("on cpu"), std::string::npos) << placed_text;
+}
+
+// A model in GPU memory (a PyTorch CUDA tensor's storage): two peers gossip it without a host
+// copy per step and end on one model; a host buffer passed as GPU memory is refused.
+TEST(PeerTest, TwoPeersGossipBuffersInGpuMemory) {
+  if (kernels::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: GPU buffers not run";
+  const kernels::Device gpu = kernels::Device::Cuda(0);
+  constexpr size_t kDim = 4096;
+  std::vector<float> host(kDim, 0.0f);
+  {
+    Config c = Base();
+    c["time_limit_s"] = "1";
+    c["device"] = "cuda:0";
+    auto p = Peer::Start(c, host);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(p.status().message()).find("host memory"), std::string::npos)
+        << p.status().ToString();
+  }
+  auto a = kernels::Buffer<float>::FromHost(gpu, host);
+  auto b = kernels::Buffer<float>::FromHost(gpu, host);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Config ca = Base();
+  ca["epochs"] = "4";
+  ca["epoch_samples"] = "1000";
+  ca["expect_members"] = "2";
+  ca["same_init"] = "true";
+  ca["max_lead"] = "0";
+  ca["probe_interval_ms"] = "500";
+  ca["probe_timeout_ms"] = "400";
+  ca["device"] = "cuda:0";
+  auto pa = Peer::Start(ca, a->span());
+  ASSERT_TRUE(pa.ok()) << pa.status().ToString();
+  Config cb = ca;
+  cb["seeds"] = (*pa)->GetProgress().endpoint;
+  auto pb = Peer::Start(cb, b->span());
+  ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  // The test's own step runs on the host (copy down, pull, copy up): a caller's kernels would
+  // run on the GPU; murmur's round runs on the GPU either way.
+  auto train = [gpu](Peer& peer, kernels::Buffer<float>& x, float target) {
+    std::vector<float> h(x.size());
+    while (true) {
+      auto turn = peer.Next();
+      EXPECT_TRUE(turn.ok()) << turn.status().ToString();
+      if (!turn.ok() || !turn->step) break;
+      EXPECT_TRUE(kernels::CopyBytes(kernels::Device::Cpu(), h.data(), gpu, x.data(),
+                                     h.size() * sizeof(float))
+                      .ok());
+      for (float& v : h) v -= 0.1f * (v - target);
+      EXPECT_TRUE(x.CopyFromHost(h).ok());
+      EXPECT_TRUE(peer.Done(1.0, 8).ok());
+    }
+  };
+  StatusOr<Progress> rb = InternalError("not run");
+  std::thread t([&] {
+    train(**pb, *b, 3.0f);
+    rb = (*pb)->Finish();
+  });
+  train(**pa, *a, 1.0f);
+  auto ra = (*pa)->Finish();
+  t.join();
+  ASSERT_TRUE(ra.ok()) << ra.status().ToString();
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  EXPECT_EQ(ra->finish, "averaged");
+  EXPECT_EQ(rb->finish, "averaged");
+  EXPECT_GT(ra->rounds, 0u);
+  std::vector<float> ha(kDim), hb(kDim);
+  ASSERT_TRUE(kernels::CopyBytes(kernels::Device::Cpu(), ha.data(), gpu, a->data(), kDim * 4).ok());
+  ASSERT_TRUE(kernels::CopyBytes(kernels::Device::Cpu(), hb.data(), gpu, b->data(), kDim * 4).ok());
+  EXPECT_EQ(ha, hb);
+  for (size_t i = 0; i < kDim; i += 97) {
+    EXPECT_TRUE(std::isfinite(ha[i])) << i;
+    EXPECT_GT(ha[i], 0.0f) << i;
+    EXPECT_LT(ha[i], 3.5f) << i;
+  }
 }
 
 TEST(PeerTest, UnreachableSeedsFailTheRunAfterTheJoinTimeout) {

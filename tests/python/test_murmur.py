@@ -69,8 +69,34 @@ def test_a_cluster_key_mismatch_raises_murmur_error(tmp_path):
     assert a.finish().live_members == 1
 
 
-def test_gossip_optimizer_trains_two_torch_models_to_one():
-    torch = pytest.importorskip("torch")
+class FakeGpuArray:
+    """Says it is GPU memory (__cuda_array_interface__) without being any."""
+
+    def __init__(self, typestr="<f4", shape=(16,), readonly=False, strides=None):
+        self.__cuda_array_interface__ = dict(typestr=typestr, shape=shape, strides=strides,
+                                             data=(0x10000, readonly), version=3)
+
+
+def test_a_gpu_array_is_checked_and_never_trained_on_the_cpu():
+    with pytest.raises(ValueError, match="device='cuda:N'"):
+        murmur.Peer(FakeGpuArray(), time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="float32"):
+        murmur.Peer(FakeGpuArray(typestr="<f8"), device="cuda:0", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="1-D"):
+        murmur.Peer(FakeGpuArray(shape=(4, 4)), device="cuda:0", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="writeable"):
+        murmur.Peer(FakeGpuArray(readonly=True), device="cuda:0", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="contiguous"):
+        murmur.Peer(FakeGpuArray(strides=(8,)), device="cuda:0", time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="device: auto"):
+        murmur.Peer(np.zeros(16, dtype=np.float32), device="auto", time_limit_s=1, **FAST)
+    # Not GPU memory at all: refused on a machine with a GPU (the pointer is checked), and where
+    # there is none (or this build has no CUDA) refused as such, naming CUDA.
+    with pytest.raises((ValueError, murmur.Error), match="CUDA|not memory of cuda:0|host memory"):
+        murmur.Peer(FakeGpuArray(), device="cuda:0", time_limit_s=1, **FAST)
+
+
+def train_two_torch_models_to_one(torch, device):
     import murmur.torch as mt
 
     seed = 7
@@ -82,7 +108,8 @@ def test_gossip_optimizer_trains_two_torch_models_to_one():
         g = torch.Generator().manual_seed(seed + rank)
         xs = torch.randn(512, 8, generator=g)
         data.append((xs, xs @ w_true))
-    models = [torch.nn.Linear(8, 1) for _ in range(2)]
+    data = [(xs.to(device), ys.to(device)) for xs, ys in data]
+    models = [torch.nn.Linear(8, 1).to(device) for _ in range(2)]
     for m in models[1:]:
         m.load_state_dict(models[0].state_dict())  # one initial model: same_init
     config = dict(FAST, compress="topk:0.25", epochs=4, epoch_samples=1024, expect_members=2,
@@ -128,6 +155,21 @@ def test_gossip_optimizer_trains_two_torch_models_to_one():
     with torch.no_grad():
         fit = torch.nn.functional.mse_loss(models[0](data[0][0]), data[0][1]).item()
     assert fit < 0.05, fit
+    return first
+
+
+def test_gossip_optimizer_trains_two_torch_models_to_one():
+    torch = pytest.importorskip("torch")
+    train_two_torch_models_to_one(torch, "cpu")
+
+
+def test_gossip_optimizer_trains_two_cuda_models_in_gpu_memory():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device for torch: CUDA tensors not run")
+    opt = train_two_torch_models_to_one(torch, "cuda:0")
+    # The buffer murmur mixed into is the parameters' own GPU memory.
+    assert opt.flat.is_cuda and opt.peer.params is opt.flat
 
 
 def test_gossip_optimizer_refuses_what_it_cannot_train():
@@ -137,6 +179,9 @@ def test_gossip_optimizer_refuses_what_it_cannot_train():
     model = torch.nn.Linear(4, 1).double()
     with pytest.raises(ValueError, match="float64"):
         mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), time_limit_s=1, **FAST)
+    meta = torch.nn.Linear(4, 1, device="meta")
+    with pytest.raises(ValueError, match="CPU or CUDA"):
+        mt.GossipOptimizer(torch.optim.SGD(meta.parameters(), lr=0.1), time_limit_s=1, **FAST)
 
 
 def test_a_peer_survives_its_neighbour_being_killed():
