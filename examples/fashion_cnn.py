@@ -97,7 +97,12 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1, help="ddp: the rank --slowdown applies to")
     p.add_argument("--procs", type=int, default=4, help="ddp: processes to start")
     p.add_argument("--eval-every", type=int, default=100,
-                   help="steps between evaluations on 1000 test rows (the timeline)")
+                   help="murmur: steps between evaluations on 1000 test rows (murmur local's "
+                        "live table)")
+    p.add_argument("--snapshot-every", type=float, default=0.5,
+                   help="seconds between copies of the model, evaluated on 1000 test rows after "
+                        "training: the result's timeline, at the same times for every backend "
+                        "and not in the training time (0: none)")
     p.add_argument("--result-dir", default="",
                    help="also write each process's result JSON to DIR/rank-R.json")
     p.add_argument("--cpu-cgroup", default="",
@@ -154,15 +159,18 @@ def train(rank, args, port):
 
     stream = batches()
     result = {"backend": args.backend, "rank": rank, "world": world}
-    timeline = []  # (seconds since the first step, accuracy on 1000 test rows)
+    snapshots = []  # (seconds since the first step, a copy of the parameters)
     first_step = [None]
+
+    def snapshot():
+        now = time.time()
+        if args.snapshot_every > 0 and (not snapshots or
+                                        now - first_step[0] - snapshots[-1][0] >= args.snapshot_every):
+            snapshots.append((now - first_step[0], [p.detach().clone() for p in model.parameters()]))
 
     def evaluate(full):
         net = model.module if hasattr(model, "module") else model  # DDP's inner model
-        a = accuracy(net, xt, yt, None if full else 1000)
-        if not full and first_step[0] is not None:
-            timeline.append((round(time.time() - first_step[0], 3), a))
-        return a
+        return accuracy(net, xt, yt, None if full else 1000)
     if args.backend == "murmur":
         import murmur.torch
         opt = murmur.torch.GossipOptimizer(
@@ -179,7 +187,9 @@ def train(rank, args, port):
             opt.step(loss=loss.item(), samples=len(y))
             samples += len(y)
             steps += 1
+            snapshot()
         final = opt.finish()
+        train_seconds = time.time() - first_step[0] if first_step[0] else 0  # the finish in it
         result.update(bytes_sent=final.bytes_sent, finish=final.finish, end=final.end_reason)
     else:
         if args.backend == "ddp":
@@ -202,8 +212,8 @@ def train(rank, args, port):
             samples += len(y)
             cluster += global_batch
             steps += 1
-            if args.eval_every > 0 and steps % args.eval_every == 0:
-                evaluate(False)
+            snapshot()
+        train_seconds = time.time() - first_step[0]
         if args.backend == "ddp":
             model = model.module
     result.update(accuracy=accuracy(model, xt, yt), samples=samples, steps=steps,
@@ -212,8 +222,19 @@ def train(rank, args, port):
         # gloo's ring all-reduce: 2 (N - 1) / N of the fp32 gradient per step, each way.
         d = sum(p.numel() for p in model.parameters())
         result["bytes_sent"] = int(steps * 2 * (world - 1) / world * 4 * d)
+    # The timeline: each snapshot's accuracy on 1000 test rows, evaluated now (the final model
+    # is put back after).
+    final_params = [p.detach().clone() for p in model.parameters()]
+    timeline = []
+    with torch.no_grad():
+        for t, params in snapshots:
+            for p, v in zip(model.parameters(), params):
+                p.copy_(v)
+            timeline.append((round(t, 3), accuracy(model, xt, yt, 1000)))
+        for p, v in zip(model.parameters(), final_params):
+            p.copy_(v)
     result["timeline"] = timeline
-    result["train_seconds"] = round(time.time() - first_step[0], 2) if first_step[0] else 0
+    result["train_seconds"] = round(train_seconds, 2)
     line = json.dumps(result)
     print(line, flush=True)
     if args.result_dir:
