@@ -88,6 +88,8 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--warmup-epochs", type=float, default=0.2)
+    p.add_argument("--nesterov", action=argparse.BooleanOptionalAction, default=False,
+                   help="Nesterov momentum (0.9) instead of heavy ball")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--device", default=os.environ.get("MURMUR_DEVICE", "cpu"),
@@ -145,7 +147,7 @@ def train(rank, args, port):
     shard = torch.arange(rank, len(ys), world, device=device)
     torch.manual_seed(args.seed)  # one initial model on every process
     model = Net().to(device)
-    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=args.nesterov)
     g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
     start = time.time()
     samples = 0

@@ -177,23 +177,45 @@ TEST(CompressorTest, ErrorFeedbackConservesMassForEveryOperator) {
   }
 }
 
+// Below and on the selection's candidate path (selection.h), the top of residual + input is
+// sent, the residual is exactly the sums that were not, and an overflow of residual + input is
+// refused leaving the residual bit for bit.
 TEST(CompressorTest, TopKWithErrorFeedbackSendsTheTopOfResidualPlusInput) {
-  const size_t n = 5000;
-  Compressor c = Make("topk:0.02", n);
-  Update update;
-  std::vector<float> expected_source(n, 0.0f);
-  for (int t = 0; t < 5; ++t) {
-    const std::vector<float> g = MakeVector(Distribution::kHeavyTailed, n, 40 + t);
-    for (size_t i = 0; i < n; ++i) expected_source[i] = c.residual()[i] + g[i];
-    ASSERT_TRUE(c.Compress(g, update).ok());
-    std::vector<uint32_t> want;
-    std::vector<float> want_values;
-    ASSERT_TRUE(TopK(expected_source, 100, want, want_values));
-    EXPECT_EQ(update.indices, want);
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(update.values[i], expected_source[want[i]]);
-      EXPECT_EQ(c.residual()[want[i]], 0.0f) << "fp32 values are sent exactly";
+  for (size_t n : {size_t{5000}, size_t{235146}}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    Compressor c = Make("topk:0.02", n);
+    const size_t k = static_cast<size_t>(std::ceil(0.02 * static_cast<double>(n)));
+    Update update;
+    std::vector<float> expected_source(n, 0.0f);
+    for (int t = 0; t < 5; ++t) {
+      const std::vector<float> g = MakeVector(Distribution::kHeavyTailed, n, 40 + t);
+      for (size_t i = 0; i < n; ++i) expected_source[i] = c.residual()[i] + g[i];
+      ASSERT_TRUE(c.Compress(g, update).ok());
+      std::vector<uint32_t> want;
+      std::vector<float> want_values;
+      ASSERT_TRUE(TopK(expected_source, k, want, want_values));
+      EXPECT_EQ(update.indices, want);
+      std::vector<float> rest = expected_source;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(update.values[i], expected_source[want[i]]);
+        rest[want[i]] = 0.0f;  // fp32 values are sent exactly
+      }
+      EXPECT_TRUE(std::ranges::equal(c.residual(), rest)) << "step " << t;
     }
+    // 2k entries of 3.2e38: the first k are sent, the next k stay in the residual; one more
+    // 3.2e38 on one of those overflows residual + input.
+    Compressor o = Make("topk:0.02", n);
+    std::vector<float> big(n, 0.0f);
+    std::fill(big.begin(), big.begin() + static_cast<ptrdiff_t>(2 * k), 3.2e38f);
+    ASSERT_TRUE(o.Compress(big, update).ok());
+    ASSERT_EQ(o.residual()[k + 5], 3.2e38f);
+    const std::vector<float> residual(o.residual().begin(), o.residual().end());
+    std::vector<float> g(n, 1e-3f);
+    g[k + 5] = 3.2e38f;
+    const Status s = o.Compress(g, update);
+    EXPECT_NE(s.message().find("residual + input overflows float"), std::string_view::npos) << s;
+    EXPECT_TRUE(std::ranges::equal(o.residual(), residual));
+    EXPECT_EQ(o.steps(), 1u);
   }
 }
 

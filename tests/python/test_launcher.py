@@ -68,3 +68,15 @@ def test_a_crashed_program_leaves_nothing_behind_and_the_others_finish():
     left = subprocess.run(["pgrep", "-f", os.path.join(HERE, "tiny_program.py")],
                           capture_output=True, text=True).stdout.split()
     assert not left, left
+
+
+def test_exec_on_gpus_places_each_rank_or_is_refused_with_the_reason():
+    # --device cuda places rank r on a GPU (MURMUR_DEVICE) and the library checks the program's
+    # model is there: tiny_program keeps a host array, so on a machine with a GPU every rank's
+    # library refuses it; without one the launcher refuses before starting anything. Either
+    # way nothing trains on the CPU instead.
+    r = local("--nodes", "2", "--epochs", "1", "--device", "cuda", "--exec", PROGRAM)
+    if r.returncode == 2:
+        assert "--device cuda" in r.stderr and "CUDA" in r.stderr, r.stderr[-2000:]
+    else:  # a GPU: every program raised ValueError (its model is not on cuda:N)
+        assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
