@@ -63,8 +63,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
               "(MURMUR_PEER_ARGS, which the library reads); with --device cuda also "
               "MURMUR_DEVICE, the GPU it is placed on, where the library checks its model is "
-              "(without it the program's model is where the program puts it); the live table, the report, "
-              "--straggle and --crash apply as for murmur's own nodes. It runs under bash -c in "
+              "(without it the program's model is where the program puts it); the live table, "
+              "the report, --straggle and --crash apply as for murmur's own nodes. It runs under "
+              "bash -c in "
               "a process group of its own (stopped with SIGTERM: the Python module then ends "
               "the run cleanly); its output goes to the node's log")
         .Text("crash", &C::crash, "",
