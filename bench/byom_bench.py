@@ -12,7 +12,7 @@ consensus finish), bytes sent per process (murmur: measured on the wire; DDP: gl
 all-reduce, 2 (N - 1) / N of the fp32 gradient per step), the training time (first step to
 the final model, the slowest process), and the time until the target accuracy on 1000 test rows
 (murmur: when every process's own model has reached it; DDP: its one model; each process copies
-its model every 0.5 s and evaluates the copies after training, so the timeline has the same
+its model every 0.25 s and evaluates the copies after training, so the timeline has the same
 times for every run and costs no training time), then the goals:
 accuracy within 0.5 point of DDP with >= 50x fewer bytes per process; with the straggler, time
 to target up <= 25 % for murmur and >= 3x for DDP. Exit 1 when a goal is missed. Run it with

@@ -101,7 +101,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=100,
                    help="murmur: steps between evaluations on 1000 test rows (murmur local's "
                         "live table)")
-    p.add_argument("--snapshot-every", type=float, default=0.5,
+    p.add_argument("--snapshot-every", type=float, default=0.25,
                    help="seconds between copies of the model, evaluated on 1000 test rows after "
                         "training: the result's timeline, at the same times for every backend "
                         "and not in the training time (0: none)")
