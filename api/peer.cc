@@ -38,10 +38,18 @@ constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_
 
 // `murmur local --exec` hands each process its node's flags in MURMUR_PEER_ARGS, one token per
 // line ("--key=value", "--key value" or a bare boolean "--flag"), as it would run `murmur node`.
-StatusOr<std::map<std::string, std::string>> LauncherConfig() {
-  std::map<std::string, std::string> out;
+struct Launcher {
+  std::map<std::string, std::string> keys;
+  // Where it placed this process (also in MURMUR_DEVICE): the program should put its model
+  // there; checked against the buffer's own (BufferDevice), not merged. Empty: no placement.
+  std::string device;
+};
+
+StatusOr<Launcher> LauncherConfig() {
+  Launcher launcher;
+  std::map<std::string, std::string>& out = launcher.keys;
   const char* env = std::getenv("MURMUR_PEER_ARGS");
-  if (env == nullptr) return out;
+  if (env == nullptr) return launcher;
   std::vector<std::string> tokens;
   std::string token;
   for (const char* p = env;; ++p) {
@@ -73,13 +81,9 @@ StatusOr<std::map<std::string, std::string>> LauncherConfig() {
     return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
                                 ": the library runs gossip");
   }
-  // The launcher's device (its placement, also in MURMUR_DEVICE) is where the program should
-  // put its model; it is checked against the buffer's own (BufferDevice), not merged.
-  if (auto it = out.find("device"); it != out.end()) {
-    out["launcher_device"] = it->second;
-  }
+  if (auto it = out.find("device"); it != out.end()) launcher.device = it->second;
   for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) out.erase(key);
-  return out;
+  return launcher;
 }
 
 // Where the caller's buffer is: the `device` key (default cpu), which must agree with the
@@ -239,12 +243,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   c.gossip.train.lr_schedule = "constant";
   // The launcher's keys first; the caller's own override them.
   using KeyMap = std::map<std::string, std::string>;
-  MURMUR_ASSIGN_OR_RETURN(KeyMap merged, LauncherConfig());
-  std::string launcher_device;
-  if (auto it = merged.find("launcher_device"); it != merged.end()) {
-    launcher_device = it->second;
-    merged.erase(it);
-  }
+  MURMUR_ASSIGN_OR_RETURN(Launcher launcher, LauncherConfig());
+  KeyMap merged = std::move(launcher.keys);
   for (const auto& [name, value] : config) merged[name] = value;
   std::map<std::string, std::string> library;
   for (const auto& [name, value] : merged) {
@@ -301,7 +301,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
         "lr_reference_batch (the linear scaling rule) needs "
         "expect_members: the cluster's size makes its global batch");
   }
-  MURMUR_ASSIGN_OR_RETURN(const kernels::Device device, BufferDevice(library, launcher_device));
+  MURMUR_ASSIGN_OR_RETURN(const kernels::Device device, BufferDevice(library, launcher.device));
   MURMUR_RETURN_IF_ERROR(kernels::CheckMemoryOf(device, params.data(), params.size_bytes()));
   MURMUR_CHECK_OK(SetLogLevel(c.log_level));
 

@@ -60,6 +60,14 @@ def cpu_shares(procs, isolate):
     v1 = "/sys/fs/cgroup/cpu"
     v2 = "/sys/fs/cgroup"
     root = None
+
+    def remove():
+        for r in range(procs):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(root, f"rank-{r}"))
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+
     try:
         if os.path.exists(os.path.join(v1, "cpu.cfs_quota_us")):
             root = os.path.join(v1, f"murmur-byom-{os.getpid()}")
@@ -83,22 +91,14 @@ def cpu_shares(procs, isolate):
               f"as root, or pass --isolate none to let the processes share the cores",
               file=sys.stderr)
         if root:
-            for r in range(procs):
-                with contextlib.suppress(OSError):
-                    os.rmdir(os.path.join(root, f"rank-{r}"))
-            with contextlib.suppress(OSError):
-                os.rmdir(root)
+            remove()
         sys.exit(2)
     print(f"each process in a CPU cgroup of its own: {quota / period:.2f} of a core "
           f"({root})", flush=True)
     try:
         yield root
     finally:
-        for r in range(procs):
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(root, f"rank-{r}"))
-        with contextlib.suppress(OSError):
-            os.rmdir(root)
+        remove()
 
 
 def gossip(build, a, slowdown):
