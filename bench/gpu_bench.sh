@@ -7,8 +7,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 data=$(mktemp /tmp/murmur-topk-XXXXXX.f32)
 trap 'rm -f "$data"' EXIT
 export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-ours=$("$dir/murmur_gpu_bench" --dump "$data" | tee /dev/stderr)
-theirs=$(python3 "$here/torch_gpu.py" --data "$data" | tee /dev/stderr)
+# Printed after capture: `tee /dev/stderr` reopens stderr's file and truncates it when the caller
+# appends this script's output to a log.
+ours=$("$dir/murmur_gpu_bench" --dump "$data") && echo "$ours"
+theirs=$(python3 "$here/torch_gpu.py" --data "$data") && echo "$theirs"
 python3 - "$ours" "$theirs" <<'PY'
 import sys
 def get(text, key):

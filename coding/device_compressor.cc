@@ -259,6 +259,11 @@ Status DeviceCompressor::Quantize(std::span<const float> source, Update& out) {
 }
 
 Status DeviceCompressor::SubtractSent(const Update& out) {
+  if (options_.op == Operator::kNone) {
+    // The source went out as it was: residual + input - sent is +0 everywhere, with nothing
+    // sent back up (an H100 run counted 2 d floats over PCIe per step before).
+    return residual_.Zero();
+  }
   if (out.dense && (options_.op == Operator::kQsgd || options_.op == Operator::kInt8) &&
       !dense_.empty()) {
     // The device decoded the same levels itself: nothing goes back up.

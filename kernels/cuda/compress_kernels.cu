@@ -50,7 +50,7 @@ StatusOr<Scalars> Reduce(const Device& device, std::span<const float> v, const c
   MURMUR_RETURN_IF_ERROR(ResetScalars(*context));
   const auto n = static_cast<int64_t>(v.size());
   if (n > 0) {
-    ReduceKernel<<<Blocks(n), kThreads>>>(n, v.data(), context->device_scalars);
+    ReduceKernel<<<ResidentBlocks(*context, n), kThreads>>>(n, v.data(), context->device_scalars);
     MURMUR_RETURN_IF_ERROR(CheckLaunch(what));
   }
   return ReadScalars(*context, what);
@@ -116,15 +116,33 @@ struct RadixState {
   unsigned long long equal;     // after the last pass: how many keys equal the threshold
 };
 
+// Whole warps run every iteration (blockDim.x is a multiple of 32 and the loop bound is the
+// block's), so the warp-wide votes below see all 32 lanes. Lanes with the same digit add once
+// per warp: the top digit of |x| is one or two values for most data (the exponent), and 32 lanes
+// adding to one shared counter serialize. On an H100 (10^8 floats) this alone left top-k at
+// 2.62 ms; with ResidentBlocks it took 1.30 ms (the two were not measured apart).
 __global__ void HistogramKernel(int64_t n, const float* v, const RadixState* state, int shift,
                                 unsigned long long* histogram) {
   __shared__ unsigned int local[256];
   for (int b = threadIdx.x; b < 256; b += blockDim.x) local[b] = 0;
   __syncthreads();
   const uint32_t prefix = state->prefix, mask = state->mask;
-  MURMUR_FOR_EACH(i, n) {
-    const uint32_t key = Key(v[i]);
-    if ((key & mask) == prefix) atomicAdd(&local[(key >> shift) & 0xffu], 1u);
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n; base += stride) {
+    const int64_t i = base + threadIdx.x;
+    uint32_t key = 0;
+    bool take = false;
+    if (i < n) {
+      key = Key(v[i]);
+      take = (key & mask) == prefix;
+    }
+    const unsigned voters = __ballot_sync(0xffffffffu, take);
+    if (take) {
+      const uint32_t digit = (key >> shift) & 0xffu;
+      const unsigned peers = __match_any_sync(voters, digit);
+      if (__ffs(peers) - 1 == lane) atomicAdd(&local[digit], static_cast<unsigned>(__popc(peers)));
+    }
   }
   __syncthreads();
   for (int b = threadIdx.x; b < 256; b += blockDim.x) {
@@ -243,7 +261,8 @@ Status TopK(const Device& device, std::span<const float> v, int64_t k,
   // the threshold is known.
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = 24 - 8 * pass;
-    HistogramKernel<<<Blocks(n), kThreads>>>(n, v.data(), state, shift, histograms + 256 * pass);
+    HistogramKernel<<<ResidentBlocks(*context, n), kThreads>>>(n, v.data(), state, shift,
+                                                               histograms + 256 * pass);
     MURMUR_RETURN_IF_ERROR(CheckLaunch(kOp));
     PickBucketKernel<<<1, 1>>>(state, shift, histograms + 256 * pass);
     MURMUR_RETURN_IF_ERROR(CheckLaunch(kOp));

@@ -42,6 +42,9 @@ StatusOr<Context*> GetContext(const Device& device) {
   MURMUR_ASSIGN_OR_RETURN(const Blas* blas, LoadBlas());
   context->gemm_ex = blas->gemm_ex;
   MURMUR_RETURN_IF_ERROR(CheckBlas(blas->create(&context->blas), "cublasCreate"));
+  MURMUR_RETURN_IF_ERROR(Check(cudaDeviceGetAttribute(&context->multiprocessors,
+                                                      cudaDevAttrMultiProcessorCount, device.index),
+                               "cudaDeviceGetAttribute(multiprocessors)"));
   MURMUR_RETURN_IF_ERROR(
       Check(cudaMalloc(&context->device_scalars, sizeof(Scalars)), "cudaMalloc(scalars)"));
   MURMUR_RETURN_IF_ERROR(

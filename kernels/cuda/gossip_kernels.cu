@@ -26,7 +26,8 @@ StatusOr<double> SumSquares(const Device& device, int64_t n, F f, const char* wh
   MURMUR_ASSIGN_OR_RETURN(Context * context, GetContext(device));
   MURMUR_RETURN_IF_ERROR(ResetScalars(*context));
   if (n > 0) {
-    SumSquaresKernel<<<Blocks(n), kThreads>>>(n, f, &context->device_scalars->sum);
+    SumSquaresKernel<<<ResidentBlocks(*context, n), kThreads>>>(n, f,
+                                                                &context->device_scalars->sum);
     MURMUR_RETURN_IF_ERROR(CheckLaunch(what));
   }
   MURMUR_ASSIGN_OR_RETURN(Scalars s, ReadScalars(*context, what));

@@ -5,7 +5,11 @@
 // GPU against the CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "base/clock.h"
 #include "coding/device_compressor.h"
@@ -17,9 +21,9 @@
 #include "node/train/sharding.h"
 #include "node/train/trainer.h"
 #include "tests/gossip/choco_equivalence.h"
+#include "tests/kernels/device_conformance.h"
 #include "tests/testing/gossip_training.h"
 #include "tests/testing/sync_training.h"
-#include "tests/kernels/device_conformance.h"
 
 namespace murmur::kernels {
 namespace conformance {
@@ -137,6 +141,9 @@ TEST_F(CudaTest, FourGossipNodesOnOneGpuMatchTheirCpuRun) {
   EXPECT_EQ(gpu.models[0], gpu.models[3]);
   EXPECT_GT(gpu.transfer_bytes, 0u);
   EXPECT_LE(gpu.transfer_bytes, gpu.transfer_bound);
+  EXPECT_LE(gpu.compute.bytes, gpu.compute.bound);
+  EXPECT_LE(gpu.evaluate.bytes, gpu.evaluate.bound);
+  EXPECT_LE(gpu.node.bytes, gpu.node.bound);
   std::printf("host<->device bytes per step on the GPU: %.0f\n",
               static_cast<double>(gpu.transfer_bytes) / static_cast<double>(gpu.steps));
 }
@@ -171,34 +178,66 @@ TEST_F(CudaTest, SyncModesOnOneGpuMatchCentralizedSgd) {
   }
 }
 
-TEST_F(CudaTest, ThreeEpochsOfTheMlpMatchTheCpu) {
+// The MLP trains on the GPU as on the CPU (seed 1, lr 0.05, momentum 0.9, batch 64). Its first
+// 20 steps are the CPU's steps up to fp32 reordering (cuBLAS and Eigen sum in other orders; an
+// H100: 5.4e-8 relative). Over 3 epochs momentum amplifies those roundings until the two runs
+// part as two seeds do, so the end is checked against the spread of seeds, not to 0.5 point.
+// Measured with `murmur train --lr 0.05 --momentum 0.9 --seed S` (bench/gpu_check.sh seeds),
+// seeds 1-6: H100 0.8541 0.8500 0.8535 0.8523 0.8618 0.8450, CPU 0.8610 0.8515 0.8609 0.8628
+// 0.8610 0.8360 (the CPU alone spans 2.7 points).
+TEST_F(CudaTest, TheMlpTakesTheCpusStepsAndReachesItsAccuracy) {
   auto data = node::LoadFashionMnist();
   if (!data.ok()) GTEST_SKIP() << data.status();
   const int64_t hidden[] = {256, 128};
-  auto run = [&](const Device& device) {
+  struct Run {
+    std::unique_ptr<node::Model<float>> model;
+    std::unique_ptr<node::Trainer> trainer;
+  };
+  RealClock clock;
+  auto make = [&](const Device& device) {
+    Run r;
     auto model = node::Model<float>::Create(node::ModelSpec::Mlp(784, hidden, 10), device);
-    EXPECT_TRUE(model.ok());
+    EXPECT_TRUE(model.ok()) << model.status();
+    r.model = std::make_unique<node::Model<float>>(*std::move(model));
     node::TrainOptions options;
     options.epochs = 3;
     options.sgd.learning_rate = 0.05;
     options.sgd.momentum = 0.9;
     options.seed = 1;
-    RealClock clock;
-    auto trainer = node::Trainer::Create(*model, data->train,
-                                         *node::ShardRows(data->train.rows, 0, 1,
-                                                          node::ShardStrategy::kContiguous),
-                                         &data->test, options, clock);
-    EXPECT_TRUE(trainer.ok());
-    (*trainer)->InitializeParams();
-    auto summary = (*trainer)->Run(nullptr);
+    auto trainer = node::Trainer::Create(
+        *r.model, data->train,
+        *node::ShardRows(data->train.rows, 0, 1, node::ShardStrategy::kContiguous), &data->test,
+        options, clock);
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    r.trainer = *std::move(trainer);
+    r.trainer->InitializeParams();
+    return r;
+  };
+  {
+    Run gpu = make(Device::Cuda(0)), cpu = make(Device::Cpu());
+    for (int step = 0; step < 20; ++step) {
+      auto a = gpu.trainer->Step(std::nullopt), b = cpu.trainer->Step(std::nullopt);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_NEAR(*a, *b, 1e-4 * std::max(1.0f, std::abs(*b))) << "loss of step " << step;
+    }
+    auto a = gpu.trainer->ParamsOnHost(), b = cpu.trainer->ParamsOnHost();
+    ASSERT_TRUE(a.ok() && b.ok());
+    const double diff = murmur::testing::RelativeMaxDifference(*a, *b);
+    std::printf("after 20 steps: relative max difference GPU - CPU %.3g\n", diff);
+    EXPECT_LT(diff, 1e-4);
+  }
+  auto accuracy = [&](const Device& device) {
+    Run r = make(device);
+    auto summary = r.trainer->Run(nullptr);
     EXPECT_TRUE(summary.ok()) << summary.status();
     std::printf("%s: test accuracy %.4f after 3 epochs, %.0f samples/s\n",
                 device.ToString().c_str(), summary->test.accuracy, summary->samples_per_second);
     return summary->test.accuracy;
   };
-  const double gpu = run(Device::Cuda(0));
-  const double cpu = run(Device::Cpu());
-  EXPECT_NEAR(gpu, cpu, 0.005);
+  const double gpu = accuracy(Device::Cuda(0));
+  const double cpu = accuracy(Device::Cpu());
+  EXPECT_GE(gpu, 0.83);
+  EXPECT_NEAR(gpu, cpu, 0.03);
 }
 
 }  // namespace

@@ -29,13 +29,20 @@ struct TrainingRun {
   std::vector<double> accuracy;            // each node's final test accuracy (first 2000 rows)
   std::vector<std::string> finish;         // each node's finish outcome
   int64_t steps = 0;                       // local steps of all nodes
-  // Host↔device bytes from the first step to the first Finished (training only), and what the
-  // compressed traffic and the steps of that window allow: per update delivered, 2 × its encoded
-  // size at the receiver (the upload) and 2 × at the sender (the download, counted per receiver,
-  // so loosely), plus the loss and the batch's row positions of each step, plus each node's row
-  // order twice (an epoch and the next one's start).
+  // Host↔device bytes from the first step to the first Finished (training only), and what that
+  // window allows, in three parts:
+  //  - the steps: each step's loss and its batch's row positions, and each node's row order
+  //    twice (an epoch and the next one's start);
+  //  - the evaluations: each uploads the test rows it scores (Evaluate copies each batch over);
+  //  - the node machines: per frame sent (updates, model snapshots), 2 × its size at the sender
+  //    (the download) and 2 × at the receiver (the upload), loosely; and per node two models (its
+  //    public copy made from its model at the start, a joiner's adopted model).
   uint64_t transfer_bytes = 0;
   uint64_t transfer_bound = 0;
+  struct Part {
+    uint64_t bytes = 0, bound = 0;
+  };
+  Part compute, evaluate, node;
 };
 
 inline TrainingRun RunGossipTraining(const node::TrainTest& data, const kernels::Device& device,
@@ -92,31 +99,40 @@ inline TrainingRun RunGossipTraining(const node::TrainTest& data, const kernels:
         EXPECT_TRUE(node.ok()) << node.status();
         return node.ok() ? *std::move(node) : nullptr;
       });
+  auto transferred = [] { return kernels::GetDeviceMemoryStats().transferred_bytes; };
+  bool training = false, trained = false;
   cluster.compute = [&](size_t i, std::optional<double> lr) {
+    const uint64_t before = transferred();
     auto loss = trainers[i]->Step(lr);
+    if (training) run.compute.bytes += transferred() - before;
     ++run.steps;
     return std::pair<double, int64_t>(loss.ok() ? *loss : NAN, trainers[i]->last_batch_rows());
   };
   cluster.accuracy = [&](size_t i) {
+    const uint64_t before = transferred();
     auto e = node::Evaluate<float>(*models[i], trainers[i]->params(), test);
+    if (training) {
+      run.evaluate.bytes += transferred() - before;
+      run.evaluate.bound += static_cast<uint64_t>(test.rows) * (test.cols + 1) * 4 + 64;
+    }
     return e.ok() ? e->accuracy : -1.0;
   };
-  bool training = false, trained = false;
   uint64_t start_bytes = 0;
   cluster.on_output = [&](size_t, const gossip::NodeAction& action) {
     if (std::holds_alternative<gossip::ComputeStep>(action) && !training && !trained) {
       training = true;
-      start_bytes = kernels::GetDeviceMemoryStats().transferred_bytes;
+      start_bytes = transferred();
     } else if (std::holds_alternative<gossip::Finished>(action) && training) {
       training = false;
       trained = true;
-      run.transfer_bytes = kernels::GetDeviceMemoryStats().transferred_bytes - start_bytes;
-      run.transfer_bound += static_cast<uint64_t>(run.steps) * (8 + 8 * kBatch) +
-                            8 * static_cast<uint64_t>(kRows) * 2;
+      run.transfer_bytes = transferred() - start_bytes;
+      run.compute.bound = static_cast<uint64_t>(run.steps) * (8 + 8 * kBatch) +
+                          8 * static_cast<uint64_t>(kRows) * 2;
+      run.node.bytes = run.transfer_bytes - run.compute.bytes - run.evaluate.bytes;
+      run.node.bound += kNodes * 2 * x0.size() * sizeof(float);
+      run.transfer_bound = run.compute.bound + run.evaluate.bound + run.node.bound;
     } else if (const auto* send = std::get_if<gossip::SendTo>(&action); send && training) {
-      if (std::holds_alternative<gossip::UpdateHeader>(send->payload) && send->frame) {
-        run.transfer_bound += 2 * send->frame->size() * 2;
-      }
+      if (send->frame) run.node.bound += 2 * send->frame->size() * 2;
     }
   };
   for (size_t i = 0; i < kNodes; ++i) cluster.Start(i, 1, x0.size());
@@ -138,6 +154,13 @@ inline TrainingRun RunGossipTraining(const node::TrainTest& data, const kernels:
               run.accuracy[2], run.accuracy[3], run.finish[0].c_str(),
               static_cast<unsigned long long>(run.transfer_bytes),
               static_cast<unsigned long long>(run.transfer_bound));
+  for (const auto& [name, part] :
+       {std::pair{"steps", run.compute}, std::pair{"evaluations", run.evaluate},
+        std::pair{"node machines", run.node}}) {
+    std::printf("    %-13s %10llu bytes (bound %llu)\n", name,
+                static_cast<unsigned long long>(part.bytes),
+                static_cast<unsigned long long>(part.bound));
+  }
   return run;
 }
 
