@@ -1,6 +1,7 @@
 #include "node/train/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/check.h"
 
@@ -20,8 +21,12 @@ void Dataset::RowsInto(int64_t begin, int64_t n, std::span<float> out) const {
     std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(first), count, out.begin());
     return;
   }
-  const uint8_t* in = pixels.get() + first;
-  for (size_t i = 0; i < count; ++i) out[i] = pixel_values[in[i]];
+  // restrict: a float store could otherwise alias the bytes (a char type), and the loop would
+  // stay scalar.
+  const uint8_t* __restrict in = pixels.get() + first;
+  float* __restrict o = out.data();
+  const float scale = pixel_scale, offset = pixel_offset;
+  for (size_t i = 0; i < count; ++i) o[i] = std::fma(static_cast<float>(in[i]), scale, offset);
 }
 
 void Dataset::Densify() {

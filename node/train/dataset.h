@@ -6,7 +6,6 @@
 // reads rows through RowsInto / RowInto, which convert, so a node holds floats only for the rows
 // it trains on (issue 23).
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,9 +32,12 @@ struct Dataset {
   std::vector<float> features;    // rows * cols, row-major; empty when compact()
   std::vector<int32_t> labels;    // kMulticlass: one per row
   std::vector<float> targets;     // kBinary / kRegression: one per row
-  // Compact features: rows * cols bytes, row-major; feature = pixel_values[byte].
+  // Compact features: rows * cols bytes, row-major; feature = fma(byte, pixel_scale,
+  // pixel_offset), one rounding, so a conversion vectorizes and gives the same bits on every
+  // path (a training step's batch, an evaluation, a GPU's one-time copy).
   std::shared_ptr<const uint8_t> pixels;
-  std::array<float, 256> pixel_values{};
+  float pixel_scale = 1.0f;
+  float pixel_offset = 0.0f;
 
   bool compact() const { return pixels != nullptr; }
   // REQUIRES !compact().

@@ -171,8 +171,9 @@ class Trainer {
   kernels::Buffer<int32_t> batch_labels_;
   kernels::Buffer<float> batch_targets_;
   // This shard's rows as floats (local row k is the training set's row rows_[k] as it was
-  // given; a compact set is converted once, here), and this epoch's order as local rows on a GPU
-  // (the CPU maps each batch's rows through local_of_).
+  // given; on a GPU a compact set is converted once, here; on the CPU it stays bytes, each batch
+  // converts its rows, and this is empty), and this epoch's order as local rows on a GPU (the
+  // CPU maps each batch's rows through local_of_).
   kernels::Buffer<float> features_;
   kernels::Buffer<int32_t> labels_;
   kernels::Buffer<float> targets_;
