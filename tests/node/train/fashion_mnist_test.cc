@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace murmur::node {
 namespace {
@@ -73,14 +75,20 @@ void WriteSplits(const TempDir& dir, uint32_t rows) {
   WriteGzip(dir.File("t10k-labels-idx1-ubyte.gz"), IdxBytes({3}));
 }
 
-// Every feature is the formula applied to the IDX byte (IdxBytes writes i % 10).
+// Every feature is the formula applied to the IDX byte (IdxBytes writes i % 10): (v / 255 - mean)
+// / std, as one multiply-add with one rounding (bit for bit), within an ulp or two of the formula
+// rounded step by step.
 void ExpectDecoded(const Dataset& d) {
   std::vector<float> row(static_cast<size_t>(d.cols));
   for (int64_t r = 0; r < d.rows; ++r) {
     d.RowInto(r, row);
     for (int64_t c = 0; c < d.cols; ++c) {
-      const auto v = static_cast<uint8_t>((r * d.cols + c) % 10);
-      ASSERT_EQ(row[static_cast<size_t>(c)], (static_cast<float>(v) / 255.0f - 0.2860f) / 0.3530f)
+      const auto v = static_cast<float>((r * d.cols + c) % 10);
+      const float got = row[static_cast<size_t>(c)];
+      ASSERT_EQ(got, std::fma(v, 1.0f / (255.0f * 0.3530f), -0.2860f / 0.3530f))
+          << "row " << r << " col " << c;
+      const float stepwise = (v / 255.0f - 0.2860f) / 0.3530f;
+      ASSERT_NEAR(got, stepwise, 4 * std::numeric_limits<float>::epsilon() * std::abs(stepwise))
           << "row " << r << " col " << c;
     }
     ASSERT_EQ(d.labels[static_cast<size_t>(r)], r % 10);
