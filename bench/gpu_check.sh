@@ -34,19 +34,25 @@ env_stage() {
   $PYTHON -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'
   ! ldd "$m" "$bundle"/murmur_cuda_test | grep 'not found'
 }
-python_stage() {
+build_module() {
   # The module against this Python (pybind11 from its site-packages), linked to the bundle's
-  # library object; then the module's tests, GPU ones included.
+  # library object.
   mkdir -p "$py/murmur" && cp "$src"/python/murmur/*.py "$py/murmur/"
   ext=$($PYTHON -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  g++ -O2 -std=c++20 -shared -fPIC -I"$src" $($PYTHON -m pybind11 --includes) \
-    "$src/python/murmur_module.cc" -o "$py/murmur/_murmur$ext" \
-    -L"$bundle/lib" -lmurmur_pyapi -Wl,-rpath,"$bundle/lib" || return 1
+  [ -f "$py/murmur/_murmur$ext" ] ||
+    g++ -O2 -std=c++20 -shared -fPIC -I"$src" $($PYTHON -m pybind11 --includes) \
+      "$src/python/murmur_module.cc" -o "$py/murmur/_murmur$ext" \
+      -L"$bundle/lib" -lmurmur_pyapi -Wl,-rpath,"$bundle/lib"
+}
+python_stage() {
+  # The module's tests, GPU ones included.
+  build_module || return 1
   PYTHONPATH=$py MURMUR_BINARY=$m $PYTHON -m pytest -q -p no:cacheprovider "$src/tests/python" \
     -k 'cuda or gpu or optimizer or dimension or survives'
 }
 example_stage() {
   # The bring-your-own-model example: 4 processes on the one GPU, gossip over loopback.
+  build_module || return 1
   PYTHONPATH=$py "$m" local --nodes 4 --epochs 3 --device cuda \
     --exec "$PYTHON $src/examples/fashion_cnn.py" 2>&1 | tail -n 40
 }
@@ -97,9 +103,9 @@ table=""
 for s in "${stages[@]}"; do
   start=$(date +%s)
   echo "===== $s" >> "$log"
-  export -f env_stage python_stage example_stage cuda_test_stage seeds_stage run_stage
+  export -f env_stage build_module python_stage example_stage cuda_test_stage seeds_stage run_stage
   export bundle src m py cublas PYTHON
-  timeout "${limit[$s]:-120}" bash -c "run_stage $s" >> "$log" 2>&1
+  timeout "${limit[$s]:-120}" bash -c "set -o pipefail; run_stage $s" >> "$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   table+=$(printf '%-13s rc=%-3s %4ss' "$s" "$rc" "$secs")$'\n'
