@@ -1,7 +1,6 @@
 #include "node/train/dataset.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "base/check.h"
 
@@ -21,12 +20,11 @@ void Dataset::RowsInto(int64_t begin, int64_t n, std::span<float> out) const {
     std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(first), count, out.begin());
     return;
   }
-  // restrict: a float store could otherwise alias the bytes (a char type), and the loop would
-  // stay scalar.
+  // restrict: a float store could otherwise alias the bytes (a char type) or this set's scale,
+  // and the loop would stay scalar.
   const uint8_t* __restrict in = pixels.get() + first;
   float* __restrict o = out.data();
-  const float scale = pixel_scale, offset = pixel_offset;
-  for (size_t i = 0; i < count; ++i) o[i] = std::fma(static_cast<float>(in[i]), scale, offset);
+  for (size_t i = 0; i < count; ++i) o[i] = PixelValue(in[i]);
 }
 
 void Dataset::Densify() {

@@ -6,6 +6,7 @@
 // reads rows through RowsInto / RowInto, which convert, so a node holds floats only for the rows
 // it trains on (issue 23).
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,13 +33,22 @@ struct Dataset {
   std::vector<float> features;    // rows * cols, row-major; empty when compact()
   std::vector<int32_t> labels;    // kMulticlass: one per row
   std::vector<float> targets;     // kBinary / kRegression: one per row
-  // Compact features: rows * cols bytes, row-major; feature = fma(byte, pixel_scale,
-  // pixel_offset), one rounding, so a conversion vectorizes and gives the same bits on every
-  // path (a training step's batch, an evaluation, a GPU's one-time copy).
+  // Compact features: rows * cols bytes, row-major; feature = PixelValue(byte), a multiply-add
+  // that vectorizes and gives the same bits on every path of one build (a training step's
+  // batch, an evaluation, a GPU's one-time copy).
   std::shared_ptr<const uint8_t> pixels;
   float pixel_scale = 1.0f;
   float pixel_offset = 0.0f;
 
+  // byte × pixel_scale + pixel_offset, rounded once where the CPU has FMA; elsewhere through
+  // double (the product is exact there), which a software fma per value would make slow.
+  float PixelValue(uint8_t byte) const {
+#ifdef __FMA__
+    return std::fma(static_cast<float>(byte), pixel_scale, pixel_offset);
+#else
+    return static_cast<float>(static_cast<double>(byte) * pixel_scale + pixel_offset);
+#endif
+  }
   bool compact() const { return pixels != nullptr; }
   // REQUIRES !compact().
   kernels::ConstMatrixView<float> Features() const;
