@@ -86,10 +86,14 @@ def main():
         assert during >= 30, f"iterations stalled while one leaf per parent was stopped: {during}"
         for n in nodes:
             n.proc.wait(timeout=30)
-        time.sleep(0.2)
-        for n in nodes:
             assert n.proc.returncode == 0, f"rank {n.rank} exited {n.proc.returncode}"
-            assert n.final is not None, f"rank {n.rank} printed no final report"
+        # The reader threads may still be parsing the last lines once the processes have exited.
+        try:
+            wait_until("every rank's final report is read",
+                       lambda: all(n.final is not None for n in nodes), 10)
+        except AssertionError:
+            missing = [n.rank for n in nodes if n.final is None]
+            raise AssertionError(f"ranks {missing} printed no final report") from None
         f = root.final
         assert f["loss"] is not None and math.isfinite(f["loss"]) and f["loss"] < 0.6, f
         late = sum(nodes[p].final["late_dropped"] for p in (1, 2, 3))
