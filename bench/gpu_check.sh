@@ -13,7 +13,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 log=$logs/check.log
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(env cuda_test api_test python example gpu_bench train local
-                                   kernels_test)
+                                   kernels_test seeds)
 
 # cuBLAS: the toolkit's, else the one PyTorch's wheels carry.
 cublas=$(ls /usr/local/cuda/lib64/libcublas.so.13 2>/dev/null ||
@@ -59,13 +59,17 @@ example_stage() {
 seeds_stage() {
   # The MLP of murmur_cuda_test's 3-epoch test (lr 0.05, momentum 0.9) on the GPU and the CPU,
   # seeds 1-6: how far two fp32 trajectories of one seed end apart, against two seeds.
+  local rc=0
   for seed in 1 2 3 4 5 6; do
+    local pids=()
     for d in cuda cpu; do
       "$m" train --device $d --seed $seed --lr 0.05 --momentum 0.9 --progress none --json |
         $PYTHON -c "import json,sys; r=json.load(sys.stdin); print('seed $seed $d', r['test_accuracy'])" &
+      pids+=($!)
     done
-    wait
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
   done
+  return $rc
 }
 cuda_test_stage() {
   # Four shards at once (the host references of the 10^8-element cases take minutes on one core).
@@ -99,12 +103,12 @@ declare -A limit=([env]=30 [cuda_test]=240 [api_test]=90 [python]=150 [example]=
                   [train]=90 [local]=90 [kernels_test]=60 [seeds]=120)
 # Lines of a passing stage worth reading in the table's output (its figures).
 declare -A show=([env]=12 [cuda_test]=8 [seeds]=12 [gpu_bench]=14 [train]=14 [local]=14 [example]=14)
+export -f env_stage build_module python_stage example_stage cuda_test_stage seeds_stage run_stage
+export bundle src m py cublas PYTHON
 table=""
 for s in "${stages[@]}"; do
   start=$(date +%s)
   echo "===== $s" >> "$log"
-  export -f env_stage build_module python_stage example_stage cuda_test_stage seeds_stage run_stage
-  export bundle src m py cublas PYTHON
   timeout "${limit[$s]:-120}" bash -c "set -o pipefail; run_stage $s" >> "$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))

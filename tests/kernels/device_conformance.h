@@ -5,9 +5,9 @@
 // outputs poisoned with NaN first, and is compared with the naive reference (kernels/reference)
 // or, for the compression kernels, with their host versions bit for bit (they define the ties
 // and the rounding). Relative error bound: 1e-5 in fp32, 3e-4 with TF32; GEMM against its
-// a-priori bound (GemmError). On the CPU the
-// compression comparison only exercises the API's contracts (host against itself); the host
-// versions are checked against coding's selections in tests/coding/device_compressor_test.cc.
+// a-priori bound (GemmError). On the CPU the compression comparison only exercises the API's
+// contracts (host against itself); the host versions are checked against coding's selections in
+// tests/coding/device_compressor_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,12 +95,13 @@ inline double RelativeError(const std::vector<float>& got, const std::vector<flo
 // Algorithms", 2nd ed., §3.5), once for the result and once for the float reference:
 // (2 u_in + 2 (k + 2) u) (|alpha| |A||B| + |beta| |C0|)(i, j), with u = 2^-24 (fp32 accumulation)
 // and u_in the rounding of the inputs: 0 in fp32, 2^-10 in TF32 (its 10-bit mantissa, rounded or
-// truncated). An element-wise error relative to |C| cannot bound
-// TF32: an entry of C near 0 is a sum of large terms (seen on an H100: 0.047 against 0.0084).
-// A wrong transpose, stride or missing beta term is off by the bound's own order and fails.
+// truncated). An element-wise error relative to |C| cannot bound TF32: an entry of C near 0 is a
+// sum of large terms (seen on an H100: 0.047 against 0.0084). A wrong transpose, stride or missing
+// beta term is off by the bound's own order and fails.
 inline double GemmError(const std::vector<float>& got, const std::vector<float>& want, Transpose ta,
-                        Transpose tb, std::vector<float> a, std::vector<float> b, float beta,
-                        std::vector<float> c0, int64_t m, int64_t k, int64_t n, bool tf32) {
+                        Transpose tb, float alpha, std::vector<float> a, std::vector<float> b,
+                        float beta, std::vector<float> c0, int64_t m, int64_t k, int64_t n,
+                        bool tf32) {
   if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
   const int64_t ar = ta == Transpose::kNo ? m : k, ac = ta == Transpose::kNo ? k : m;
   const int64_t br = tb == Transpose::kNo ? k : n, bc = tb == Transpose::kNo ? n : k;
@@ -108,8 +109,8 @@ inline double GemmError(const std::vector<float>& got, const std::vector<float>&
     for (float& x : *v) x = std::abs(x);
   }
   std::vector<float> magnitude = beta == 0 ? std::vector<float>(m * n, 0.0f) : c0;
-  reference::Gemm<float>(ta, tb, 1.5f, {a.data(), ar, ac}, {b.data(), br, bc}, std::abs(beta),
-                         {magnitude.data(), m, n});
+  reference::Gemm<float>(ta, tb, std::abs(alpha), {a.data(), ar, ac}, {b.data(), br, bc},
+                         std::abs(beta), {magnitude.data(), m, n});
   const double u = std::ldexp(1.0, -24), u_in = tf32 ? std::ldexp(1.0, -10) : 0.0;
   const double factor = 2 * u_in + 2 * (static_cast<double>(k) + 2) * u;
   double worst = 0;
@@ -145,8 +146,9 @@ TEST_P(DeviceConformance, GemmMatchesReference) {
           ASSERT_TRUE(Gemm<float>(device(), ta, tb, 1.5f, {da.data(), ar, ac},
                                   {db.data(), br, bc}, beta, {dc.data(), m, n})
                           .ok());
-          EXPECT_LE(GemmError(Down(dc), want, ta, tb, a, b, beta, c0, m, k, n, device().allow_tf32),
-                    1.0);
+          EXPECT_LE(
+              GemmError(Down(dc), want, ta, tb, 1.5f, a, b, beta, c0, m, k, n, device().allow_tf32),
+              1.0);
         }
       }
     }
