@@ -201,6 +201,7 @@ void SyncNode::StartRunning(TimePoint now) {
   // Messages that came before the ranks were known.
   std::deque<Early> early = std::move(early_);
   early_.clear();
+  early_from_.clear();
   for (Early& e : early) {
     e.message.frame = e.frame;
     Handle(e.message, now);
@@ -218,11 +219,24 @@ void SyncNode::Reject(std::string_view reason, NodeId from, const std::string& w
 
 void SyncNode::Step(const Incoming& m, TimePoint now) {
   if (phase_ == Phase::kAssembling) {
-    if (early_.size() >= kMaxEarlyMessages) {
+    const size_t share = std::max<size_t>(1, kMaxEarlyMessages / static_cast<size_t>(plan_.processes));
+    size_t& waiting = early_from_[m.from];
+    if (waiting >= share) {
+      // Superseded: a synchronous peer that sent `share` newer messages is past this one.
+      auto oldest = std::find_if(early_.begin(), early_.end(),
+                                 [&](const Early& e) { return e.message.from == m.from; });
+      MURMUR_CHECK(oldest != early_.end()) << "early_from_ counts early_";
+      early_.erase(oldest);
+      --waiting;
+      ++s_.early_dropped;
+    } else if (early_.size() >= kMaxEarlyMessages) {
+      if (waiting == 0) early_from_.erase(m.from);
       return Reject(kRejectProtocol, m.from,
-                    fmt::format("more than {} messages before the ranks were assembled",
-                                kMaxEarlyMessages));
+                    fmt::format("more than {} messages before the ranks were assembled, from "
+                                "more senders than the {} of the plan",
+                                kMaxEarlyMessages, plan_.processes));
     }
+    ++waiting;
     Early e{m, std::vector<std::byte>(m.frame.begin(), m.frame.end())};
     e.message.frame = {};
     early_.push_back(std::move(e));

@@ -11,8 +11,11 @@
 //               fail the run (FailedPrecondition); no full view within `join_timeout`, or a stop,
 //               fails it (DeadlineExceeded). Ranks are the positions of the ids in the sorted
 //               view, so every node that assembled the same view has the same ranks. Training
-//               messages that come before assembly wait (up to kMaxEarlyMessages) and are
-//               handled once the ranks are known; more are rejected (counted).
+//               messages that come before assembly wait and are handled once the ranks are
+//               known: each sender keeps its newest kMaxEarlyMessages / processes (a sender
+//               that sent more has moved on: its oldest is dropped, counted in early_dropped,
+//               e.g. a node stopped while settling); past kMaxEarlyMessages in all (more
+//               senders than the plan has) a message is rejected (counted).
 //   running     CodedSend → SendTo (the vector encoded once, checksummed), ComputeRequest →
 //               ComputeGradient (only the newest model is worth computing on: a request that
 //               comes while one is computing replaces the queued one), Aggregated → the SGD
@@ -95,6 +98,7 @@ struct SyncNodeState {
   std::vector<double> iteration_ms;  // root / ring: wall time of each iteration
   uint64_t rejected_messages = 0;
   uint64_t refused_views = 0;      // views that changed mid-assembly
+  uint64_t early_dropped = 0;      // a sender's oldest waiting message, superseded before assembly
   std::string end_reason;
 };
 
@@ -169,6 +173,7 @@ class SyncNode {
   TimePoint candidate_since_{};
   size_t live_seen_ = 1;
   std::deque<Early> early_;
+  std::map<NodeId, size_t> early_from_;  // waiting messages per sender (keys ≤ early_.size())
   int64_t rank_ = -1;
   std::vector<NodeId> ids_;
   std::map<NodeId, int64_t> rank_of_;

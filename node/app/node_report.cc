@@ -132,6 +132,7 @@ std::string CodedProgressJson(const CodedProgress& p) {
   j["undecodable_waits"] = p.stats.undecodable_waits;
   j["rejected"] = p.rejected_messages;
   j["refused_views"] = p.refused_views;
+  j["early_dropped"] = p.early_dropped;
   j["elapsed_s"] = p.elapsed_s;
   j["bytes_sent"] = p.bytes_sent;
   j["bytes_received"] = p.bytes_received;

@@ -214,7 +214,10 @@ void SyncDriver::Report(bool final) {
   if (assembled_) ApplyInjection();
   if (o_.telemetry != nullptr) {
     if (!assembled_) o_.telemetry->SetJoined(false, node_->detail());
-    o_.telemetry->SetCodedStats(node_->stats());
+    // Superseded before assembly = arrived after the sender was done with it.
+    gossip::CodedStats stats = node_->stats();
+    stats.late_dropped += s.early_dropped;
+    o_.telemetry->SetCodedStats(stats);
     o_.telemetry->SetStepClock(static_cast<int64_t>(s.iteration));
     o_.telemetry->SetLoss(s.loss);
     o_.telemetry->SetAccuracy(s.accuracy);

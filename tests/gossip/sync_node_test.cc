@@ -141,16 +141,58 @@ TEST(SyncNodeTest, MessagesBeforeAssemblyWaitForTheRanks) {
   EXPECT_TRUE(asked);
 }
 
-TEST(SyncNodeTest, MessagesBeforeAssemblyBeyondTheBoundAreRejected) {
+TEST(SyncNodeTest, MessagesBeforeAssemblyKeepEachSendersNewest) {
+  // A node stopped while settling (SIGSTOP) finds its parent's models for many iterations
+  // queued: the oldest are superseded, dropped and counted, never rejected.
   TimePoint t{};
-  auto node = MakeNode(Mode::kGc, 2, t);
+  auto node = MakeNode(Mode::kGc, 2, t);  // 4 processes
+  const size_t share = SyncNode::kMaxEarlyMessages / 4;
+  std::vector<float> model(kDim, 0.0f);
+  for (uint64_t i = 0; i < share + 10; ++i) {
+    auto frame = std::make_shared<std::vector<std::byte>>();
+    std::fill(model.begin(), model.end(), static_cast<float>(i));
+    coding::EncodeDense(model, *frame);
+    node->Step(Incoming{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, i, 0, kDim}, *frame, 1},
+               t);
+  }
+  EXPECT_EQ(node->state().rejected_messages, 0u);
+  EXPECT_EQ(node->state().early_dropped, 10u);
+  node->Step(ViewOf({1, 2, 3, 4}), t);
+  node->Step(ViewOf({1, 2, 3, 4}), t += milliseconds(250));
+  ASSERT_TRUE(node->assembled());
+  // The first model handled is the oldest one kept.
+  std::vector<uint64_t> asked;
+  for (auto& a : node->TakeOutput()) {
+    if (auto* c = std::get_if<ComputeGradient>(&a)) {
+      asked.push_back(c->iteration);
+      EXPECT_EQ(c->model[0], static_cast<float>(c->iteration));
+    }
+  }
+  ASSERT_FALSE(asked.empty());
+  EXPECT_EQ(asked.front(), 10u) << "a superseded model was handled, or a kept one lost";
+}
+
+TEST(SyncNodeTest, MessagesBeforeAssemblyFromMoreSendersThanThePlanAreRejected) {
+  TimePoint t{};
+  auto node = MakeNode(Mode::kGc, 2, t);  // 4 processes: at most 4 legitimate senders
   auto frame = std::make_shared<std::vector<std::byte>>();
   coding::EncodeDense(std::vector<float>(kDim, 0.25f), *frame);
-  Incoming in{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, 0, 0, kDim}, *frame, 1};
-  for (size_t i = 0; i < SyncNode::kMaxEarlyMessages; ++i) node->Step(in, t);
+  const size_t share = SyncNode::kMaxEarlyMessages / 4;
+  for (NodeId from : {1, 2, 3, 4}) {
+    for (size_t i = 0; i < share; ++i) {
+      node->Step(Incoming{from, 1, 0, CodedMessage{CodedMessage::Kind::kModel, i, 0, kDim},
+                          *frame, 1}, t);
+    }
+  }
   EXPECT_EQ(node->state().rejected_messages, 0u);
-  node->Step(in, t);  // one too many: per-sender state stays bounded
+  EXPECT_EQ(node->state().early_dropped, 0u);
+  node->Step(Incoming{9, 1, 0, CodedMessage{CodedMessage::Kind::kModel, 0, 0, kDim}, *frame, 1},
+             t);  // a fifth sender once the bound is reached: per-sender state stays bounded
   EXPECT_EQ(node->state().rejected_messages, 1u);
+  node->Step(Incoming{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, share, 0, kDim}, *frame,
+                      1}, t);  // a known sender's newer message replaces its oldest
+  EXPECT_EQ(node->state().rejected_messages, 1u);
+  EXPECT_EQ(node->state().early_dropped, 1u);
 }
 
 // Every rank's part: the sum of its weights in every coordinate (so the decoded sum is B).

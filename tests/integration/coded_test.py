@@ -73,6 +73,9 @@ def main():
     try:
         root = nodes[0]
         wait_until("the root completes 20 iterations", lambda: root.iteration() >= 20, 30)
+        # Stop leaves that run, not ones still settling (SyncNodeTest covers those).
+        wait_until("every rank is assembled",
+                   lambda: all((n.latest() or {}).get("rank", -1) >= 0 for n in nodes), 30)
         stopped = [nodes[4], nodes[7], nodes[10]]
         for n in stopped:
             n.proc.send_signal(signal.SIGSTOP)
