@@ -219,7 +219,8 @@ void SyncNode::Reject(std::string_view reason, NodeId from, const std::string& w
 
 void SyncNode::Step(const Incoming& m, TimePoint now) {
   if (phase_ == Phase::kAssembling) {
-    const size_t share = std::max<size_t>(1, kMaxEarlyMessages / static_cast<size_t>(plan_.processes));
+    const size_t share =
+        std::max<size_t>(1, kMaxEarlyMessages / static_cast<size_t>(plan_.processes));
     size_t& waiting = early_from_[m.from];
     if (waiting >= share) {
       // Superseded: a synchronous peer that sent `share` newer messages is past this one.

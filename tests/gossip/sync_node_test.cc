@@ -180,8 +180,8 @@ TEST(SyncNodeTest, MessagesBeforeAssemblyFromMoreSendersThanThePlanAreRejected) 
   const size_t share = SyncNode::kMaxEarlyMessages / 4;
   for (NodeId from : {1, 2, 3, 4}) {
     for (size_t i = 0; i < share; ++i) {
-      node->Step(Incoming{from, 1, 0, CodedMessage{CodedMessage::Kind::kModel, i, 0, kDim},
-                          *frame, 1}, t);
+      node->Step(
+          Incoming{from, 1, 0, CodedMessage{CodedMessage::Kind::kModel, i, 0, kDim}, *frame, 1}, t);
     }
   }
   EXPECT_EQ(node->state().rejected_messages, 0u);
@@ -189,8 +189,8 @@ TEST(SyncNodeTest, MessagesBeforeAssemblyFromMoreSendersThanThePlanAreRejected) 
   node->Step(Incoming{9, 1, 0, CodedMessage{CodedMessage::Kind::kModel, 0, 0, kDim}, *frame, 1},
              t);  // a fifth sender once the bound is reached: per-sender state stays bounded
   EXPECT_EQ(node->state().rejected_messages, 1u);
-  node->Step(Incoming{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, share, 0, kDim}, *frame,
-                      1}, t);  // a known sender's newer message replaces its oldest
+  node->Step(Incoming{1, 1, 0, CodedMessage{CodedMessage::Kind::kModel, share, 0, kDim}, *frame, 1},
+             t);  // a known sender's newer message replaces its oldest
   EXPECT_EQ(node->state().rejected_messages, 1u);
   EXPECT_EQ(node->state().early_dropped, 1u);
 }
