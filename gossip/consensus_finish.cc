@@ -180,6 +180,12 @@ void ConsensusFinish::Tick(TimePoint now) {
   }
 }
 
+bool ConsensusFinish::Settled() const {
+  if (!outcome_.has_value() || !outcome_->averaged) return false;
+  if (outcome_->collector != o_.self) return outcome_->contributors >= live_.size();
+  return live_.size() == 1;
+}
+
 void ConsensusFinish::MaybePublish(TimePoint now) {
   if (!started_ || collector_ != o_.self || result_frame_ != nullptr) return;
   bool everyone = true;

@@ -99,6 +99,13 @@ class ConsensusFinish {
 
   // Set once: the average adopted, or the wait over.
   const std::optional<FinishOutcome>& outcome() const { return outcome_; }
+  // Nothing more can be asked of this node, so a finished node in this state need not linger.
+  // A member: it adopted the average and the result's count covers every live member of its
+  // view (none can still contribute late). The collector: it published and every other member
+  // has left its view (each leaves once it holds the result, so the collector is never gone
+  // before a member read its result: the member would take the view change for a dead
+  // collector and contribute again elsewhere).
+  bool Settled() const;
   // When a member without a result gives up (valid once started).
   TimePoint deadline() const { return deadline_; }
 

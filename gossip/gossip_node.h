@@ -35,7 +35,9 @@
 //             live id), the node evaluates it on the full test set meanwhile (own_accuracy),
 //             and adopts the members' average when it comes (or keeps its own model after
 //             `finish_wait`, and says so).
-//   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver.
+//   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver;
+//             no linger once the finish is settled (ConsensusFinish::Settled: a member holds
+//             the average every live member contributed to; the collector saw them all leave).
 // The model is the caller's span (the trainer's parameters) in the memory of `device`: the
 // machine reads it for rounds and snapshots and writes it only between steps (rounds, adoption,
 // catch-up), never while a ComputeStep is outstanding. On a GPU it stays there: CHOCO runs on the

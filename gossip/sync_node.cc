@@ -129,8 +129,20 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
   for (const MemberEntry& m : view.members) {
     if (m.id != o_.self && m.finished && rank_of_.count(m.id)) peer_finished_ = true;
   }
-  if (phase_ == Phase::kAssembling) Assemble(LiveIds(view, o_.self), now);
+  const std::vector<NodeId> live = LiveIds(view, o_.self);
+  if (phase_ == Phase::kAssembling) {
+    Assemble(live, now);
+  } else {
+    others_live_ = static_cast<size_t>(std::count_if(
+        live.begin(), live.end(), [&](NodeId id) { return id != o_.self && rank_of_.count(id); }));
+  }
   Tick(now);
+}
+
+bool SyncNode::Settled() const {
+  if (!tree_) return false;  // a ring rank's neighbours may still be in their last iteration
+  if (rank_ == 0) return others_live_ == 0;
+  return s_.end_reason == "peer";
 }
 
 void SyncNode::Assemble(const std::vector<NodeId>& live, TimePoint now) {
@@ -443,7 +455,13 @@ void SyncNode::Tick(TimePoint now) {
       return;
     }
     case Phase::kLingering:
-      if (!evaluating_final_ && LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
+      if (evaluating_final_) return;
+      if (Settled()) {  // no one left to answer
+        Emit(RunOver{OkStatus()});
+        phase_ = Phase::kOver;
+        return;
+      }
+      if (LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
       return;
     case Phase::kOver:
       return;

@@ -24,7 +24,9 @@
 //               completes one), or when a member of this run announced that it finished (every
 //               rank but the root), or on a stop.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
-//               late messages, then RunOver.
+//               late messages, then RunOver. A tree's ranks skip the linger once settled: a
+//               rank that ended on another's "finished" leaves at once, and the root once the
+//               run's other members have left its view.
 // Device (issue 21): the model, its momentum, the SGD step and the aggregators' arithmetic
 // (coded_reduce.h) live on `SyncNodeOptions::device`; ComputeGradient's model and
 // GradientComputed's partial are in its memory. The model comes down to the host only to go to
@@ -157,6 +159,9 @@ class SyncNode {
   void MaybeCompute(TimePoint now);
   void Update(std::span<const float> sum);
   bool BudgetSpent(TimePoint now) const;
+  // A finished tree rank need not linger: the root once the run's other members left its view; a
+  // rank that ended because another member of the run finished (the root is done with it).
+  bool Settled() const;
   void Finish(TimePoint now, std::string reason);
   void Fail(Status status);
   void Reject(std::string_view reason, NodeId from, const std::string& why);
@@ -195,6 +200,7 @@ class SyncNode {
   uint64_t ring_started_ = 0;
   TimePoint iteration_start_{};
   bool peer_finished_ = false;
+  size_t others_live_ = ~size_t{0};  // the run's other members in the latest view (~0: none yet)
   bool stop_requested_ = false;
   bool evaluating_final_ = false;
   TimePoint linger_until_{};

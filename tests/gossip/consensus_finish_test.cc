@@ -137,6 +137,49 @@ TEST(ConsensusFinishTest, CollectorAveragesWhatItHasAfterCollectWait) {
   EXPECT_TRUE(m.finish.at(3).TakeOutput().empty()) << "nothing to contribute any more";
 }
 
+// When a finished node may leave without lingering: a member once it holds the average of
+// every live member; the collector once the members are gone (never while one may still be
+// reading its result); nobody after an average that left a live member out.
+TEST(ConsensusFinishTest, SettledOnlyWhenNothingMoreCanBeAsked) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  for (NodeId id : {1, 2, 3}) EXPECT_FALSE(m.finish.at(id).Settled()) << "before Start";
+  for (NodeId id : {3, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  for (NodeId id : {1, 2, 3}) EXPECT_FALSE(m.finish.at(id).Settled()) << "no result yet";
+  m.finish.at(1).Start(m.model.at(1), m.live, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+  EXPECT_TRUE(m.finish.at(2).Settled());
+  EXPECT_TRUE(m.finish.at(3).Settled());
+  EXPECT_FALSE(m.finish.at(1).Settled()) << "the collector waits for its members to leave";
+  m.finish.at(1).View({1, 3}, now);
+  EXPECT_FALSE(m.finish.at(1).Settled());
+  m.finish.at(1).View({1}, now);
+  EXPECT_TRUE(m.finish.at(1).Settled());
+
+  // An average without member 3 (collect_wait ran out): no one settles, member 3 may still
+  // contribute late and be answered.
+  Members late({1, 2, 3});
+  for (NodeId id : {1, 2}) late.finish.at(id).Start(late.model.at(id), late.live, now);
+  late.Deliver(now);
+  now += milliseconds(500);
+  late.finish.at(1).Tick(now);
+  late.Deliver(now);
+  ExpectAdopted(late, {1, 2}, 2, Average(late, {1, 2}));
+  EXPECT_FALSE(late.finish.at(2).Settled()) << "its result counts 2 of 3 live members";
+  EXPECT_FALSE(late.finish.at(1).Settled());
+  // A missed finish never settles.
+  Members alone({1, 2});
+  alone.dead.insert(1);
+  alone.finish.at(2).Start(alone.model.at(2), alone.live, now);
+  alone.Deliver(now);
+  alone.finish.at(2).Tick(now + milliseconds(1000));
+  ASSERT_TRUE(alone.finish.at(2).outcome().has_value());
+  EXPECT_FALSE(alone.finish.at(2).outcome()->averaged);
+  EXPECT_FALSE(alone.finish.at(2).Settled());
+}
+
 TEST(ConsensusFinishTest, LateContributionIsAnsweredOnceWithTheSameResult) {
   Members m({1, 2, 3});
   TimePoint now{};

@@ -652,13 +652,15 @@ TEST(GossipNodeTest, CrashedMemberIsNeverWaitedForPastW) {
 
 // The consensus finish (consensus_finish.h): every node alive at the end holds the same model,
 // the average of their final models, also with a 4x straggler and with a member that crashed
-// during the run (odd seeds).
+// during the run (odd seeds). A settled finish ends the run without the linger: the members as
+// soon as they hold the average, the collector once they have left.
 TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = BaseOptions();
     base.budget_samples = 8000;
     base.finish_wait = std::chrono::seconds(4);
+    base.linger = std::chrono::seconds(3);
     Cluster cluster = MakeCluster(4, seed, base);
     cluster.node(3).step_time = milliseconds(8);  // 4x the others
     std::map<size_t, std::vector<float>> own;    // each node's model when its training ended
@@ -688,6 +690,15 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
         ASSERT_NEAR(cluster.node(i).x[k], average[k], 1e-3 * std::abs(average[k]) + 1e-6) << k;
       }
       EXPECT_TRUE(cluster.node(i).over->ok());
+    }
+    TimePoint last_finished{};
+    for (size_t i : live) last_finished = std::max(last_finished, cluster.node(i).finished_at);
+    const size_t collector = live[0];  // the lowest live id
+    for (size_t i : live) {
+      EXPECT_LT(cluster.node(i).over_at - last_finished, base.linger - std::chrono::seconds(2))
+          << "node " << i << " lingered after a settled finish";
+      EXPECT_GE(cluster.node(collector).over_at, cluster.node(i).over_at)
+          << "the collector left before member " << i;
     }
   }
 }

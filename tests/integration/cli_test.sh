@@ -256,9 +256,10 @@ contains "drop in ring says why" "$tmp/err" "would stall the run"
 check "coded node needing more members times out cleanly" 1 "$murmur" node --mode coded-tree --n 2 --L 1 --listen tcp://127.0.0.1:0 --task logistic --samples 100 --features 4 --join-timeout-s 1
 contains "the timeout says how many joined" "$tmp/err" "needs 3 nodes; only 1 joined"
 # A gossip node whose seeds never answer trains alone, but says so loudly in its log and its
-# /healthz answers 503 with the reason (port 9 on loopback refuses every connection).
+# /healthz answers 503 with the reason (port 9 on loopback refuses every connection). The time
+# limit is its only budget: it trains until it is stopped below.
 "$murmur" node --listen tcp://127.0.0.1:0 --seeds 127.0.0.1:9 --admin 127.0.0.1:0 --task logistic \
-  --samples 2000 --features 10 --time-limit-s 120 >/dev/null 2>"$tmp/alone" &
+  --samples 2000 --features 10 --epochs 0 --time-limit-s 120 >/dev/null 2>"$tmp/alone" &
 alone_pid=$!
 if wait_for "$tmp/alone" "TRAINING ALONE" 30; then
   echo "ok   a node whose seeds never answer says TRAINING ALONE in its log"
