@@ -131,16 +131,34 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
   }
   const std::vector<NodeId> live = LiveIds(view, o_.self);
   if (phase_ == Phase::kAssembling) {
+    // Members that finished while this node was still settling ran the run without it (they
+    // assembled first and leave once done): it is over, and there is nothing to join.
+    const auto finished = std::find_if(view.members.begin(), view.members.end(),
+                                       [&](const MemberEntry& m) { return m.id != o_.self && m.finished; });
+    if (finished != view.members.end()) {
+      MURMUR_LOG_WARN("node {}: member {} finished the {} run before this node assembled: "
+                      "nothing to join", o_.self, finished->id, ModeName(plan_.mode));
+      phase_ = Phase::kOver;
+      s_.end_reason = "peer";
+      detail_ = "the run ended before this node assembled";
+      Emit(Finished{s_.end_reason});
+      Emit(RunOver{OkStatus()});
+      return;
+    }
     Assemble(live, now);
   } else {
-    others_live_ = static_cast<size_t>(std::count_if(
-        live.begin(), live.end(), [&](NodeId id) { return id != o_.self && rank_of_.count(id); }));
+    others_live_ = others_unfinished_ = 0;
+    for (const MemberEntry& m : view.members) {
+      if (m.id == o_.self || !rank_of_.count(m.id) || !std::binary_search(live.begin(), live.end(), m.id)) continue;
+      ++others_live_;
+      others_unfinished_ += !m.finished;
+    }
   }
   Tick(now);
 }
 
 bool SyncNode::Settled() const {
-  if (!tree_) return false;  // a ring rank's neighbours may still be in their last iteration
+  if (!tree_) return others_unfinished_ == 0;  // every other ring rank is past its last iteration
   if (rank_ == 0) return others_live_ == 0;
   return s_.end_reason == "peer";
 }

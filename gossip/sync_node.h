@@ -15,7 +15,9 @@
 //               known: each sender keeps its newest kMaxEarlyMessages / processes (a sender
 //               that sent more has moved on: its oldest is dropped, counted in early_dropped,
 //               e.g. a node stopped while settling); past kMaxEarlyMessages in all (more
-//               senders than the plan has) a message is rejected (counted).
+//               senders than the plan has) a message is rejected (counted). A member that
+//               announced "finished" meanwhile ran the run without this node (it settled
+//               later): the run is over for it too (end reason "peer", RunOver ok).
 //   running     CodedSend → SendTo (the vector encoded once, checksummed), ComputeRequest →
 //               ComputeGradient (only the newest model is worth computing on: a request that
 //               comes while one is computing replaces the queued one), Aggregated → the SGD
@@ -24,9 +26,9 @@
 //               completes one), or when a member of this run announced that it finished (every
 //               rank but the root), or on a stop.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
-//               late messages, then RunOver. A tree's ranks skip the linger once settled: a
-//               rank that ended on another's "finished" leaves at once, and the root once the
-//               run's other members have left its view.
+//               late messages, then RunOver. No linger once settled (Settled()): a tree rank
+//               that ended on another's "finished" leaves at once, the root once the run's
+//               other members have left its view, a ring rank once the others all finished.
 // Device (issue 21): the model, its momentum, the SGD step and the aggregators' arithmetic
 // (coded_reduce.h) live on `SyncNodeOptions::device`; ComputeGradient's model and
 // GradientComputed's partial are in its memory. The model comes down to the host only to go to
@@ -159,8 +161,9 @@ class SyncNode {
   void MaybeCompute(TimePoint now);
   void Update(std::span<const float> sum);
   bool BudgetSpent(TimePoint now) const;
-  // A finished tree rank need not linger: the root once the run's other members left its view; a
-  // rank that ended because another member of the run finished (the root is done with it).
+  // A finished rank need not linger: a tree's root once the run's other members left its view, a
+  // tree rank that ended because another member finished (the root is done with it), a ring
+  // rank once every other live rank announced that it finished.
   bool Settled() const;
   void Finish(TimePoint now, std::string reason);
   void Fail(Status status);
@@ -200,7 +203,10 @@ class SyncNode {
   uint64_t ring_started_ = 0;
   TimePoint iteration_start_{};
   bool peer_finished_ = false;
-  size_t others_live_ = ~size_t{0};  // the run's other members in the latest view (~0: none yet)
+  // The run's other members live in the latest view, and those of them not finished (~0: no
+  // view since assembly).
+  size_t others_live_ = ~size_t{0};
+  size_t others_unfinished_ = ~size_t{0};
   bool stop_requested_ = false;
   bool evaluating_final_ = false;
   TimePoint linger_until_{};

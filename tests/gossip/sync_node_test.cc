@@ -118,6 +118,24 @@ TEST(SyncNodeTest, TooFewNodesTimeOutSayingHowManyJoined) {
   EXPECT_NE(over->message().find("needs 3 nodes; only 2 joined"), std::string::npos) << over->ToString();
 }
 
+// The others assembled first and ran the whole (short) run while this node was settling; they
+// leave at once when done, so waiting for a full view would only end in the join timeout.
+TEST(SyncNodeTest, ARunThatEndedWhileThisNodeSettledIsOverForItToo) {
+  TimePoint t{};
+  auto node = MakeNode(Mode::kGc, 2, t);
+  node->Step(ViewOf({1, 2, 3, 4}), t);
+  MemberView done = ViewOf({1, 2, 3, 4});
+  done.members[0].finished = true;  // the root
+  node->Step(done, t += milliseconds(100));
+  EXPECT_FALSE(node->assembled());
+  EXPECT_EQ(node->phase(), SyncNode::Phase::kOver);
+  auto over = RunOverOf(node->TakeOutput());
+  ASSERT_TRUE(over.has_value());
+  EXPECT_TRUE(over->ok()) << over->ToString();
+  EXPECT_EQ(node->state().end_reason, "peer");
+  EXPECT_EQ(node->state().rejected_messages, 0u);
+}
+
 TEST(SyncNodeTest, MessagesBeforeAssemblyWaitForTheRanks) {
   TimePoint t{};
   auto node = MakeNode(Mode::kGc, 2, t);
