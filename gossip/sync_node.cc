@@ -133,11 +133,14 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
   if (phase_ == Phase::kAssembling) {
     // Members that finished while this node was still settling ran the run without it (they
     // assembled first and leave once done): it is over, and there is nothing to join.
-    const auto finished = std::find_if(view.members.begin(), view.members.end(),
-                                       [&](const MemberEntry& m) { return m.id != o_.self && m.finished; });
+    const auto finished =
+        std::find_if(view.members.begin(), view.members.end(),
+                     [&](const MemberEntry& m) { return m.id != o_.self && m.finished; });
     if (finished != view.members.end()) {
-      MURMUR_LOG_WARN("node {}: member {} finished the {} run before this node assembled: "
-                      "nothing to join", o_.self, finished->id, ModeName(plan_.mode));
+      MURMUR_LOG_WARN(
+          "node {}: member {} finished the {} run before this node assembled: "
+          "nothing to join",
+          o_.self, finished->id, ModeName(plan_.mode));
       phase_ = Phase::kOver;
       s_.end_reason = "peer";
       detail_ = "the run ended before this node assembled";
@@ -149,7 +152,9 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
   } else {
     others_live_ = others_unfinished_ = 0;
     for (const MemberEntry& m : view.members) {
-      if (m.id == o_.self || !rank_of_.count(m.id) || !std::binary_search(live.begin(), live.end(), m.id)) continue;
+      if (m.id == o_.self || !rank_of_.count(m.id) ||
+          !std::binary_search(live.begin(), live.end(), m.id))
+        continue;
       ++others_live_;
       others_unfinished_ += !m.finished;
     }
