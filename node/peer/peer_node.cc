@@ -277,8 +277,8 @@ void PeerNode::Run() {
     Flush();
     ReleaseDelayed(TimePoint::max());
   }
-  // Let the Leave messages reach the sockets; the transport's linger covers the rest.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The Leave messages are queued on the transport, which hands what is queued to its sockets
+  // when it stops and gives them its linger to reach the peers.
 }
 
 std::string_view MessageKindName(MessageKind kind) {
