@@ -339,6 +339,14 @@ void GossipSession::Fill(TimePoint now) {
 StatusOr<GossipProgress> GossipSession::End() {
   MURMUR_CHECK(over_.has_value()) << "End before Next() returned false";
   if (stepped_) CloseTrainingPhase();
+  // A run short enough to end between two refreshes of the view still says it had no peer.
+  if (over_->ok() && !saw_peer_ && !other_seeds_.empty() && next_alone_warning_ == TimePoint{}) {
+    next_alone_warning_ = clock_.Now();
+    MURMUR_LOG_ERROR(
+        "node {}: TRAINED ALONE: no other member ever answered (seeds: {}); check the seeds' "
+        "addresses, --cluster and the cluster key",
+        peer_->id(), other_seeds_);
+  }
   if (!over_reported_) {
     over_reported_ = true;
     Fill(clock_.Now());
