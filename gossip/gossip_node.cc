@@ -330,13 +330,10 @@ void GossipNode::Advance(TimePoint now) {
       AdvanceFinishing(now);
       return;
     case Phase::kLingering:
-      if (evaluating_) return;
-      if (finish_ != nullptr && finish_->Settled()) {  // no one left to answer
-        Emit(RunOver{OkStatus()});
+      if (!evaluating_ &&
+          LingerIsOver(now, linger_until_, finish_ != nullptr && finish_->Settled(), output_)) {
         phase_ = Phase::kOver;
-        return;
       }
-      if (LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
       return;
     case Phase::kOver:
       return;

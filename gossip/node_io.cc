@@ -30,8 +30,8 @@ void ActionQueue::Emit(NodeAction action) {
   actions_.push_back(std::move(action));
 }
 
-bool LingerIsOver(TimePoint now, TimePoint until, ActionQueue& out) {
-  if (now < until) {
+bool LingerIsOver(TimePoint now, TimePoint until, bool settled, ActionQueue& out) {
+  if (!settled && now < until) {
     out.Emit(Wait{until});
     return false;
   }

@@ -143,8 +143,9 @@ class ActionQueue {
   std::vector<NodeAction> actions_;
 };
 
-// The end of a run: a node lingers, answering its peers, until `until`; then the run is over.
-// Emits Wait or RunOver; true once it emitted RunOver.
-bool LingerIsOver(TimePoint now, TimePoint until, ActionQueue& out);
+// The end of a run: a node lingers, answering its peers, until `until`, or not at all once
+// `settled` (nothing more can be asked of it); then the run is over. Emits Wait or RunOver; true
+// once it emitted RunOver.
+bool LingerIsOver(TimePoint now, TimePoint until, bool settled, ActionQueue& out);
 
 }  // namespace murmur::gossip

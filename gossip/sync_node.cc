@@ -478,13 +478,9 @@ void SyncNode::Tick(TimePoint now) {
       return;
     }
     case Phase::kLingering:
-      if (evaluating_final_) return;
-      if (Settled()) {  // no one left to answer
-        Emit(RunOver{OkStatus()});
+      if (!evaluating_final_ && LingerIsOver(now, linger_until_, Settled(), output_)) {
         phase_ = Phase::kOver;
-        return;
       }
-      if (LingerIsOver(now, linger_until_, output_)) phase_ = Phase::kOver;
       return;
     case Phase::kOver:
       return;
