@@ -1,4 +1,4 @@
-// libFuzzer target: a `--config` TOML file (node/app/config_schema.h ParseToml) applied key by key
+// libFuzzer target: a `--config` TOML file (node/config/config_schema.h ParseToml) applied key by key
 // through the training keys' value parsers (GossipSchema and CodedSchema: the model, optimizer,
 // compression, soft-sync, budget, straggler and tree keys), then the gossip and coded cross-key
 // checks — what a hostile or mistyped config reaches before a node starts. No files are opened.
@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "node/app/coded_config.h"
-#include "node/app/config_schema.h"
-#include "node/app/gossip_config.h"
+#include "node/config/coded_config.h"
+#include "node/config/config_schema.h"
+#include "node/config/gossip_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace murmur::node;

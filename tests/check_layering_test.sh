@@ -7,7 +7,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 expect_violation() {  # name, file, line
   rm -rf "$tmp/tree" && mkdir -p "$tmp/tree"
-  cp -r "$root"/{base,kernels,coding,gossip,proto,node} "$tmp/tree/"
+  cp -r "$root"/{base,kernels,coding,gossip,proto,node,api} "$tmp/tree/"
   mkdir -p "$(dirname "$tmp/tree/$2")" && echo "$3" >> "$tmp/tree/$2"
   if bash "$root/tests/check_layering.sh" "$tmp/tree" >/dev/null; then
     echo "FAIL: $1 was not detected"; fail=1
@@ -22,6 +22,9 @@ expect_violation "base includes node" base/planted.h '#include "node/train/model
 expect_violation "coding includes gossip" coding/planted.cc '#include "gossip/envelope.h"'
 expect_violation "transport includes gossip" gossip/transport/planted.cc '#include "gossip/envelope.h"'
 expect_violation "node/train includes node/peer" node/train/planted.h '#include "node/peer/peer_node.h"'
-expect_violation "node/driver includes node/app" node/driver/planted.cc '#include "node/app/config_schema.h"'
+expect_violation "node/driver includes node/config" node/driver/planted.cc '#include "node/config/config_schema.h"'
+expect_violation "node/config includes node/app" node/config/planted.cc '#include "node/app/run_dir.h"'
+expect_violation "node/config includes api" node/config/planted.cc '#include "api/peer.h"'
+expect_violation "api includes node/app" api/planted.cc '#include "node/app/node_command.h"'
 if bash "$root/tests/check_layering.sh" "$root" >/dev/null; then echo "ok   real tree is clean"; else echo "FAIL: real tree"; fail=1; fi
 exit $fail

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "node/app/config_schema.h"
+#include "node/config/config_schema.h"
 
 namespace murmur::node {
 

@@ -14,7 +14,7 @@
 #include <httplib.h>
 
 #include "base/file.h"
-#include "node/app/secrets.h"
+#include "node/config/secrets.h"
 
 #include <chrono>
 #include <cstdio>

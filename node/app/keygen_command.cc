@@ -4,7 +4,7 @@
 
 #include "gossip/transport/curve_keys.h"
 #include "node/app/command.h"
-#include "node/app/secrets.h"
+#include "node/config/secrets.h"
 
 namespace murmur::node {
 namespace {

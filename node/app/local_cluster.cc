@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gossip/transport/curve_keys.h"
-#include "node/app/secrets.h"
-#include "node/app/config_schema.h"
+#include "node/config/secrets.h"
+#include "node/config/config_schema.h"
 #include "node/peer/straggler.h"
 
 namespace murmur::node {

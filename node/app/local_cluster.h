@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/app/node_report.h"
+#include "node/config/node_report.h"
 
 namespace murmur::node {
 

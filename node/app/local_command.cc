@@ -23,11 +23,11 @@
 #include "node/app/local_config.h"
 #include "node/app/local_mode.h"
 #include "node/app/node_command.h"
-#include "node/app/peer_keys.h"
+#include "node/config/peer_keys.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
 #include "node/app/run_dir.h"
-#include "node/app/step_breakdown.h"
+#include "node/config/step_breakdown.h"
 #include "node/train/checkpoint.h"
 
 namespace murmur::node {

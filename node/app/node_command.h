@@ -1,59 +1,16 @@
 #pragma once
-// `murmur node`: one peer (what a container or a pod runs): its configuration keys, and the
-// stop flag that `murmur node` and `murmur local` poll. The command itself is made by
+// `murmur node`: one peer (what a container or a pod runs; its keys: node/config/node_config.h),
+// and the stop flag that `murmur node` and `murmur local` poll. The command itself is made by
 // MakeNodeCommand (command.h).
 
 #include <memory>
 #include <string>
 
 #include "base/status.h"
-#include "node/app/config_schema.h"
-#include "node/app/coded_config.h"
-#include "node/app/gossip_config.h"
-#include "node/app/node_report.h"
-#include "node/peer/peer_node.h"
+#include "node/config/node_config.h"
+#include "node/config/node_report.h"
 
 namespace murmur::node {
-
-struct NodeConfig {
-  gossip::Mode mode = gossip::Mode::kGossip;
-  int64_t id = 0;
-  std::string listen;
-  std::string advertise;
-  std::string seeds;
-  std::string cluster;
-  int64_t incarnation = 0;
-  int probe_interval_ms = 0;
-  int probe_timeout_ms = 0;
-  int suspicion_multiplier = 0;
-  int gossip_fanout = 0;
-  double duration = 0;  // seconds; 0 runs until SIGINT/SIGTERM
-  std::string report;   // none, text, json
-  int report_interval_ms = 0;
-  std::string run_dir;  // time series kept here (run_dir.h); empty: none
-  std::string log_level;
-  std::string admin;  // HOST:PORT of the admin HTTP port; empty: none
-  std::string admin_token_file;  // bearer token for the admin port's mutating endpoints
-  // Peer-link security (node/app/secrets.h).
-  std::string cluster_key_file;
-  std::string node_key_file;
-  std::string allowed_keys_file;
-  bool plaintext = false;
-  // Gossip training (mode gossip).
-  GossipConfig gossip;
-  int shard_index = 0;
-  int shard_count = 0;
-  int expect_members = 0;
-  std::string save_model;
-  std::string checkpoint_dir;
-  int64_t checkpoint_every = 0;
-  // Synchronous modes (coded-tree, tree, gc, ring).
-  CodedConfig coded;
-};
-
-const ConfigSchema<NodeConfig>& NodeSchema();
-// Checks cross-key rules and builds the runtime options (kInvalidArgument naming the key).
-StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& config);
 
 // SIGINT/SIGTERM set a flag that long-running commands poll; installed once.
 void InstallStopSignals();

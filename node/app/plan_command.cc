@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "node/app/coded_config.h"
+#include "node/config/coded_config.h"
 #include "node/driver/sync_driver.h"
-#include "node/app/config_schema.h"
+#include "node/config/config_schema.h"
 
 namespace murmur::node {
 namespace {

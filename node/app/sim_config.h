@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "node/app/coded_config.h"
-#include "node/app/config_schema.h"
-#include "node/app/gossip_config.h"
+#include "node/config/coded_config.h"
+#include "node/config/config_schema.h"
+#include "node/config/gossip_config.h"
 
 namespace murmur::node {
 

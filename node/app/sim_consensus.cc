@@ -11,7 +11,7 @@
 #include <string>
 
 #include "gossip/peer_sampling.h"
-#include "node/app/gossip_config.h"
+#include "node/config/gossip_config.h"
 #include "node/app/progress.h"
 #include "node/app/sim_report.h"
 #include "node/sim/consensus.h"

@@ -13,7 +13,7 @@
 #include "node/train/gradient_compression.h"
 #include "node/app/progress.h"
 #include "node/train/sharding.h"
-#include "node/app/train_config.h"
+#include "node/config/train_config.h"
 #include "node/train/trainer.h"
 
 namespace murmur::node {

@@ -1,9 +1,9 @@
-#include "node/app/train_config.h"
+#include "node/config/train_config.h"
 
 #include <gtest/gtest.h>
 
-#include "node/app/coded_config.h"
-#include "node/app/gossip_config.h"
+#include "node/config/coded_config.h"
+#include "node/config/gossip_config.h"
 
 #include <algorithm>
 

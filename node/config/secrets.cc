@@ -1,4 +1,4 @@
-#include "node/app/secrets.h"
+#include "node/config/secrets.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

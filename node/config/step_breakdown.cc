@@ -1,4 +1,4 @@
-#include "node/app/step_breakdown.h"
+#include "node/config/step_breakdown.h"
 
 #include <fmt/format.h>
 

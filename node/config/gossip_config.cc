@@ -1,4 +1,4 @@
-#include "node/app/gossip_config.h"
+#include "node/config/gossip_config.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/app/config_schema.h"
+#include "node/config/config_schema.h"
 #include "node/driver/gossip_driver.h"
-#include "node/app/train_config.h"
+#include "node/config/train_config.h"
 
 namespace murmur::node {
 

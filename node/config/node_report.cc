@@ -1,8 +1,8 @@
-#include "node/app/node_report.h"
+#include "node/config/node_report.h"
 
 #include <cmath>
 
-#include "node/app/step_breakdown.h"
+#include "node/config/step_breakdown.h"
 #include "proto/envelope_codec.h"
 
 namespace murmur::node {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/app/config_schema.h"
+#include "node/config/config_schema.h"
 #include "node/train/dataset.h"
 #include "node/train/model.h"
 #include "node/train/trainer.h"

@@ -1,4 +1,4 @@
-#include "node/app/coded_config.h"
+#include "node/config/coded_config.h"
 
 #include "gossip/sync_node.h"
 

@@ -1,4 +1,4 @@
-#include "node/app/train_config.h"
+#include "node/config/train_config.h"
 
 #include <limits>
 

@@ -1,4 +1,4 @@
-#include "node/app/peer_keys.h"
+#include "node/config/peer_keys.h"
 
 namespace murmur::node {
 

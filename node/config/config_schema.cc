@@ -1,4 +1,4 @@
-#include "node/app/config_schema.h"
+#include "node/config/config_schema.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>

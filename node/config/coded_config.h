@@ -8,8 +8,8 @@
 
 #include "base/status.h"
 #include "node/driver/sync_driver.h"
-#include "node/app/config_schema.h"
-#include "node/app/gossip_config.h"
+#include "node/config/config_schema.h"
+#include "node/config/gossip_config.h"
 
 namespace murmur::node {
 
