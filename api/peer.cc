@@ -23,6 +23,8 @@
 #include "node/config/node_report.h"
 #include "node/config/peer_keys.h"
 #include "node/config/secrets.h"
+#include "api/peer_checkpoint.h"
+#include "node/driver/gossip_checkpoint.h"
 #include "node/driver/gossip_session.h"
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
@@ -141,11 +143,18 @@ StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& tex
 
 class BufferWork : public node::GossipWork {
  public:
-  BufferWork(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate)
-      : params_(params), evaluate_(std::move(evaluate)), device_(device) {}
+  BufferWork(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate,
+             const Hooks& hooks)
+      : params_(params), evaluate_(std::move(evaluate)), device_(device), hooks_(hooks) {}
   std::span<float> params() override { return params_; }
   const kernels::Device& device() const override { return device_; }
-  void ResetOptimizerState() override { replaced_ = true; }
+  void ResetOptimizerState() override {
+    replaced_ = true;
+    if (hooks_.replaced) hooks_.replaced();
+  }
+  Status Started(gossip::NodeId id) override {
+    return hooks_.started ? hooks_.started(id) : OkStatus();
+  }
   std::optional<double> Evaluate(bool full) override {
     if (!evaluate_) return std::nullopt;
     std::optional<double> a = evaluate_(full);
@@ -161,14 +170,16 @@ class BufferWork : public node::GossipWork {
   std::span<float> params_;
   EvaluateFn evaluate_;
   kernels::Device device_;
+  const Hooks& hooks_;
   bool replaced_ = false;
 };
 
 }  // namespace
 
 struct Peer::Impl {
-  Impl(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate)
-      : work(params, device, std::move(evaluate)) {}
+  Impl(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate, Hooks h)
+      : hooks(std::move(h)), work(params, device, std::move(evaluate), hooks) {}
+  const Hooks hooks;
   BufferWork work;
   prometheus::Registry registry;
   std::unique_ptr<node::NodeTelemetry> telemetry;
@@ -180,18 +191,34 @@ struct Peer::Impl {
   std::chrono::steady_clock::time_point asked_at{};
   std::string endpoint;
   std::string save_model;  // the final buffer is written here ("": not)
+  node::GossipCheckpointOptions checkpoint;  // dir empty: none
   int report_fd = -1;      // `murmur node --report json` lines go here (murmur local --exec)
   mutable std::mutex mu;
   Progress progress;  // guarded by mu
 
   void Publish(const node::GossipProgress& p, bool final = false) {
+    std::string line;
+    if (report_fd >= 0 || hooks.progress) line = node::GossipProgressJson(p, final);
     if (report_fd >= 0) {
-      const std::string line = node::GossipProgressJson(p, final) + "\n";
+      line += '\n';
       // One write per line (a pipe keeps writes up to PIPE_BUF whole); a reader that went
       // away costs the report, not the run.
       (void)!::write(report_fd, line.data(), line.size());
+      line.pop_back();
     }
-    std::lock_guard<std::mutex> lock(mu);
+    Progress copy;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      Fill(p);
+      if (!hooks.progress) return;
+      copy = progress;
+    }
+    copy.report = std::move(line);
+    hooks.progress(copy, final);
+  }
+
+  // progress from the session's state. REQUIRES mu held.
+  void Fill(const node::GossipProgress& p) {
     progress.id = p.id;
     progress.endpoint = endpoint;
     progress.phase = PhaseName(session->machine().phase());
@@ -215,7 +242,13 @@ struct Peer::Impl {
     progress.finish = p.finish;
     progress.finish_contributors = p.finish_contributors;
     progress.elapsed_s = p.elapsed_s;
+    progress.loss = p.loss;
+    progress.max_lag = p.max_lag;
+    progress.straggle =
+        telemetry != nullptr ? node::StraggleSpec(telemetry->straggler().Current().options) : "";
   }
+
+  bool Stopping() const { return stop.load() || (hooks.stop && hooks.stop()); }
 };
 
 Peer::Peer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -233,6 +266,12 @@ std::vector<std::string> Peer::KnownKeys() {
 
 StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::string>& config,
                                             std::span<float> params, EvaluateFn evaluate) {
+  return Start(config, params, std::move(evaluate), Hooks{});
+}
+
+StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::string>& config,
+                                            std::span<float> params, EvaluateFn evaluate,
+                                            Hooks hooks) {
   if (params.empty()) return InvalidArgumentError("the model buffer is empty");
   const auto& schema = node::NodeSchema();
   NodeConfig c{};
@@ -243,7 +282,10 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   c.gossip.train.lr_schedule = "constant";
   // The launcher's keys first; the caller's own override them.
   using KeyMap = std::map<std::string, std::string>;
-  MURMUR_ASSIGN_OR_RETURN(Launcher launcher, LauncherConfig());
+  Launcher launcher;
+  if (hooks.launcher_environment) {
+    MURMUR_ASSIGN_OR_RETURN(launcher, LauncherConfig());
+  }
   KeyMap merged = std::move(launcher.keys);
   for (const auto& [name, value] : config) merged[name] = value;
   std::map<std::string, std::string> library;
@@ -261,7 +303,9 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
       return InvalidArgumentError("unknown key '" + name + "' (known: " + known + ")");
     }
     const bool evaluation_key = name == "eval_every" || name == "target_accuracy";
-    if (node::PeerLibraryKeys().count(name) == 0 && !(evaluation_key && evaluate)) {
+    const bool checkpoint_key = name == "checkpoint_dir" || name == "checkpoint_every";
+    if (node::PeerLibraryKeys().count(name) == 0 && !(evaluation_key && evaluate) &&
+        !(checkpoint_key && hooks.save_state && hooks.restore_state)) {
       return InvalidArgumentError("key '" + name + "' does not apply to a library peer: " +
                                   node::WhyNotAPeerLibraryKey(name));
     }
@@ -305,7 +349,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   MURMUR_RETURN_IF_ERROR(kernels::CheckMemoryOf(device, params.data(), params.size_bytes()));
   MURMUR_CHECK_OK(SetLogLevel(c.log_level));
 
-  auto impl = std::make_unique<Impl>(params, device, evaluate);
+  auto impl = std::make_unique<Impl>(params, device, evaluate, std::move(hooks));
   node::GossipSessionOptions s;
   s.peer = std::move(peer);
   s.node = g.node;
@@ -333,7 +377,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   s.from_initial = same_init;
   s.straggler = g.straggler;
   s.alone_timeout = std::chrono::seconds(30);
-  s.wrong_dimension_limit = 16;
+  s.wrong_dimension_limit = std::max(0, hooks.dimension_mismatch_limit);
   if (auto it = library.find("join_timeout_s"); it != library.end()) {
     MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
                                                      node::ParseReal(it->second, 0, 86400)));
@@ -349,18 +393,34 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
     }
     MURMUR_ASSIGN_OR_RETURN(impl->admin,
                             node::AdminServer::Start(c.admin, *impl->telemetry, nullptr, token));
+    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes {}",
+                    impl->admin->host(), impl->admin->port(),
+                    token.empty() ? "refused (no admin_token_file)" : "need the bearer token");
   }
   s.telemetry = impl->telemetry.get();
   impl->save_model = c.save_model;
-  if (const char* fd = std::getenv("MURMUR_REPORT_FD"); fd != nullptr) {
+  if (const char* fd = std::getenv("MURMUR_REPORT_FD");
+      fd != nullptr && impl->hooks.launcher_environment) {
     MURMUR_ASSIGN_OR_RETURN(const int64_t n, PositiveInteger("MURMUR_REPORT_FD", fd));
     impl->report_fd = static_cast<int>(n);
   }
   Impl* raw = impl.get();
   impl->session = std::make_unique<node::GossipSession>(
       std::move(s), impl->work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
-      [raw] { return raw->stop.load(); });
+      [raw] { return raw->Stopping(); });
   MURMUR_RETURN_IF_ERROR(impl->session->Start());
+  if (!c.checkpoint_dir.empty()) {
+    impl->checkpoint.dir = c.checkpoint_dir;
+    impl->checkpoint.every = c.checkpoint_every;
+    impl->checkpoint.model = impl->hooks.model.empty()
+                                 ? "caller's model of " + std::to_string(params.size()) + " values"
+                                 : impl->hooks.model;
+    impl->checkpoint.identity =
+        impl->hooks.run_identity.empty() ? "cluster " + c.cluster : impl->hooks.run_identity;
+    impl->checkpoint.node_id = impl->session->id();
+    MURMUR_RETURN_IF_ERROR(RestoreCheckpoint(*impl->session, impl->work, impl->hooks,
+                                             impl->telemetry.get(), impl->checkpoint));
+  }
   // The bound endpoint (a port of 0 took a free one).
   impl->endpoint = impl->session->endpoint();
   {
@@ -415,6 +475,11 @@ Status Peer::Done(double loss, int64_t samples, double compute_s) {
                           ? StatusOr<float>(static_cast<float>(loss))
                           : StatusOr<float>(FailedPreconditionError("the loss was not finite"));
   m.session->Computed(l, samples, compute);
+  const int64_t done = m.session->machine().state().local_steps;
+  if (!m.checkpoint.dir.empty() && m.checkpoint.every > 0 && done > 0 &&
+      done % m.checkpoint.every == 0) {
+    WriteCheckpoint(*m.session, m.work, m.hooks, m.telemetry.get(), m.checkpoint);
+  }
   return OkStatus();
 }
 
@@ -425,13 +490,20 @@ StatusOr<Progress> Peer::Finish() {
   if (!m.over)
     return FailedPreconditionError("Finish before the run is over (Next returned a step)");
   auto result = m.session->End();
+  // The run's end or a stop (SIGTERM): a restart resumes from here.
+  if (!m.checkpoint.dir.empty()) {
+    WriteCheckpoint(*m.session, m.work, m.hooks, m.telemetry.get(), m.checkpoint);
+  }
   if (result.ok() && !m.save_model.empty()) {
     std::vector<float> params(m.work.params().size());
     Status saved = kernels::CopyBytes(kernels::Device::Cpu(), params.data(), m.work.device(),
                                       m.work.params().data(), params.size() * sizeof(float));
     if (saved.ok()) {
-      saved = node::SaveModel(
-          m.save_model, "caller's model of " + std::to_string(params.size()) + " values", params);
+      saved = node::SaveModel(m.save_model,
+                              m.hooks.model.empty() ? "caller's model of " +
+                                                          std::to_string(params.size()) + " values"
+                                                    : m.hooks.model,
+                              params);
     }
     if (!saved.ok()) MURMUR_LOG_ERROR("save_model: {}", saved.ToString());
   }

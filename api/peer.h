@@ -21,6 +21,8 @@
 //   StatusOr<api::Progress> result = (*peer)->Finish();
 //
 // Python: `murmur.Peer` and `murmur.torch.GossipOptimizer` (python/) wrap this class.
+// `murmur node --mode gossip` is a user too (node/app/node_gossip.cc: murmur's Trainer, its
+// checkpoints and report lines through Hooks).
 // Thread safety: one thread calls Next, Done and Finish; Progress may be called from any thread.
 
 #include <cstdint>
@@ -69,6 +71,57 @@ struct Progress {
   std::string finish;                // the consensus finish's verdict for this peer
   uint32_t finish_contributors = 0;  // models in the average it adopted (0: none adopted)
   double elapsed_s = 0;
+  double loss = 0;                   // the latest step's loss (0 before any)
+  uint64_t max_lag = 0;              // the step clock's largest lead over a neighbour's copy
+  std::string straggle;              // the straggler injection in force (its spec; "" none)
+  // Hooks::progress only: this state as one line of `murmur node --report json`
+  // (node/config/node_report.h), what `murmur local` reads.
+  std::string report;
+};
+
+// Named sections of a caller's own state in the peer's checkpoint (node/train/checkpoint.h's
+// file): its optimizer's momentum, its data order. The names of murmur's own sections (kind,
+// model, identity, identity_hash, node_id, step, local_steps, samples, written_unix_ms, params,
+// public_copy) are refused.
+struct SavedState {
+  std::map<std::string, std::string> text;
+  std::map<std::string, uint64_t> numbers;
+  std::map<std::string, std::vector<float>> tensors;
+  std::map<std::string, std::vector<int64_t>> indices;
+};
+
+// For a program with more state than the buffer (`murmur node --mode gossip` runs murmur's own
+// Trainer through these). Every member is optional; the callbacks run on the thread that calls
+// Next, Done and Finish.
+struct Hooks {
+  // The peer is `id` and takes its model from the buffer next: with same_init false, a starting
+  // model of this process's own (drawn from its id) may be written into the buffer here.
+  std::function<Status(uint64_t id)> started;
+  // The buffer was replaced just now (a snapshot at joining, a catch-up, the consensus finish):
+  // optimizer state kept across steps no longer fits. Turn::model_replaced says so at the next
+  // turn; this says it before anything else (a checkpoint) reads that state.
+  std::function<void()> replaced;
+  // Polled while Next blocks and between steps: true ends the run as Stop() does (a signal flag).
+  std::function<bool()> stop;
+  // The state at most every report_interval_ms and after each periodic evaluation, and once more
+  // from Finish with `final` (Progress::report filled in).
+  std::function<void(const Progress&, bool final)> progress;
+  // Checkpoints (keys checkpoint_dir and checkpoint_every, allowed with both of these): the
+  // caller's state is saved beside murmur's (the buffer, the clocks, the public copy) every
+  // checkpoint_every local steps and when the run ends, and handed back, after the buffer is
+  // restored, when a restarted peer resumes from its checkpoint in Start.
+  std::function<StatusOr<SavedState>()> save_state;
+  std::function<Status(const SavedState&)> restore_state;
+  // What the buffer holds (a checkpoint of another model is refused; the saved model names it)
+  // and what a resumed checkpoint must have been written by (another run's is refused).
+  // Defaults: "caller's model of N values", and the cluster id.
+  std::string model;
+  std::string run_identity;
+  // Read `murmur local --exec`'s environment (MURMUR_PEER_ARGS, MURMUR_DEVICE, MURMUR_REPORT_FD).
+  bool launcher_environment = true;
+  // Messages carrying a model of another size before Next fails with kFailedPrecondition
+  // (0: they are only counted, as every refusal is).
+  int dimension_mismatch_limit = 16;
 };
 
 // Test accuracy of the buffer's model in [0, 1]: on the whole test set (`full`: the end of the
@@ -103,12 +156,17 @@ class Peer {
   // eval_every and target_accuracy.
   static StatusOr<std::unique_ptr<Peer>> Start(const std::map<std::string, std::string>& config,
                                                std::span<float> params, EvaluateFn evaluate = {});
+  // The same with hooks (above); kInvalidArgument also for checkpoint keys without the state
+  // hooks. A checkpoint written for another model, run or node is kFailedPrecondition.
+  static StatusOr<std::unique_ptr<Peer>> Start(const std::map<std::string, std::string>& config,
+                                               std::span<float> params, EvaluateFn evaluate,
+                                               Hooks hooks);
   ~Peer();  // leaves the cluster
 
   // Blocks until the caller may compute its next step, or the run is over. Stop() ends it early.
   // Fails with kUnavailable when no member answered within join_timeout_s, and with
-  // kFailedPrecondition once 16 messages carried a model of another size (the processes train
-  // different models).
+  // kFailedPrecondition once 16 messages (Hooks::dimension_mismatch_limit) carried a model of
+  // another size (the processes train different models).
   StatusOr<Turn> Next();
   // The step Next asked for is done, in place on the buffer: its mean `loss` (not finite: the
   // step is counted as skipped) over `samples` rows; `compute_s` its time (the straggler
@@ -118,8 +176,8 @@ class Peer {
   // this peer's own model), and the next Next returns step = false.
   // Callable from any thread (a signal handler's flag, another thread).
   void Stop();
-  // After Next returned step = false: the final state (kFailedPrecondition before that), and
-  // leaves the cluster.
+  // After Next returned step = false, or failed: the final state, or why the run failed
+  // (kFailedPrecondition before that); writes the last checkpoint and leaves the cluster.
   StatusOr<Progress> Finish();
   Progress GetProgress() const;
 

@@ -15,6 +15,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/device.h"
+#include "node/app/node_gossip.h"
 #include "node/app/placement.h"
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
@@ -168,95 +169,11 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
   return 0;
 }
 
-int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
-                  NodeTelemetry* telemetry, const kernels::Device& device) {
-  auto options = GossipOptionsFrom(config.gossip);
-  if (!options.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
-    return 2;
-  }
-  if (config.shard_index >= config.shard_count) {
-    std::fprintf(stderr, "murmur node: shard_index %d must be less than shard_count %d\n",
-                 config.shard_index, config.shard_count);
-    return 2;
-  }
-  auto work = LoadWorkload(config, device);
-  if (!work.ok()) return Refuse(work.status());
-  auto& data = work->data;
-  auto& model = work->model;
-  auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
-  auto rows = ShardRows(data.train.rows, config.shard_index, config.shard_count, *strategy);
-  if (!rows.ok()) return Refuse(rows.status());
-  options->peer = peer;
-  options->telemetry = telemetry;
-  options->dataset_rows = data.train.rows;
-  options->node.expect_members = config.expect_members;
-  options->save_model = config.save_model;
-  options->checkpoint.dir = config.checkpoint_dir;
-  options->checkpoint.every = config.checkpoint_every;
-  // What a resumed checkpoint must have been written by: the same cluster, data, shard and
-  // compression (the model is checked separately).
-  options->checkpoint.identity = fmt::format(
-      "cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster, config.gossip.train.task,
-      config.shard_index, config.shard_count, config.gossip.train.shard_strategy,
-      config.gossip.compress);
-  if (!config.checkpoint_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(config.checkpoint_dir, error);
-    if (error || !std::filesystem::is_directory(config.checkpoint_dir)) {
-      return Refuse(InvalidArgumentError("checkpoint_dir: cannot create '" + config.checkpoint_dir +
-                                         "': " + error.message()));
-    }
-  }
-  // Each node shuffles its own shard in its own order.
-  options->train.seed = config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
-  options->report_interval = std::chrono::milliseconds(config.report_interval_ms);
-  const bool json = config.report == "json";
-  Series series(config, telemetry);
-  GossipProgressFn report;
-  if (config.report != "none" || series.on()) report = [&](const GossipProgress& p) {
-    const std::string line = GossipProgressJson(p, false);
-    series.Write(p.id, line);
-    if (json) {
-      std::printf("%s\n", line.c_str());
-    } else if (config.report != "none") {
-      std::printf("node %llu: step %lld, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
-                  static_cast<unsigned long long>(p.id), static_cast<long long>(p.step), p.loss,
-                  p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
-                  static_cast<double>(p.bytes_sent) / 1e6, static_cast<unsigned long long>(p.max_lag));
-    }
-    std::fflush(stdout);
-  };
-  auto result = RunGossipTrainer(*options, model, data.train, *std::move(rows), &data.test,
-                                 report, StopRequested);
-  // A checkpoint of another model, run or node: the operator must choose. Options the driver
-  // cannot use (the learning-rate schedule for this data and budget) are refused before joining.
-  if (result.status().code() == StatusCode::kFailedPrecondition ||
-      result.status().code() == StatusCode::kInvalidArgument) {
-    return Refuse(result.status());
-  }
-  if (!result.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", result.status().ToString().c_str());
-    return 1;
-  }
-  const std::string final_line = GossipProgressJson(*result, true);
-  series.Write(result->id, final_line);
-  if (json) {
-    std::printf("%s\n", final_line.c_str());
-  } else if (config.report != "none") {
-    std::printf("node %llu: done (%s) at step %lld, test accuracy %.4f, %.2f MB sent\n",
-                static_cast<unsigned long long>(result->id), result->end_reason.c_str(),
-                static_cast<long long>(result->step), result->accuracy,
-                static_cast<double>(result->bytes_sent) / 1e6);
-  }
-  std::fflush(stdout);
-  return 0;
-}
-
 }  // namespace
 
 int NodeCommand::Run() {
-  StatusOr<NodeConfig> config = parser_.Resolve(std::getenv);
+  std::map<std::string, std::string> texts;
+  StatusOr<NodeConfig> config = parser_.Resolve(std::getenv, &texts);
   StatusOr<PeerNodeOptions> options =
       config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
   if (!options.ok()) {
@@ -268,6 +185,17 @@ int NodeCommand::Run() {
   StatusOr<kernels::Device> device = NodeDevice(*config);
   if (!device.ok()) return Refuse(device.status());
   InstallStopSignals();
+  if (!config->run_dir.empty()) {
+    if (Status made = MakeRunDir(config->run_dir, "run_dir"); !made.ok()) return Refuse(made);
+  }
+  if (config->mode != gossip::Mode::kGossip &&
+      (!config->checkpoint_dir.empty() || !config->save_model.empty())) {
+    return Refuse(InvalidArgumentError(
+        "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
+        "root holds the one model"));
+  }
+  // Gossip runs on the library, which keeps the node's metrics and admin port itself.
+  if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, texts, *device);
   // The injection from flag/env/file; the admin port may replace it at run time.
   StragglerOptions initial;
   AdminServer::Validator validate;
@@ -277,8 +205,6 @@ int NodeCommand::Run() {
     validate = [mode = config->mode](const StragglerOptions& o) {
       return CheckCodedStraggle(mode, o);
     };
-  } else if (config->mode == gossip::Mode::kGossip) {
-    if (auto straggle = ParseStraggle(config->gossip.straggle); straggle.ok()) initial = *straggle;
   } else {
     validate = [](const StragglerOptions&) {
       return FailedPreconditionError("membership mode trains nothing: there is nothing to slow down");
@@ -305,18 +231,6 @@ int NodeCommand::Run() {
     MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes "
                     "{}", admin->host(), admin->port(),
                     token.empty() ? "refused (no --admin-token-file)" : "need the bearer token");
-  }
-  if (!config->run_dir.empty()) {
-    if (Status made = MakeRunDir(config->run_dir, "run_dir"); !made.ok()) return Refuse(made);
-  }
-  if (config->mode != gossip::Mode::kGossip &&
-      (!config->checkpoint_dir.empty() || !config->save_model.empty())) {
-    return Refuse(InvalidArgumentError(
-        "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
-        "root holds the one model"));
-  }
-  if (config->mode == gossip::Mode::kGossip) {
-    return RunGossipNode(*config, *options, &telemetry, *device);
   }
   if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry, *device);
   auto node = PeerNode::Start(*options);

@@ -5,6 +5,18 @@
 
 namespace murmur::node {
 
+Status GossipTrainerOptions::Validate() const {
+  if (epochs <= 0 && node.target_accuracy <= 0 && node.time_limit.count() <= 0) {
+    return InvalidArgumentError("gossip training needs a budget: epochs, target_accuracy or time_limit");
+  }
+  if (epochs > 0 && dataset_rows <= 0) return InvalidArgumentError("an epoch budget needs the data set size");
+  if (node.target_accuracy < 0 || node.target_accuracy > 1) {
+    return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
+  }
+  if (eval_samples < 1) return InvalidArgumentError("eval_samples must be at least 1");
+  return node.Validate();
+}
+
 const ConfigSchema<GossipConfig>& GossipSchema() {
   static const ConfigSchema<GossipConfig>* schema = [] {
     using C = GossipConfig;

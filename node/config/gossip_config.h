@@ -9,8 +9,11 @@
 
 #include "base/status.h"
 #include "node/config/config_schema.h"
-#include "node/driver/gossip_driver.h"
+#include "gossip/gossip_node.h"
 #include "node/config/train_config.h"
+#include "node/peer/peer_node.h"
+#include "node/peer/straggler.h"
+#include "node/train/trainer.h"
 
 namespace murmur::node {
 
@@ -37,6 +40,26 @@ struct GossipConfig {
   int eval_samples = 0;
   std::string straggle;
   std::string init;
+};
+
+// The options of gossip training with murmur's own Trainer, from GossipOptionsFrom.
+struct GossipTrainerOptions {
+  PeerNodeOptions peer;
+  TrainOptions train;                 // batch size, optimizer, shuffling seed
+  uint64_t init_seed = 1;             // the cluster's common initial model
+  bool per_node_init = false;         // every node draws its own initial model instead
+  // The machine's own keys (gossip/gossip_node.h: compression, topology, H, soft sync, the
+  // target accuracy and time limit, evaluation, joining, linger); the session fills in the
+  // node's id, incarnation, shard size and the budget in samples.
+  gossip::GossipNodeOptions node;
+  // Budget: the run ends at the first of epochs, node.target_accuracy, node.time_limit (each 0 =
+  // not used; at least one must be set).
+  double epochs = 3;                  // passes over the whole training set, all members' samples
+  int64_t dataset_rows = 0;           // size of the whole training set
+  int64_t eval_samples = 2000;        // test rows used by the periodic evaluations
+  StragglerOptions straggler;
+
+  Status Validate() const;
 };
 
 const ConfigSchema<GossipConfig>& GossipSchema();

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "node/driver/gossip_driver.h"
+#include "node/driver/gossip_session.h"
 #include "node/driver/sync_driver.h"
 #include "node/peer/peer_node.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "node/driver/gossip_driver.h"
+#include "node/driver/gossip_session.h"
 
 namespace murmur::node {
 

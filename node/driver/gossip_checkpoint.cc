@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "gossip/membership.h"
 
@@ -20,31 +21,59 @@ uint64_t IdentityHash(const std::string& identity) {
   return XXH3_64bits(identity.data(), identity.size());
 }
 
+// A section of the caller's that takes one of the checkpoint's own names (nullptr: none).
+template <typename Map>
+const std::string* OwnName(const Map& sections) {
+  for (const auto& [name, value] : sections) {
+    if (IsGossipCheckpointSection(name)) return &name;
+  }
+  return nullptr;
+}
+
+// The sections of `from` that are the caller's.
+template <typename Map>
+void CopyCallers(const Map& from, Map& to) {
+  for (const auto& [name, value] : from) {
+    if (!IsGossipCheckpointSection(name)) to[name] = value;
+  }
+}
+
 }  // namespace
 
-Checkpoint MakeGossipCheckpoint(const GossipCheckpointOptions& o, TrainerState trainer,
-                                const gossip::GossipNodeState& state,
-                                std::span<const float> public_copy) {
-  Checkpoint c;
+bool IsGossipCheckpointSection(const std::string& name) {
+  static const std::set<std::string> own = {"kind",     "model",       "identity",
+                                            "identity_hash", "node_id", "step",
+                                            "local_steps", "samples", "written_unix_ms",
+                                            "params",   "public_copy"};
+  return own.count(name) > 0;
+}
+
+StatusOr<Checkpoint> MakeGossipCheckpoint(const GossipCheckpointOptions& o,
+                                          std::vector<float> params, Checkpoint caller,
+                                          const gossip::GossipNodeState& state,
+                                          std::span<const float> public_copy) {
+  for (const std::string* own : {OwnName(caller.text), OwnName(caller.numbers),
+                                 OwnName(caller.tensors), OwnName(caller.indices)}) {
+    if (own != nullptr) {
+      return InvalidArgumentError("the caller's checkpoint section '" + *own +
+                                  "' is one of murmur's own");
+    }
+  }
+  Checkpoint c = std::move(caller);
   c.text["kind"] = "gossip-node";
   c.text["model"] = o.model;
   c.text["identity"] = o.identity;
-  c.text["rng"] = std::move(trainer.rng);
   c.numbers["identity_hash"] = IdentityHash(o.identity);
   c.numbers["node_id"] = o.node_id;
   c.numbers["step"] = state.step;
   c.numbers["local_steps"] = static_cast<uint64_t>(state.local_steps);
   c.numbers["samples"] = static_cast<uint64_t>(state.samples);
-  c.numbers["trainer_steps"] = static_cast<uint64_t>(trainer.steps);
-  c.numbers["cursor"] = static_cast<uint64_t>(trainer.cursor);
   c.numbers["written_unix_ms"] = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count());
-  c.tensors["params"] = std::move(trainer.params);
-  c.tensors["velocity"] = std::move(trainer.velocity);
+  c.tensors["params"] = std::move(params);
   c.tensors["public_copy"].assign(public_copy.begin(), public_copy.end());
-  c.indices["order"] = std::move(trainer.order);
   return c;
 }
 
@@ -73,25 +102,21 @@ StatusOr<GossipResume> ReadGossipCheckpoint(const GossipCheckpointOptions& o, co
                                    ", this is node " + std::to_string(o.node_id) + move_it);
   }
   GossipResume r;
-  MURMUR_ASSIGN_OR_RETURN(r.trainer.params, c.Tensor("params"));
-  MURMUR_ASSIGN_OR_RETURN(r.trainer.velocity, c.Tensor("velocity"));
-  MURMUR_ASSIGN_OR_RETURN(r.trainer.rng, c.Text("rng"));
-  MURMUR_ASSIGN_OR_RETURN(r.trainer.order, c.Indices("order"));
-  MURMUR_ASSIGN_OR_RETURN(const uint64_t cursor, c.Number("cursor"));
-  MURMUR_ASSIGN_OR_RETURN(const uint64_t trainer_steps, c.Number("trainer_steps"));
+  MURMUR_ASSIGN_OR_RETURN(r.params, c.Tensor("params"));
   MURMUR_ASSIGN_OR_RETURN(r.node.step, c.Number("step"));
   MURMUR_ASSIGN_OR_RETURN(const uint64_t local_steps, c.Number("local_steps"));
   MURMUR_ASSIGN_OR_RETURN(const uint64_t samples, c.Number("samples"));
   MURMUR_ASSIGN_OR_RETURN(r.node.public_copy, c.Tensor("public_copy"));
   constexpr uint64_t kMax = uint64_t{1} << 53;  // any count a real run reaches
-  if (cursor >= kMax || trainer_steps >= kMax || local_steps >= kMax || samples >= kMax ||
-      r.node.step >= gossip::kMaxStepClock) {
+  if (local_steps >= kMax || samples >= kMax || r.node.step >= gossip::kMaxStepClock) {
     return DataLossError("'" + path + "' holds an implausible clock or count");
   }
-  r.trainer.cursor = static_cast<int64_t>(cursor);
-  r.trainer.steps = static_cast<int64_t>(trainer_steps);
   r.node.local_steps = static_cast<int64_t>(local_steps);
   r.node.samples = static_cast<int64_t>(samples);
+  CopyCallers(c.text, r.caller.text);
+  CopyCallers(c.numbers, r.caller.numbers);
+  CopyCallers(c.tensors, r.caller.tensors);
+  CopyCallers(c.indices, r.caller.indices);
   return r;
 }
 

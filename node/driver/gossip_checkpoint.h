@@ -1,10 +1,10 @@
 #pragma once
-// A gossip node's checkpoint (issue 20): what RunGossipTrainer writes every `every` local steps
-// and when it ends (SIGTERM included), and reads back when it starts, so a node killed and
-// restarted trains on at its own step instead of copying a peer. It holds the trainer's state
-// (parameters, momentum, shuffling RNG, the epoch's row order and position), the node's clocks
-// (step clock, local steps, samples) and its public copy x̂_i (x − x̂ is the compressed update
-// not sent yet). The copies of the neighbours' public copies are not saved: their streams moved
+// A gossip node's checkpoint (issue 20): what a peer (api/peer.h) writes every `every` local
+// steps and when it ends (SIGTERM included), and reads back when it starts, so a node killed and
+// restarted trains on at its own step instead of copying a peer. It holds the model, the
+// node's clocks (step clock, local steps, samples), its public copy x̂_i (x − x̂ is the
+// compressed update not sent yet) and the caller's own sections: for `murmur node`, its
+// trainer's momentum, shuffling RNG and the epoch's row order and position. The copies of the neighbours' public copies are not saved: their streams moved
 // on while the node was down, and the node's new incarnation makes them resend snapshots.
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "base/status.h"
 #include "gossip/gossip_node.h"
 #include "node/train/checkpoint.h"
-#include "node/train/trainer.h"
+#include <vector>
 
 namespace murmur::node {
 
@@ -32,13 +32,19 @@ struct GossipCheckpointOptions {
 
 // Everything a resumed node needs.
 struct GossipResume {
-  TrainerState trainer;
+  std::vector<float> params;
+  Checkpoint caller;  // the caller's sections, as it saved them
   gossip::ResumePoint node;
 };
 
-Checkpoint MakeGossipCheckpoint(const GossipCheckpointOptions& options, TrainerState trainer,
-                                const gossip::GossipNodeState& state,
-                                std::span<const float> public_copy);
+// Whether a caller's section name is one of the checkpoint's own.
+bool IsGossipCheckpointSection(const std::string& name);
+
+// kInvalidArgument when a caller's section uses one of the checkpoint's own names.
+StatusOr<Checkpoint> MakeGossipCheckpoint(const GossipCheckpointOptions& options,
+                                          std::vector<float> params, Checkpoint caller,
+                                          const gossip::GossipNodeState& state,
+                                          std::span<const float> public_copy);
 
 // kFailedPrecondition when the checkpoint belongs to another model, run or node (saying which
 // and how to proceed); kDataLoss when a section is missing or inconsistent.
