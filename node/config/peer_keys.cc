@@ -26,7 +26,8 @@ std::string WhyNotAPeerLibraryKey(const std::string& key) {
   }
   if (key == "eval_samples") return "the caller's evaluation decides what it evaluates on";
   if (key == "checkpoint_dir" || key == "checkpoint_every") {
-    return "checkpoints hold murmur's own trainer; the caller checkpoints its own model";
+    return "checkpoints need the caller's optimizer state: give Hooks::save_state and "
+           "restore_state (C++), or checkpoint the model yourself";
   }
   if (key == "init" || key == "seed") return "the caller initializes its model (see same_init)";
   if (key == "shard_index" || key == "shard_count" || key == "shard_strategy") {

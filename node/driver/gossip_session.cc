@@ -339,9 +339,10 @@ void GossipSession::Fill(TimePoint now) {
 StatusOr<GossipProgress> GossipSession::End() {
   MURMUR_CHECK(over_.has_value()) << "End before Next() returned false";
   if (stepped_) CloseTrainingPhase();
-  // A run short enough to end between two refreshes of the view still says it had no peer.
-  if (over_->ok() && !saw_peer_ && !other_seeds_.empty() && next_alone_warning_ == TimePoint{}) {
-    next_alone_warning_ = clock_.Now();
+  // A run that never had a peer says so at its end, also one short enough to end before the
+  // periodic warning (a busy machine decides which comes first).
+  if (over_->ok() && !saw_peer_ && !other_seeds_.empty() && !alone_ended_reported_) {
+    alone_ended_reported_ = true;
     MURMUR_LOG_ERROR(
         "node {}: TRAINED ALONE: no other member ever answered (seeds: {}); check the seeds' "
         "addresses, --cluster and the cluster key",

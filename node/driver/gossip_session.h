@@ -13,8 +13,8 @@
 //   }
 //   StatusOr<GossipProgress> result = session.End();  // then session.Leave()
 //
-// Users: RunGossipTrainer (gossip_driver.h: murmur's Trainer, `murmur node --mode gossip`) and
-// the library (api/peer.h: a caller's own model, the Python binding).
+// User: the library (api/peer.h: a caller's own model, the Python binding, and `murmur node
+// --mode gossip` with murmur's Trainer).
 // Thread safety: one thread calls every method; `stop` and `on_progress` run on it.
 
 #include <cstdint>
@@ -188,6 +188,7 @@ class GossipSession : public gossip::GossipNodeObserver {
   int wrong_dimension_ = 0;  // refusals for wrong_dimension so far
   std::string other_seeds_;  // the seeds other than this node, as given ("" when none)
   TimePoint next_alone_warning_{};
+  bool alone_ended_reported_ = false;  // End logged TRAINED ALONE
   std::optional<Status> over_;
   uint64_t injection_version_ = ~uint64_t{0};  // none taken yet
   // The current step's phases so far (StepTimes: the time since the previous step ended), the
