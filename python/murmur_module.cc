@@ -201,7 +201,10 @@ PYBIND11_MODULE(_murmur, m) {
       .def_readonly("end_reason", &Progress::end_reason)
       .def_readonly("finish", &Progress::finish)
       .def_readonly("finish_contributors", &Progress::finish_contributors)
-      .def_readonly("elapsed_s", &Progress::elapsed_s);
+      .def_readonly("elapsed_s", &Progress::elapsed_s)
+      .def_readonly("loss", &Progress::loss)
+      .def_readonly("max_lag", &Progress::max_lag)
+      .def_readonly("straggle", &Progress::straggle);
 
   py::class_<PyPeer>(m, "Peer",
                      "One peer of a gossip training cluster training `params` (a flat float32 "

@@ -127,7 +127,6 @@ Status GossipSession::Start() {
                                         start_));
   o_.initial = {};
   node_->set_observer(this);
-  TakePause(start_);
   return OkStatus();
 }
 
@@ -233,6 +232,9 @@ bool GossipSession::Next() {
   if (over_.has_value()) return false;
   if (!running_) {
     running_ = true;
+    // The machine's first step, which may start training at once (a lone node, expect_members
+    // met): after a resume from a checkpoint (machine().Resume), never before it.
+    TakePause(clock_.Now());
     last_step_end_ = clock_.Now();
     RefreshMembers(clock_.Now());
   }

@@ -117,7 +117,8 @@ class GossipSession : public gossip::GossipNodeObserver {
                 std::function<bool()> stop);
   ~GossipSession() override;
 
-  // Starts the peer (binds, joins through the seeds) and the machine. kInvalidArgument for
+  // Starts the peer (binds, joins through the seeds) and makes the machine, which runs from the
+  // first Next(): a resume (machine().Resume) goes between the two. kInvalidArgument for
   // options the machine refuses; the transport's errors as they come.
   Status Start();
   // Runs the machine until it asks for a step (true: compute one on work.params(), then

@@ -139,6 +139,14 @@ contains "the refusal names both models" "$tmp/err" "holds a 10-1 logistic model
 check "init-from a missing file exits 2" 2 "$murmur" train "${small[@]}" --init-from "$tmp/none.mck"
 check "checkpoints outside gossip mode exit 2" 2 "$murmur" node --mode ring --listen tcp://127.0.0.1:0 --checkpoint-dir "$tmp/ck"
 contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are for --mode gossip"
+# A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
+# the resume comes before the machine's first step.
+for epochs in 1 2; do
+  check "lone node with a checkpoint, $epochs epochs, exits 0" 0 "$murmur" node --id 5 \
+    --listen tcp://127.0.0.1:0 --expect-members 1 --checkpoint-dir "$tmp/lone" --task logistic \
+    --samples 2000 --features 10 --epochs "$epochs"
+done
+contains "the restarted lone node resumed at its own step" "$tmp/err" "node 5: resumed from"
 check "a warm-up longer than a ring run exits 2" 2 "$murmur" node --plaintext --mode ring \
   --listen tcp://127.0.0.1:0 --n 2 --L 1 --iterations 5 --global-batch 64 --lr-schedule cosine --warmup-epochs 1
 contains "the refusal gives both lengths" "$tmp/err" "the warm-up (60000 samples) must be shorter than the budget (320 samples)"

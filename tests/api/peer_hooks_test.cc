@@ -1,0 +1,260 @@
+// api::Hooks on a lone peer over a real socket: the caller's state rides in the peer's
+// checkpoints and comes back on a restart, a checkpoint of another model is refused, the hooks
+// see the peer's id, its progress (as report lines), its model replacements and its stop.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/peer.h"
+
+namespace murmur::api {
+namespace {
+
+using Config = std::map<std::string, std::string>;
+
+// One peer that trains alone at once (expect_members 1): `epochs` of 400 samples, 8 per step.
+Config Lone(double epochs) {
+  return {{"plaintext", "true"},
+          {"log_level", "warn"},
+          {"id", "77"},
+          {"expect_members", "1"},
+          {"epochs", std::to_string(epochs)},
+          {"epoch_samples", "400"},
+          {"shard_samples", "400"}};
+}
+
+// Pulls x toward 1 until the run ends; returns the steps taken.
+int Train(Peer& peer, std::vector<float>& x) {
+  int steps = 0;
+  while (true) {
+    auto turn = peer.Next();
+    EXPECT_TRUE(turn.ok()) << turn.status().ToString();
+    if (!turn.ok() || !turn->step) break;
+    for (float& v : x) v -= 0.1f * (v - 1.0f);
+    EXPECT_TRUE(peer.Done(0.5, 8).ok());
+    ++steps;
+  }
+  return steps;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char name[] = "/tmp/murmur-hooks-XXXXXX";
+    path_ = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The caller's state as a function of the steps it took, so a restart can tell which it got.
+SavedState StateAt(int steps) {
+  SavedState s;
+  s.tensors["momentum"] = {static_cast<float>(steps), 2.0f * static_cast<float>(steps)};
+  s.numbers["cursor"] = static_cast<uint64_t>(steps);
+  s.text["rng"] = "state-" + std::to_string(steps);
+  s.indices["order"] = {3, 1, 2};
+  return s;
+}
+
+TEST(PeerHooksTest, CheckpointKeysNeedTheStateHooks) {
+  std::vector<float> x(16, 0.0f);
+  Config c = Lone(1);
+  c["checkpoint_dir"] = "/tmp/unused";
+  auto p = Peer::Start(c, x);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(p.status().message()).find("checkpoint_dir"), std::string::npos)
+      << p.status().ToString();
+  EXPECT_NE(std::string(p.status().message()).find("save_state"), std::string::npos)
+      << p.status().ToString();
+}
+
+TEST(PeerHooksTest, ACheckpointCarriesTheBufferAndTheCallersStateToARestart) {
+  TempDir dir;
+  std::vector<float> x(64, 0.0f);
+  int saves = 0, steps = 0;
+  Hooks hooks;
+  hooks.model = "test model of 64 values";
+  hooks.save_state = [&]() -> StatusOr<SavedState> {
+    ++saves;
+    return StateAt(steps);
+  };
+  hooks.restore_state = [](const SavedState&) { return InternalError("not resuming yet"); };
+  // A lone peer checks its budget against the cluster's count, which its view refreshes every
+  // 20 ms: steps as fast as these overshoot it, so the counts below are the run's own.
+  Config c = Lone(1);
+  c["checkpoint_dir"] = dir.path();
+  c["checkpoint_every"] = "10";
+  int64_t local_steps = 0;
+  {
+    auto p = Peer::Start(c, x, {}, hooks);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    while (true) {
+      auto turn = (*p)->Next();
+      ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+      if (!turn->step) break;
+      for (float& v : x) v -= 0.1f * (v - 1.0f);
+      ++steps;  // before Done: the checkpoint after this step's round holds it
+      ASSERT_TRUE((*p)->Done(0.5, 8).ok());
+    }
+    auto r = (*p)->Finish();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    local_steps = r->local_steps;
+    EXPECT_EQ(local_steps, steps);
+    EXPECT_GE(steps, 50) << "400 samples of 8";
+  }
+  EXPECT_EQ(saves, steps / 10 + 1) << "every 10 local steps and at the end";
+  ASSERT_TRUE(std::filesystem::exists(dir.path() + "/checkpoint.mck"));
+
+  // A restart with a larger budget resumes: the buffer, the clocks and the caller's state.
+  std::vector<float> y(64, -7.0f);
+  std::optional<SavedState> restored;
+  Hooks again = hooks;
+  again.restore_state = [&](const SavedState& s) {
+    restored = s;
+    return OkStatus();
+  };
+  Config c2 = c;
+  c2["epochs"] = "1000";
+  auto p = Peer::Start(c2, y, {}, again);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(restored.has_value());
+  const SavedState want = StateAt(steps);
+  EXPECT_EQ(restored->tensors, want.tensors);
+  EXPECT_EQ(restored->numbers, want.numbers);
+  EXPECT_EQ(restored->text, want.text);
+  EXPECT_EQ(restored->indices, want.indices);
+  EXPECT_EQ(y, x) << "the buffer is the one the first run ended on";
+  auto turn = (*p)->Next();
+  ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+  EXPECT_TRUE(turn->step);
+  EXPECT_EQ((*p)->GetProgress().local_steps, local_steps) << "the clocks resumed";
+  (*p)->Stop();
+}
+
+TEST(PeerHooksTest, ACheckpointOfAnotherModelOrRunIsRefusedAtStart) {
+  TempDir dir;
+  std::vector<float> x(32, 0.0f);
+  Hooks hooks;
+  hooks.model = "model A";
+  hooks.save_state = []() -> StatusOr<SavedState> { return SavedState{}; };
+  hooks.restore_state = [](const SavedState&) { return OkStatus(); };
+  Config c = Lone(0.2);
+  c["checkpoint_dir"] = dir.path();
+  {
+    auto p = Peer::Start(c, x, {}, hooks);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    Train(**p, x);
+    ASSERT_TRUE((*p)->Finish().ok());
+  }
+  Hooks other = hooks;
+  other.model = "model B";
+  auto p = Peer::Start(c, x, {}, other);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(p.status().message()).find("model A"), std::string::npos)
+      << p.status().ToString();
+  Hooks run = hooks;
+  run.run_identity = "another run";
+  p = Peer::Start(c, x, {}, run);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(p.status().message()).find("another run"), std::string::npos)
+      << p.status().ToString();
+}
+
+TEST(PeerHooksTest, ACallerSectionWithOneOfMurmursNamesIsNeverWritten) {
+  TempDir dir;
+  std::vector<float> x(32, 0.0f);
+  Hooks hooks;
+  hooks.save_state = []() -> StatusOr<SavedState> {
+    SavedState s;
+    s.tensors["params"] = {1.0f};  // would shadow the buffer on a restart
+    return s;
+  };
+  hooks.restore_state = [](const SavedState&) { return OkStatus(); };
+  Config c = Lone(0.2);
+  c["checkpoint_dir"] = dir.path();
+  auto p = Peer::Start(c, x, {}, hooks);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Train(**p, x);
+  ASSERT_TRUE((*p)->Finish().ok()) << "a failed checkpoint costs the checkpoint, not the run";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/checkpoint.mck"));
+}
+
+TEST(PeerHooksTest, HooksSeeTheIdTheProgressTheReplacementsAndTheStop) {
+  std::vector<float> x(32, 0.0f);
+  uint64_t started_id = 0;
+  int replaced = 0, finals = 0, reports = 0, stop_polls = 0, steps = 0;
+  std::string final_report;
+  Hooks hooks;
+  hooks.started = [&](uint64_t id) {
+    started_id = id;
+    for (float& v : x) v = 5.0f;  // this process's own start (same_init false)
+    return OkStatus();
+  };
+  hooks.replaced = [&] { ++replaced; };
+  hooks.progress = [&](const Progress& p, bool final) {
+    ++reports;
+    EXPECT_NE(p.report.find("\"kind\""), std::string::npos) << p.report;
+    if (final) {
+      ++finals;
+      final_report = p.report;
+    }
+  };
+  hooks.stop = [&] { return ++stop_polls > 0 && steps >= 20; };
+  Config c = Lone(10);  // 500 steps, stopped at 20
+  c["report_interval_ms"] = "10";
+  auto p = Peer::Start(c, x, {}, hooks);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(started_id, 77u);
+  EXPECT_EQ(x, std::vector<float>(32, 5.0f));
+  while (true) {
+    auto turn = (*p)->Next();
+    ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+    if (!turn->step) break;
+    for (float& v : x) v -= 0.1f * (v - 1.0f);
+    ++steps;
+    ASSERT_TRUE((*p)->Done(0.5, 8).ok());
+  }
+  auto r = (*p)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Seen at the next turn, or one later when the machine had asked for that step already.
+  EXPECT_GE(steps, 20);
+  EXPECT_LE(steps, 21);
+  EXPECT_EQ(r->end_reason, "stopped");
+  EXPECT_GT(stop_polls, 0);
+  EXPECT_EQ(replaced, 0) << "a stopped run adopts no average";
+  EXPECT_EQ(finals, 1);
+  EXPECT_GE(reports, 2);
+  EXPECT_NE(final_report.find("\"final\""), std::string::npos) << final_report;
+  EXPECT_NE(final_report.find("\"stopped\""), std::string::npos) << final_report;
+}
+
+TEST(PeerHooksTest, TheConsensusFinishsAdoptionIsAReplacement) {
+  std::vector<float> x(32, 0.0f);
+  int replaced = 0;
+  Hooks hooks;
+  hooks.replaced = [&] { ++replaced; };
+  auto p = Peer::Start(Lone(0.2), x, {}, hooks);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Train(**p, x);
+  auto r = (*p)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->finish, "averaged");
+  EXPECT_EQ(replaced, 1);
+}
+
+}  // namespace
+}  // namespace murmur::api
