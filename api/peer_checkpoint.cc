@@ -38,8 +38,8 @@ void Count(node::NodeTelemetry* telemetry, std::string_view what, int64_t step,
   if (telemetry != nullptr) telemetry->CountCheckpoint(what, step, took);
 }
 
-// The buffer, the machine's resume point and the caller's sections, in that order; an error
-// leaves the caller's state untouched unless its own restore failed.
+// The buffer, the caller's sections, then the machine's clocks and public copy: a refusal by
+// the caller leaves the machine as it started (it joins with a peer's model).
 Status Resume(node::GossipSession& session, node::GossipWork& work, const Hooks& hooks,
               node::GossipResume resume) {
   const std::span<float> params = work.params();
@@ -49,8 +49,8 @@ Status Resume(node::GossipSession& session, node::GossipWork& work, const Hooks&
   }
   MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(work.device(), params.data(), kernels::Device::Cpu(),
                                             resume.params.data(), params.size_bytes()));
-  MURMUR_RETURN_IF_ERROR(session.machine().Resume(std::move(resume.node)));
-  return hooks.restore_state(FromSections(std::move(resume.caller)));
+  MURMUR_RETURN_IF_ERROR(hooks.restore_state(FromSections(std::move(resume.caller))));
+  return session.machine().Resume(std::move(resume.node));
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace murmur::api {
 
 // Creates options.dir (kInvalidArgument when it cannot be) and resumes from the checkpoint in it
-// when there is one: the buffer, the machine's clocks and public copy, then hooks.restore_state.
+// when there is one: the buffer, hooks.restore_state, then the machine's clocks and public copy.
 // kFailedPrecondition for a checkpoint of another model, run or node (the operator must choose);
 // a damaged one is set aside (PATH.corrupt) and the peer joins afresh. REQUIRES session started,
 // not yet run.

@@ -76,9 +76,59 @@ std::span<float> ModelSpan(const py::object& params,
   return {static_cast<float*>(array.mutable_data()), static_cast<size_t>(array.size())};
 }
 
+// A caller's checkpoint sections as a dict: float32 arrays (tensors), int64 arrays (indices),
+// str (text) and non-negative int (numbers); anything else is a ValueError naming the entry.
+murmur::api::SavedState StateFromDict(const py::object& object) {
+  if (!py::isinstance<py::dict>(object)) {
+    throw py::value_error("save_state must return a dict, not " +
+                          std::string(py::str(object.get_type().attr("__name__"))));
+  }
+  murmur::api::SavedState state;
+  for (const auto& [k, v] : object.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(k)) throw py::value_error("save_state: a key is not a str");
+    const std::string name = k.cast<std::string>();
+    if (py::isinstance<py::bool_>(v)) {
+      throw py::value_error("save_state: '" + name + "' is a bool; give an int (0 or 1)");
+    } else if (py::isinstance<py::int_>(v)) {
+      const auto n = v.cast<py::int_>();
+      if (n < py::int_(0)) throw py::value_error("save_state: '" + name + "' is negative");
+      state.numbers[name] = n.cast<uint64_t>();
+    } else if (py::isinstance<py::str>(v)) {
+      state.text[name] = v.cast<std::string>();
+    } else if (py::isinstance<py::array>(v)) {
+      const auto a = v.cast<py::array>();
+      if (a.dtype().is(py::dtype::of<float>())) {
+        const auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+        state.tensors[name].assign(c.data(), c.data() + c.size());
+      } else if (a.dtype().is(py::dtype::of<int64_t>())) {
+        const auto c = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+        state.indices[name].assign(c.data(), c.data() + c.size());
+      } else {
+        throw py::value_error("save_state: '" + name + "' is an array of " +
+                              std::string(py::str(a.dtype())) + "; give float32 or int64");
+      }
+    } else {
+      throw py::value_error("save_state: '" + name + "' is a " +
+                            std::string(py::str(v.get_type().attr("__name__"))) +
+                            "; give a float32 or int64 NumPy array, a str or an int");
+    }
+  }
+  return state;
+}
+
+py::dict DictFromState(const murmur::api::SavedState& state) {
+  py::dict out;
+  for (const auto& [name, v] : state.tensors) out[py::str(name)] = py::array_t<float>(v.size(), v.data());
+  for (const auto& [name, v] : state.indices) out[py::str(name)] = py::array_t<int64_t>(v.size(), v.data());
+  for (const auto& [name, v] : state.text) out[py::str(name)] = py::str(v);
+  for (const auto& [name, v] : state.numbers) out[py::str(name)] = py::int_(v);
+  return out;
+}
+
 class PyPeer {
  public:
-  PyPeer(py::object params, const std::map<std::string, std::string>& config, py::object evaluate) {
+  PyPeer(py::object params, const std::map<std::string, std::string>& config, py::object evaluate,
+         py::object save_state, py::object restore_state) {
     std::span<float> span = ModelSpan(params, config);
     params_ = params;  // keeps the memory alive as long as the peer
     murmur::api::EvaluateFn fn;
@@ -102,15 +152,50 @@ class PyPeer {
         return std::nullopt;
       };
     }
+    murmur::api::Hooks hooks;
+    if (save_state.is_none() != restore_state.is_none()) {
+      throw py::value_error("save_state and restore_state go together (a checkpoint needs both)");
+    }
+    if (!save_state.is_none()) {
+      if (!PyCallable_Check(save_state.ptr()) || !PyCallable_Check(restore_state.ptr())) {
+        throw py::value_error("save_state and restore_state must be callable");
+      }
+      save_state_ = save_state;
+      restore_state_ = restore_state;
+      // Both run inside murmur's calls (the GIL released): they take it. An exception fails the
+      // checkpoint (logged and counted), and is raised by the call that ran it.
+      hooks.save_state = [this]() -> murmur::StatusOr<murmur::api::SavedState> {
+        py::gil_scoped_acquire acquire;
+        try {
+          return StateFromDict(save_state_());
+        } catch (py::error_already_set& e) {
+          return Keep(std::string("save_state raised: ") + e.what());
+        } catch (py::value_error& e) {
+          return Keep(e.what());
+        } catch (py::cast_error& e) {
+          return Keep(std::string("save_state: ") + e.what());
+        }
+      };
+      hooks.restore_state = [this](const murmur::api::SavedState& state) -> murmur::Status {
+        py::gil_scoped_acquire acquire;
+        try {
+          restore_state_(DictFromState(state));
+          return murmur::OkStatus();
+        } catch (py::error_already_set& e) {
+          return Keep(std::string("restore_state raised: ") + e.what());
+        }
+      };
+    }
     {
       py::gil_scoped_release release;
-      auto peer = Peer::Start(config, span, fn);
+      auto peer = Peer::Start(config, span, fn, std::move(hooks));
       if (!peer.ok()) {
         py::gil_scoped_acquire acquire;
         Raise(peer.status());
       }
       peer_ = *std::move(peer);
     }
+    RaisePending();
   }
 
   Turn Next() {
@@ -138,12 +223,18 @@ class PyPeer {
       py::gil_scoped_release release;
       p = peer_->Finish();
     }
+    RaisePending();
     return Value(std::move(p));
   }
   Progress GetProgress() const { return peer_->GetProgress(); }
   py::object params() const { return params_; }
 
  private:
+  // Keeps the first error of a callback for the call that ran it, and fails the hook.
+  murmur::Status Keep(std::string message) {
+    if (!pending_.has_value()) pending_ = message;
+    return murmur::FailedPreconditionError(std::move(message));
+  }
   void RaisePending() {
     if (!pending_.has_value()) return;
     std::string message = *std::exchange(pending_, std::nullopt);
@@ -153,7 +244,9 @@ class PyPeer {
 
   py::object params_;
   py::object evaluate_;
-  std::optional<std::string> pending_;  // an exception of evaluate, raised after the call
+  py::object save_state_;
+  py::object restore_state_;
+  std::optional<std::string> pending_;  // an exception of a callback, raised after the call
   std::unique_ptr<Peer> peer_;
 };
 
@@ -209,10 +302,15 @@ PYBIND11_MODULE(_murmur, m) {
   py::class_<PyPeer>(m, "Peer",
                      "One peer of a gossip training cluster training `params` (a flat float32 "
                      "array, mixed into in place). `config`: murmur's keys as text (known_keys())")
-      .def(py::init<py::object, const std::map<std::string, std::string>&, py::object>(),
+      .def(py::init<py::object, const std::map<std::string, std::string>&, py::object, py::object,
+                    py::object>(),
            py::arg("params"), py::arg("config"), py::arg("evaluate") = py::none(),
+           py::arg("save_state") = py::none(), py::arg("restore_state") = py::none(),
            "evaluate(full) -> accuracy in [0, 1] or None: the model's test accuracy (full: the "
-           "whole test set, else a periodic subset); allows eval_every and target_accuracy")
+           "whole test set, else a periodic subset); allows eval_every and target_accuracy. "
+           "save_state() -> dict and restore_state(dict): your optimizer's state in the peer's "
+           "checkpoints (float32/int64 arrays, str, int); allow checkpoint_dir and "
+           "checkpoint_every")
       .def("next", &PyPeer::Next, "block until the next step may run, or the run is over")
       .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
            "the step is done (in place on params): run the gossip round")

@@ -41,10 +41,16 @@ def config_text(config):
 class Peer(_Peer):
     """One peer training `params` (a 1-D float32 array, mixed into in place); the keyword
     arguments are murmur's keys (murmur.known_keys(); `murmur node --help` describes each).
-    `evaluate(full)`, optional, returns the model's test accuracy in [0, 1] (or None)."""
+    `evaluate(full)`, optional, returns the model's test accuracy in [0, 1] (or None).
+    `save_state()` and `restore_state(state)`, optional and together, carry your optimizer's state
+    in the peer's checkpoints (keys checkpoint_dir, checkpoint_every): a dict of float32 or int64
+    NumPy arrays, str and int, saved beside the model and murmur's clocks, and handed back when
+    a restarted process resumes from its checkpoint (inside Peer(...)). An exception in either
+    is raised by the call that ran it; a restore that raised leaves the file set aside as
+    PATH.corrupt, as murmur does with a damaged checkpoint."""
 
-    def __init__(self, params, evaluate=None, **config):
-        super().__init__(params, config_text(config), evaluate)
+    def __init__(self, params, evaluate=None, save_state=None, restore_state=None, **config):
+        super().__init__(params, config_text(config), evaluate, save_state, restore_state)
         if "MURMUR_PEER_ARGS" in os.environ:
             _stop_on_sigterm(self)
 

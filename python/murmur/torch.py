@@ -20,6 +20,7 @@ is waited for before the round).
 
 import time
 
+import numpy as _numpy
 import torch as _torch
 
 from murmur import Peer
@@ -28,7 +29,10 @@ from murmur import Peer
 class GossipOptimizer:
     """Wraps `optimizer`; `params` defaults to every parameter of its groups. Keyword arguments
     are murmur's keys (murmur.known_keys()). `evaluate(full)`, optional, returns the model's test
-    accuracy in [0, 1]: murmur evaluates every eval_every steps and after the consensus finish."""
+    accuracy in [0, 1]: murmur evaluates every eval_every steps and after the consensus finish.
+    With checkpoint_dir (and the same `id` on a restart) the peer's checkpoints hold the wrapped
+    optimizer's state too (momentum buffers, Adam's moments and step): a process killed and
+    started again resumes the model, murmur's clocks and the optimizer where they were."""
 
     def __init__(self, optimizer, params=None, evaluate=None, **config):
         if params is None:
@@ -61,10 +65,53 @@ class GossipOptimizer:
                 p.data = flat[offset:offset + n].view_as(p)
                 offset += n
         self.flat = flat
+        hooks = {}
+        if config.get("checkpoint_dir"):
+            hooks = {"save_state": self._save_state, "restore_state": self._restore_state}
         self.peer = Peer(flat if device.type == "cuda" else flat.numpy(), evaluate=evaluate,
-                         **config)
+                         **hooks, **config)
         self._turn = None  # the first turn is waited for by the first `running` or step()
         self._turn_at = time.perf_counter()
+
+    def _save_state(self):
+        """The optimizer's per-parameter state as checkpoint sections: a tensor as
+        'optimizer.I.KEY' (float32 values) with its shape and dtype beside it, an int as it is."""
+        index = {id(p): i for i, p in enumerate(self.params)}
+        out = {}
+        for p, state in self.optimizer.state.items():
+            i = index.get(id(p))
+            if i is None:
+                continue
+            for key, value in state.items():
+                name = f"optimizer.{i}.{key}"
+                if _torch.is_tensor(value):
+                    t = value.detach().to("cpu")
+                    out[name] = t.to(_torch.float32).contiguous().reshape(-1).numpy()
+                    out[name + ".shape"] = _numpy.array(t.shape, dtype=_numpy.int64)
+                    out[name + ".dtype"] = str(t.dtype).replace("torch.", "")
+                elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                    out[name] = value
+                else:
+                    raise ValueError(f"optimizer state {key!r} of parameter {i} is a "
+                                     f"{type(value).__name__}: GossipOptimizer checkpoints "
+                                     "tensors and non-negative ints")
+        return out
+
+    def _restore_state(self, saved):
+        """The inverse of _save_state, onto the parameters' device."""
+        self.optimizer.state.clear()
+        for name, value in saved.items():
+            if not name.startswith("optimizer.") or name.endswith((".shape", ".dtype")):
+                continue
+            _, i, key = name.split(".", 2)
+            p = self.params[int(i)]
+            if isinstance(value, int):
+                self.optimizer.state[p][key] = value
+                continue
+            shape = tuple(int(d) for d in saved[name + ".shape"])
+            dtype = getattr(_torch, saved[name + ".dtype"])
+            self.optimizer.state[p][key] = (
+                _torch.from_numpy(value).reshape(shape).to(self.device, dtype))
 
     def _wait_turn(self):
         if self._turn is None:

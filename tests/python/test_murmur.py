@@ -261,3 +261,56 @@ def test_sigterm_stops_the_live_peers_and_then_terminates_as_by_default():
     assert "ended stopped" in child.stdout, child.stdout + child.stderr[-2000:]
     assert "survived" not in child.stdout
     assert child.returncode == -signal.SIGTERM, child.returncode
+
+
+def lone(tmp_path, **keys):
+    """A peer that trains alone at once, checkpointing into tmp_path as node 11."""
+    return dict(FAST, id=11, expect_members=1, checkpoint_dir=str(tmp_path), **keys)
+
+
+def test_a_restarted_torch_process_resumes_its_optimizer_from_the_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    import murmur.torch as mt
+
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    model = torch.nn.Linear(8, 1)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = mt.GossipOptimizer(sgd, **lone(tmp_path, epochs=1, epoch_samples=256,
+                                         checkpoint_every=4))
+    while opt.running:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x[:8]), y[:8])
+        loss.backward()
+        opt.step(loss=loss.item(), samples=8)
+    opt.finish()
+    params = [p.detach().clone() for p in model.parameters()]
+    momentum = [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()]
+    assert (tmp_path / "checkpoint.mck").exists()
+
+    # Another process's start: another initial model, an empty optimizer; the same node and dir.
+    torch.manual_seed(1)
+    model2 = torch.nn.Linear(8, 1)
+    sgd2 = torch.optim.SGD(model2.parameters(), lr=0.05, momentum=0.9)
+    opt2 = mt.GossipOptimizer(sgd2, **lone(tmp_path, epochs=100, epoch_samples=256))
+    for p, saved in zip(model2.parameters(), params):
+        assert torch.equal(p, saved)
+    for p, saved in zip(model2.parameters(), momentum):
+        assert torch.equal(sgd2.state[p]["momentum_buffer"], saved)
+    assert opt2.running
+    assert opt2.progress().local_steps > 0
+    opt2.stop()
+    opt2.finish()
+
+
+def test_checkpoint_callbacks_are_checked_and_their_errors_raised(tmp_path):
+    x = np.zeros(16, dtype=np.float32)
+    with pytest.raises(ValueError, match="together"):
+        murmur.Peer(x, save_state=lambda: {}, time_limit_s=1, **FAST)
+    with pytest.raises(ValueError, match="checkpoint_dir"):
+        murmur.Peer(x, checkpoint_dir=str(tmp_path), time_limit_s=1, **FAST)
+    peer = murmur.Peer(x, save_state=lambda: {"lr": 0.1}, restore_state=lambda s: None,
+                       **lone(tmp_path, epochs=1, epoch_samples=64, checkpoint_every=1))
+    with pytest.raises(murmur.Error, match="'lr' is a float"):
+        run(peer, lambda a: None)
+    peer.stop()
