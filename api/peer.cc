@@ -13,6 +13,7 @@
 #include <set>
 #include <utility>
 
+#include "api/peer_checkpoint.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/device.h"
@@ -23,7 +24,6 @@
 #include "node/config/node_report.h"
 #include "node/config/peer_keys.h"
 #include "node/config/secrets.h"
-#include "api/peer_checkpoint.h"
 #include "node/driver/gossip_checkpoint.h"
 #include "node/driver/gossip_session.h"
 #include "node/observe/admin_server.h"
@@ -191,8 +191,9 @@ struct Peer::Impl {
   std::chrono::steady_clock::time_point asked_at{};
   std::string endpoint;
   std::string save_model;  // the final buffer is written here ("": not)
+  std::string model;       // what the buffer holds, in the saved model and the checkpoints
   node::GossipCheckpointOptions checkpoint;  // dir empty: none
-  int report_fd = -1;      // `murmur node --report json` lines go here (murmur local --exec)
+  int report_fd = -1;  // `murmur node --report json` lines go here (murmur local --exec)
   mutable std::mutex mu;
   Progress progress;  // guarded by mu
 
@@ -399,6 +400,9 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   }
   s.telemetry = impl->telemetry.get();
   impl->save_model = c.save_model;
+  impl->model = impl->hooks.model.empty()
+                    ? "caller's model of " + std::to_string(params.size()) + " values"
+                    : impl->hooks.model;
   if (const char* fd = std::getenv("MURMUR_REPORT_FD");
       fd != nullptr && impl->hooks.launcher_environment) {
     MURMUR_ASSIGN_OR_RETURN(const int64_t n, PositiveInteger("MURMUR_REPORT_FD", fd));
@@ -412,9 +416,7 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   if (!c.checkpoint_dir.empty()) {
     impl->checkpoint.dir = c.checkpoint_dir;
     impl->checkpoint.every = c.checkpoint_every;
-    impl->checkpoint.model = impl->hooks.model.empty()
-                                 ? "caller's model of " + std::to_string(params.size()) + " values"
-                                 : impl->hooks.model;
+    impl->checkpoint.model = impl->model;
     impl->checkpoint.identity =
         impl->hooks.run_identity.empty() ? "cluster " + c.cluster : impl->hooks.run_identity;
     impl->checkpoint.node_id = impl->session->id();
@@ -499,11 +501,7 @@ StatusOr<Progress> Peer::Finish() {
     Status saved = kernels::CopyBytes(kernels::Device::Cpu(), params.data(), m.work.device(),
                                       m.work.params().data(), params.size() * sizeof(float));
     if (saved.ok()) {
-      saved = node::SaveModel(m.save_model,
-                              m.hooks.model.empty() ? "caller's model of " +
-                                                          std::to_string(params.size()) + " values"
-                                                    : m.hooks.model,
-                              params);
+      saved = node::SaveModel(m.save_model, m.model, params);
     }
     if (!saved.ok()) MURMUR_LOG_ERROR("save_model: {}", saved.ToString());
   }

@@ -71,9 +71,8 @@ Status RestoreCheckpoint(node::GossipSession& session, node::GossipWork& work, c
     Count(telemetry, "none", 0);
     return OkStatus();
   }
-  StatusOr<node::GossipResume> resume =
-      read.ok() ? node::ReadGossipCheckpoint(options, *read)
-                : StatusOr<node::GossipResume>(read.status());
+  StatusOr<node::GossipResume> resume = read.ok() ? node::ReadGossipCheckpoint(options, *read)
+                                                  : StatusOr<node::GossipResume>(read.status());
   if (resume.status().code() == StatusCode::kFailedPrecondition) return resume.status();
   const Status restored =
       resume.ok() ? Resume(session, work, hooks, *std::move(resume)) : resume.status();
@@ -106,13 +105,12 @@ void WriteCheckpoint(node::GossipSession& session, node::GossipWork& work, const
                                       params.data(), params.size_bytes());
   StatusOr<SavedState> caller = written.ok() ? hooks.save_state() : StatusOr<SavedState>(written);
   StatusOr<node::Checkpoint> checkpoint =
-      caller.ok() ? node::MakeGossipCheckpoint(options, std::move(host),
-                                               ToSections(*std::move(caller)),
-                                               session.machine().state(),
-                                               session.machine().PublicCopyOnHost())
+      caller.ok() ? node::MakeGossipCheckpoint(
+                        options, std::move(host), ToSections(*std::move(caller)),
+                        session.machine().state(), session.machine().PublicCopyOnHost())
                   : StatusOr<node::Checkpoint>(caller.status());
-  written = checkpoint.ok() ? node::WriteCheckpoint(options.Path(), *checkpoint)
-                            : checkpoint.status();
+  written =
+      checkpoint.ok() ? node::WriteCheckpoint(options.Path(), *checkpoint) : checkpoint.status();
   const int64_t step = static_cast<int64_t>(session.machine().state().step);
   if (!written.ok()) {
     MURMUR_LOG_ERROR("node {}: checkpoint at step {} failed: {}", session.id(), step,

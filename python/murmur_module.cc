@@ -118,8 +118,10 @@ murmur::api::SavedState StateFromDict(const py::object& object) {
 
 py::dict DictFromState(const murmur::api::SavedState& state) {
   py::dict out;
-  for (const auto& [name, v] : state.tensors) out[py::str(name)] = py::array_t<float>(v.size(), v.data());
-  for (const auto& [name, v] : state.indices) out[py::str(name)] = py::array_t<int64_t>(v.size(), v.data());
+  for (const auto& [name, v] : state.tensors)
+    out[py::str(name)] = py::array_t<float>(v.size(), v.data());
+  for (const auto& [name, v] : state.indices)
+    out[py::str(name)] = py::array_t<int64_t>(v.size(), v.data());
   for (const auto& [name, v] : state.text) out[py::str(name)] = py::str(v);
   for (const auto& [name, v] : state.numbers) out[py::str(name)] = py::int_(v);
   return out;

@@ -109,8 +109,9 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   auto options = GossipOptionsFrom(config.gossip);
   if (!options.ok()) return Refuse(options.status());
   if (config.shard_index >= config.shard_count) {
-    return Refuse(InvalidArgumentError(fmt::format(
-        "shard_index {} must be less than shard_count {}", config.shard_index, config.shard_count)));
+    return Refuse(
+        InvalidArgumentError(fmt::format("shard_index {} must be less than shard_count {}",
+                                         config.shard_index, config.shard_count)));
   }
   auto data = LoadTrainData(config.gossip.train);
   if (!data.ok()) return Refuse(data.status());
@@ -128,8 +129,8 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   // The model, its optimizer state and this node's shard go to the model's device before the
   // node joins: a device that cannot hold them is refused here.
   RealClock clock;
-  auto trainer = Trainer::Create(*model, data->train, *std::move(rows), &data->test,
-                                 options->train, clock);
+  auto trainer =
+      Trainer::Create(*model, data->train, *std::move(rows), &data->test, options->train, clock);
   if (!trainer.ok()) return Refuse(trainer.status());
   Trainer& t = **trainer;
   // The cluster's common initial model (every node draws the same), or one of this node's own
@@ -150,10 +151,10 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   hooks.model = model->spec().ToString();
   // What a resumed checkpoint must have been written by: the same cluster, data, shard and
   // compression (the model is checked separately).
-  hooks.run_identity = fmt::format(
-      "cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster,
-      config.gossip.train.task, config.shard_index, config.shard_count,
-      config.gossip.train.shard_strategy, config.gossip.compress);
+  hooks.run_identity =
+      fmt::format("cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster,
+                  config.gossip.train.task, config.shard_index, config.shard_count,
+                  config.gossip.train.shard_strategy, config.gossip.compress);
   if (options->per_node_init) {
     hooks.started = [&, seed = options->init_seed](uint64_t id) {
       std::vector<float> own(static_cast<size_t>(model->NumParams()));

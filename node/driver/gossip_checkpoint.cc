@@ -41,10 +41,9 @@ void CopyCallers(const Map& from, Map& to) {
 }  // namespace
 
 bool IsGossipCheckpointSection(const std::string& name) {
-  static const std::set<std::string> own = {"kind",     "model",       "identity",
-                                            "identity_hash", "node_id", "step",
-                                            "local_steps", "samples", "written_unix_ms",
-                                            "params",   "public_copy"};
+  static const std::set<std::string> own = {
+      "kind",        "model",   "identity",        "identity_hash", "node_id",    "step",
+      "local_steps", "samples", "written_unix_ms", "params",        "public_copy"};
   return own.count(name) > 0;
 }
 
@@ -68,10 +67,10 @@ StatusOr<Checkpoint> MakeGossipCheckpoint(const GossipCheckpointOptions& o,
   c.numbers["step"] = state.step;
   c.numbers["local_steps"] = static_cast<uint64_t>(state.local_steps);
   c.numbers["samples"] = static_cast<uint64_t>(state.samples);
-  c.numbers["written_unix_ms"] = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  c.numbers["written_unix_ms"] =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
   c.tensors["params"] = std::move(params);
   c.tensors["public_copy"].assign(public_copy.begin(), public_copy.end());
   return c;
@@ -81,7 +80,8 @@ StatusOr<GossipResume> ReadGossipCheckpoint(const GossipCheckpointOptions& o, co
   const std::string path = o.Path();
   MURMUR_ASSIGN_OR_RETURN(const std::string kind, c.Text("kind"));
   if (kind != "gossip-node") {
-    return FailedPreconditionError("'" + path + "' is a " + kind + " file, not a gossip node's checkpoint");
+    return FailedPreconditionError("'" + path + "' is a " + kind +
+                                   " file, not a gossip node's checkpoint");
   }
   MURMUR_ASSIGN_OR_RETURN(const std::string model, c.Text("model"));
   MURMUR_ASSIGN_OR_RETURN(const uint64_t hash, c.Number("identity_hash"));
