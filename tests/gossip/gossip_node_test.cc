@@ -299,6 +299,43 @@ TEST(GossipNodeTest, NodeFiveSBehindCatchesUp) {
   }
 }
 
+// A node whose steps are far shorter than its view's refresh (a small model on the library) ends
+// on its own samples as they are, not as its last view held them: a lone node with one view,
+// fed steps at once, stops at its budget.
+TEST(GossipNodeTest, BudgetCountsThisNodesOwnSamplesBetweenViews) {
+  GossipNodeOptions o = BaseOptions();
+  o.self = 1;
+  o.expect_members = 1;
+  o.budget_samples = 80;  // 10 steps of 8
+  std::vector<float> x(16, 0.0f), initial(16, 0.0f);
+  auto machine = GossipNode::Create(o, x, initial, /*from_initial=*/true, TimePoint{});
+  ASSERT_TRUE(machine.ok()) << machine.status().ToString();
+  GossipNode& node = **machine;
+  TimePoint now{};
+  MemberEntry self;
+  self.id = 1;
+  node.Step(MemberView{{self}}, now);
+  int steps = 0;
+  bool finished = false;
+  for (int i = 0; i < 1000 && !finished; ++i) {
+    now += std::chrono::microseconds(10);
+    node.Tick(now);
+    for (const NodeAction& action : node.TakeOutput()) {
+      if (std::holds_alternative<ComputeStep>(action)) {
+        ++steps;
+        node.Step(StepComputed{true, 0.5, 8}, now);
+      } else if (std::holds_alternative<Evaluate>(action)) {
+        node.Step(Evaluated{}, now);
+      } else if (std::holds_alternative<Finished>(action)) {
+        finished = true;
+      }
+    }
+  }
+  ASSERT_TRUE(finished) << "still training after " << steps << " steps of a 10-step budget";
+  EXPECT_EQ(steps, 10);
+  EXPECT_EQ(node.state().end_reason, "epochs");
+}
+
 TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   const Duration period = FastMembership().probe_interval;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
