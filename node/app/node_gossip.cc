@@ -201,11 +201,16 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   auto peer = api::Peer::Start(PeerKeys(config, texts, data->train.rows, t.shard_rows(), device),
                                t.params(), evaluate, std::move(hooks));
   if (!peer.ok()) return Failed(peer.status());
+  bool told_skip = false;
   while (true) {
     StatusOr<api::Turn> turn = (*peer)->Next();
     if (!turn.ok() || !turn->step) break;
     const auto t0 = std::chrono::steady_clock::now();
     StatusOr<float> loss = t.Step(turn->lr);
+    if (!loss.ok() && !told_skip) {  // the trainer's reason and advice, once; the peer counts each
+      told_skip = true;
+      MURMUR_LOG_WARN("node {}: {}", (*peer)->GetProgress().id, loss.status().message());
+    }
     const double compute_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MURMUR_CHECK_OK((*peer)->Done(loss.ok() ? *loss : std::numeric_limits<double>::quiet_NaN(),
