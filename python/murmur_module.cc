@@ -130,7 +130,7 @@ py::dict DictFromState(const murmur::api::SavedState& state) {
 class PyPeer {
  public:
   PyPeer(py::object params, const std::map<std::string, std::string>& config, py::object evaluate,
-         py::object save_state, py::object restore_state) {
+         py::object save_state, py::object restore_state, py::object replaced) {
     std::span<float> span = ModelSpan(params, config);
     params_ = params;  // keeps the memory alive as long as the peer
     murmur::api::EvaluateFn fn;
@@ -185,6 +185,18 @@ class PyPeer {
           return murmur::OkStatus();
         } catch (py::error_already_set& e) {
           return Keep(std::string("restore_state raised: ") + e.what());
+        }
+      };
+    }
+    if (!replaced.is_none()) {
+      if (!PyCallable_Check(replaced.ptr())) throw py::value_error("replaced must be callable");
+      replaced_ = replaced;
+      hooks.replaced = [this] {
+        py::gil_scoped_acquire acquire;
+        try {
+          replaced_();
+        } catch (py::error_already_set& e) {
+          (void)Keep(std::string("replaced raised: ") + e.what());
         }
       };
     }
@@ -248,6 +260,7 @@ class PyPeer {
   py::object evaluate_;
   py::object save_state_;
   py::object restore_state_;
+  py::object replaced_;
   std::optional<std::string> pending_;  // an exception of a callback, raised after the call
   std::unique_ptr<Peer> peer_;
 };
@@ -305,14 +318,16 @@ PYBIND11_MODULE(_murmur, m) {
                      "One peer of a gossip training cluster training `params` (a flat float32 "
                      "array, mixed into in place). `config`: murmur's keys as text (known_keys())")
       .def(py::init<py::object, const std::map<std::string, std::string>&, py::object, py::object,
-                    py::object>(),
+                    py::object, py::object>(),
            py::arg("params"), py::arg("config"), py::arg("evaluate") = py::none(),
            py::arg("save_state") = py::none(), py::arg("restore_state") = py::none(),
+           py::arg("replaced") = py::none(),
            "evaluate(full) -> accuracy in [0, 1] or None: the model's test accuracy (full: the "
            "whole test set, else a periodic subset); allows eval_every and target_accuracy. "
            "save_state() -> dict and restore_state(dict): your optimizer's state in the peer's "
            "checkpoints (float32/int64 arrays, str, int); allow checkpoint_dir and "
-           "checkpoint_every")
+           "checkpoint_every. replaced(): called the moment murmur replaces the model (a "
+           "snapshot, a catch-up, the consensus finish), before anything else reads your state")
       .def("next", &PyPeer::Next, "block until the next step may run, or the run is over")
       .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
            "the step is done (in place on params): run the gossip round")

@@ -47,10 +47,14 @@ class Peer(_Peer):
     NumPy arrays, str and int, saved beside the model and murmur's clocks, and handed back when
     a restarted process resumes from its checkpoint (inside Peer(...)). An exception in either
     is raised by the call that ran it; a restore that raised leaves the file set aside as
-    PATH.corrupt, as murmur does with a damaged checkpoint."""
+    PATH.corrupt, as murmur does with a damaged checkpoint. `replaced()`, optional, is called
+    the moment murmur replaces the model (a snapshot, a catch-up, the consensus finish): drop
+    momentum there, before a checkpoint reads it (Turn.model_replaced says so one turn later)."""
 
-    def __init__(self, params, evaluate=None, save_state=None, restore_state=None, **config):
-        super().__init__(params, config_text(config), evaluate, save_state, restore_state)
+    def __init__(self, params, evaluate=None, save_state=None, restore_state=None, replaced=None,
+                 **config):
+        super().__init__(params, config_text(config), evaluate, save_state, restore_state,
+                         replaced)
         if "MURMUR_PEER_ARGS" in os.environ:
             _stop_on_sigterm(self)
 

@@ -65,9 +65,11 @@ class GossipOptimizer:
                 p.data = flat[offset:offset + n].view_as(p)
                 offset += n
         self.flat = flat
-        hooks = {}
+        # A replaced model (a snapshot, a catch-up, the consensus finish) drops the momentum at
+        # once, so no checkpoint holds momentum of a model that is gone.
+        hooks = {"replaced": self.optimizer.state.clear}
         if config.get("checkpoint_dir"):
-            hooks = {"save_state": self._save_state, "restore_state": self._restore_state}
+            hooks.update(save_state=self._save_state, restore_state=self._restore_state)
         self.peer = Peer(flat if device.type == "cuda" else flat.numpy(), evaluate=evaluate,
                          **hooks, **config)
         self._turn = None  # the first turn is waited for by the first `running` or step()
@@ -133,8 +135,6 @@ class GossipOptimizer:
         the next step may run. `loss` and `samples` feed murmur's progress and budget."""
         if not self._wait_turn().step:
             raise RuntimeError("the run is over: check GossipOptimizer.running")
-        if self._turn.model_replaced:
-            self.optimizer.state.clear()
         if self._turn.lr is not None:
             for group in self.optimizer.param_groups:
                 group["lr"] = self._turn.lr
