@@ -376,13 +376,19 @@ void GossipNode::StartTraining(TimePoint now) {
   AdvanceTraining(now);
 }
 
+int64_t GossipNode::ReportedSamples() const {
+  // The view holds this node's count as of its last refresh; a node whose steps are much shorter
+  // than that period (a small model on the library: 24,453 steps for a 50-step budget, measured)
+  // would otherwise overrun its budget.
+  return s_.cluster_samples + (s_.samples - own_samples_at_view_);
+}
+
 int64_t GossipNode::ScheduleSamples() const {
   // The members' counts in the view are up to a digest period old (tens of steps); soft sync
   // keeps every live member within S steps of this one, so this node's own count times the live
   // members is the fresher estimate whenever it is the larger. A joiner (no samples of its own
   // yet) reads the reported counts. The budget keeps to the reported counts alone.
-  const int64_t reported = s_.cluster_samples + (s_.samples - own_samples_at_view_);
-  return std::max(reported, s_.samples * static_cast<int64_t>(s_.live_members));
+  return std::max(ReportedSamples(), s_.samples * static_cast<int64_t>(s_.live_members));
 }
 
 std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {

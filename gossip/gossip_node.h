@@ -256,6 +256,8 @@ class GossipNode {
   void StartTraining(TimePoint now);
   void AdvanceTraining(TimePoint now);
   bool BudgetSpent(TimePoint now);
+  // The members' reported samples, this node's own as they are now (the budget's count).
+  int64_t ReportedSamples() const;
   int64_t ScheduleSamples() const;  // the cluster's samples now, for the learning-rate schedule
   void Finish(TimePoint now);
   void AdvanceFinishing(TimePoint now);

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -20,7 +19,6 @@
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/seeds.h"
-#include "node/train/sharding.h"
 #include "node/config/secrets.h"
 #include "node/app/run_dir.h"
 #include "node/config/train_config.h"

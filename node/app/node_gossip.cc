@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -54,10 +53,6 @@ std::map<std::string, std::string> PeerKeys(const NodeConfig& config,
                         name == "checkpoint_dir" || name == "checkpoint_every";
     if (library || hooked) keys[name] = text;
   }
-  if (config.checkpoint_dir.empty()) {
-    keys.erase("checkpoint_dir");
-    keys.erase("checkpoint_every");
-  }
   keys["epoch_samples"] = std::to_string(dataset_rows);
   keys["shard_samples"] = std::to_string(shard_rows);
   keys["same_init"] = config.gossip.init == "per-node" ? "false" : "true";
@@ -76,29 +71,21 @@ api::SavedState TrainerSections(TrainerState state) {
   return out;
 }
 
-// The trainer's state from its checkpoint sections, with the parameters the peer restored.
+// The trainer's state from its checkpoint sections (read through node::Checkpoint's accessors,
+// which name a missing section), with the parameters the peer restored.
 StatusOr<TrainerState> TrainerStateFrom(const api::SavedState& saved, std::vector<float> params) {
-  auto find = [](const auto& map, const char* name) -> StatusOr<decltype(map.begin())> {
-    const auto it = map.find(name);
-    if (it == map.end()) return DataLossError(std::string("no section '") + name + "'");
-    return it;
-  };
+  const Checkpoint c{saved.text, saved.numbers, saved.tensors, saved.indices};
   TrainerState state;
   state.params = std::move(params);
-  MURMUR_ASSIGN_OR_RETURN(auto velocity, find(saved.tensors, "velocity"));
-  MURMUR_ASSIGN_OR_RETURN(auto rng, find(saved.text, "rng"));
-  MURMUR_ASSIGN_OR_RETURN(auto order, find(saved.indices, "order"));
-  MURMUR_ASSIGN_OR_RETURN(auto cursor, find(saved.numbers, "cursor"));
-  MURMUR_ASSIGN_OR_RETURN(auto steps, find(saved.numbers, "trainer_steps"));
+  MURMUR_ASSIGN_OR_RETURN(state.velocity, c.Tensor("velocity"));
+  MURMUR_ASSIGN_OR_RETURN(state.rng, c.Text("rng"));
+  MURMUR_ASSIGN_OR_RETURN(state.order, c.Indices("order"));
+  MURMUR_ASSIGN_OR_RETURN(const uint64_t cursor, c.Number("cursor"));
+  MURMUR_ASSIGN_OR_RETURN(const uint64_t steps, c.Number("trainer_steps"));
   constexpr uint64_t kMax = uint64_t{1} << 53;  // any count a real run reaches
-  if (cursor->second >= kMax || steps->second >= kMax) {
-    return DataLossError("an implausible cursor or step count");
-  }
-  state.velocity = velocity->second;
-  state.rng = rng->second;
-  state.order = order->second;
-  state.cursor = static_cast<int64_t>(cursor->second);
-  state.steps = static_cast<int64_t>(steps->second);
+  if (cursor >= kMax || steps >= kMax) return DataLossError("an implausible cursor or step count");
+  state.cursor = static_cast<int64_t>(cursor);
+  state.steps = static_cast<int64_t>(steps);
   return state;
 }
 
@@ -148,7 +135,8 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   api::Hooks hooks;
   hooks.launcher_environment = false;  // the node's keys are its own
   hooks.dimension_mismatch_limit = 0;  // a peer cannot end a node's run by sending bad sizes
-  hooks.model = model->spec().ToString();
+  const std::string model_name = model->spec().ToString();
+  hooks.model = model_name;
   // What a resumed checkpoint must have been written by: the same cluster, data, shard and
   // compression (the model is checked separately).
   hooks.run_identity =
@@ -220,8 +208,8 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   if (!result.ok()) return Failed(result.status());
   if (!config.save_model.empty()) {
     auto params = t.ParamsOnHost();
-    Status saved = params.ok() ? SaveModel(config.save_model, model->spec().ToString(), *params)
-                               : params.status();
+    Status saved =
+        params.ok() ? SaveModel(config.save_model, model_name, *params) : params.status();
     if (!saved.ok()) return Failed(saved);
   }
   MURMUR_LOG_INFO(

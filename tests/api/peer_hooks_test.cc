@@ -211,7 +211,10 @@ TEST(PeerHooksTest, HooksSeeTheIdTheProgressTheReplacementsAndTheStop) {
       final_report = p.report;
     }
   };
-  hooks.stop = [&] { return ++stop_polls > 0 && steps >= 20; };
+  hooks.stop = [&] {
+    ++stop_polls;
+    return steps >= 20;
+  };
   Config c = Lone(10);  // 500 steps, stopped at 20
   c["report_interval_ms"] = "10";
   auto p = Peer::Start(c, x, {}, hooks);
