@@ -150,7 +150,8 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
     } else {
       return error(fmt::format(
           "key '{}' does not apply to {} (keys: values for topk/dgc/threshold; adaptive, band, "
-          "decay for threshold/onebit; sample, aim, lower, adapt for dgc; rescale for qsgd; ef, clip, clip_every, seed)",
+          "decay for threshold/onebit; sample, aim, lower, adapt for dgc; rescale for qsgd; ef, "
+          "clip, clip_every, seed)",
           key, name));
     }
   }
@@ -175,7 +176,8 @@ std::string CompressorSpec(const CompressorOptions& o) {
                         o.sampled.aim, o.sampled.lower, o.sampled.max_adaptations);
   }
   spec += o.error_feedback ? ",ef=on" : ",ef=off";
-  if (o.clip_multiple > 0) spec += fmt::format(",clip={},clip_every={}", o.clip_multiple, o.clip_every);
+  if (o.clip_multiple > 0)
+    spec += fmt::format(",clip={},clip_every={}", o.clip_multiple, o.clip_every);
   spec += fmt::format(",seed={}", o.seed);
   return spec;
 }
@@ -201,10 +203,10 @@ StatusOr<Compressor> Compressor::Create(const CompressorOptions& o, size_t dimen
   if (o.op == Operator::kQsgd && o.error_feedback && !o.rescale) {
     const double variance = QsgdVarianceFactor(dimension, o.levels);
     if (variance >= 1) {
-      return error(fmt::format(
-          "error feedback with unbiased qsgd diverges here (variance factor min(d/s^2, "
-          "sqrt(d)/s) = {:.3g} >= 1); use rescale=on or ef=off",
-          variance));
+      return error(
+          fmt::format("error feedback with unbiased qsgd diverges here (variance factor min(d/s^2, "
+                      "sqrt(d)/s) = {:.3g} >= 1); use rescale=on or ef=off",
+                      variance));
     }
   }
   if (o.mantissa_bits != 23 && o.mantissa_bits != 10) {
@@ -214,8 +216,8 @@ StatusOr<Compressor> Compressor::Create(const CompressorOptions& o, size_t dimen
     if (!HasTau(o.op)) return error("adaptive threshold applies to threshold and onebit");
     const auto& a = o.adaptive_options;
     if (!(a.min_density > 0 && a.min_density < a.max_density && a.max_density <= 1)) {
-      return error(fmt::format("band {}..{} must satisfy 0 < min < max <= 1", a.min_density,
-                               a.max_density));
+      return error(
+          fmt::format("band {}..{} must satisfy 0 < min < max <= 1", a.min_density, a.max_density));
     }
     if (!(a.decay >= 0.5 && a.decay < 1)) {
       return error(fmt::format("decay {} must be in [0.5, 1)", a.decay));
@@ -336,14 +338,17 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
                                             name, input.size(), residual_size_));
   }
-  // A rejected input changes no state. With error feedback, one pass writes the sums into the
-  // spare buffer and checks them (residual + input is NaN or infinite exactly when the input is
-  // or the sum overflows); only sums that all pass become the residual, by a swap. Without it,
-  // selections find a NaN or infinity in their own scan (selection.h), the quantizers in their
-  // scale's, and everything else checks first.
+  // A rejected input changes no state. With error feedback the sums are written into the spare
+  // buffer and checked (residual + input is NaN or infinite exactly when the input is or the sum
+  // overflows); only sums that all pass become the residual, by a swap. A selection forms and
+  // checks them while it selects; the others in a pass of their own first. Without error
+  // feedback, selections find a NaN or infinity in their own scan (selection.h), the
+  // quantizers in their scale's, and everything else checks first.
   std::span<const float> source = input;
   SourceFacts facts;
-  if (options_.error_feedback) {
+  // The selections form the sums in their own pass (the *OfSum selections).
+  const bool sum_in_selection = options_.error_feedback && HasThreshold(options_.op);
+  if (options_.error_feedback && !sum_in_selection) {
     spare_.resize(residual_size_);
     const float* __restrict r = residual_.data();
     const float* __restrict in = input.data();
@@ -405,7 +410,14 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
       DensifyIfSmaller(out);
       break;
     default:
-      if (!Select(source, out)) {
+      if (sum_in_selection) {
+        spare_.resize(residual_size_);
+        if (!Select(residual_, out, {}, input)) {
+          out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
+          return RefusedInput(input);
+        }
+        residual_.swap(spare_);
+      } else if (!Select(source, out)) {
         MURMUR_CHECK(FirstNonFinite(input).has_value())
             << "a selection saw a non-finite value the input lacks";
         out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
@@ -423,30 +435,37 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
     }
   }
   if (options_.adaptive) {
-    adaptive_.Observe(residual_size_ == 0 ? 0.0
-                                          : static_cast<double>(out.count()) /
-                                                static_cast<double>(residual_size_));
+    adaptive_.Observe(residual_size_ == 0
+                          ? 0.0
+                          : static_cast<double>(out.count()) / static_cast<double>(residual_size_));
   }
   ++steps_;
   return OkStatus();
 }
 
 bool Compressor::Select(std::span<const float> source, Update& out,
-                        std::span<const float> subtrahend) {
+                        std::span<const float> subtrahend, std::span<const float> addend) {
   MURMUR_CHECK(subtrahend.empty() || options_.op == Operator::kTopK);
+  MURMUR_CHECK(subtrahend.empty() || addend.empty());
+  const std::span<float> sum(spare_.data(), addend.empty() ? 0 : source.size());
   float threshold = 0;
   switch (options_.op) {
-    case Operator::kTopK:
-      if (subtrahend.empty() ? !TopK(source, KeptCount(), out.indices, out.values)
-                             : !TopKOfDifference(source, subtrahend, KeptCount(), out.indices,
-                                                 out.values, difference_)) {
-        return false;
-      }
+    case Operator::kTopK: {
+      const size_t k = KeptCount();
+      const bool ok = !subtrahend.empty() ? TopKOfDifference(source, subtrahend, k, out.indices,
+                                                             out.values, difference_)
+                      : !addend.empty() ? TopKOfSum(source, addend, k, out.indices, out.values, sum)
+                                        : TopK(source, k, out.indices, out.values);
+      if (!ok) return false;
       break;
+    }
     case Operator::kSampledTopK: {
       const std::mt19937_64 saved = rng_;  // a rejected input must not advance the sampling
       sampled_stats_ =
-          SampledTopK(source, KeptCount(), options_.sampled, rng_, out.indices, out.values);
+          addend.empty()
+              ? SampledTopK(source, KeptCount(), options_.sampled, rng_, out.indices, out.values)
+              : SampledTopKOfSum(source, addend, KeptCount(), options_.sampled, rng_, out.indices,
+                                 out.values, sum);
       if (sampled_stats_.non_finite) {
         rng_ = saved;
         return false;
@@ -456,7 +475,10 @@ bool Compressor::Select(std::span<const float> source, Update& out,
     case Operator::kThreshold:
     case Operator::kOneBit:
       threshold = options_.adaptive ? adaptive_.tau() : options_.tau;
-      if (!AtLeast(source, threshold, out.indices, out.values)) return false;
+      if (addend.empty() ? !AtLeast(source, threshold, out.indices, out.values)
+                         : !AtLeastOfSum(source, addend, threshold, out.indices, out.values, sum)) {
+        return false;
+      }
       break;
     default:
       MURMUR_CHECK(false) << "not a selection operator: " << OperatorName(options_.op);

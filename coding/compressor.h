@@ -41,8 +41,8 @@
 namespace murmur::coding {
 
 struct AdaptiveThresholdOptions {
-  double min_density = 1e-4;  // fraction of entries sent; below: lower tau
-  double max_density = 1e-2;  // above: raise tau
+  double min_density = 1e-4;           // fraction of entries sent; below: lower tau
+  double max_density = 1e-2;           // above: raise tau
   double decay = 0.96593632892485933;  // 0.5^(1/20): a factor 2 every 20 steps
 };
 
@@ -63,10 +63,10 @@ class AdaptiveThreshold {
 
 struct CompressorOptions {
   Operator op = Operator::kTopK;
-  double ratio = 0.01;   // topk, dgc: fraction of entries sent
-  float tau = 1e-3f;     // threshold, onebit: the threshold (initial, when adaptive)
-  uint32_t levels = 16;  // qsgd
-  bool rescale = false;  // qsgd: the contractive, biased form
+  double ratio = 0.01;     // topk, dgc: fraction of entries sent
+  float tau = 1e-3f;       // threshold, onebit: the threshold (initial, when adaptive)
+  uint32_t levels = 16;    // qsgd
+  bool rescale = false;    // qsgd: the contractive, biased form
   int mantissa_bits = 23;  // 23 (fp32) or 10 (fp16) values for topk, dgc, threshold
   bool adaptive = false;
   AdaptiveThresholdOptions adaptive_options;
@@ -122,9 +122,11 @@ class Compressor {
 
  private:
   Compressor(const CompressorOptions& options, size_t dimension);
-  // False when source holds a NaN or infinity (then nothing but `out` changed). With a
-  // `subtrahend` (top-k only) the source is source − subtrahend.
-  bool Select(std::span<const float> source, Update& out, std::span<const float> subtrahend = {});
+  // False when source holds a NaN or infinity (then nothing but `out` and spare_ changed). With
+  // a `subtrahend` (top-k only) the source is source − subtrahend; with an `addend` it is
+  // source + addend, written into spare_ (sized to match) as it is selected from.
+  bool Select(std::span<const float> source, Update& out, std::span<const float> subtrahend = {},
+              std::span<const float> addend = {});
   // Both Compress overloads: `encoded` is null for the one without bytes.
   Status CompressInto(std::span<const float> input, Update& out, std::vector<std::byte>* encoded);
   // What error feedback's sum pass learned of the source, for the quantizers' scales.
@@ -143,8 +145,8 @@ class Compressor {
 
   CompressorOptions options_;
   size_t residual_size_;
-  std::vector<float> residual_;  // empty without error feedback
-  std::vector<float> spare_;     // the next residual + input, before it is accepted
+  std::vector<float> residual_;    // empty without error feedback
+  std::vector<float> spare_;       // the next residual + input, before it is accepted
   std::vector<float> difference_;  // CompressDifference's a − b, where it is written
   AdaptiveThreshold adaptive_;
   float threshold_ = 0;

@@ -38,6 +38,18 @@ namespace murmur::coding {
 [[nodiscard]] bool AtLeast(std::span<const float> v, float tau, std::vector<uint32_t>& indices,
                            std::vector<float>& values);
 
+// The *OfSum selections select from v = a + b (float addition per entry) and write v into `sum`
+// in the same pass: error feedback's residual + input, formed while it is selected from instead
+// of in a pass of its own. On true, `sum` holds every a[i] + b[i] and the selection is the one
+// of the plain function over it; on false (some sum is a NaN or infinity) `sum` holds
+// unspecified contents. REQUIRES a, b and sum of one size; sum overlaps neither.
+[[nodiscard]] bool TopKOfSum(std::span<const float> a, std::span<const float> b, size_t k,
+                             std::vector<uint32_t>& indices, std::vector<float>& values,
+                             std::span<float> sum);
+[[nodiscard]] bool AtLeastOfSum(std::span<const float> a, std::span<const float> b, float tau,
+                                std::vector<uint32_t>& indices, std::vector<float>& values,
+                                std::span<float> sum);
+
 // DGC's sampled-threshold top-k (Lin et al. 2018, §3 and the reference code's
 // dgc/compression.py; algorithms.md §4.3).
 struct SampledTopKOptions {
@@ -46,14 +58,14 @@ struct SampledTopKOptions {
   // and 1 % sampling; aiming above k makes "a few more than k, trimmed exactly to k" the usual
   // outcome rather than DGC's "somewhere in 0.8 k .. 1.3 k". 1 is the reference behaviour.
   double aim = 1.2;
-  double lower = 0.8;             // fewer than lower * k pass: lower the threshold by 0.8
-  int max_adaptations = 10;       // after that many lowerings, fall back to exact top-k
+  double lower = 0.8;        // fewer than lower * k pass: lower the threshold by 0.8
+  int max_adaptations = 10;  // after that many lowerings, fall back to exact top-k
 };
 
 struct SampledTopKStats {
-  float threshold = 0;        // the magnitude threshold of the last scan
-  size_t first_count = 0;     // how many passed the sampled threshold
-  int adaptations = 0;        // threshold lowerings
+  float threshold = 0;            // the magnitude threshold of the last scan
+  size_t first_count = 0;         // how many passed the sampled threshold
+  int adaptations = 0;            // threshold lowerings
   bool exact_candidates = false;  // trimmed by exact top-k among the candidates
   bool exact_fallback = false;    // gave up on the threshold: exact top-k over v
   bool non_finite = false;        // v holds a NaN or infinity: the selection is unspecified
@@ -66,5 +78,11 @@ struct SampledTopKStats {
 SampledTopKStats SampledTopK(std::span<const float> v, size_t k, const SampledTopKOptions& options,
                              std::mt19937_64& rng, std::vector<uint32_t>& indices,
                              std::vector<float>& values);
+// SampledTopK of v = a + b, writing v into `sum` (the *OfSum contract above; the stats'
+// non_finite is the false).
+SampledTopKStats SampledTopKOfSum(std::span<const float> a, std::span<const float> b, size_t k,
+                                  const SampledTopKOptions& options, std::mt19937_64& rng,
+                                  std::vector<uint32_t>& indices, std::vector<float>& values,
+                                  std::span<float> sum);
 
 }  // namespace murmur::coding

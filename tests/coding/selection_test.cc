@@ -137,6 +137,77 @@ TEST(SelectionTest, TopKOfDifferenceIsTopKOfTheWrittenDifference) {
   }
 }
 
+// The *OfSum selections (error feedback's residual + input, formed while selecting) pick what
+// the plain selection picks over the written sum, and leave that sum behind whole: at edge
+// sizes (tails, the candidate path's threshold), every distribution, top-k, threshold and DGC's
+// sampled top-k (the same rng draws). Then a NaN, an infinity or an overflowing sum anywhere is
+// refused by each.
+TEST(SelectionTest, OfSumSelectsFromTheSumItWrites) {
+  const uint64_t seed = 13;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (Distribution d : kAllDistributions) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{1000}, size_t{32767},
+                     size_t{32768}, size_t{100003}, size_t{235146}}) {
+      const std::vector<float> residual = MakeVector(Distribution::kNormal, n, seed + n);
+      const std::vector<float> input = MakeVector(d, n, seed + 3 * n + 1);
+      std::vector<float> want_sum(n);
+      for (size_t i = 0; i < n; ++i) want_sum[i] = residual[i] + input[i];
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 16 + 1, n}) {
+        std::vector<uint32_t> indices;
+        std::vector<float> values;
+        std::vector<float> sum(n, -7.0f);
+        ASSERT_TRUE(TopKOfSum(residual, input, k, indices, values, sum));
+        ASSERT_EQ(Checked(want_sum, indices, values), TopKOf(want_sum, k))
+            << DistributionName(d) << " n=" << n << " k=" << k;
+        ASSERT_EQ(sum, want_sum) << DistributionName(d) << " n=" << n << " k=" << k;
+
+        std::mt19937_64 rng_of_sum(seed + k), rng_plain(seed + k);
+        std::vector<uint32_t> plain_indices;
+        std::vector<float> plain_values;
+        std::fill(sum.begin(), sum.end(), -7.0f);
+        const SampledTopKStats of_sum =
+            SampledTopKOfSum(residual, input, k, {}, rng_of_sum, indices, values, sum);
+        const SampledTopKStats plain =
+            SampledTopK(want_sum, k, {}, rng_plain, plain_indices, plain_values);
+        ASSERT_FALSE(of_sum.non_finite);
+        EXPECT_EQ(indices, plain_indices) << "dgc n=" << n << " k=" << k;
+        EXPECT_EQ(values, plain_values) << "dgc n=" << n << " k=" << k;
+        EXPECT_EQ(of_sum.adaptations, plain.adaptations);
+        ASSERT_EQ(sum, want_sum) << "dgc n=" << n << " k=" << k;
+      }
+      for (float tau : {0.125f, 1.0f, 3.0f}) {
+        std::vector<uint32_t> indices;
+        std::vector<float> values;
+        std::vector<float> sum(n, -7.0f);
+        ASSERT_TRUE(AtLeastOfSum(residual, input, tau, indices, values, sum));
+        EXPECT_EQ(Checked(want_sum, indices, values), AtLeastOf(want_sum, tau)) << "tau " << tau;
+        ASSERT_EQ(sum, want_sum) << "threshold n=" << n;
+      }
+    }
+  }
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  for (size_t n : {size_t{17}, size_t{100000}}) {
+    std::vector<float> sum(n);
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      for (int where = 0; where < 3; ++where) {
+        std::vector<float> a = MakeVector(Distribution::kNormal, n, n);
+        std::vector<float> b(n, 0.5f);
+        if (where == 0) a[at] = NAN;
+        if (where == 1) b[at] = -INFINITY;
+        if (where == 2) a[at] = 3e38f, b[at] = 3e38f;
+        for (size_t k : {std::max<size_t>(1, n / 100), n}) {
+          EXPECT_FALSE(TopKOfSum(a, b, k, indices, values, sum)) << n << " " << at << " " << where;
+          std::mt19937_64 rng(1);
+          EXPECT_TRUE(SampledTopKOfSum(a, b, k, {}, rng, indices, values, sum).non_finite)
+              << n << " " << at << " " << where;
+        }
+        EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << n << " " << at;
+      }
+    }
+  }
+}
+
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
   std::vector<float> v = {-0.0f, 0.0f, 1e-45f, -1e-40f, 3e38f, -3e38f, 1.0f, -0.0f};
   EXPECT_EQ(TopKOf(v, 3), (std::vector<uint32_t>{4, 5, 6}));
