@@ -21,9 +21,8 @@ using testing::MakeVector;
 std::vector<uint32_t> ReferenceTopK(const std::vector<float>& v, size_t k) {
   std::vector<uint32_t> order(v.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::fabs(v[a]) > std::fabs(v[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
   std::vector<uint32_t> out;
   for (uint32_t i : order) {
     if (out.size() == k || v[i] == 0) break;
@@ -68,6 +67,31 @@ std::vector<uint32_t> SampledOf(const std::vector<float>& v, size_t k,
   return Checked(v, indices, values);
 }
 
+// Lengths around the selections' edges: no full block of 16, one and a tail, the candidate
+// path's threshold (2^15) either side, a prime, the default model's size.
+constexpr size_t kEdgeSizes[] = {0, 1, 7, 17, 1000, 32767, 32768, 100003, 235146};
+
+// Calls check(a, b, where) for operand pairs holding a NaN (in a), an infinity (in b) or a pair
+// whose combination overflows (a = 3e38 beside b = overflow_b), at the first, middle and last
+// entry of a 17-entry vector (the tail) and a 100,000-entry one (skipped and walked blocks).
+template <typename Check>
+void ForEachPoisonedPair(float overflow_b, Check check) {
+  for (size_t n : {size_t{17}, size_t{100000}}) {
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      for (int kind = 0; kind < 3; ++kind) {
+        std::vector<float> a = MakeVector(Distribution::kNormal, n, n);
+        std::vector<float> b(n, 0.5f);
+        if (kind == 0) a[at] = NAN;
+        if (kind == 1) b[at] = -INFINITY;
+        if (kind == 2) a[at] = 3e38f, b[at] = overflow_b;
+        check(a, b,
+              "n=" + std::to_string(n) + " at " + std::to_string(at) + " kind " +
+                  std::to_string(kind));
+      }
+    }
+  }
+}
+
 TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
   const uint64_t seed = 11;
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
@@ -80,8 +104,7 @@ TEST(SelectionTest, TopKSelectsExactlyTheKLargestMagnitudesTiesByIndex) {
       const std::vector<float> v = MakeVector(d, n, seed + n);
       for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 16, n / 16 + 1, n / 3, n, n + 5}) {
         got = TopKOf(v, k);
-        ASSERT_EQ(got, ReferenceTopK(v, k))
-            << DistributionName(d) << " n=" << n << " k=" << k;
+        ASSERT_EQ(got, ReferenceTopK(v, k)) << DistributionName(d) << " n=" << n << " k=" << k;
       }
     }
   }
@@ -94,8 +117,7 @@ TEST(SelectionTest, TopKOfDifferenceIsTopKOfTheWrittenDifference) {
   const uint64_t seed = 12;
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   for (Distribution d : kAllDistributions) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{32767}, size_t{32768},
-                     size_t{100003}, size_t{235146}}) {
+    for (size_t n : kEdgeSizes) {
       // b near a, as a CHOCO round's public copy is near the model.
       const std::vector<float> a = MakeVector(Distribution::kNormal, n, seed + n);
       const std::vector<float> step = MakeVector(d, n, seed + 2 * n + 1);
@@ -120,21 +142,12 @@ TEST(SelectionTest, TopKOfDifferenceIsTopKOfTheWrittenDifference) {
   // a walked one or the tail, on the candidate path and the full select.
   std::vector<uint32_t> indices;
   std::vector<float> values, scratch;
-  for (size_t n : {size_t{17}, size_t{100000}}) {
-    for (size_t at : {size_t{0}, n / 2, n - 1}) {
-      for (int where = 0; where < 3; ++where) {
-        std::vector<float> a = MakeVector(Distribution::kNormal, n, n);
-        std::vector<float> b(n, 0.5f);
-        if (where == 0) a[at] = NAN;
-        if (where == 1) b[at] = -INFINITY;
-        if (where == 2) a[at] = 3e38f, b[at] = -3e38f;
-        for (size_t k : {std::max<size_t>(1, n / 100), n}) {
-          EXPECT_FALSE(TopKOfDifference(a, b, k, indices, values, scratch))
-              << n << " " << at << " " << where << " k=" << k;
-        }
-      }
+  ForEachPoisonedPair(-3e38f, [&](const std::vector<float>& a, const std::vector<float>& b,
+                                  const std::string& where) {
+    for (size_t k : {std::max<size_t>(1, a.size() / 100), a.size()}) {
+      EXPECT_FALSE(TopKOfDifference(a, b, k, indices, values, scratch)) << where << " k=" << k;
     }
-  }
+  });
 }
 
 // The *OfSum selections (error feedback's residual + input, formed while selecting) pick what
@@ -146,8 +159,7 @@ TEST(SelectionTest, OfSumSelectsFromTheSumItWrites) {
   const uint64_t seed = 13;
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   for (Distribution d : kAllDistributions) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{1000}, size_t{32767},
-                     size_t{32768}, size_t{100003}, size_t{235146}}) {
+    for (size_t n : kEdgeSizes) {
       const std::vector<float> residual = MakeVector(Distribution::kNormal, n, seed + n);
       const std::vector<float> input = MakeVector(d, n, seed + 3 * n + 1);
       std::vector<float> want_sum(n);
@@ -187,25 +199,17 @@ TEST(SelectionTest, OfSumSelectsFromTheSumItWrites) {
   }
   std::vector<uint32_t> indices;
   std::vector<float> values;
-  for (size_t n : {size_t{17}, size_t{100000}}) {
-    std::vector<float> sum(n);
-    for (size_t at : {size_t{0}, n / 2, n - 1}) {
-      for (int where = 0; where < 3; ++where) {
-        std::vector<float> a = MakeVector(Distribution::kNormal, n, n);
-        std::vector<float> b(n, 0.5f);
-        if (where == 0) a[at] = NAN;
-        if (where == 1) b[at] = -INFINITY;
-        if (where == 2) a[at] = 3e38f, b[at] = 3e38f;
-        for (size_t k : {std::max<size_t>(1, n / 100), n}) {
-          EXPECT_FALSE(TopKOfSum(a, b, k, indices, values, sum)) << n << " " << at << " " << where;
-          std::mt19937_64 rng(1);
-          EXPECT_TRUE(SampledTopKOfSum(a, b, k, {}, rng, indices, values, sum).non_finite)
-              << n << " " << at << " " << where;
-        }
-        EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << n << " " << at;
-      }
+  ForEachPoisonedPair(3e38f, [&](const std::vector<float>& a, const std::vector<float>& b,
+                                 const std::string& where) {
+    std::vector<float> sum(a.size());
+    for (size_t k : {std::max<size_t>(1, a.size() / 100), a.size()}) {
+      EXPECT_FALSE(TopKOfSum(a, b, k, indices, values, sum)) << where << " k=" << k;
+      std::mt19937_64 rng(1);
+      EXPECT_TRUE(SampledTopKOfSum(a, b, k, {}, rng, indices, values, sum).non_finite)
+          << where << " k=" << k;
     }
-  }
+    EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << where;
+  });
 }
 
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
@@ -238,8 +242,8 @@ TEST(SelectionTest, SampledTopKLandsInItsBandOnEveryDistribution) {
   for (Distribution d : kAllDistributions) {
     for (size_t n : {size_t{100000}, size_t{1000003}}) {
       const std::vector<float> v = MakeVector(d, n, n);
-      const size_t nz = static_cast<size_t>(
-          std::count_if(v.begin(), v.end(), [](float x) { return x != 0; }));
+      const size_t nz =
+          static_cast<size_t>(std::count_if(v.begin(), v.end(), [](float x) { return x != 0; }));
       for (double ratio : {0.01, 0.001}) {
         const auto k = static_cast<size_t>(std::ceil(ratio * static_cast<double>(n)));
         SampledTopKStats stats;
@@ -262,11 +266,11 @@ TEST(SelectionTest, SampledTopKLandsInItsBandOnEveryDistribution) {
         if (!got.empty()) {
           EXPECT_GE(smallest_chosen, largest_left) << DistributionName(d);
         }
-        std::printf("%-12s n=%-8zu ratio=%-6g k=%-6zu sent=%-6zu first=%-7zu adapt=%d trim=%d "
-                    "fallback=%d\n",
-                    std::string(DistributionName(d)).c_str(), n, ratio, k, got.size(),
-                    stats.first_count, stats.adaptations, stats.exact_candidates,
-                    stats.exact_fallback);
+        std::printf(
+            "%-12s n=%-8zu ratio=%-6g k=%-6zu sent=%-6zu first=%-7zu adapt=%d trim=%d "
+            "fallback=%d\n",
+            std::string(DistributionName(d)).c_str(), n, ratio, k, got.size(), stats.first_count,
+            stats.adaptations, stats.exact_candidates, stats.exact_fallback);
       }
     }
   }
@@ -322,8 +326,8 @@ TEST(SelectionTest, EverySelectionReportsANonFiniteValueWhereverItSits) {
         v[at] = bad;
         EXPECT_FALSE(TopK(v, std::max<size_t>(1, n / 100), indices, values)) << n << " " << at;
         EXPECT_FALSE(AtLeast(v, 100.0f, indices, values)) << n << " " << at;
-        EXPECT_TRUE(SampledTopK(v, std::max<size_t>(1, n / 100), {}, rng, indices, values)
-                        .non_finite)
+        EXPECT_TRUE(
+            SampledTopK(v, std::max<size_t>(1, n / 100), {}, rng, indices, values).non_finite)
             << n << " " << at;
       }
     }
