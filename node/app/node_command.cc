@@ -45,6 +45,11 @@ void InstallStopSignals() {
 
 bool StopRequested() { return g_stop.load(); }
 
+int RefuseNode(const Status& status) {
+  std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());
+  return 2;
+}
+
 class NodeCommand : public ConfiguredCommand<NodeConfig> {
  public:
   explicit NodeCommand(CLI::App& app)
@@ -56,12 +61,6 @@ class NodeCommand : public ConfiguredCommand<NodeConfig> {
 };
 
 namespace {
-
-// A bad configuration: exit 2 with what and why.
-int Refuse(const Status& status) {
-  std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());
-  return 2;
-}
 
 // What a training node works on: the whole data set and the model.
 struct Workload {
@@ -117,11 +116,11 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
     return 2;
   }
   auto work = LoadWorkload(config, device);
-  if (!work.ok()) return Refuse(work.status());
+  if (!work.ok()) return RefuseNode(work.status());
   auto& data = work->data;
   auto& model = work->model;
   if (auto schedule = CodedSchedule(*options, data.train.rows); !schedule.ok()) {
-    return Refuse(schedule.status());
+    return RefuseNode(schedule.status());
   }
   auto peer = PeerNode::Start(peer_options);
   if (!peer.ok()) {
@@ -181,14 +180,14 @@ int NodeCommand::Run() {
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
   // Where it trains, decided before anything starts: a device it cannot use is exit 2.
   StatusOr<kernels::Device> device = NodeDevice(*config);
-  if (!device.ok()) return Refuse(device.status());
+  if (!device.ok()) return RefuseNode(device.status());
   InstallStopSignals();
   if (!config->run_dir.empty()) {
-    if (Status made = MakeRunDir(config->run_dir, "run_dir"); !made.ok()) return Refuse(made);
+    if (Status made = MakeRunDir(config->run_dir, "run_dir"); !made.ok()) return RefuseNode(made);
   }
   if (config->mode != gossip::Mode::kGossip &&
       (!config->checkpoint_dir.empty() || !config->save_model.empty())) {
-    return Refuse(InvalidArgumentError(
+    return RefuseNode(InvalidArgumentError(
         "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
         "root holds the one model"));
   }
@@ -217,7 +216,7 @@ int NodeCommand::Run() {
     std::string token;
     if (!config->admin_token_file.empty()) {
       auto loaded = LoadAdminToken(config->admin_token_file);
-      if (!loaded.ok()) return Refuse(loaded.status());
+      if (!loaded.ok()) return RefuseNode(loaded.status());
       token = *loaded;
     }
     auto started = AdminServer::Start(config->admin, telemetry, validate, token);

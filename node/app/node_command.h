@@ -16,4 +16,7 @@ namespace murmur::node {
 void InstallStopSignals();
 bool StopRequested();
 
+// A bad flag or configuration of `murmur node`: what and why on stderr; returns exit status 2.
+int RefuseNode(const Status& status);
+
 }  // namespace murmur::node

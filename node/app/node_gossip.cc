@@ -24,17 +24,12 @@
 namespace murmur::node {
 namespace {
 
-int Refuse(const Status& status) {
-  std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());
-  return 2;
-}
-
 // A run that failed: exit 2 for what the operator must change (a model or checkpoint this node
 // cannot use, a bad option), 1 otherwise.
 int Failed(const Status& status) {
   if (status.code() == StatusCode::kFailedPrecondition ||
       status.code() == StatusCode::kInvalidArgument) {
-    return Refuse(status);
+    return RefuseNode(status);
   }
   std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());
   return 1;
@@ -94,22 +89,22 @@ StatusOr<TrainerState> TrainerStateFrom(const api::SavedState& saved, std::vecto
 int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::string>& texts,
                   const kernels::Device& device) {
   auto options = GossipOptionsFrom(config.gossip);
-  if (!options.ok()) return Refuse(options.status());
+  if (!options.ok()) return RefuseNode(options.status());
   if (config.shard_index >= config.shard_count) {
-    return Refuse(
+    return RefuseNode(
         InvalidArgumentError(fmt::format("shard_index {} must be less than shard_count {}",
                                          config.shard_index, config.shard_count)));
   }
   auto data = LoadTrainData(config.gossip.train);
-  if (!data.ok()) return Refuse(data.status());
+  if (!data.ok()) return RefuseNode(data.status());
   auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train), device);
-  if (!model.ok()) return Refuse(model.status());
+  if (!model.ok()) return RefuseNode(model.status());
   options->dataset_rows = data->train.rows;
   options->node.expect_members = config.expect_members;
-  if (Status valid = options->Validate(); !valid.ok()) return Refuse(valid);
+  if (Status valid = options->Validate(); !valid.ok()) return RefuseNode(valid);
   auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
   auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
-  if (!rows.ok()) return Refuse(rows.status());
+  if (!rows.ok()) return RefuseNode(rows.status());
   // Each node shuffles its own shard in its own order.
   options->train.seed =
       config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
@@ -118,7 +113,7 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   RealClock clock;
   auto trainer =
       Trainer::Create(*model, data->train, *std::move(rows), &data->test, options->train, clock);
-  if (!trainer.ok()) return Refuse(trainer.status());
+  if (!trainer.ok()) return RefuseNode(trainer.status());
   Trainer& t = **trainer;
   // The cluster's common initial model (every node draws the same), or one of this node's own
   // drawn from its id once the peer knows it.
