@@ -15,6 +15,7 @@
 
 #include "api/peer_checkpoint.h"
 #include "base/check.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "kernels/device.h"
 #include "kernels/memory.h"
@@ -384,6 +385,10 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
                                                      node::ParseReal(it->second, 0, 86400)));
     s.alone_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
   }
+  // A model that could not be written would be lost when the run ends: refused now.
+  if (!c.save_model.empty()) {
+    MURMUR_RETURN_IF_ERROR(CheckWritableFilePath(c.save_model, "save_model"));
+  }
   s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
   impl->telemetry = std::make_unique<node::NodeTelemetry>(impl->registry, "gossip", g.straggler);
   impl->telemetry->SetDevice(device.ToString());
@@ -496,18 +501,19 @@ StatusOr<Progress> Peer::Finish() {
   if (!m.checkpoint.dir.empty()) {
     WriteCheckpoint(*m.session, m.work, m.hooks, m.telemetry.get(), m.checkpoint);
   }
+  Status saved;
   if (result.ok() && !m.save_model.empty()) {
     std::vector<float> params(m.work.params().size());
-    Status saved = kernels::CopyBytes(kernels::Device::Cpu(), params.data(), m.work.device(),
-                                      m.work.params().data(), params.size() * sizeof(float));
-    if (saved.ok()) {
-      saved = node::SaveModel(m.save_model, m.model, params);
-    }
-    if (!saved.ok()) MURMUR_LOG_ERROR("save_model: {}", saved.ToString());
+    saved = kernels::CopyBytes(kernels::Device::Cpu(), params.data(), m.work.device(),
+                               m.work.params().data(), params.size() * sizeof(float));
+    if (saved.ok()) saved = node::SaveModel(m.save_model, m.model, params);
   }
   m.session->Leave();
   if (!result.ok()) return result.status();
   m.Publish(*result, true);
+  if (!saved.ok()) {
+    return Status(saved.code(), "save_model: " + std::string(saved.message()));
+  }
   return GetProgress();
 }
 

@@ -71,9 +71,9 @@ struct Progress {
   std::string finish;                // the consensus finish's verdict for this peer
   uint32_t finish_contributors = 0;  // models in the average it adopted (0: none adopted)
   double elapsed_s = 0;
-  double loss = 0;                   // the latest step's loss (0 before any)
-  uint64_t max_lag = 0;              // the step clock's largest lead over a neighbour's copy
-  std::string straggle;              // the straggler injection in force (its spec; "" none)
+  double loss = 0;       // the latest step's loss (0 before any)
+  uint64_t max_lag = 0;  // the step clock's largest lead over a neighbour's copy
+  std::string straggle;  // the straggler injection in force (its spec; "" none)
   // Hooks::progress only: this state as one line of `murmur node --report json`
   // (node/config/node_report.h), what `murmur local` reads.
   std::string report;
@@ -177,7 +177,10 @@ class Peer {
   // Callable from any thread (a signal handler's flag, another thread).
   void Stop();
   // After Next returned step = false, or failed: the final state, or why the run failed
-  // (kFailedPrecondition before that); writes the last checkpoint and leaves the cluster.
+  // (kFailedPrecondition before that); writes the last checkpoint and leaves the cluster. With
+  // save_model, the buffer is written there first; if that fails, the error (named
+  // "save_model: ...") instead of the state, after leaving: the model is still in the buffer.
+  // (Start refuses a save_model path whose directory is missing or not writable.)
   StatusOr<Progress> Finish();
   Progress GetProgress() const;
 

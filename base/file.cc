@@ -62,6 +62,30 @@ Status WriteFileAtomically(const std::string& path, std::span<const std::byte> b
   return OkStatus();
 }
 
+Status CheckWritableFilePath(const std::string& path, std::string_view what) {
+  const std::string key(what);
+  if (path.empty() || path.back() == '/') {
+    return InvalidArgumentError(key + " '" + path + "' names a directory, not a file");
+  }
+  const std::string dir = DirectoryOf(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return InvalidArgumentError(key + " '" + path + "': " + Why("no directory", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(key + " '" + path + "': '" + dir + "' is not a directory");
+  }
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(key + " '" + path + "' is a directory, not a file");
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return InvalidArgumentError(key + " '" + path + "': " + Why("cannot create", tmp));
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  return OkStatus();
+}
+
 StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -113,10 +137,9 @@ StatusOr<MappedFile> MapFile(const std::string& path) {
   ::close(fd);  // the mapping keeps the file
   if (!failed.ok()) return failed;
   const size_t size = out.size;
-  out.data = std::shared_ptr<const std::byte>(static_cast<const std::byte*>(p),
-                                              [size](const std::byte* q) {
-                                                ::munmap(const_cast<std::byte*>(q), size);
-                                              });
+  out.data = std::shared_ptr<const std::byte>(
+      static_cast<const std::byte*>(p),
+      [size](const std::byte* q) { ::munmap(const_cast<std::byte*>(q), size); });
   return out;
 }
 

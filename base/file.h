@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -18,6 +19,12 @@ namespace murmur {
 // removed and `path` keeps its previous contents.
 Status WriteFileAtomically(const std::string& path, std::span<const std::byte> bytes,
                            unsigned mode = 0644);
+
+// Whether WriteFileAtomically(path, ...) can work, asked before hours of work that end in it:
+// kInvalidArgument naming `what` (the key that gave the path) when the directory is missing or
+// not a directory, `path` is a directory, or a file cannot be created beside it (tried with the
+// temporary file's name, which is removed again). `path` itself is not touched.
+Status CheckWritableFilePath(const std::string& path, std::string_view what);
 
 // The whole file. kNotFound without one, kUnavailable when it cannot be read, kOutOfRange when it
 // is larger than `max_bytes`.

@@ -43,7 +43,7 @@ std::map<std::string, std::string> PeerKeys(const NodeConfig& config,
                                             const kernels::Device& device) {
   std::map<std::string, std::string> keys;
   for (const auto& [name, text] : texts) {
-    const bool library = PeerLibraryKeys().count(name) > 0 && name != "save_model";
+    const bool library = PeerLibraryKeys().count(name) > 0;
     const bool hooked = name == "eval_every" || name == "target_accuracy" ||
                         name == "checkpoint_dir" || name == "checkpoint_every";
     if (library || hooked) keys[name] = text;
@@ -200,13 +200,7 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
                                   t.last_batch_rows(), compute_s));
   }
   StatusOr<api::Progress> result = (*peer)->Finish();
-  if (!result.ok()) return Failed(result.status());
-  if (!config.save_model.empty()) {
-    auto params = t.ParamsOnHost();
-    Status saved =
-        params.ok() ? SaveModel(config.save_model, model_name, *params) : params.status();
-    if (!saved.ok()) return Failed(saved);
-  }
+  if (!result.ok()) return Failed(result.status());  // save_model's failure included
   MURMUR_LOG_INFO(
       "node {}: done ({}) at step {}, test accuracy {}", result->id,
       result->end_reason.empty() ? "stopped before training" : result->end_reason, result->step,

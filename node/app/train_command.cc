@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/check.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "node/train/checkpoint.h"
 #include "node/train/gradient_compression.h"
@@ -36,6 +37,13 @@ int TrainCommand::Run() {
   }
   const TrainConfig& config = *resolved;
   MURMUR_CHECK_OK(SetLogLevel(config.log_level));
+  // A model that could not be written would be lost at the end of the run: refused now.
+  if (!config.save_model.empty()) {
+    if (Status writable = CheckWritableFilePath(config.save_model, "save_model"); !writable.ok()) {
+      std::fprintf(stderr, "murmur train: %s\n", std::string(writable.message()).c_str());
+      return 2;
+    }
+  }
 
   StatusOr<TrainTest> data = LoadTrainData(config);
   if (!data.ok()) {

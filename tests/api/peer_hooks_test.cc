@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/peer.h"
+#include "node/train/checkpoint.h"
 
 namespace murmur::api {
 namespace {
@@ -255,6 +256,46 @@ TEST(PeerHooksTest, TheConsensusFinishsAdoptionIsAReplacement) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->finish, "averaged");
   EXPECT_EQ(replaced, 1);
+}
+
+// save_model: the buffer as the peer ends it, in a file `murmur train --init-from` reads (the
+// model named by Hooks::model); a path whose directory is missing is refused at Start, before
+// any training; one that becomes unwritable during the run makes Finish the save's error, not a
+// log line (the model is still in the buffer).
+TEST(PeerHooksTest, SaveModelWritesTheFinalBufferOrFinishSaysWhyNot) {
+  TempDir dir;
+  std::vector<float> x(32, 0.0f);
+  Hooks hooks;
+  hooks.model = "32 pulls toward 1";
+  Config c = Lone(0.2);
+  c["save_model"] = dir.path() + "/none/model.mck";
+  auto refused = Peer::Start(c, x, {}, hooks);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("save_model '" + c["save_model"] + "'"),
+            std::string_view::npos)
+      << refused.status();
+
+  std::filesystem::create_directory(dir.path() + "/out");
+  c["save_model"] = dir.path() + "/out/model.mck";
+  auto p = Peer::Start(c, x, {}, hooks);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_GT(Train(**p, x), 0);
+  ASSERT_TRUE((*p)->Finish().ok());
+  auto saved = node::LoadModel(c["save_model"], hooks.model, x.size());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, x);
+
+  std::vector<float> y(32, 0.0f);
+  c["save_model"] = dir.path() + "/gone/model.mck";
+  std::filesystem::create_directory(dir.path() + "/gone");
+  auto q = Peer::Start(c, y, {}, hooks);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  std::filesystem::remove(dir.path() + "/gone");
+  Train(**q, y);
+  auto r = (*q)->Finish();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("save_model: "), std::string_view::npos) << r.status();
+  EXPECT_GT(y[0], 0.0f) << "the buffer keeps the trained model";
 }
 
 }  // namespace

@@ -137,6 +137,13 @@ python3 -c "import sys; sys.exit(0 if $resumed < 0.9 * $fresh else 1)" &&
 check "init-from another model exits 2" 2 "$murmur" train "${small[@]/10/12}" --epochs 1 --init-from "$tmp/m.mck"
 contains "the refusal names both models" "$tmp/err" "holds a 10-1 logistic model, not 12-1 logistic"
 check "init-from a missing file exits 2" 2 "$murmur" train "${small[@]}" --init-from "$tmp/none.mck"
+# A model that could not be saved is refused before the run, not lost after it.
+check "save-model into a missing directory exits 2" 2 "$murmur" train "${small[@]}" --epochs 1 --save-model "$tmp/none/m.mck"
+contains "the refusal names the key and the directory" "$tmp/err" "save_model '$tmp/none/m.mck': no directory '$tmp/none'"
+[ ! -s "$tmp/out" ] && echo "ok   nothing was trained" || { echo "FAIL a refused save-model still trained: $(head -c 200 "$tmp/out")"; fail=1; }
+check "save-model naming a directory exits 2" 2 "$murmur" train "${small[@]}" --epochs 1 --save-model "$tmp"
+check "a gossip node's save-model into a missing directory exits 2" 2 "$murmur" node --plaintext --save-model "$tmp/none/m.mck"
+contains "the node's refusal names the key" "$tmp/err" "save_model '$tmp/none/m.mck'"
 check "checkpoints outside gossip mode exit 2" 2 "$murmur" node --mode ring --listen tcp://127.0.0.1:0 --checkpoint-dir "$tmp/ck"
 contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are for --mode gossip"
 # A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
