@@ -71,11 +71,11 @@ inline void ConsensusEntry(double gamma, std::span<const std::span<const float>>
 
 // 8 entries at a time, in double as the definition says: the float-to-double conversions set the
 // speed (about 0.8 ns per entry with two copies here, against 1.1-1.6 for the auto-vectorized
-// blocks this replaced). Each sum keeps two accumulators, so no FMA waits on the last.
-kernels::ConsensusSquares ConsensusStepAvx2(double gamma,
-                                            std::span<const std::span<const float>> copies,
-                                            std::span<const double> weights, const float* p,
-                                            float* xs, size_t n) {
+// blocks this replaced). Each sum keeps two accumulators, so no FMA waits on the last. Unused
+// where AVX-512 is (the kernel below).
+[[maybe_unused]] kernels::ConsensusSquares ConsensusStepAvx2(
+    double gamma, std::span<const std::span<const float>> copies, std::span<const double> weights,
+    const float* p, float* xs, size_t n) {
   const size_t m = copies.size();
   const float* c[kMaxVectorCopies];
   __m256d w[kMaxVectorCopies];
@@ -126,13 +126,73 @@ kernels::ConsensusSquares ConsensusStepAvx2(double gamma,
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+// The AVX2 kernel's arithmetic 16 entries at a time (each half of 8 in one 512-bit register of
+// doubles): the same operations per entry, so the same bits of x, in half the instructions
+// (235 K entries, two copies: a median of 129 µs against 171 µs, six alternating runs).
+kernels::ConsensusSquares ConsensusStepAvx512(double gamma,
+                                              std::span<const std::span<const float>> copies,
+                                              std::span<const double> weights, const float* p,
+                                              float* xs, size_t n) {
+  const size_t m = copies.size();
+  const float* c[kMaxVectorCopies];
+  __m512d w[kMaxVectorCopies];
+  for (size_t j = 0; j < m; ++j) {
+    c[j] = copies[j].data();
+    w[j] = _mm512_set1_pd(weights[j]);
+  }
+  const __m512d g = _mm512_set1_pd(gamma);
+  const __m512d zero = _mm512_setzero_pd();
+  __m512d mix_lo = zero, mix_hi = zero, pub_lo = zero, pub_hi = zero, res_lo = zero, res_hi = zero;
+  auto lo = [](__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); };
+  auto hi = [](__m512 v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  };
+  size_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512 pf = _mm512_loadu_ps(p + k);
+    const __m512d pl = lo(pf);
+    const __m512d ph = hi(pf);
+    __m512d al = zero;
+    __m512d ah = zero;
+    for (size_t j = 0; j < m; ++j) {
+      const __m512 cf = _mm512_loadu_ps(c[j] + k);
+      al = _mm512_add_pd(al, _mm512_mul_pd(w[j], _mm512_sub_pd(lo(cf), pl)));
+      ah = _mm512_add_pd(ah, _mm512_mul_pd(w[j], _mm512_sub_pd(hi(cf), ph)));
+    }
+    const __m512 step =
+        _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_mul_pd(g, al))),
+                           _mm512_cvtpd_ps(_mm512_mul_pd(g, ah)), 1);
+    const __m512 xn = _mm512_add_ps(_mm512_loadu_ps(xs + k), step);
+    _mm512_storeu_ps(xs + k, xn);
+    mix_lo = _mm512_fmadd_pd(al, al, mix_lo);
+    mix_hi = _mm512_fmadd_pd(ah, ah, mix_hi);
+    pub_lo = _mm512_fmadd_pd(pl, pl, pub_lo);
+    pub_hi = _mm512_fmadd_pd(ph, ph, pub_hi);
+    const __m512d rl = _mm512_sub_pd(lo(xn), pl);
+    const __m512d rh = _mm512_sub_pd(hi(xn), ph);
+    res_lo = _mm512_fmadd_pd(rl, rl, res_lo);
+    res_hi = _mm512_fmadd_pd(rh, rh, res_hi);
+  }
+  auto total = [](__m512d a, __m512d b) { return _mm512_reduce_add_pd(_mm512_add_pd(a, b)); };
+  kernels::ConsensusSquares sums{total(mix_lo, mix_hi), total(pub_lo, pub_hi),
+                                 total(res_lo, res_hi)};
+  for (; k < n; ++k) ConsensusEntry(gamma, copies, weights, p, xs, k, sums);
+  return sums;
+}
+#endif
+
 }  // namespace
 
 kernels::ConsensusSquares ConsensusStep(double gamma,
                                         std::span<const std::span<const float>> copies,
                                         std::span<const double> weights,
                                         std::span<const float> public_copy, std::span<float> x) {
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+  if (copies.size() <= kMaxVectorCopies) {
+    return ConsensusStepAvx512(gamma, copies, weights, public_copy.data(), x.data(), x.size());
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
   if (copies.size() <= kMaxVectorCopies) {
     return ConsensusStepAvx2(gamma, copies, weights, public_copy.data(), x.data(), x.size());
   }
