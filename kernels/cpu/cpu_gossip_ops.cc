@@ -69,114 +69,102 @@ inline void ConsensusEntry(double gamma, std::span<const std::span<const float>>
   sums.residual += r * r;
 }
 
-// 8 entries at a time, in double as the definition says: the float-to-double conversions set the
-// speed (about 0.8 ns per entry with two copies here, against 1.1-1.6 for the auto-vectorized
-// blocks this replaced). Each sum keeps two accumulators, so no FMA waits on the last. Unused
-// where AVX-512 is (the kernel below).
-[[maybe_unused]] kernels::ConsensusSquares ConsensusStepAvx2(
-    double gamma, std::span<const std::span<const float>> copies, std::span<const double> weights,
-    const float* p, float* xs, size_t n) {
-  const size_t m = copies.size();
-  const float* c[kMaxVectorCopies];
-  __m256d w[kMaxVectorCopies];
-  for (size_t j = 0; j < m; ++j) {
-    c[j] = copies[j].data();
-    w[j] = _mm256_set1_pd(weights[j]);
-  }
-  const __m256d g = _mm256_set1_pd(gamma);
-  const __m256d zero = _mm256_setzero_pd();
-  __m256d mix_lo = zero, mix_hi = zero, pub_lo = zero, pub_hi = zero, res_lo = zero, res_hi = zero;
-  auto lo = [](__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); };
-  auto hi = [](__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); };
-  size_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    const __m256 pf = _mm256_loadu_ps(p + k);
-    const __m256d pl = lo(pf);
-    const __m256d ph = hi(pf);
-    // 0 + the first term, as the definition's zeroed accumulator (it turns −0 into +0).
-    __m256d al = zero;
-    __m256d ah = zero;
-    for (size_t j = 0; j < m; ++j) {
-      const __m256 cf = _mm256_loadu_ps(c[j] + k);
-      al = _mm256_add_pd(al, _mm256_mul_pd(w[j], _mm256_sub_pd(lo(cf), pl)));
-      ah = _mm256_add_pd(ah, _mm256_mul_pd(w[j], _mm256_sub_pd(hi(cf), ph)));
-    }
-    const __m256 step = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_mul_pd(g, ah)),
-                                        _mm256_cvtpd_ps(_mm256_mul_pd(g, al)));
-    const __m256 xn = _mm256_add_ps(_mm256_loadu_ps(xs + k), step);
-    _mm256_storeu_ps(xs + k, xn);
-    mix_lo = _mm256_fmadd_pd(al, al, mix_lo);
-    mix_hi = _mm256_fmadd_pd(ah, ah, mix_hi);
-    pub_lo = _mm256_fmadd_pd(pl, pl, pub_lo);
-    pub_hi = _mm256_fmadd_pd(ph, ph, pub_hi);
-    const __m256d rl = _mm256_sub_pd(lo(xn), pl);
-    const __m256d rh = _mm256_sub_pd(hi(xn), ph);
-    res_lo = _mm256_fmadd_pd(rl, rl, res_lo);
-    res_hi = _mm256_fmadd_pd(rh, rh, res_hi);
-  }
-  auto total = [](__m256d a, __m256d b) {
+// The vector registers a consensus kernel runs on: V::kWidth floats per step (V::F), each half
+// converted to V::kWidth / 2 doubles (V::D).
+struct Avx2Lanes {
+  static constexpr size_t kWidth = 8;
+  using F = __m256;
+  using D = __m256d;
+  static F Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static D Lo(F v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+  static D Hi(F v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+  static F Narrow(D lo, D hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)); }
+  static F AddF(F a, F b) { return _mm256_add_ps(a, b); }
+  static D Set(double x) { return _mm256_set1_pd(x); }
+  static D Add(D a, D b) { return _mm256_add_pd(a, b); }
+  static D Sub(D a, D b) { return _mm256_sub_pd(a, b); }
+  static D Mul(D a, D b) { return _mm256_mul_pd(a, b); }
+  static D Fmadd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
+  static double Total(D a, D b) {
     alignas(32) double t[4];
     _mm256_store_pd(t, _mm256_add_pd(a, b));
     return (t[0] + t[1]) + (t[2] + t[3]);
-  };
-  kernels::ConsensusSquares sums{total(mix_lo, mix_hi), total(pub_lo, pub_hi),
-                                 total(res_lo, res_hi)};
-  for (; k < n; ++k) ConsensusEntry(gamma, copies, weights, p, xs, k, sums);
-  return sums;
-}
+  }
+};
+
+#if defined(__AVX512F__)
+// 16 floats a step in half the instructions of two AVX2 steps (235 K entries, two copies: a
+// median of 129 µs against 171 µs, six alternating runs).
+struct Avx512Lanes {
+  static constexpr size_t kWidth = 16;
+  using F = __m512;
+  using D = __m512d;
+  static F Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static D Lo(F v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+  static D Hi(F v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  }
+  static F Narrow(D lo, D hi) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+  }
+  static F AddF(F a, F b) { return _mm512_add_ps(a, b); }
+  static D Set(double x) { return _mm512_set1_pd(x); }
+  static D Add(D a, D b) { return _mm512_add_pd(a, b); }
+  static D Sub(D a, D b) { return _mm512_sub_pd(a, b); }
+  static D Mul(D a, D b) { return _mm512_mul_pd(a, b); }
+  static D Fmadd(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
+  static double Total(D a, D b) { return _mm512_reduce_add_pd(_mm512_add_pd(a, b)); }
+};
 #endif
 
-#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
-// The AVX2 kernel's arithmetic 16 entries at a time (each half of 8 in one 512-bit register of
-// doubles): the same operations per entry, so the same bits of x, in half the instructions
-// (235 K entries, two copies: a median of 129 µs against 171 µs, six alternating runs).
-kernels::ConsensusSquares ConsensusStepAvx512(double gamma,
+// V::kWidth entries at a time, in double as the definition says, so x gets the definition's
+// bits: the float-to-double conversions set the speed (AVX2, two copies: about 0.8 ns per
+// entry, against 1.1-1.6 for the auto-vectorized blocks this replaced). Each sum keeps two
+// accumulators, so no FMA waits on the last.
+template <typename V>
+kernels::ConsensusSquares ConsensusStepVector(double gamma,
                                               std::span<const std::span<const float>> copies,
                                               std::span<const double> weights, const float* p,
                                               float* xs, size_t n) {
+  using D = typename V::D;
   const size_t m = copies.size();
   const float* c[kMaxVectorCopies];
-  __m512d w[kMaxVectorCopies];
+  D w[kMaxVectorCopies];
   for (size_t j = 0; j < m; ++j) {
     c[j] = copies[j].data();
-    w[j] = _mm512_set1_pd(weights[j]);
+    w[j] = V::Set(weights[j]);
   }
-  const __m512d g = _mm512_set1_pd(gamma);
-  const __m512d zero = _mm512_setzero_pd();
-  __m512d mix_lo = zero, mix_hi = zero, pub_lo = zero, pub_hi = zero, res_lo = zero, res_hi = zero;
-  auto lo = [](__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); };
-  auto hi = [](__m512 v) {
-    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-  };
+  const D g = V::Set(gamma);
+  const D zero = V::Set(0.0);
+  D mix_lo = zero, mix_hi = zero, pub_lo = zero, pub_hi = zero, res_lo = zero, res_hi = zero;
   size_t k = 0;
-  for (; k + 16 <= n; k += 16) {
-    const __m512 pf = _mm512_loadu_ps(p + k);
-    const __m512d pl = lo(pf);
-    const __m512d ph = hi(pf);
-    __m512d al = zero;
-    __m512d ah = zero;
+  for (; k + V::kWidth <= n; k += V::kWidth) {
+    const typename V::F pf = V::Load(p + k);
+    const D pl = V::Lo(pf);
+    const D ph = V::Hi(pf);
+    // 0 + the first term, as the definition's zeroed accumulator (it turns −0 into +0).
+    D al = zero;
+    D ah = zero;
     for (size_t j = 0; j < m; ++j) {
-      const __m512 cf = _mm512_loadu_ps(c[j] + k);
-      al = _mm512_add_pd(al, _mm512_mul_pd(w[j], _mm512_sub_pd(lo(cf), pl)));
-      ah = _mm512_add_pd(ah, _mm512_mul_pd(w[j], _mm512_sub_pd(hi(cf), ph)));
+      const typename V::F cf = V::Load(c[j] + k);
+      al = V::Add(al, V::Mul(w[j], V::Sub(V::Lo(cf), pl)));
+      ah = V::Add(ah, V::Mul(w[j], V::Sub(V::Hi(cf), ph)));
     }
-    const __m512 step =
-        _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_mul_pd(g, al))),
-                           _mm512_cvtpd_ps(_mm512_mul_pd(g, ah)), 1);
-    const __m512 xn = _mm512_add_ps(_mm512_loadu_ps(xs + k), step);
-    _mm512_storeu_ps(xs + k, xn);
-    mix_lo = _mm512_fmadd_pd(al, al, mix_lo);
-    mix_hi = _mm512_fmadd_pd(ah, ah, mix_hi);
-    pub_lo = _mm512_fmadd_pd(pl, pl, pub_lo);
-    pub_hi = _mm512_fmadd_pd(ph, ph, pub_hi);
-    const __m512d rl = _mm512_sub_pd(lo(xn), pl);
-    const __m512d rh = _mm512_sub_pd(hi(xn), ph);
-    res_lo = _mm512_fmadd_pd(rl, rl, res_lo);
-    res_hi = _mm512_fmadd_pd(rh, rh, res_hi);
+    const typename V::F xn = V::AddF(V::Load(xs + k), V::Narrow(V::Mul(g, al), V::Mul(g, ah)));
+    V::Store(xs + k, xn);
+    mix_lo = V::Fmadd(al, al, mix_lo);
+    mix_hi = V::Fmadd(ah, ah, mix_hi);
+    pub_lo = V::Fmadd(pl, pl, pub_lo);
+    pub_hi = V::Fmadd(ph, ph, pub_hi);
+    const D rl = V::Sub(V::Lo(xn), pl);
+    const D rh = V::Sub(V::Hi(xn), ph);
+    res_lo = V::Fmadd(rl, rl, res_lo);
+    res_hi = V::Fmadd(rh, rh, res_hi);
   }
-  auto total = [](__m512d a, __m512d b) { return _mm512_reduce_add_pd(_mm512_add_pd(a, b)); };
-  kernels::ConsensusSquares sums{total(mix_lo, mix_hi), total(pub_lo, pub_hi),
-                                 total(res_lo, res_hi)};
+  kernels::ConsensusSquares sums{V::Total(mix_lo, mix_hi), V::Total(pub_lo, pub_hi),
+                                 V::Total(res_lo, res_hi)};
   for (; k < n; ++k) ConsensusEntry(gamma, copies, weights, p, xs, k, sums);
   return sums;
 }
@@ -188,13 +176,15 @@ kernels::ConsensusSquares ConsensusStep(double gamma,
                                         std::span<const std::span<const float>> copies,
                                         std::span<const double> weights,
                                         std::span<const float> public_copy, std::span<float> x) {
-#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__)
   if (copies.size() <= kMaxVectorCopies) {
-    return ConsensusStepAvx512(gamma, copies, weights, public_copy.data(), x.data(), x.size());
-  }
-#elif defined(__AVX2__) && defined(__FMA__)
-  if (copies.size() <= kMaxVectorCopies) {
-    return ConsensusStepAvx2(gamma, copies, weights, public_copy.data(), x.data(), x.size());
+#if defined(__AVX512F__)
+    using Registers = Avx512Lanes;
+#else
+    using Registers = Avx2Lanes;
+#endif
+    return ConsensusStepVector<Registers>(gamma, copies, weights, public_copy.data(), x.data(),
+                                          x.size());
   }
 #endif
   // Blocks small enough that the block's accumulator stays in L1: each copy's term is a
