@@ -45,6 +45,15 @@ int Train(Peer& peer, std::vector<float>& x) {
   return steps;
 }
 
+// Starts a peer on `c` and `x`, trains until the run ends and finishes: Finish's result, or
+// Start's error.
+StatusOr<Progress> RunToEnd(const Config& c, std::vector<float>& x, const Hooks& hooks) {
+  auto p = Peer::Start(c, x, {}, hooks);
+  if (!p.ok()) return p.status();
+  Train(**p, x);
+  return (*p)->Finish();
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -152,10 +161,8 @@ TEST(PeerHooksTest, ACheckpointOfAnotherModelOrRunIsRefusedAtStart) {
   Config c = Lone(0.2);
   c["checkpoint_dir"] = dir.path();
   {
-    auto p = Peer::Start(c, x, {}, hooks);
-    ASSERT_TRUE(p.ok()) << p.status().ToString();
-    Train(**p, x);
-    ASSERT_TRUE((*p)->Finish().ok());
+    auto r = RunToEnd(c, x, hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   Hooks other = hooks;
   other.model = "model B";
@@ -185,10 +192,9 @@ TEST(PeerHooksTest, ACallerSectionWithOneOfMurmursNamesIsNeverWritten) {
   hooks.restore_state = [](const SavedState&) { return OkStatus(); };
   Config c = Lone(0.2);
   c["checkpoint_dir"] = dir.path();
-  auto p = Peer::Start(c, x, {}, hooks);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  Train(**p, x);
-  ASSERT_TRUE((*p)->Finish().ok()) << "a failed checkpoint costs the checkpoint, not the run";
+  auto r = RunToEnd(c, x, hooks);
+  ASSERT_TRUE(r.ok()) << r.status().ToString()
+                      << ": a failed checkpoint costs the checkpoint, not the run";
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/checkpoint.mck"));
 }
 
@@ -277,10 +283,9 @@ TEST(PeerHooksTest, SaveModelWritesTheFinalBufferOrFinishSaysWhyNot) {
 
   std::filesystem::create_directory(dir.path() + "/out");
   c["save_model"] = dir.path() + "/out/model.mck";
-  auto p = Peer::Start(c, x, {}, hooks);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  ASSERT_GT(Train(**p, x), 0);
-  ASSERT_TRUE((*p)->Finish().ok());
+  auto done = RunToEnd(c, x, hooks);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_GT(done->local_steps, 0);
   auto saved = node::LoadModel(c["save_model"], hooks.model, x.size());
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(*saved, x);
