@@ -12,7 +12,6 @@
 #include <prometheus/registry.h>
 
 #include "base/check.h"
-#include "base/file.h"
 #include "base/log.h"
 #include "kernels/device.h"
 #include "node/app/node_gossip.h"
@@ -192,14 +191,8 @@ int NodeCommand::Run() {
         "checkpoint_dir and save_model are for --mode gossip; in the synchronous modes the "
         "root holds the one model"));
   }
-  // A model that could not be written would be lost at the end of the run: refused now.
-  if (!config->save_model.empty()) {
-    if (Status writable = CheckWritableFilePath(config->save_model, "save_model");
-        !writable.ok()) {
-      return RefuseNode(writable);
-    }
-  }
-  // Gossip runs on the library, which keeps the node's metrics and admin port itself.
+  // Gossip runs on the library, which keeps the node's metrics and admin port itself (and checks
+  // save_model's path before the run: Peer::Start).
   if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, texts, *device);
   // The injection from flag/env/file; the admin port may replace it at run time.
   StragglerOptions initial;
