@@ -34,7 +34,10 @@ bool GossipNode::BudgetSpent(TimePoint now) {
 
 void GossipNode::Finish(TimePoint now) {
   Emit(Finished{s_.end_reason});
-  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), true});
+  // A node its operator stopped does not announce that it finished, only leaves: the others
+  // train on. Counted as finished, it made half of a 2-node cluster, and the other node (its own
+  // stop a moment away) ended with it and began a finish nobody would answer ("missed").
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), !stop_requested_});
   evaluating_ = true;
   if (finish_ == nullptr || stop_requested_) {
     // Stopped by the operator: the others train on, there is nothing to average with.

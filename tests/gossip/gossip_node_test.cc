@@ -819,5 +819,28 @@ TEST(GossipNodeTest, StopWhileWaitingForTheFinishEndsAtOnce) {
   EXPECT_EQ(cluster.machine(1).state().finish, "missed");
 }
 
+// A node its operator stops leaves without announcing that it finished: the other member of a
+// 2-node cluster (which a finished member would make a quorum) trains on instead of ending with
+// it and waiting for a finish nobody answers. Its own stop then ends it with the finish off.
+TEST(GossipNodeTest, AStoppedMemberDoesNotEndTheOthersRun) {
+  GossipNodeOptions base = BaseOptions();
+  base.budget_samples = 1000000;  // the run ends by the operator only
+  Cluster cluster = MakeCluster(2, 11, base);
+  for (size_t i = 0; i < 2; ++i) cluster.Start(i);
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+    return cluster.machine(1).state().local_steps > 20;
+  }));
+  cluster.machine(0).Step(StopRequested{}, cluster.now());
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.node(0).over.has_value(); }));
+  EXPECT_EQ(cluster.node(0).finished, "stopped");
+  const int64_t steps = cluster.machine(1).state().local_steps;
+  cluster.RunFor(std::chrono::seconds(3));  // several membership periods: node 0 is gone
+  EXPECT_FALSE(cluster.node(1).finished.has_value()) << *cluster.node(1).finished;
+  EXPECT_GT(cluster.machine(1).state().local_steps, steps) << "node 1 trains on";
+  cluster.machine(1).Step(StopRequested{}, cluster.now());
+  ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] { return cluster.node(1).over.has_value(); }));
+  EXPECT_EQ(cluster.machine(1).state().finish, "off");
+}
+
 }  // namespace
 }  // namespace murmur::gossip
