@@ -367,6 +367,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["train_s"] = train_s;
     j["phases"] = breakdown.nodes;
     j["train_phase_samples_per_s"] = breakdown.cluster_samples_per_s;
+    j["samples_per_training_s"] = breakdown.cluster_samples_per_training_s;
     j["bytes_sent_total"] = bytes;
     j["allreduce_bytes"] = allreduce;
     j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;

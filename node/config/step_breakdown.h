@@ -13,8 +13,9 @@
 
 namespace murmur::node {
 
-// {"wall_s", "samples", "samples_per_s", "thread_cpu_s", "process_cpu_s", and "<phase>_s" for
-// each of kStepPhases}.
+// {"wall_s", "samples", "samples_per_s", "samples_per_training_s" (the evaluate phase's time
+// excluded, as murmur train's samples_per_second excludes its evaluations), "thread_cpu_s",
+// "process_cpu_s", and "<phase>_s" for each of kStepPhases}.
 nlohmann::json PhasesJson(const GossipProgress& progress);
 
 struct StepBreakdown {
@@ -23,6 +24,8 @@ struct StepBreakdown {
   std::vector<int> node_numbers;  // 1-based, as the live table numbers them
   // The sum of the nodes' training-phase samples/s: the cluster's throughput while it trains.
   double cluster_samples_per_s = 0;
+  // The same without the periodic evaluations' time: what compares with murmur train's figure.
+  double cluster_samples_per_training_s = 0;
 };
 StepBreakdown CollectBreakdown(const std::vector<const nlohmann::json*>& final_reports);
 

@@ -86,14 +86,18 @@ phases = d["phases"]
 assert len(phases) == 2, phases
 for p in phases:
     parts = sum(v for k, v in p.items() if k.endswith("_s") and k not in
-                ("wall_s", "thread_cpu_s", "process_cpu_s", "samples_per_s"))
+                ("wall_s", "thread_cpu_s", "process_cpu_s", "samples_per_s",
+                 "samples_per_training_s"))
     assert abs(parts - p["wall_s"]) <= 1e-6 * p["wall_s"], p
     assert p["compute_s"] > 0 and p["compress_s"] > 0 and p["mix_s"] > 0, p
     assert p["communication_s"] == 0 and p["injected_s"] == 0, p
     assert p["samples"] > 0, p
     assert abs(p["samples_per_s"] - p["samples"] / p["wall_s"]) < 1e-6 * p["samples_per_s"], p
+    training_s = p["wall_s"] - p["evaluate_s"]
+    assert abs(p["samples_per_training_s"] - p["samples"] / training_s) < 1e-6 * p["samples_per_training_s"], p
     assert 0 < p["thread_cpu_s"] <= p["process_cpu_s"], p
 assert abs(d["train_phase_samples_per_s"] - sum(p["samples_per_s"] for p in phases)) < 1e-6, d
+assert abs(d["samples_per_training_s"] - sum(p["samples_per_training_s"] for p in phases)) < 1e-6, d
 print("ok   local phases:", [round(p["compute_s"] / p["wall_s"], 2) for p in phases], "compute share")
 PY
 check "compressed run reports its bytes" 0 "$murmur" train --compress topk:0.05,values=fp16 --epochs 1 --max-train-samples 2000 --json --progress none
