@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 
-PHASES = ["compute", "compress", "mix", "apply", "waiting", "evaluate", "injected", "other"]
+PHASES = ["compute", "compress", "mix", "apply", "send", "waiting", "evaluate", "injected", "other"]
 GOALS = {2: 0.8, 4: 0.7}
 
 

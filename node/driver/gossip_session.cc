@@ -83,6 +83,7 @@ void GossipSession::AddPhases(const StepTimes& t) {
   p.compress += t.compress;
   p.mix += t.mix;
   p.apply += t.apply;
+  p.send += t.send;
   p.waiting += t.waiting;
   p.evaluate += t.evaluate;
   p.injected += t.injected;
@@ -193,9 +194,11 @@ void GossipSession::RefreshMembers(TimePoint now) {
 bool GossipSession::Perform(std::vector<gossip::NodeAction> actions) {
   for (gossip::NodeAction& action : actions) {
     if (auto* send = std::get_if<gossip::SendTo>(&action)) {
+      const TimePoint t0 = clock_.Now();
       std::vector<transport::Frame> frames;
       if (send->frame) frames.push_back(SharedFrame(std::move(send->frame)));
       peer_->SendTo(send->to, std::move(send->payload), std::move(frames));
+      step_.send += clock_.Now() - t0;
     } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
       peer_->SetProgress(a->step_clock, a->samples, a->finished);
     } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
@@ -300,7 +303,7 @@ void GossipSession::Computed(const StatusOr<float>& loss, int64_t rows, Duration
   step_.compute = compute;
   step_.injected = pause;
   const Duration claimed = step_.compute + step_.compress + step_.mix + step_.apply +
-                           step_.waiting + step_.evaluate + step_.injected;
+                           step_.send + step_.waiting + step_.evaluate + step_.injected;
   step_.other = std::max(Duration(0), (end - last_step_end_) - claimed);
   last_step_end_ = end;
   AddPhases(step_);

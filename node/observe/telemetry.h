@@ -42,19 +42,20 @@ struct StepTimes {
   Duration compress{0};       // gossip: q = C(x - x̂), x̂ += q, encoding (CHOCO steps 2-4)
   Duration mix{0};            // gossip: the consensus step x += γ Σ w (x̂_j - x̂) (step 5)
   Duration apply{0};          // gossip: decoding and applying received updates and snapshots
+  Duration send{0};           // gossip: handing messages to the transport (envelope, socket)
   Duration communication{0};  // coded modes: encoding, aggregating, handling messages
   Duration waiting{0};        // blocked on peers: the soft-sync gate, children, the next model
   Duration evaluate{0};       // periodic evaluation on the held-out subset
   Duration injected{0};       // straggler injection slept
-  Duration other{0};          // the driver's own work: membership views, reports, hand-offs
+  Duration other{0};          // the driver's own work: membership views, reports
 };
 // StepTimes' phases in order, named as the metric's `phase` label and the reports name them.
-inline constexpr std::array<std::string_view, 9> kStepPhases = {
-    "compute", "compress", "mix",      "apply", "communication",
-    "waiting", "evaluate", "injected", "other"};
-inline std::array<Duration, 9> PhaseDurations(const StepTimes& t) {
-  return {t.compute, t.compress, t.mix,      t.apply, t.communication,
-          t.waiting, t.evaluate, t.injected, t.other};
+inline constexpr std::array<std::string_view, 10> kStepPhases = {
+    "compute", "compress", "mix",      "apply",    "send",
+    "communication", "waiting", "evaluate", "injected", "other"};
+inline std::array<Duration, 10> PhaseDurations(const StepTimes& t) {
+  return {t.compute,       t.compress, t.mix,      t.apply,    t.send,
+          t.communication, t.waiting,  t.evaluate, t.injected, t.other};
 }
 
 // murmur_rejected_messages_total{reason}: the envelope's reasons (proto::RejectionName), the

@@ -110,9 +110,10 @@ struct NodeTelemetry::Metrics {
                             .Add({})),
         step_phase(BuildHistogram()
                        .Name("murmur_step_duration_seconds")
-                       .Help("Wall time of a step by phase: compute; gossip's compress, mix and "
-                             "apply; the coded modes' communication; waiting on peers; evaluate; "
-                             "injected straggler delay; other (the driver's own work)")
+                       .Help("Wall time of a step by phase: compute; gossip's compress, mix, "
+                             "apply and send (messages handed to the transport); the coded modes' "
+                             "communication; waiting on peers; evaluate; injected straggler "
+                             "delay; other (the driver's own work)")
                        .Register(r)),
         staleness(BuildHistogram()
                       .Name("murmur_staleness_steps")

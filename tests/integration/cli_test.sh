@@ -89,7 +89,7 @@ for p in phases:
                 ("wall_s", "thread_cpu_s", "process_cpu_s", "samples_per_s",
                  "samples_per_training_s"))
     assert abs(parts - p["wall_s"]) <= 1e-6 * p["wall_s"], p
-    assert p["compute_s"] > 0 and p["compress_s"] > 0 and p["mix_s"] > 0, p
+    assert p["compute_s"] > 0 and p["compress_s"] > 0 and p["mix_s"] > 0 and p["send_s"] > 0, p
     assert p["communication_s"] == 0 and p["injected_s"] == 0, p
     assert p["samples"] > 0, p
     assert abs(p["samples_per_s"] - p["samples"] / p["wall_s"]) < 1e-6 * p["samples_per_s"], p

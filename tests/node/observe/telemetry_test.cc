@@ -54,6 +54,7 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   StepTimes times{.compute = milliseconds(3),
                   .compress = milliseconds(1),
                   .mix = milliseconds(4),
+                  .send = milliseconds(2),
                   .waiting = milliseconds(2),
                   .injected = milliseconds(6)};
   for (int i = 0; i < 5; ++i) t.ObserveStep(times, 64);
@@ -83,6 +84,7 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="compress"})"), 0.005, 1e-12);
   EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="mix"})"), 0.020, 1e-12);
   EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="waiting"})"), 0.010, 1e-12);
+  EXPECT_NEAR(Sample(text, R"(murmur_step_duration_seconds_sum{phase="send"})"), 0.010, 1e-12);
   // Every phase is a series from the first step on, zeros included (a dashboard's stack).
   for (std::string_view phase : kStepPhases) {
     EXPECT_EQ(
