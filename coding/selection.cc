@@ -120,14 +120,9 @@ struct Sum {
 // the compress goes through a register because its memory form is microcoded on Zen 4).
 // Otherwise a 16-wide compare per block and a walk over the set bits of its mask.
 template <typename Source>
-void CollectAtLeast(const Source& source, size_t n, uint32_t key,
-                    std::vector<uint32_t>& out_indices, std::vector<float>& out_values) {
+void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<uint32_t>& indices,
+                    std::vector<float>& values) {
   MURMUR_DCHECK(key >= 1);
-  // The hits go to scratch that keeps its size from call to call, then to the caller's vectors.
-  // Growing the caller's vectors again (the last call trimmed them to its count) zero-filled a
-  // chunk's room or more per call: about 13 of a 235 K top-k's 67 µs.
-  thread_local std::vector<uint32_t> indices;
-  thread_local std::vector<float> values;
   size_t count = 0;
   size_t i = 0;
 #if defined(__AVX512F__)
@@ -179,8 +174,8 @@ void CollectAtLeast(const Source& source, size_t n, uint32_t key,
     values[count] = x;
     count += Key(x) >= key;
   }
-  out_indices.assign(indices.begin(), indices.begin() + static_cast<ptrdiff_t>(count));
-  out_values.assign(values.begin(), values.begin() + static_cast<ptrdiff_t>(count));
+  indices.resize(count);
+  values.resize(count);
 }
 
 void CollectAtLeast(const float* v, size_t n, uint32_t key, std::vector<uint32_t>& indices,
