@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -78,11 +79,15 @@ Status CheckWritableFilePath(const std::string& path, std::string_view what) {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return InvalidArgumentError(key + " '" + path + "' is a directory, not a file");
   }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return InvalidArgumentError(key + " '" + path + "': " + Why("cannot create", tmp));
+  // A probe of a name of its own (O_EXCL through mkstemp): a file already there, such as the
+  // write's own temporary of another run, is neither truncated nor removed.
+  std::string probe = dir + "/.murmur-write-check-XXXXXX";
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return InvalidArgumentError(key + " '" + path + "': " + Why("cannot create a file in", dir));
+  }
   ::close(fd);
-  ::unlink(tmp.c_str());
+  ::unlink(probe.c_str());
   return OkStatus();
 }
 

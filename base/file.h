@@ -22,8 +22,8 @@ Status WriteFileAtomically(const std::string& path, std::span<const std::byte> b
 
 // Whether WriteFileAtomically(path, ...) can work, asked before hours of work that end in it:
 // kInvalidArgument naming `what` (the key that gave the path) when the directory is missing or
-// not a directory, `path` is a directory, or a file cannot be created beside it (tried with the
-// temporary file's name, which is removed again). `path` itself is not touched.
+// not a directory, `path` is a directory, or a file cannot be created beside it (tried with a
+// fresh name of its own, removed again). No existing file is touched.
 Status CheckWritableFilePath(const std::string& path, std::string_view what);
 
 // The whole file. kNotFound without one, kUnavailable when it cannot be read, kOutOfRange when it

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,14 @@ class TempDir {
 TEST(FileTest, CheckWritableFilePathRefusesWhatTheWriteWouldFailOn) {
   TempDir dir;
   const std::string good = (dir.path() / "model.ckpt").string();
+  // A file that already has the write's temporary name is left as it is.
+  const std::byte stray[] = {std::byte{7}};
+  ASSERT_TRUE(WriteFileAtomically(good + ".tmp", stray).ok());
   ASSERT_TRUE(CheckWritableFilePath(good, "save_model").ok());
   EXPECT_FALSE(fs::exists(good));
-  EXPECT_FALSE(fs::exists(good + ".tmp"));
+  EXPECT_EQ(fs::file_size(good + ".tmp"), 1u);
+  fs::remove(good + ".tmp");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 0);
   const std::byte bytes[] = {std::byte{1}, std::byte{2}};
   ASSERT_TRUE(WriteFileAtomically(good, bytes).ok());
   // An existing file may be replaced.
