@@ -15,9 +15,9 @@ and the rounds alternate, so a slow moment of the machine hits every row alike. 
 Prints per N the median over rounds of the cluster's training-phase samples/s (the nodes' sum),
 counted as murmur train counts its own (the periodic evaluations' time excluded; the ratio with
 it is printed beside), the ratio to min(N, cores) x single (what the cores could do training
-alone) with the goals of issue 22 (2 nodes on 2 cores >= 0.8, 4 nodes >= 0.7), the same ratio for N independent
-`murmur train` processes run at once on 1/N of the rows each (the machine's ceiling for N
-processes, without gossip), and the nodes' mean share of each phase.
+alone) with the goals of issue 22 (2 nodes on 2 cores >= 0.8, 4 nodes >= 0.7), the same ratio
+for N independent `murmur train` processes run at once on 1/N of the rows each (the machine's
+ceiling for N processes, without gossip), and the nodes' mean share of each phase.
 """
 import argparse
 import json

@@ -51,8 +51,8 @@ struct StepTimes {
 };
 // StepTimes' phases in order, named as the metric's `phase` label and the reports name them.
 inline constexpr std::array<std::string_view, 10> kStepPhases = {
-    "compute", "compress", "mix",      "apply",    "send",
-    "communication", "waiting", "evaluate", "injected", "other"};
+    "compute",       "compress", "mix",      "apply",    "send",
+    "communication", "waiting",  "evaluate", "injected", "other"};
 inline std::array<Duration, 10> PhaseDurations(const StepTimes& t) {
   return {t.compute,       t.compress, t.mix,      t.apply,    t.send,
           t.communication, t.waiting,  t.evaluate, t.injected, t.other};
