@@ -299,6 +299,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   const size_t n = cluster.children().size();
   std::vector<double> accuracy;
   std::vector<int64_t> steps;
+  std::vector<int64_t> rounds;  // gossip rounds each node ran (consensus control skips some)
   std::vector<double> train_s;  // each node's time from its start of training to its end
   uint64_t bytes = 0;
   int64_t local_steps = 0;
@@ -324,6 +325,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
       contributors = std::max(contributors, finish.value("contributors", uint32_t{0}));
     }
     steps.push_back(f["step"].get<int64_t>());
+    rounds.push_back(f.value("rounds", int64_t{0}));
     train_s.push_back(f["elapsed_s"].get<double>());
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
@@ -363,6 +365,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["accuracy"] = accuracy;
     j["mean_accuracy"] = mean;
     j["steps"] = steps;
+    j["rounds"] = rounds;
     j["local_steps_total"] = local_steps;
     j["train_s"] = train_s;
     j["phases"] = breakdown.nodes;
@@ -407,6 +410,15 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   if (consensus >= 0) {
     std::printf("  consensus distance%s (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
                 averaged > 0 ? " of the saved models after the finish" : "", consensus, relative);
+  }
+  if (!rounds.empty()) {
+    const auto [rlo, rhi] = std::minmax_element(rounds.begin(), rounds.end());
+    const auto [slo, shi] = std::minmax_element(steps.begin(), steps.end());
+    auto span = [](int64_t lo, int64_t hi) {
+      return lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi);
+    };
+    std::printf("  gossip rounds per node %s in %s steps\n", span(*rlo, *rhi).c_str(),
+                span(*slo, *shi).c_str());
   }
   std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
               static_cast<double>(bytes) / 1e6, allreduce / 1e6,

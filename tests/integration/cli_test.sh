@@ -99,6 +99,10 @@ for p in phases:
 assert abs(d["train_phase_samples_per_s"] - sum(p["samples_per_s"] for p in phases)) < 1e-6, d
 assert abs(d["samples_per_training_s"] - sum(p["samples_per_training_s"] for p in phases)) < 1e-6, d
 print("ok   local phases:", [round(p["compute_s"] / p["wall_s"], 2) for p in phases], "compute share")
+# Gossip rounds per node: at least one, and at most one per step.
+assert len(d["rounds"]) == len(d["steps"]) == 2, d
+assert all(0 < r <= s for r, s in zip(d["rounds"], d["steps"])), (d["rounds"], d["steps"])
+print("ok   local rounds:", d["rounds"], "in", d["steps"], "steps")
 PY
 check "compressed run reports its bytes" 0 "$murmur" train --compress topk:0.05,values=fp16 --epochs 1 --max-train-samples 2000 --json --progress none
 python3 - "$tmp/out" <<'PY' || fail=1
