@@ -325,7 +325,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
       contributors = std::max(contributors, finish.value("contributors", uint32_t{0}));
     }
     steps.push_back(f["step"].get<int64_t>());
-    rounds.push_back(f.value("rounds", int64_t{0}));
+    rounds.push_back(f["rounds"].get<int64_t>());
     train_s.push_back(f["elapsed_s"].get<double>());
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
