@@ -9,6 +9,11 @@
 #include "coding/update_wire.h"
 #include "coding/vector_ops.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define MURMUR_DENSE_AVX512 1
+#endif
+
 namespace murmur::coding::internal {
 namespace {
 
@@ -43,18 +48,107 @@ DenseResult EncodeRaw(std::span<const float> input, Update& out, std::vector<std
   uint32_t non_finite = 0;
   for (size_t begin = 0; begin < d; begin += kBlock) {
     const size_t end = std::min(d, begin + kBlock);
-    for (size_t i = begin; i < end; ++i) {
+    size_t i = begin;
+#if defined(MURMUR_DENSE_AVX512)
+    // Each vector goes to both outputs from the register (a copy of the block from `values`
+    // into the payload read it back: 0.14-0.17x a cache-resident memcpy at 1 M, against
+    // 0.45-0.5x for two stores).
+    const __m512 z = _mm512_set1_ps(zero);
+    const __m512i exponent = _mm512_set1_epi32(0x7F800000);
+    __m512i largest = _mm512_setzero_si512();
+    auto* out = reinterpret_cast<float*>(payload);
+    for (; i + 16 <= end; i += 16) {
+      const __m512 v = _mm512_add_ps(_mm512_loadu_ps(in + i), z);
+      _mm512_storeu_ps(values + i, v);
+      _mm512_storeu_ps(out + i, v);
+      largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_castps_si512(v), exponent));
+    }
+    non_finite |= IsNonFinite(std::bit_cast<float>(_mm512_reduce_max_epu32(largest)));
+    for (; i < end; ++i) {
+      const float v = in[i] + zero;
+      non_finite |= IsNonFinite(v);
+      values[i] = v;
+      std::memcpy(payload + i * sizeof(float), &v, sizeof(float));
+    }
+#else
+    for (; i < end; ++i) {
       const float v = in[i] + zero;
       non_finite |= IsNonFinite(v);
       values[i] = v;
     }
     std::memcpy(payload + begin * sizeof(float), values + begin, (end - begin) * sizeof(float));
+#endif
     hash.Add(payload + begin * sizeof(float), (end - begin) * sizeof(float));
   }
   if (non_finite != 0) return DenseResult::kNonFinite;
   hash.Finish(header);
   return DenseResult::kDone;
 }
+
+#if defined(MURMUR_DENSE_AVX512)
+// fp16's pass 2 with the hardware conversion (vcvtps2ph, F16C's instruction at 16 lanes), for
+// the entries where it gives the definition's bits. The window's codes are IEEE half codes with
+// the exponent one higher: a kept value of biased float exponent e has code exponent e - base in
+// [1, 31], where half has [1, 30] for normals. Scaling by 2^(111 - base), exact for these values,
+// puts e - base - 1 in half's exponent field, and the conversion rounds the mantissa to nearest
+// even as RoundToFp16Precision does. The entries where the two differ are recognized from the
+// unrounded magnitude bits (a rounds up into binade X exactly when a >= X - 0x1000) and left to
+// the definition, a vector at a time:
+// - code exponent 1 (half would hold them as subnormals, with fewer mantissa bits);
+// - float subnormals, which the definition keeps bit for bit below every window;
+// - magnitudes that round past the largest float, which the definition saturates.
+// Everything else is a kept value of code exponent >= 2 or flushed to a signed zero.
+class Fp16Converter {
+ public:
+  explicit Fp16Converter(uint32_t base)
+      : usable_(base <= 237),  // 2^(111 - base) and its inverse are normal floats
+        band_start_(_mm512_set1_epi32(static_cast<int>(((base + 1) << 23) - 0x1000u))),
+        kept_from_(_mm512_set1_epi32(static_cast<int>(((base + 2) << 23) - 0x1000u))),
+        scale_(_mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>((238 - base) << 23)))),
+        unscale_(_mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>((16 + base) << 23)))) {}
+
+  bool usable() const { return usable_; }
+
+  // Writes 16 values, codes and (kFeedback) residuals; false (nothing written) when one of the
+  // 16 entries needs the definition.
+  template <bool kFeedback>
+  bool Encode16(const float* in, float* r, float* values, uint16_t* codes) const {
+    __m512 s = _mm512_loadu_ps(in);
+    if constexpr (kFeedback) s = _mm512_add_ps(_mm512_loadu_ps(r), s);
+    const __m512i bits = _mm512_castps_si512(s);
+    const __m512i a = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
+    // 0 < a < 0x7FF000 (rounds to a float subnormal) | a in the code-exponent-1 band | a rounds
+    // past the largest float.
+    const __mmask16 hard =
+        _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
+                                _mm512_set1_epi32(0x7FF000 - 1)) |
+        _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, band_start_), _mm512_set1_epi32(1 << 23)) |
+        _mm512_cmpge_epu32_mask(a, _mm512_set1_epi32(0x7F7FF000));
+    if (hard != 0) return false;
+    const __mmask16 kept = _mm512_cmpge_epu32_mask(a, kept_from_);
+    const __m256i half =
+        _mm512_cvtps_ph(_mm512_mul_ps(s, scale_), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i code =
+        _mm256_mask_blend_epi16(kept, _mm256_and_si256(half, _mm256_set1_epi16(-0x8000)),
+                                _mm256_add_epi16(half, _mm256_set1_epi16(0x400)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes), code);
+    const __m512 sign = _mm512_castsi512_ps(
+        _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+    const __m512 value =
+        _mm512_mask_blend_ps(kept, sign, _mm512_mul_ps(_mm512_cvtph_ps(half), unscale_));
+    _mm512_storeu_ps(values, value);
+    if constexpr (kFeedback) _mm512_storeu_ps(r, _mm512_sub_ps(s, value));
+    return true;
+  }
+
+ private:
+  bool usable_;
+  __m512i band_start_;
+  __m512i kept_from_;
+  __m512 scale_;
+  __m512 unscale_;
+};
+#endif
 
 // fp16 with its full 5-bit window. Pass 1 reads the sources for what the window needs: the
 // largest magnitude's bits (also the finiteness test: a NaN or infinity has the largest) and
@@ -100,23 +194,38 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
   // top mantissa bits.
   const uint32_t kept_from = (format.exponent_base + 1u) << 23;
   const uint32_t rebase = static_cast<uint32_t>(format.exponent_base) << 10;
+  // One entry as the definition says (QuantizeFloats' rounding and flush, EncodeValues' code).
+  auto entry = [&](size_t i) {
+    const float s = kFeedback ? r[i] + in[i] : in[i];
+    const uint32_t bits = RoundToFp16Precision(std::bit_cast<uint32_t>(s));
+    const uint32_t sign = bits & 0x80000000u;
+    const uint32_t magnitude = bits & 0x7FFFFFFFu;
+    // Masks, not branches, so that the loop vectorizes.
+    const uint32_t kept = magnitude >= kept_from ? 0xFFFFFFFFu : 0u;
+    const uint32_t small = magnitude < 0x800000u ? 0xFFFFFFFFu : 0u;  // zero or subnormal
+    const uint32_t sent = magnitude & (kept | small);
+    const float value = std::bit_cast<float>(sign | sent);
+    values[i] = value;
+    if constexpr (kFeedback) r[i] = s - value;
+    codes[i] = static_cast<uint16_t>(((sent >> 13) - (rebase & kept)) | (sign >> 16));
+  };
+#if defined(MURMUR_DENSE_AVX512)
+  Fp16Converter convert(format.exponent_base);
+#endif
   PayloadHash hash;
   for (size_t begin = 0; begin < d; begin += kBlock) {
     const size_t end = std::min(d, begin + kBlock);
-    for (size_t i = begin; i < end; ++i) {
-      const float s = kFeedback ? r[i] + in[i] : in[i];
-      const uint32_t bits = RoundToFp16Precision(std::bit_cast<uint32_t>(s));
-      const uint32_t sign = bits & 0x80000000u;
-      const uint32_t magnitude = bits & 0x7FFFFFFFu;
-      // Masks, not branches, so that the loop vectorizes.
-      const uint32_t kept = magnitude >= kept_from ? 0xFFFFFFFFu : 0u;
-      const uint32_t small = magnitude < 0x800000u ? 0xFFFFFFFFu : 0u;  // zero or subnormal
-      const uint32_t sent = magnitude & (kept | small);
-      const float value = std::bit_cast<float>(sign | sent);
-      values[i] = value;
-      if constexpr (kFeedback) r[i] = s - value;
-      codes[i] = static_cast<uint16_t>(((sent >> 13) - (rebase & kept)) | (sign >> 16));
+    size_t i = begin;
+#if defined(MURMUR_DENSE_AVX512)
+    if (convert.usable()) {
+      for (; i + 16 <= end; i += 16) {
+        if (!convert.Encode16<kFeedback>(in + i, r + i, values + i, codes + i)) {
+          for (size_t j = i; j < i + 16; ++j) entry(j);
+        }
+      }
     }
+#endif
+    for (; i < end; ++i) entry(i);
     hash.Add(reinterpret_cast<const std::byte*>(codes + begin), (end - begin) * sizeof(uint16_t));
   }
   hash.Finish(header);

@@ -5,6 +5,9 @@
 // one pass that writes the values, the wire codes and, with error feedback, the new residual,
 // block by block, hashing each block of codes while it is in L1. The separate copy, quantize,
 // encode, checksum and residual passes did the same work in five trips through memory.
+// With AVX-512 the writing pass converts fp16 in hardware for every 16 values where that gives
+// the definition's bits (Fp16Converter in the .cc says where it does not), and `none` writes each
+// vector to the values and the payload from the register.
 //
 // The results are bit-identical to Compress + EncodeUpdate (DenseCodecTest in
 // tests/coding/compressor_test.cc compares them at edge sizes and values).

@@ -16,6 +16,7 @@ namespace murmur::coding {
 namespace {
 
 using testing::Distribution;
+using testing::Bits;
 using testing::MakeVector;
 
 Compressor Make(std::string_view spec, size_t n) {
@@ -443,12 +444,6 @@ TEST(CompressorTest, EmptyAndSingleElementVectors) {
 // The fused dense path (coding/dense_codec.h) against the two-step one it replaces:
 // Compressor::Compress(input, update, bytes) must give the Update, the bytes and the residual
 // that Compress(input, update) + EncodeUpdate(update) give, bit for bit, over several steps.
-
-std::vector<uint32_t> Bits(std::span<const float> v) {
-  std::vector<uint32_t> bits(v.size());
-  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
-  return bits;
-}
 
 // Values at the format's edges: signed zeros, float subnormals (exponent code 0), the largest
 // floats (fp16 rounding clamps instead of overflowing), a rounding tie that carries into the

@@ -19,9 +19,12 @@
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "kernels/device.h"
+#include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
 namespace {
+
+using testing::Bits;
 
 constexpr uint64_t kSeed = 77;
 
@@ -78,12 +81,6 @@ Reference Scalar(const internal::LevelPass& pass) {
     r.nonzero += level != 0 ? 1 : 0;
   }
   return r;
-}
-
-std::vector<uint32_t> Bits(std::span<const float> v) {
-  std::vector<uint32_t> bits(v.size());
-  for (size_t i = 0; i < v.size(); ++i) bits[i] = std::bit_cast<uint32_t>(v[i]);
-  return bits;
 }
 
 TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {

@@ -1,10 +1,12 @@
 #pragma once
 // Seeded input vectors for the compression tests: the distributions a selection must cope with.
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -51,6 +53,13 @@ inline std::vector<float> MakeVector(Distribution d, size_t n, uint64_t seed) {
     }
   }
   return v;
+}
+
+// The bit patterns of v, for comparisons that tell -0 from +0 and NaNs apart.
+inline std::vector<uint32_t> Bits(std::span<const float> v) {
+  std::vector<uint32_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = std::bit_cast<uint32_t>(v[i]);
+  return bits;
 }
 
 }  // namespace murmur::coding::testing
