@@ -1,6 +1,7 @@
 #include "gossip/peer_sampling.h"
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -23,20 +24,56 @@ std::vector<std::set<size_t>> UndirectedGraph(const PeerSamplingOptions& options
     if (p > 2) connect(p - 1, 0);
     return adj;
   }
-  // kRandom: every node derives the same permutations from (seed, round, p).
+  // kRandom: every node derives the same graph from (seed, round, p).
   std::seed_seq seq{static_cast<uint32_t>(options.seed), static_cast<uint32_t>(options.seed >> 32),
                     static_cast<uint32_t>(round), static_cast<uint32_t>(round >> 32),
                     static_cast<uint32_t>(p)};
   std::mt19937_64 rng(seq);
-  const int cycles = (std::max(options.random_peers, 1) + 1) / 2;
+  // One peer each would be a matching: pairs that never mix with each other (config refuses 1).
+  const size_t k = static_cast<size_t>(std::max(options.random_peers, 2));
+  if (k + 1 >= p) {  // every other member
+    for (size_t a = 0; a < p; ++a) {
+      for (size_t b = a + 1; b < p; ++b) connect(a, b);
+    }
+    return adj;
+  }
+  // A circulant graph over a random relabelling of the view: position a is joined to a ± s for
+  // each step s of a random set of floor(k / 2) distinct steps in [1, (p - 1) / 2], whose
+  // edges are disjoint, so every node gets exactly 2 per step. The first step is coprime with p
+  // (a Hamiltonian cycle: the graph is connected). For odd k a perfect matching adds one peer:
+  // a ± p / 2 when p is even; when p is odd, alternate edges of one more coprime step's cycle,
+  // which leave one node with k - 1 (p k odd: no k-regular graph exists).
   std::vector<size_t> order(p);
-  for (int c = 0; c < cycles; ++c) {
-    for (size_t i = 0; i < p; ++i) order[i] = i;
-    // Fisher–Yates with our own draw: std::shuffle's algorithm is implementation-defined, and
-    // every node of the cluster must draw the same graph.
-    for (size_t i = p; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-    for (size_t i = 0; i + 1 < p; ++i) connect(order[i], order[i + 1]);
-    if (p > 2) connect(order[p - 1], order[0]);
+  for (size_t i = 0; i < p; ++i) order[i] = i;
+  // Fisher–Yates with our own draw: std::shuffle's algorithm is implementation-defined, and
+  // every node of the cluster must draw the same graph.
+  for (size_t i = p; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  std::vector<size_t> coprime, other;
+  for (size_t step = 1; 2 * step < p; ++step) {
+    (std::gcd(step, p) == 1 ? coprime : other).push_back(step);
+  }
+  auto take = [&](std::vector<size_t>& from) {  // a random element, removed
+    const size_t at = rng() % from.size();
+    const size_t step = from[at];
+    from.erase(from.begin() + static_cast<std::ptrdiff_t>(at));
+    return step;
+  };
+  std::vector<size_t> steps = {take(coprime)};  // coprime holds 1 (p >= 3 here)
+  const bool odd_matching = k % 2 == 1 && p % 2 == 1;
+  // An odd p needs a coprime step for its matching: held back from the draw.
+  const size_t matching_step = odd_matching && !coprime.empty() ? take(coprime) : 0;
+  std::vector<size_t> rest = coprime;
+  rest.insert(rest.end(), other.begin(), other.end());
+  while (steps.size() < k / 2 && !rest.empty()) steps.push_back(take(rest));
+  for (size_t step : steps) {
+    for (size_t a = 0; a < p; ++a) connect(order[a], order[(a + step) % p]);
+  }
+  if (k % 2 == 1 && p % 2 == 0) {
+    for (size_t a = 0; a < p / 2; ++a) connect(order[a], order[a + p / 2]);
+  } else if (odd_matching && matching_step != 0) {
+    for (size_t j = 0; j + 1 < p; j += 2) {
+      connect(order[(j * matching_step) % p], order[((j + 1) * matching_step) % p]);
+    }
   }
   return adj;
 }

@@ -12,8 +12,11 @@
 //                al., ICML 2019): in round t every node sends to i + 2^(t mod ceil(log2 P)) and
 //                keeps half. W_t = (I + shift)/2. With P a power of two, log2 P rounds average
 //                exactly (Ying et al. 2021).
-//   random       undirected; the union of ceil(k/2) random Hamiltonian cycles over the view,
-//                redrawn each round from a shared seed: about k peers each.
+//   random       undirected; exactly k peers each (k >= 2): every other member when k >= P - 1,
+//                else a circulant graph (k/2 random distinct steps, the first coprime with P,
+//                so the graph is connected, plus a perfect matching for odd k) over a random
+//                relabelling of the view, redrawn each round from a shared seed. When P and k
+//                are both odd no k-regular graph exists and one node gets k - 1.
 // Undirected topologies use Metropolis–Hastings weights w_ij = 1 / (1 + max(d_i, d_j)),
 // w_ii = 1 - sum_j w_ij (symmetric, hence doubly stochastic).
 
@@ -33,7 +36,7 @@ const char* TopologyName(Topology t);
 
 struct PeerSamplingOptions {
   Topology topology = Topology::kRing;
-  int random_peers = 2;  // k for kRandom
+  int random_peers = 2;  // k for kRandom (values below 2 count as 2)
   uint64_t seed = 0;     // shared by the cluster (derived from the cluster id)
 };
 

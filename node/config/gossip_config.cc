@@ -61,7 +61,9 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
         .Choice("topology", &C::topology, "ring", {"ring", "exponential", "random"},
                 "who mixes with whom each round")
-        .Integer("random_peers", &C::random_peers, 2, 1, 64, "peers per node for topology random")
+        .Integer("random_peers", &C::random_peers, 2, 2, 64,
+                 "peers per node for topology random: exactly this many (every other member when "
+                 "the view has fewer; at least 2: one each would pair nodes off for good)")
         .Integer("local_steps", &C::local_steps, 1, 1, 100000,
                  "H: local SGD steps between gossip rounds (1: plain decentralized SGD)")
         .Real("post_local_epoch", &C::post_local_epoch, "-1", -1, 100000,

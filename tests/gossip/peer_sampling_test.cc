@@ -105,13 +105,62 @@ TEST(PeerSamplingTest, RandomGraphIsSharedAndRedrawnEachRound) {
   PeerSamplingOptions o{Topology::kRandom, 4, 99};
   const auto a = PeersFor(o, view, 5, 10);
   EXPECT_EQ(PeersFor(o, view, 5, 10).send_to, a.send_to) << "not deterministic";
-  EXPECT_LE(a.send_to.size(), 4u);
-  EXPECT_GE(a.send_to.size(), 2u);
+  EXPECT_EQ(a.send_to.size(), 4u);
   bool changed = false;
   for (uint64_t r = 11; r < 15; ++r) changed |= PeersFor(o, view, 5, r).send_to != a.send_to;
   EXPECT_TRUE(changed);
   EXPECT_EQ(ParseTopology("mesh").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(*ParseTopology("random"), Topology::kRandom);
+}
+
+TEST(PeerSamplingTest, RandomGraphGivesExactlyKPeersAndIsConnected) {
+  // k >= P - 1: every other member (one dense round is then an exact average). Otherwise k
+  // peers each; when P and k are both odd no k-regular graph exists and one node has k - 1.
+  // The union of random cycles this replaced could draw the same cycle twice: with seeds 0 and 1
+  // "3 peers" on 4 nodes was the ring.
+  for (uint64_t seed : {0u, 1u, 2u, 77u}) {
+    for (size_t p : {2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 31, 64}) {
+      std::vector<NodeId> view(p);
+      for (size_t i = 0; i < p; ++i) view[i] = 10 + 3 * i;
+      for (int k : {2, 3, 4, 5, 7, 8, 63}) {
+        for (uint64_t round : {0u, 5u}) {
+          const PeerSamplingOptions o{Topology::kRandom, k, seed};
+          const size_t want = std::min<size_t>(static_cast<size_t>(k), p - 1);
+          const bool odd = want % 2 == 1 && p % 2 == 1 && want < p - 1;
+          const std::string what = "P=" + std::to_string(p) + " k=" + std::to_string(k) + " seed " +
+                                   std::to_string(seed) + " round " + std::to_string(round);
+          size_t short_nodes = 0;
+          std::vector<std::vector<size_t>> adj(p);
+          for (size_t i = 0; i < p; ++i) {
+            const RoundPeers peers = PeersFor(o, view, view[i], round);
+            EXPECT_EQ(peers.send_to.size(), peers.receive_from.size()) << what;
+            if (peers.send_to.size() + 1 == want && odd) {
+              ++short_nodes;
+            } else {
+              EXPECT_EQ(peers.send_to.size(), want) << what << " node " << i;
+            }
+            for (NodeId j : peers.send_to) {
+              adj[i].push_back(
+                  static_cast<size_t>(std::find(view.begin(), view.end(), j) - view.begin()));
+            }
+          }
+          EXPECT_EQ(short_nodes, odd ? 1u : 0u) << what;
+          std::vector<bool> seen(p, false);  // connected: a search from node 0 reaches all
+          std::vector<size_t> stack = {0};
+          seen[0] = true;
+          while (!stack.empty()) {
+            const size_t a = stack.back();
+            stack.pop_back();
+            for (size_t b : adj[a]) {
+              if (!seen[b]) stack.push_back(b), seen[b] = true;
+            }
+          }
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), true), static_cast<long>(p)) << what;
+          ExpectDoublyStochastic(MixingMatrix(o, view, round), what);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
