@@ -482,6 +482,11 @@ int LocalCommand::Run() {
   }
   if (!resolved.ok()) return Refuse(std::string(resolved.status().message()));
   const LocalConfig& config = *resolved;
+  if (Status s = RefuseOtherModeKeys(
+          config.mode, parser_.ResolvedFlags(texts, OtherModeKeys(config.mode)));
+      !s.ok()) {
+    return Refuse(std::string(s.message()));
+  }
   // Check everything before any process starts: a bad shape or injection is exit 2.
   std::unique_ptr<LocalMode> mode;
   int processes = config.nodes;

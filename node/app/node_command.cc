@@ -171,6 +171,13 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
 int NodeCommand::Run() {
   std::map<std::string, std::string> texts;
   StatusOr<NodeConfig> config = parser_.Resolve(std::getenv, &texts);
+  if (config.ok()) {
+    if (Status s = RefuseOtherModeKeys(
+            config->mode, parser_.ResolvedFlags(texts, OtherModeKeys(config->mode)));
+        !s.ok()) {
+      config = s;
+    }
+  }
   StatusOr<PeerNodeOptions> options =
       config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
   if (!options.ok()) {

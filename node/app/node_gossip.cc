@@ -141,7 +141,7 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   if (options->per_node_init) {
     hooks.started = [&, seed = options->init_seed](uint64_t id) {
       std::vector<float> own(static_cast<size_t>(model->NumParams()));
-      model->Initialize(std::span<float>(own), seed ^ (id * 0x9E3779B97F4A7C15ULL));
+      model->Initialize(std::span<float>(own), OwnInitSeed(seed, id));
       return t.SetParams(own);
     };
   }

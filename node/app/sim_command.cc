@@ -54,9 +54,14 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (!scenario_.empty()) {
       if (Status s = parser_.SetConfigPath(scenario_); !s.ok()) return Refuse(s);
     }
-    StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv);
+    std::map<std::string, std::string> texts;
+    StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv, &texts);
     if (!resolved.ok()) return Refuse(resolved.status());
     const SimConfig& c = *resolved;
+    if (std::optional<gossip::Mode> mode = gossip::ParseMode(c.mode)) {
+      Status s = RefuseOtherModeKeys(*mode, parser_.ResolvedFlags(texts, OtherModeKeys(*mode)));
+      if (!s.ok()) return Refuse(s);
+    }
     MURMUR_CHECK_OK(SetLogLevel(c.log_level));
     if (c.mode == "consensus") return RunConsensusSim(c);
     auto options = Options(c);
@@ -135,6 +140,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     } else if (o.kind == SimKind::kGossip) {
       MURMUR_ASSIGN_OR_RETURN(GossipTrainerOptions g, GossipOptionsFrom(c.gossip));
       o.gossip = g.node;
+      o.per_node_init = g.per_node_init;
       train_ = g.train;  // its learning-rate schedule resolved ("auto": cosine with a budget)
       if (o.gossip.expect_members <= 0) o.gossip.expect_members = c.nodes;
     }

@@ -1,5 +1,7 @@
 #include "node/config/coded_config.h"
 
+#include <fmt/format.h>
+
 #include "gossip/sync_node.h"
 
 namespace murmur::node {
@@ -36,6 +38,33 @@ std::vector<std::string> CodedKeyNames() {
   std::vector<std::string> out;
   for (const auto& key : CodedSchema().keys()) out.push_back(key.name);
   return out;
+}
+
+std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
+  if (mode == gossip::Mode::kGossip) return CodedKeyNames();
+  if (!gossip::IsSyncMode(mode)) return {};
+  // Every GossipConfig key but the training ones (TrainConfig) and those CodedOptionsFrom and
+  // the synchronous drivers read: time_limit_s, eval_every, eval_samples, straggle.
+  return {"epochs",          "compress",       "consensus_target", "consensus_slack",
+          "gamma",           "topology",       "random_peers",     "local_steps",
+          "post_local_epoch", "post_local_steps", "max_lead",       "max_wait_ms",
+          "straggler_hold_s", "staleness_scale", "target_accuracy", "finish_wait_s",
+          "init"};
+}
+
+Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags) {
+  if (set_flags.empty()) return OkStatus();
+  const std::string& flag = set_flags.front();
+  if (mode == gossip::Mode::kGossip) {
+    return InvalidArgumentError(fmt::format(
+        "{}: a key of the synchronous modes (--mode coded-tree|tree|gc|ring); gossip does not "
+        "use it (its budget is epochs, target_accuracy or time_limit_s)",
+        flag));
+  }
+  return InvalidArgumentError(fmt::format(
+      "{}: a gossip key; --mode {} does not use it (its budget is iterations, its model the "
+      "root's)",
+      flag, gossip::ModeName(mode)));
 }
 
 

@@ -27,6 +27,15 @@ struct CodedConfig {
 const ConfigSchema<CodedConfig>& CodedSchema();
 std::vector<std::string> CodedKeyNames();
 
+// The keys of the other kind of mode, which a run of `mode` would ignore: for gossip the coded
+// keys above, for a synchronous mode the GossipConfig keys CodedOptionsFrom does not read
+// (compression, topology, soft sync, the epoch budget, the finish, ...); none otherwise.
+std::vector<std::string> OtherModeKeys(gossip::Mode mode);
+// kInvalidArgument naming the first of `set_flags` ("--flag=value", the OtherModeKeys(mode) a
+// command's ConfigParser::ResolvedFlags found set) and why `mode` does not use it: an accepted
+// flag must do what it says. OK when `set_flags` is empty.
+Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags);
+
 // kInvalidArgument naming the key (a bad straggle spec, for instance).
 StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedConfig& coded,
                                                const GossipConfig& gossip);

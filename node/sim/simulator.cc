@@ -136,8 +136,11 @@ struct Simulator::Impl {
       g.self = Id(i);
       g.incarnation = m.incarnation;
       g.shard_rows = workload->ShardRows(i);
-      workload->Reset(i, x0);
-      auto machine = gossip::GossipNode::Create(g, workload->Params(i), x0, true, now);
+      // init = per-node: the node's own model, as a real node of this id draws it; its public
+      // copy's stream then starts from that model (receivers ask for a snapshot).
+      workload->Reset(i, o.per_node_init ? workload->OwnInitialModel(Id(i)) : x0);
+      auto machine =
+          gossip::GossipNode::Create(g, workload->Params(i), x0, !o.per_node_init, now);
       MURMUR_CHECK(machine.ok()) << machine.status().ToString();
       n.gossip = *std::move(machine);
       if (n.straggle.pause_from >= 0) {

@@ -95,6 +95,7 @@ struct SimOptions {
   std::vector<SimPartition> partitions;
   double wire_scale = 1;  // tensor frame bytes on the links × this (virtual dimension / real)
   gossip::GossipNodeOptions gossip;  // self, incarnation, shard_rows are filled per node
+  bool per_node_init = false;        // gossip: every node starts from its own model (init)
   std::optional<gossip::SyncPlan> plan;
   gossip::SyncNodeOptions sync;  // self is filled per node
   uint64_t seed = 1;

@@ -48,6 +48,12 @@ std::vector<float> TrainerWorkload::InitialModel() const {
   return x;
 }
 
+std::vector<float> TrainerWorkload::OwnInitialModel(uint64_t node_id) const {
+  std::vector<float> x(dimension());
+  eval_model_->Initialize(std::span<float>(x), node::OwnInitSeed(options_.init_seed, node_id));
+  return x;
+}
+
 int64_t TrainerWorkload::ShardRows(size_t node) const {
   return options_.sync ? data_.train.rows / static_cast<int64_t>(options_.nodes)
                        : trainers_[node]->shard_rows();

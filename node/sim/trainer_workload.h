@@ -43,6 +43,7 @@ class TrainerWorkload final : public Workload {
   size_t dimension() const override { return static_cast<size_t>(eval_model_->NumParams()); }
   int64_t dataset_rows() const override { return data_.train.rows; }
   std::vector<float> InitialModel() const override;
+  std::vector<float> OwnInitialModel(uint64_t node_id) const override;
   int64_t ShardRows(size_t node) const override;
   std::span<float> Params(size_t node) override;
   void Reset(size_t node, std::span<const float> model) override;

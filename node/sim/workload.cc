@@ -71,6 +71,12 @@ std::vector<float> SyntheticWorkload::InitialModel() const {
   return x;
 }
 
+std::vector<float> SyntheticWorkload::OwnInitialModel(uint64_t node_id) const {
+  std::vector<float> x(dimension_);
+  for (size_t j = 0; j < dimension_; ++j) x[j] = 0.1f * Hashed(seed_ ^ 0x1A17, node_id + 1, j);
+  return x;
+}
+
 int64_t SyntheticWorkload::ShardRows(size_t node) const {
   const auto [begin, end] = Shard(rows_, node, nodes());
   return std::max<int64_t>(end - begin, 1);

@@ -28,6 +28,9 @@ class Workload {
   virtual int64_t dataset_rows() const = 0;
   // The run's common initial model.
   virtual std::vector<float> InitialModel() const = 0;
+  // Node `node_id`'s own initial model, for runs where every node draws its own (init =
+  // per-node): what a real node of that id would draw.
+  virtual std::vector<float> OwnInitialModel(uint64_t node_id) const = 0;
   // Gossip: node `node` trains on its shard; the machine's budget needs its size.
   virtual int64_t ShardRows(size_t node) const = 0;
   // Node `node`'s parameters (host memory, the trainer's own), valid for the workload's life: the
@@ -71,6 +74,7 @@ class SyntheticWorkload final : public Workload {
   size_t dimension() const override { return dimension_; }
   int64_t dataset_rows() const override { return rows_; }
   std::vector<float> InitialModel() const override;
+  std::vector<float> OwnInitialModel(uint64_t node_id) const override;
   int64_t ShardRows(size_t node) const override;
   std::span<float> Params(size_t node) override { return params_[node]; }
   void Reset(size_t node, std::span<const float> model) override;

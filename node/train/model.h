@@ -107,4 +107,10 @@ class Model {
   std::vector<kernels::Buffer<T>> deltas_;
 };
 
+// The seed of node `node_id`'s own initial model when every node draws its own (`init =
+// per-node`) from the cluster's `seed`: the same on a real node and in the simulator.
+inline uint64_t OwnInitSeed(uint64_t seed, uint64_t node_id) {
+  return seed ^ (node_id * 0x9E3779B97F4A7C15ULL);
+}
+
 }  // namespace murmur::node

@@ -154,6 +154,12 @@ check "a gossip node's save-model into a missing directory exits 2" 2 "$murmur" 
 contains "the node's refusal names the key" "$tmp/err" "save_model '$tmp/none/m.mck'"
 check "checkpoints outside gossip mode exit 2" 2 "$murmur" node --mode ring --listen tcp://127.0.0.1:0 --checkpoint-dir "$tmp/ck"
 contains "the refusal says why" "$tmp/err" "checkpoint_dir and save_model are for --mode gossip"
+# A key the mode would ignore is refused, whichever way round (an accepted flag must act).
+check "a gossip key in a synchronous mode exits 2" 2 "$murmur" local --mode ring --n 2 --L 1 --topology exponential
+contains "the refusal names the flag and the mode" "$tmp/err" "--topology=exponential: a gossip key; --mode ring does not use it"
+check "a synchronous mode's key in gossip exits 2" 2 "$murmur" node --plaintext --listen tcp://127.0.0.1:0 --iterations 50
+contains "the refusal names the flag" "$tmp/err" "--iterations=50: a key of the synchronous modes"
+check "one random peer each exits 2" 2 "$murmur" local --topology random --random-peers 1
 # A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
 # the resume comes before the machine's first step.
 for epochs in 1 2; do

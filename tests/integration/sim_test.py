@@ -46,6 +46,13 @@ check("one seed gives one run", a["trace_hash"] == b["trace_hash"] and a["messag
       (a["trace_hash"], b["trace_hash"]))
 c = json.loads(run(gossip[:-1] + ["4"]).stdout)
 check("another seed another run", a["trace_hash"] != c["trace_hash"])
+# init = per-node: every node starts from its own model, so each neighbour's stream begins with a
+# snapshot of it (the simulator used to accept the key and start every node from one model).
+p = json.loads(run(gossip + ["--init", "per-node"]).stdout)
+check("per-node init starts the nodes apart: more snapshots",
+      p["trace_hash"] != a["trace_hash"] and
+      p["bytes_by_kind"]["snapshot"] > a["bytes_by_kind"].get("snapshot", 0) and p["all_over"],
+      (p["bytes_by_kind"], a["bytes_by_kind"]))
 
 # A straggler: soft sync does not wait for it; it computes fewer steps.
 s = json.loads(run(gossip + ["--straggle", "node=2,slowdown=4"]).stdout)
@@ -98,6 +105,8 @@ for args, text in [(["--network", "fast"], "network"),
                    (["--sample-cost", "10"], "sample_cost"),
                    (["--mode", "membership", "--straggle", "node=1,slowdown=2"], "straggle"),
                    (["--mode", "ring", "--crash", "node=1,at=1s"], "crash"),
+                   (["--mode", "ring", "--local-steps", "4"], "--local-steps=4: a gossip key"),
+                   (["--mode", "gossip", "--global-batch", "64"], "--global-batch=64"),
                    (["--join", "node=9,at=1s", "--nodes", "4"], "join"),
                    (["--fidelity", "training", "--device", "cuda"], "device"),
                    (["--probe-interval-ms", "100", "--probe-timeout-ms", "100"], "probe_timeout"),
