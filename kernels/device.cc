@@ -25,6 +25,13 @@ Status LoadGpuLibraries() {
 #endif
 }
 
+Status CheckTf32(bool tf32, const Device& device) {
+  if (!tf32 || device.is_cuda()) return OkStatus();
+  return InvalidArgumentError(
+      "tf32: TF32 is a mode of a GPU's tensor cores, and this run trains on the CPU (--device "
+      "cuda, or leave --tf32 out)");
+}
+
 StatusOr<Device> ResolveDevice(std::string_view spec) {
   if (spec == "cpu") return Device::Cpu();
   const int count = CudaDeviceCount();

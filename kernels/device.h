@@ -46,4 +46,9 @@ Status LoadGpuLibraries();
 // CUDA is asked for and this build or machine has none, saying which.
 StatusOr<Device> ResolveDevice(std::string_view spec);
 
+// --tf32 lets a GPU's tensor cores take fp32 GEMMs; on the CPU it would change nothing, so a run
+// that trains there refuses it (kInvalidArgument saying where the run trains) rather than
+// accepting a flag that does nothing.
+Status CheckTf32(bool tf32, const Device& device);
+
 }  // namespace murmur::kernels

@@ -539,6 +539,13 @@ int LocalCommand::Run() {
                         : StatusOr<std::vector<std::string>>(
                               std::vector<std::string>(static_cast<size_t>(processes), "auto"));
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
+  // A node placed on the CPU would refuse --tf32 once started: refused here, before any starts.
+  for (const std::string& d : *devices) {
+    if (d != "cpu") continue;
+    if (Status s = kernels::CheckTf32(config.gossip.train.tf32, kernels::Device::Cpu()); !s.ok()) {
+      return Refuse(std::string(s.message()));
+    }
+  }
   if (!config.run_dir.empty()) {
     if (std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {
       return Refuse("run_dir: '" + config.run_dir + "' already holds a run (result.json); give a "

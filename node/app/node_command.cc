@@ -85,6 +85,7 @@ StatusOr<kernels::Device> NodeDevice(const NodeConfig& config) {
     return kernels::Device::Cpu();
   }
   MURMUR_ASSIGN_OR_RETURN(kernels::Device device, kernels::ResolveDevice(spec));
+  MURMUR_RETURN_IF_ERROR(kernels::CheckTf32(config.gossip.train.tf32, device));
   device.allow_tf32 = config.gossip.train.tf32;
   return device;
 }

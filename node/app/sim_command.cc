@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "gossip/sync_node.h"
+#include "kernels/device.h"
 #include "node/app/command.h"
 #include "node/app/local_cluster.h"
 #include "node/app/progress.h"
@@ -181,6 +182,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   StatusOr<std::unique_ptr<sim::Workload>> MakeWorkload(const SimConfig& c, sim::SimOptions& o) {
     if (o.kind == SimKind::kMembership) return std::unique_ptr<sim::Workload>();
     const TrainConfig& t = c.gossip.train;
+    MURMUR_RETURN_IF_ERROR(kernels::CheckTf32(t.tf32, kernels::Device::Cpu()));  // all on the CPU
     std::optional<TrainTest> data;
     if (c.fidelity == "training") {
       if (t.device != "auto" && t.device != "cpu") {

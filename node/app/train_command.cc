@@ -55,6 +55,10 @@ int TrainCommand::Run() {
     std::fprintf(stderr, "murmur train: %s\n", std::string(device.status().message()).c_str());
     return 2;
   }
+  if (Status tf32 = kernels::CheckTf32(config.tf32, *device); !tf32.ok()) {
+    std::fprintf(stderr, "murmur train: %s\n", std::string(tf32.message()).c_str());
+    return 2;
+  }
   device->allow_tf32 = config.tf32;
   StatusOr<Model<float>> model = Model<float>::Create(TrainModelSpec(config, data->train), *device);
   if (!model.ok()) {

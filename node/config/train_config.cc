@@ -52,7 +52,8 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
               "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, "
               "cuda:N")
         .Bool("tf32", &C::tf32, false,
-              "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error)")
+              "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error); "
+              "refused where the run trains on the CPU")
         .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
                 "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")

@@ -160,6 +160,9 @@ contains "the refusal names the flag and the mode" "$tmp/err" "--topology=expone
 check "a synchronous mode's key in gossip exits 2" 2 "$murmur" node --plaintext --listen tcp://127.0.0.1:0 --iterations 50
 contains "the refusal names the flag" "$tmp/err" "--iterations=50: a key of the synchronous modes"
 check "one random peer each exits 2" 2 "$murmur" local --topology random --random-peers 1
+check "--tf32 on the CPU exits 2" 2 "$murmur" train --device cpu --tf32 --epochs 1
+contains "the refusal says where the run trains" "$tmp/err" "tf32: TF32 is a mode of a GPU's tensor cores, and this run trains on the CPU"
+check "--tf32 for nodes on the CPU exits 2" 2 "$murmur" local --device cpu --tf32
 # A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
 # the resume comes before the machine's first step.
 for epochs in 1 2; do
