@@ -316,6 +316,17 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
                                   " (allowed: " + key->allowed + ")");
     }
   }
+  // A checkpoint period with nowhere to write checkpoints would do nothing.
+  if (auto every = merged.find("checkpoint_every");
+      every != merged.end() && c.checkpoint_dir.empty()) {
+    const auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
+                                  [](const auto& k) { return k.name == "checkpoint_every"; });
+    if (key != schema.keys().end() && every->second != key->default_text) {
+      return InvalidArgumentError(
+          "checkpoint_every: '" + every->second +
+          "' without checkpoint_dir: there is nowhere to write checkpoints");
+    }
+  }
   MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
   MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions g, node::GossipOptionsFrom(c.gossip));
   int64_t epoch_samples = 0;

@@ -177,6 +177,10 @@ int NodeCommand::Run() {
             config->mode, parser_.ResolvedFlags(texts, OtherModeKeys(config->mode)));
         !s.ok()) {
       config = s;
+    } else if (config->checkpoint_dir.empty() &&
+               !parser_.ResolvedFlags(texts, {"checkpoint_every"}).empty()) {
+      config = InvalidArgumentError(
+          "checkpoint_every without checkpoint_dir: there is nowhere to write checkpoints");
     }
   }
   StatusOr<PeerNodeOptions> options =

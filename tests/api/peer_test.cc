@@ -129,6 +129,17 @@ TEST(PeerTest, RefusesWhatItCannotDoWithTheReason) {
   expect(lr, "lr_schedule");
   std::vector<float> empty;
   EXPECT_EQ(Peer::Start(c, empty).status().code(), StatusCode::kInvalidArgument);
+  // A checkpoint period without a checkpoint directory would do nothing.
+  Hooks checkpointing;
+  checkpointing.save_state = [] { return StatusOr<SavedState>(SavedState{}); };
+  checkpointing.restore_state = [](const SavedState&) { return OkStatus(); };
+  Config every = c;
+  every["checkpoint_every"] = "50";
+  auto p = Peer::Start(every, x, nullptr, checkpointing);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(std::string(p.status().message()).find("checkpoint_every: '50' without checkpoint_dir"),
+            std::string::npos)
+      << p.status().ToString();
 }
 
 // Where the buffer is: the device key names it, auto is refused (the caller knows), a GPU this

@@ -163,6 +163,8 @@ check "one random peer each exits 2" 2 "$murmur" local --topology random --rando
 check "--tf32 on the CPU exits 2" 2 "$murmur" train --device cpu --tf32 --epochs 1
 contains "the refusal says where the run trains" "$tmp/err" "tf32: TF32 is a mode of a GPU's tensor cores, and this run trains on the CPU"
 check "--tf32 for nodes on the CPU exits 2" 2 "$murmur" local --device cpu --tf32
+check "a checkpoint period without a checkpoint directory exits 2" 2 "$murmur" node --plaintext \
+  --listen tcp://127.0.0.1:0 --checkpoint-every 50
 # A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
 # the resume comes before the machine's first step.
 for epochs in 1 2; do
