@@ -181,6 +181,13 @@ int NodeCommand::Run() {
                !parser_.ResolvedFlags(texts, {"checkpoint_every"}).empty()) {
       config = InvalidArgumentError(
           "checkpoint_every without checkpoint_dir: there is nowhere to write checkpoints");
+    } else if (config->mode != gossip::Mode::kMembership && config->duration > 0) {
+      config = InvalidArgumentError(fmt::format(
+          "duration is how long a membership node runs; --mode {} ends on its budget "
+          "({})",
+          gossip::ModeName(config->mode),
+          config->mode == gossip::Mode::kGossip ? "epochs, target_accuracy or time_limit_s"
+                                                : "iterations or time_limit_s"));
     }
   }
   StatusOr<PeerNodeOptions> options =

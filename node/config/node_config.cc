@@ -38,7 +38,8 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
         .Integer("gossip_fanout", &C::gossip_fanout, 3, 1, 64,
                  "members that receive this node's heartbeat digest each period")
         .Real("duration", &C::duration, "0", 0, 1e9,
-              "seconds to run, then leave; 0 runs until SIGINT or SIGTERM")
+              "membership: seconds to run, then leave; 0 runs until SIGINT or SIGTERM (the "
+              "training modes end on their budget)")
         .Choice("report", &C::report, "none", {"none", "text", "json"},
                 "periodic view on stdout: none, a text line, or one JSON object per line")
         .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,

@@ -165,6 +165,9 @@ contains "the refusal says where the run trains" "$tmp/err" "tf32: TF32 is a mod
 check "--tf32 for nodes on the CPU exits 2" 2 "$murmur" local --device cpu --tf32
 check "a checkpoint period without a checkpoint directory exits 2" 2 "$murmur" node --plaintext \
   --listen tcp://127.0.0.1:0 --checkpoint-every 50
+check "a duration for a training node exits 2" 2 "$murmur" node --plaintext --listen tcp://127.0.0.1:0 \
+  --duration 2
+contains "the refusal names the budget keys" "$tmp/err" "--mode gossip ends on its budget (epochs, target_accuracy or time_limit_s)"
 # A lone node (--expect-members 1 starts training at its first step) resumes from its checkpoint:
 # the resume comes before the machine's first step.
 for epochs in 1 2; do
