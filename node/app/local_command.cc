@@ -540,8 +540,7 @@ int LocalCommand::Run() {
                               std::vector<std::string>(static_cast<size_t>(processes), "auto"));
   if (!devices.ok()) return Refuse(std::string(devices.status().message()));
   // A node placed on the CPU would refuse --tf32 once started: refused here, before any starts.
-  for (const std::string& d : *devices) {
-    if (d != "cpu") continue;
+  if (std::find(devices->begin(), devices->end(), "cpu") != devices->end()) {
     if (Status s = kernels::CheckTf32(config.gossip.train.tf32, kernels::Device::Cpu()); !s.ok()) {
       return Refuse(std::string(s.message()));
     }
