@@ -1,9 +1,10 @@
 #pragma once
 // QSGD's and int8's quantizing pass at memory speed (internal to coding/; Compressor::Quantize
 // calls it). Each value's level is kernels::StochasticLevel over kernels::LevelDraw, the draws
-// and rounding every backend shares; with AVX2 eight of them are computed at once, the draws'
-// counter advancing as a vector and a level's value float(l) * step corrected by a stored
-// -1/0/+1 ulp to LevelValue's bits (a gather from the table where that does not hold).
+// and rounding every backend shares; with AVX-512 sixteen of them are computed at once, the
+// draws' counter advancing as a vector and a level's value read from LevelValue's table held in
+// registers (up to 127 levels; a gather beyond). Without AVX-512, AVX2 takes eight, a value being
+// float(l) * step corrected by a stored -1/0/+1 ulp to LevelValue's bits (or the gather).
 //
 // Two forms of the same levels:
 // - dense: every value, and one-byte wire codes (int8; QSGD of 64-127 levels) written into the

@@ -1,6 +1,7 @@
 // coding/level_codec.h against the scalar definition (kernels::StochasticLevel over LevelDraw,
 // LevelValue): both forms, every level count class (1, few, int8's 127, a gathered 255, an
-// untabled 70,000), sizes around the 8- and 32-wide steps and the 4096-value blocks, and inputs
+// untabled 70,000; 31/32 and 63/64 where the 16-wide lookup needs more table registers), sizes
+// around the 8-, 16-, 32- and 64-wide steps and the 4096-value blocks, and inputs
 // with zeros, -0, subnormals and huge values. Then the Compressor that picks between the forms,
 // against DeviceCompressor's host kernels while the density swings from step to step.
 #include "coding/level_codec.h"
@@ -85,9 +86,9 @@ Reference Scalar(const internal::LevelPass& pass) {
 
 TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
-  const size_t sizes[] = {0, 1, 7, 8, 31, 32, 33, 4095, 4096, 4097, 8200, 40003};
+  const size_t sizes[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 4095, 4096, 4097, 8200, 40003};
   for (const Input kind : {Input::kNormal, Input::kEdges, Input::kMostlyZero, Input::kTiny}) {
-    for (const uint32_t levels : {1u, 4u, 16u, 127u, 255u, 70000u}) {
+    for (const uint32_t levels : {1u, 4u, 16u, 31u, 32u, 63u, 64u, 127u, 255u, 70000u}) {
       for (const size_t n : sizes) {
         SCOPED_TRACE(::testing::Message()
                      << "input " << static_cast<int>(kind) << " levels " << levels << " n " << n);
