@@ -388,6 +388,7 @@ template <int kGroups, bool kPrescaled>
 bool SparseBlocks16(const LevelPass& pass, size_t limit, size_t& i,
                     std::vector<uint32_t>& indices, std::vector<float>& values) {
   const size_t n = pass.source.size();
+  const float* in = pass.source.data();
   alignas(64) uint32_t staged_index[kBlock + 16];
   alignas(64) float staged_value[kBlock + 16];
   const LevelValues16 value_of(pass);
@@ -396,17 +397,19 @@ bool SparseBlocks16(const LevelPass& pass, size_t limit, size_t& i,
   for (size_t begin = 0; begin + 16 <= n; begin += kBlock) {
     const size_t end = std::min(n, begin + kBlock);
     size_t staged = 0;
-    for (; i + 16 <= end; i += 16) {
+    size_t k = i;  // a local, so that the loop keeps it in a register
+    for (; k + 16 <= end; k += 16) {
       __m512i sign;
-      const __m512i l = levels.Next<kPrescaled>(pass.source.data() + i, sign);
+      const __m512i l = levels.Next<kPrescaled>(in + k, sign);
       const __mmask16 nonzero = _mm512_test_epi32_mask(l, l);
       if (nonzero == 0) continue;
       const __m512 v = value_of.Of<kGroups>(l, sign);
-      const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i)), lane);
+      const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(k)), lane);
       _mm512_storeu_si512(staged_index + staged, _mm512_maskz_compress_epi32(nonzero, at));
       _mm512_storeu_ps(staged_value + staged, _mm512_maskz_compress_ps(nonzero, v));
       staged += static_cast<size_t>(std::popcount(static_cast<uint32_t>(nonzero)));
     }
+    i = k;
     if (indices.size() + staged >= limit) return false;
     indices.insert(indices.end(), staged_index, staged_index + staged);
     values.insert(values.end(), staged_value, staged_value + staged);
