@@ -63,6 +63,10 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       Status s = RefuseOtherModeKeys(*mode, parser_.ResolvedFlags(texts, OtherModeKeys(*mode)));
       if (!s.ok()) return Refuse(s);
     }
+    for (const UnreadKeys& unread : SimUnreadKeys(c)) {
+      const std::vector<std::string> set = parser_.ResolvedFlags(texts, unread.keys);
+      if (!set.empty()) return Refuse(InvalidArgumentError(set.front() + ": " + unread.why));
+    }
     MURMUR_CHECK_OK(SetLogLevel(c.log_level));
     if (c.mode == "consensus") return RunConsensusSim(c);
     auto options = Options(c);

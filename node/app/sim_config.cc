@@ -1,5 +1,6 @@
 #include "node/app/sim_config.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace murmur::node {
@@ -85,6 +86,35 @@ const ConfigSchema<SimConfig>& SimSchema() {
     return s;
   }();
   return *schema;
+}
+
+std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
+  std::vector<UnreadKeys> out;
+  if (c.mode == "membership") {
+    static const std::vector<std::string> kRead = {
+        "mode",     "nodes",       "duration",          "network",          "crash",
+        "join",     "probe_interval_ms", "probe_timeout_ms", "tick_ms",   "view_interval_ms",
+        "sample_ms", "csv",        "json",              "progress",         "log_level",
+        "seed"};
+    UnreadKeys unread{{}, "--mode membership does not use it (only SWIM membership: nothing is "
+                          "computed or trained)"};
+    for (const auto& key : SimSchema().keys()) {
+      if (std::find(kRead.begin(), kRead.end(), key.name) == kRead.end()) {
+        unread.keys.push_back(key.name);
+      }
+    }
+    out.push_back(std::move(unread));
+    return out;
+  }
+  if (c.mode != "consensus") {
+    out.push_back({{"consensus_rounds", "consensus_tolerance"},
+                   "a key of --mode consensus; --mode " + c.mode + " does not use it"});
+    if (c.fidelity == "training") {
+      out.push_back({{"dimension", "model_dimension"},
+                     "a key of protocol fidelity; training fidelity computes the real model"});
+    }
+  }
+  return out;
 }
 
 int64_t WireDimension(const SimConfig& c) {

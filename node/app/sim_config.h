@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "node/config/coded_config.h"
 #include "node/config/config_schema.h"
@@ -42,6 +43,17 @@ struct SimConfig {
 };
 
 const ConfigSchema<SimConfig>& SimSchema();
+
+// Keys that `config`'s mode and fidelity do not read, with why: set (not at their default),
+// `murmur sim` refuses them rather than run without them. membership reads only the cluster,
+// network, membership timing, faults (crash, join), outputs and seed; consensus_rounds and
+// consensus_tolerance are the consensus mode's; dimension and model_dimension protocol
+// fidelity's. (The training modes' own keys: RefuseOtherModeKeys.)
+struct UnreadKeys {
+  std::vector<std::string> keys;
+  std::string why;
+};
+std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& config);
 
 // The model dimension the links carry: `model_dimension`, or else the parameter count of the MLP
 // of `hidden` on Fashion-MNIST (784 inputs, 10 classes).
