@@ -208,34 +208,48 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
   SourceFacts facts;
   // The selections form the sums in their own pass (the *OfSum selections).
   const bool sum_in_selection = options_.error_feedback && HasThreshold(options_.op);
+  // The quantizers' sums are only read here (for their scale and finiteness): their pass forms
+  // them again as it quantizes (`addend`), so no sum is written and read back.
+  std::span<const float> addend;
   if (options_.error_feedback && !sum_in_selection) {
-    spare_.resize(residual_size_);
+    if (!quantizer) spare_.resize(residual_size_);
     const float* __restrict r = residual_.data();
     const float* __restrict in = input.data();
     float* __restrict sum = spare_.data();
     // The sums' largest magnitude bits: a NaN or infinity has the largest, and int8's scale is
     // this maximum. QSGD's scale, the sums' norm, is summed here too, in SquaredL2Norm's order.
     uint32_t largest = 0;
-    auto add = [&](size_t k) {
-      const float t = r[k] + in[k];
-      sum[k] = t;
-      const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
-      largest = magnitude > largest ? magnitude : largest;
-      return t;
+    auto scan = [&]<bool kWrite>() {
+      auto add = [&](size_t k) {
+        const float t = r[k] + in[k];
+        if constexpr (kWrite) sum[k] = t;
+        const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
+        largest = magnitude > largest ? magnitude : largest;
+        return t;
+      };
+      if (options_.op == Operator::kQsgd) {
+        Lanes squares;
+        ForEachLane(residual_size_, [&](size_t k, size_t l) {
+          const double t = add(k);
+          squares.v[l] += t * t;
+        });
+        facts.squared_norm = squares.Total();
+      } else {
+        for (size_t k = 0; k < residual_size_; ++k) add(k);
+      }
     };
-    if (options_.op == Operator::kQsgd) {
-      Lanes squares;
-      ForEachLane(residual_size_, [&](size_t k, size_t l) {
-        const double t = add(k);
-        squares.v[l] += t * t;
-      });
-      facts.squared_norm = squares.Total();
+    if (quantizer) {
+      scan.template operator()<false>();
     } else {
-      for (size_t k = 0; k < residual_size_; ++k) add(k);
+      scan.template operator()<true>();
     }
     if (largest >= 0x7F800000u) return RefusedInput(input);
     facts.largest_bits = largest;
-    residual_.swap(spare_);
+    if (quantizer) {
+      addend = input;
+    } else {
+      residual_.swap(spare_);
+    }
     source = residual_;
   } else if (!HasThreshold(options_.op) && !quantizer) {
     if (FirstNonFinite(input)) return RefusedInput(input);
@@ -263,7 +277,7 @@ Status Compressor::CompressInto(std::span<const float> input, Update& out,
     case Operator::kQsgd:
     case Operator::kInt8:
       // Without error feedback the scale's pass is the finiteness check.
-      if (!Quantize(source, facts, out, encoded)) {
+      if (!Quantize(source, facts, out, encoded, addend)) {
         out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
         return RefusedInput(input);
       }
@@ -362,7 +376,7 @@ bool Compressor::Select(std::span<const float> source, Update& out,
 }
 
 bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Update& out,
-                          std::vector<std::byte>* encoded) {
+                          std::vector<std::byte>* encoded, std::span<const float> addend) {
   // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
   // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
   const bool qsgd = options_.op == Operator::kQsgd;
@@ -393,7 +407,17 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   out.format.coding = ValueCoding::kLevels;
   out.format.levels = levels;
   out.format.scale = scale_f;
+  // With error feedback the source is the residual, and it becomes the sum - sent here.
+  float* residual = options_.error_feedback ? residual_.data() : nullptr;
+  if (residual != nullptr) MURMUR_CHECK(source.data() == residual);
+  MURMUR_CHECK(addend.empty() || (residual != nullptr && addend.size() == source.size()));
+  // The sums written into the residual, where a form reads the source alone.
+  auto add_addend = [&] {
+    for (size_t k = 0; k < addend.size(); ++k) residual[k] = residual[k] + addend[k];
+    addend = {};
+  };
   if (scale_f == 0) {  // nothing to send: an empty sparse update (and nothing to subtract)
+    add_addend();
     out.values.clear();
     return true;
   }
@@ -403,7 +427,7 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   // The draws and rounding of DeviceCompressor (kernels::StochasticLevel over a hash of seed,
   // step and index), so a host and a device node quantize the same vector to the same levels.
   const uint64_t seed = kernels::Mix64(options_.seed ^ (steps_ * 0x9e3779b97f4a7c15ULL));
-  const internal::LevelPass pass{source,
+  internal::LevelPass pass{source,
                                  levels,
                                  kernels::MakeLevelScale(per_level),
                                  kernels::LevelSeed(seed),
@@ -414,12 +438,11 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   const size_t n = source.size();
   const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
   const size_t sparse_below = n - n / bits_per_value;
-  // With error feedback the source is the residual, and it becomes source - sent here.
-  float* residual = options_.error_feedback ? residual_.data() : nullptr;
-  if (residual != nullptr) MURMUR_CHECK(source.data() == residual);
   // The sparse form goes first when the last step's levels were few (under 1 in 8): it writes
   // only them; denser, appending each costs more than the dense pass and its compaction. An
-  // attempt that fills up costs a pass.
+  // attempt that fills up costs a pass. It reads the sums from the residual.
+  if (sparse_first_) add_addend();
+  pass.addend = addend.empty() ? nullptr : addend.data();
   if (sparse_first_ && internal::QuantizeSparse(pass, sparse_below, out.indices, out.values)) {
     out.dense = false;
     if (residual != nullptr) {

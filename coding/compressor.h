@@ -136,9 +136,11 @@ class Compressor {
     std::optional<double> squared_norm;  // SquaredL2Norm(source)
   };
   // False when source holds a NaN or infinity (then nothing but `out` changed). With an
-  // `encoded` output int8 writes its bytes (encoded_fresh_).
+  // `encoded` output int8 writes its bytes (encoded_fresh_). With error feedback, source is the
+  // residual and `addend` the input: their sums (finite, described by `facts`) are quantized
+  // and the residual becomes sum - value.
   bool Quantize(std::span<const float> source, SourceFacts facts, Update& out,
-                std::vector<std::byte>* encoded);
+                std::vector<std::byte>* encoded, std::span<const float> addend = {});
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.
   Status RefusedInput(std::span<const float> input) const;

@@ -26,8 +26,11 @@ struct OneLevel {
   uint32_t sign;
   float value;
 };
+inline float SourceAt(const LevelPass& pass, size_t i) {
+  return pass.addend != nullptr ? pass.source[i] + pass.addend[i] : pass.source[i];
+}
 inline OneLevel LevelAt(const LevelPass& pass, size_t i) {
-  const uint32_t bits = std::bit_cast<uint32_t>(pass.source[i]);
+  const uint32_t bits = std::bit_cast<uint32_t>(SourceAt(pass, i));
   const uint32_t sign = bits & 0x80000000u;
   const uint32_t level =
       kernels::StochasticLevel(std::bit_cast<float>(bits ^ sign), pass.scale, pass.levels,
@@ -61,7 +64,7 @@ class Levels8 {
   // Level magnitudes of x[0..8) in uint32 lanes; `sign` gets their sign bits. kPrescaled ==
   // prescaled().
   template <bool kPrescaled>
-  __m256i Next(const float* x, __m256i& sign) {
+  __m256i Next(__m256i bits, __m256i& sign) {
     // LevelDraw: murmur3's finalizer over seed + (i + 1) * golden.
     __m256i h = draw_;
     draw_ = _mm256_add_epi32(draw_, _mm256_set1_epi32(static_cast<int>(8u * kGolden)));
@@ -75,7 +78,6 @@ class Levels8 {
     // StochasticLevel: a = min(|x| pre factor, levels); floor(a) + (u < a - floor(a)).
     // min_ps(a, top) is a < top ? a : top. The scalar's final clamp to `levels` never binds
     // (a <= levels, an integer: floor(a) + 1 exceeds it only if a is levels, with remainder 0).
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
     sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x80000000u)));
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_xor_si256(bits, sign));
     const __m256 scaled = kPrescaled ? _mm256_mul_ps(magnitude, pre_) : magnitude;
@@ -142,7 +144,8 @@ class LevelValues8 {
 // The dense pass over source[begin, end) 32 values a turn (four codes vectors pack into one of
 // bytes); returns where it stopped (the scalar loop does the rest) and adds the zero levels.
 // kFlags: which variant (kMultiplyFlag ... below), so that each loop carries no branch.
-constexpr int kMultiplyFlag = 1, kCodesFlag = 2, kResidualFlag = 4, kPrescaledFlag = 8;
+constexpr int kMultiplyFlag = 1, kCodesFlag = 2, kResidualFlag = 4, kPrescaledFlag = 8,
+              kSumFlag = 16;
 
 template <int kFlags>
 size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t begin, size_t end,
@@ -151,7 +154,9 @@ size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t be
   constexpr bool kMultiply = (kFlags & kMultiplyFlag) != 0;
   constexpr bool kCodes = (kFlags & kCodesFlag) != 0;
   constexpr bool kResidual = (kFlags & kResidualFlag) != 0;
+  constexpr bool kSum = (kFlags & kSumFlag) != 0;
   const float* in = pass.source.data();
+  const float* addend = pass.addend;
   Levels8 levels(pass, begin);
   __m256i zeros = _mm256_setzero_si256();
   size_t i = begin;
@@ -160,14 +165,16 @@ size_t DenseBlock(const LevelPass& pass, const LevelValues8& value_of, size_t be
     for (int k = 0; k < 4; ++k) {
       const size_t at = i + 8 * static_cast<size_t>(k);
       __m256i sign;
-      const __m256i l = levels.Next<(kFlags & kPrescaledFlag) != 0>(in + at, sign);
+      __m256 x = _mm256_loadu_ps(in + at);
+      if constexpr (kSum) x = _mm256_add_ps(x, _mm256_loadu_ps(addend + at));
+      const __m256i l = levels.Next<(kFlags & kPrescaledFlag) != 0>(_mm256_castps_si256(x), sign);
       // Without codes, zero levels are counted per lane; with them, per byte below.
       if constexpr (!kCodes) {
         zeros = _mm256_sub_epi32(zeros, _mm256_cmpeq_epi32(l, _mm256_setzero_si256()));
       }
       const __m256 v = value_of.Of<kMultiply>(l, sign);
       if constexpr (kResidual) {
-        _mm256_storeu_ps(residual + at, _mm256_sub_ps(_mm256_loadu_ps(in + at), v));
+        _mm256_storeu_ps(residual + at, _mm256_sub_ps(x, v));
       }
       _mm256_storeu_ps(out + at, v);
       if constexpr (kCodes) code[k] = _mm256_or_si256(l, _mm256_srli_epi32(sign, 24));
@@ -197,7 +204,7 @@ template <size_t... kFlags>
 constexpr std::array<DenseBlockFn, sizeof...(kFlags)> DenseBlocks(std::index_sequence<kFlags...>) {
   return {DenseBlock<static_cast<int>(kFlags)>...};
 }
-constexpr auto kDenseBlocks = DenseBlocks(std::make_index_sequence<16>());
+constexpr auto kDenseBlocks = DenseBlocks(std::make_index_sequence<32>());
 
 // QuantizeSparse's vector part: every whole group of 8; i is where it stopped. False once the
 // entries reach `limit`. A block's entries are staged on the stack and appended after it: no
@@ -214,7 +221,8 @@ bool SparseBlocks(const LevelPass& pass, size_t limit, size_t& i, std::vector<ui
     size_t staged = 0;
     for (; i + 8 <= end; i += 8) {
       __m256i sign;
-      const __m256i l = levels.Next<kPrescaled>(pass.source.data() + i, sign);
+      const __m256i l = levels.Next<kPrescaled>(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pass.source.data() + i)), sign);
       auto nonzero = static_cast<uint32_t>(_mm256_movemask_ps(
                          _mm256_castsi256_ps(_mm256_cmpeq_epi32(l, _mm256_setzero_si256())))) ^
                      0xFFu;
@@ -261,7 +269,7 @@ class Levels16 {
         top_(_mm512_set1_ps(static_cast<float>(pass.levels))) {}
 
   template <bool kPrescaled>
-  __m512i Next(const float* x, __m512i& sign) {
+  __m512i Next(__m512i bits, __m512i& sign) {
     __m512i h = draw_;
     draw_ = _mm512_add_epi32(draw_, _mm512_set1_epi32(static_cast<int>(16u * kGolden)));
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
@@ -271,7 +279,6 @@ class Levels16 {
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
     const __m512 u =
         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), _mm512_set1_ps(0x1p-24f));
-    const __m512i bits = _mm512_loadu_si512(x);
     sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
     const __m512 magnitude = _mm512_castsi512_ps(_mm512_xor_si512(bits, sign));
     const __m512 scaled = kPrescaled ? _mm512_mul_ps(magnitude, pre_) : magnitude;
@@ -337,7 +344,7 @@ class LevelValues16 {
 };
 
 // The dense pass over source[begin, end) 16 values a turn; as DenseBlock.
-template <int kGroups, bool kCodes, bool kResidual, bool kPrescaled>
+template <int kGroups, bool kCodes, bool kResidual, bool kPrescaled, bool kSum>
 size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t begin,
                     size_t end, float* __restrict out, uint8_t* __restrict codes, float* residual,
                     size_t& zero_levels) {
@@ -349,11 +356,13 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
   size_t i = begin;
   for (; i + 16 <= end; i += 16) {
     __m512i sign;
-    const __m512i l = levels.Next<kPrescaled>(in + i, sign);
+    __m512 x = _mm512_loadu_ps(in + i);
+    if constexpr (kSum) x = _mm512_add_ps(x, _mm512_loadu_ps(pass.addend + i));
+    const __m512i l = levels.Next<kPrescaled>(_mm512_castps_si512(x), sign);
     zeros += static_cast<size_t>(
         std::popcount(static_cast<uint32_t>(_mm512_testn_epi32_mask(l, l))));
     const __m512 v = table.Of<kGroups>(l, sign);
-    if constexpr (kResidual) _mm512_storeu_ps(residual + i, _mm512_sub_ps(_mm512_loadu_ps(in + i), v));
+    if constexpr (kResidual) _mm512_storeu_ps(residual + i, _mm512_sub_ps(x, v));
     _mm512_storeu_ps(out + i, v);
     if constexpr (kCodes) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
@@ -366,19 +375,19 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
 
 using DenseBlock16Fn = size_t (*)(const LevelPass&, const LevelValues16&, size_t, size_t, float*,
                                   uint8_t*, float*, size_t&);
-// Index: groups (0, 1, 2, 4 as 0..3) * 8 + codes * 4 + residual * 2 + prescaled.
+// Index: groups (0, 1, 2, 4 as 0..3) * 16 + sum * 8 + codes * 4 + residual * 2 + prescaled.
 template <size_t kIndex>
 constexpr DenseBlock16Fn DenseBlock16At() {
   constexpr int kGroups[] = {0, 1, 2, 4};
-  return DenseBlock16<kGroups[kIndex / 8], (kIndex & 4) != 0, (kIndex & 2) != 0,
-                      (kIndex & 1) != 0>;
+  return DenseBlock16<kGroups[kIndex / 16], (kIndex & 4) != 0, (kIndex & 2) != 0,
+                      (kIndex & 1) != 0, (kIndex & 8) != 0>;
 }
 template <size_t... kIndex>
 constexpr std::array<DenseBlock16Fn, sizeof...(kIndex)> DenseBlocks16(
     std::index_sequence<kIndex...>) {
   return {DenseBlock16At<kIndex>()...};
 }
-constexpr auto kDenseBlocks16 = DenseBlocks16(std::make_index_sequence<32>());
+constexpr auto kDenseBlocks16 = DenseBlocks16(std::make_index_sequence<64>());
 size_t GroupSlot(int groups) { return groups == 4 ? 3 : static_cast<size_t>(groups); }
 
 // QuantizeSparse's vector part, 16 wide: each group's non-zero levels compressed in a register
@@ -400,7 +409,7 @@ bool SparseBlocks16(const LevelPass& pass, size_t limit, size_t& i,
     size_t k = i;  // a local, so that the loop keeps it in a register
     for (; k + 16 <= end; k += 16) {
       __m512i sign;
-      const __m512i l = levels.Next<kPrescaled>(in + k, sign);
+      const __m512i l = levels.Next<kPrescaled>(_mm512_loadu_si512(in + k), sign);
       const __mmask16 nonzero = _mm512_test_epi32_mask(l, l);
       if (nonzero == 0) continue;
       const __m512 v = value_of.Of<kGroups>(l, sign);
@@ -446,7 +455,6 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
   MURMUR_CHECK_EQ(values.size(), n);
   MURMUR_CHECK(codes == nullptr || pass.levels <= 127) << "levels " << pass.levels;
   MURMUR_CHECK(residual == nullptr || residual == pass.source.data());
-  const float* in = pass.source.data();
   float* __restrict out = values.data();
   size_t nonzero = 0;
 #if defined(__AVX512F__)
@@ -454,8 +462,9 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
   DenseBlock16Fn block = nullptr;
   if (pass.level_value != nullptr) {
     value_of.emplace(pass);
-    block = kDenseBlocks16[GroupSlot(value_of->groups()) * 8 + (codes != nullptr ? 4 : 0) +
-                           (residual != nullptr ? 2 : 0) + (pass.scale.pre != 1.0f ? 1 : 0)];
+    block = kDenseBlocks16[GroupSlot(value_of->groups()) * 16 + (pass.addend != nullptr ? 8 : 0) +
+                           (codes != nullptr ? 4 : 0) + (residual != nullptr ? 2 : 0) +
+                           (pass.scale.pre != 1.0f ? 1 : 0)];
   }
 #elif defined(__AVX2__)
   std::optional<LevelValues8> value_of;
@@ -465,7 +474,8 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
     block = kDenseBlocks[(value_of->multiply() ? kMultiplyFlag : 0) |
                          (codes != nullptr ? kCodesFlag : 0) |
                          (residual != nullptr ? kResidualFlag : 0) |
-                         (pass.scale.pre != 1.0f ? kPrescaledFlag : 0)];
+                         (pass.scale.pre != 1.0f ? kPrescaledFlag : 0) |
+                         (pass.addend != nullptr ? kSumFlag : 0)];
   }
 #endif
   for (size_t begin = 0; begin < n; begin += kBlock) {
@@ -481,7 +491,7 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
     for (; i < end; ++i) {
       const OneLevel one = LevelAt(pass, i);
       nonzero += one.level != 0 ? 1 : 0;
-      if (residual != nullptr) residual[i] = in[i] - one.value;
+      if (residual != nullptr) residual[i] = SourceAt(pass, i) - one.value;
       out[i] = one.value;
       if (codes != nullptr) codes[i] = static_cast<uint8_t>(one.level | (one.sign >> 24));
     }
@@ -492,6 +502,7 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
 
 bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
                     std::vector<float>& values) {
+  MURMUR_CHECK(pass.addend == nullptr) << "the sparse form reads the source alone";
   indices.clear();
   values.clear();
   const size_t n = pass.source.size();

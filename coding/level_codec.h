@@ -30,23 +30,27 @@ namespace murmur::coding::internal {
 class PayloadHash;
 
 struct LevelPass {
-  std::span<const float> source;  // finite
+  std::span<const float> source;  // finite (with addend: source + addend is)
   uint32_t levels = 0;
   kernels::LevelScale scale;
   uint32_t seed32 = 0;
   float scale_f = 0;                   // LevelValue's scale
   const float* level_value = nullptr;  // LevelValue of 0..levels, or null (levels too many)
+  // Dense form only: the value quantized is source[i] + addend[i] (float), formed in the pass,
+  // so that error feedback's sum is never written (it would be read right back).
+  const float* addend = nullptr;
 };
 
-// values[i] = ±LevelValue(level_i), signed like source[i]. codes (nullable; REQUIRES
-// levels <= 127) receive level | sign << 7 and `hash` (nullable) each block of them. residual
-// (nullable) must be source's storage and becomes source - value. Returns how many levels are
-// non-zero. REQUIRES values.size() == source.size().
+// values[i] = ±LevelValue(level_i), signed like the value v_i (source[i], plus addend[i] if
+// any). codes (nullable; REQUIRES levels <= 127) receive level | sign << 7 and `hash` (nullable)
+// each block of them. residual (nullable) must be source's storage and becomes v_i - value.
+// Returns how many levels are non-zero. REQUIRES values.size() == source.size().
 size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* codes,
                      PayloadHash* hash, float* residual);
 
 // indices/values = the non-zero levels' positions and values, in order, when there are fewer
-// than `limit` of them; otherwise false (their contents are then unspecified).
+// than `limit` of them; otherwise false (their contents are then unspecified). REQUIRES no
+// addend.
 bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
                     std::vector<float>& values);
 

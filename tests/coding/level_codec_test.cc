@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -266,6 +267,56 @@ TEST(LevelCodecTest, CompressorFollowsTheDensityFromStepToStep) {
     if (crosses) {  // both ways: a failed sparse attempt, and a dense pass that compacts
       EXPECT_GT(to_dense, 0u);
       EXPECT_GT(to_sparse, 0u);
+    }
+  }
+}
+
+// With error feedback the quantizers form residual + input inside their quantizing pass (the
+// sums are only read before it, for the scale): the update quantizes the sums, the residual
+// becomes sums - sent bit for bit, an input that cancels the residual leaves exact zeros and
+// sends nothing, and a NaN or infinity is refused with the residual unchanged bit for bit.
+// Sizes around the vector passes' tails.
+TEST(LevelCodecTest, ErrorFeedbackQuantizesTheSumsInThePass) {
+  for (const char* spec : {"int8", "int8,seed=3", "qsgd:100,rescale=on,ef=on"}) {
+    for (size_t n : {size_t{1}, size_t{17}, size_t{4099}, size_t{70001}}) {
+      SCOPED_TRACE(::testing::Message() << spec << " n=" << n);
+      auto options = ParseCompressorSpec(spec);
+      ASSERT_TRUE(options.ok()) << options.status();
+      auto c = Compressor::Create(*options, n);
+      ASSERT_TRUE(c.ok()) << c.status();
+      Update update;
+      for (int t = 0; t < 3; ++t) {
+        const std::vector<float> g = Make(Input::kNormal, n, kSeed + 70 + t);
+        std::vector<float> sums(n);
+        for (size_t i = 0; i < n; ++i) sums[i] = c->residual()[i] + g[i];
+        ASSERT_TRUE(c->Compress(g, update).ok());
+        std::vector<float> sent(n, 0.0f);
+        AddTo(update, 1.0f, std::span<float>(sent));
+        std::vector<float> rest(n);
+        for (size_t i = 0; i < n; ++i) rest[i] = sums[i] - sent[i];
+        ASSERT_EQ(Bits(c->residual()), Bits(rest)) << "step " << t;
+        if (options->op == Operator::kInt8) {  // the scale is the largest sum
+          float largest = 0;
+          for (float v : sums) largest = std::max(largest, std::fabs(v));
+          EXPECT_EQ(update.format.scale, largest);
+        }
+      }
+      std::vector<float> cancel(n);
+      for (size_t i = 0; i < n; ++i) cancel[i] = -c->residual()[i];
+      ASSERT_TRUE(c->Compress(cancel, update).ok());
+      EXPECT_EQ(update.count(), 0u);
+      for (float r : c->residual()) ASSERT_EQ(r, 0.0f);
+
+      const std::vector<float> g = Make(Input::kNormal, n, kSeed + 90);
+      ASSERT_TRUE(c->Compress(g, update).ok());
+      const std::vector<uint32_t> before = Bits(c->residual());
+      for (const float bad_value :
+           {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        std::vector<float> bad = g;
+        bad[n / 2] = bad_value;
+        EXPECT_FALSE(c->Compress(bad, update).ok());
+        EXPECT_EQ(Bits(c->residual()), before);
+      }
     }
   }
 }
