@@ -37,6 +37,7 @@ std::string_view FinishVerdictName(FinishVerdict verdict) {
     case FinishVerdict::kNotExpected: return "not_expected";
     case FinishVerdict::kOutlier: return "outlier";
     case FinishVerdict::kRejected: return "rejected";
+    case FinishVerdict::kDeferred: return "deferred";
   }
   return "unknown";
 }
@@ -53,10 +54,15 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   started_at_ = now;
   deadline_ = now + o_.result_wait;
   live_ = live.empty() ? std::vector<NodeId>{o_.self} : live;
+  std::map<NodeId, std::vector<float>> pending = std::exchange(pending_, {});
   if (early_result_.has_value() && early_result_->collector == live_.front()) {
-    outcome_ = std::move(early_result_);
-    early_result_.reset();
-    return;
+    FinishStepResult r = Within(early_result_->model, model);
+    if (r.verdict == FinishVerdict::kAccepted) {
+      outcome_ = std::move(early_result_);
+      early_result_.reset();
+      return;
+    }
+    refusals_.emplace_back(early_result_->collector, std::move(r));
   }
   early_result_.reset();  // from a member that is no longer the lowest: its collector answers
   own_half_.assign(model.begin(), model.end());
@@ -70,6 +76,16 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     return;
   }
   for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
+  // What came before Start, judged against the final model now.
+  for (auto& [from, values] : pending) {
+    FinishStepResult r = Within(values, model);
+    if (r.verdict != FinishVerdict::kAccepted) {
+      refusals_.emplace_back(from, std::move(r));
+      continue;
+    }
+    for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+    contributors_.insert(from);
+  }
   MaybePublish(now);
 }
 
@@ -81,7 +97,6 @@ void ConsensusFinish::Contribute() {
 }
 
 FinishStepResult ConsensusFinish::Decode(std::span<const std::byte> frame,
-                                         std::span<const float> own,
                                          std::vector<float>& values) const {
   coding::Update u;
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
@@ -90,16 +105,21 @@ FinishStepResult ConsensusFinish::Decode(std::span<const std::byte> frame,
   if (!u.dense) {
     return {FinishVerdict::kRejected, failure, InvalidArgumentError("a finish model must be dense")};
   }
-  if (o_.max_distance > 0 && own.size() == u.values.size()) {
-    const double d = std::sqrt(coding::SquaredL2Distance(u.values, own));
+  values = std::move(u.values);
+  return Verdict(FinishVerdict::kAccepted);
+}
+
+FinishStepResult ConsensusFinish::Within(std::span<const float> values,
+                                         std::span<const float> own) const {
+  if (o_.max_distance > 0 && own.size() == values.size()) {
+    const double d = std::sqrt(coding::SquaredL2Distance(values, own));
     const double bound = o_.max_distance * std::sqrt(coding::SquaredL2Norm(own));
     if (d > bound) {
-      return {FinishVerdict::kOutlier, failure,
+      return {FinishVerdict::kOutlier, coding::DecodeFailure::kNone,
               InvalidArgumentError("a finish model " + std::to_string(d) +
                                    " away from this node's, beyond " + std::to_string(bound))};
     }
   }
-  values = std::move(u.values);
   return Verdict(FinishVerdict::kAccepted);
 }
 
@@ -122,11 +142,17 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
     }
     if (contributors_.contains(from)) return Verdict(FinishVerdict::kDuplicate);
     std::vector<float> values;
-    FinishStepResult r = Decode(frame, own, values);
+    FinishStepResult r = Decode(frame, values);
+    if (r.verdict != FinishVerdict::kAccepted) return r;
+    if (!started_) {
+      pending_[from] = std::move(values);
+      return Verdict(FinishVerdict::kDeferred);
+    }
+    r = Within(values, own);
     if (r.verdict != FinishVerdict::kAccepted) return r;
     for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
     contributors_.insert(from);
-    if (started_) MaybePublish(now);
+    MaybePublish(now);
     return r;
   }
   // A result.
@@ -142,15 +168,19 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
             InvalidArgumentError("a finish result of no contributors")};
   }
   std::vector<float> values;
-  FinishStepResult r = Decode(frame, own, values);
+  FinishStepResult r = Decode(frame, values);
   if (r.verdict != FinishVerdict::kAccepted) return r;
+  if (started_) {
+    r = Within(values, own);
+    if (r.verdict != FinishVerdict::kAccepted) return r;
+  }
   FinishOutcome o{true, header.contributors, from, std::move(values), {}};
   if (started_) {
     outcome_ = std::move(o);
-  } else {
-    early_result_ = std::move(o);
+    return r;
   }
-  return r;
+  early_result_ = std::move(o);
+  return Verdict(FinishVerdict::kDeferred);
 }
 
 void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {

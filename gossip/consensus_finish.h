@@ -10,7 +10,9 @@
 //               view) before answering sends its model to the new lowest live id.
 //   collect     The collector sums the models that come in — from live members (the caller's
 //               check), one per member, each within `max_distance` × ‖own model‖ of its own
-//               model — and averages once every live member of its view has contributed
+//               final model (one that comes before its Start waits for it, replaced by a later
+//               one from the same member: the model still training is no reference, e.g. a
+//               collector starved of CPU may not have left its zero start) — and averages once every live member of its view has contributed
 //               (members that die meanwhile drop out of the wait) or `collect_wait` after its own
 //               Start. The average is rounded to fp16 once, so every member, the collector
 //               included, holds bit-identical values.
@@ -28,15 +30,17 @@
 //
 // Trust: a message changes nothing until it passed every check (dimension, a dense finite
 // decode, the distance bound, a sender that may send it); refusals are returned, for the caller
-// to count. State is one sum of d doubles, the set of contributors (live members only) and the
-// result, whatever the senders do.
+// to count. State is one sum of d doubles, the set of contributors (live members only), before
+// Start one pending model per live member, and the result, whatever the senders do.
 // Thread safety: none; one driver thread.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -64,6 +68,7 @@ enum class FinishVerdict : uint8_t {
   kNotExpected, // a result from a member that is not this node's collector
   kOutlier,     // beyond max_distance
   kRejected,    // wrong dimension, not a dense finite model
+  kDeferred,    // before Start: held, judged against the final model at Start (TakeRefusals)
 };
 std::string_view FinishVerdictName(FinishVerdict verdict);
 
@@ -89,9 +94,14 @@ class ConsensusFinish {
   // view, sorted, with itself.
   void Start(std::span<const float> model, const std::vector<NodeId>& live, TimePoint now);
   // A finish message from a live member (the caller checked the sender). `own`: this node's model
-  // now (before Start, the one still training).
+  // now; before Start the distance bound is not judged against it (kDeferred).
   FinishStepResult Step(NodeId from, const FinishMessage& header, std::span<const std::byte> frame,
                         std::span<const float> own, TimePoint now);
+  // Models held from before Start that Start refused (beyond the bound of the final model), for
+  // the caller to count; emptied by the call.
+  std::vector<std::pair<NodeId, FinishStepResult>> TakeRefusals() {
+    return std::exchange(refusals_, {});
+  }
   // The live ids changed (sorted, with this node).
   void View(const std::vector<NodeId>& live, TimePoint now);
   void Tick(TimePoint now);
@@ -113,9 +123,10 @@ class ConsensusFinish {
   void Contribute();
   void MaybePublish(TimePoint now);
   void SendResult(NodeId to);
-  // Decodes a dense model of the right dimension within the distance bound of `own`.
-  FinishStepResult Decode(std::span<const std::byte> frame, std::span<const float> own,
-                          std::vector<float>& values) const;
+  // Decodes a dense model of the right dimension.
+  FinishStepResult Decode(std::span<const std::byte> frame, std::vector<float>& values) const;
+  // Whether `values` lies within the distance bound of `own`.
+  FinishStepResult Within(std::span<const float> values, std::span<const float> own) const;
 
   const ConsensusFinishOptions o_;
   bool started_ = false;
@@ -129,6 +140,8 @@ class ConsensusFinish {
   // Collector state (contributions may come before this node's own Start).
   std::vector<double> sum_;
   std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
+  std::map<NodeId, std::vector<float>> pending_;  // contributions before Start, not yet judged
+  std::vector<std::pair<NodeId, FinishStepResult>> refusals_;
   std::shared_ptr<const std::vector<std::byte>> result_frame_;
   std::set<NodeId> answered_;  // members the result went to (each gets it once)
   uint32_t result_contributors_ = 0;

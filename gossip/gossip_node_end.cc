@@ -50,6 +50,10 @@ void GossipNode::Finish(TimePoint now) {
   phase_ = Phase::kFinishing;
   final_model_ = HostModel();  // stays as it is until the finish ends: training is over
   finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
+  for (const auto& [from, refused] : finish_->TakeRefusals()) {
+    ++s_.finish_verdicts[std::string(FinishVerdictName(refused.verdict))];
+    Reject(kRejectOutlier, from, "finish: " + refused.status.ToString());
+  }
   EmitFinishOutput();
   Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
 }

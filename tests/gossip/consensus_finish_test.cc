@@ -100,8 +100,10 @@ TEST(ConsensusFinishTest, EveryMemberAdoptsTheAverageOfAll) {
       m.Deliver(now);
     }
     ExpectAdopted(m, ids, static_cast<uint32_t>(n), Average(m, ids));
-    // Each non-collector sent one model, the collector one result to each.
-    EXPECT_EQ(m.verdicts["accepted"], static_cast<int>(2 * (n - 1)));
+    // Each non-collector sent one model, held until the collector's Start (its own final model
+    // is the reference), and the collector one result to each.
+    EXPECT_EQ(m.verdicts["deferred"], static_cast<int>(n - 1));
+    EXPECT_EQ(m.verdicts["accepted"], static_cast<int>(n - 1));
   }
 }
 
@@ -255,7 +257,8 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
   const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 0};
   std::vector<float> far = own;
   for (float& v : far) v *= 10;  // 9 ‖x‖ away: beyond 4 ‖x‖
-  EXPECT_EQ(c.Step(2, contribution, Frame(far), own, now).verdict, FinishVerdict::kOutlier);
+  // Before Start it is held (kDeferred), and judged against the final model at Start.
+  EXPECT_EQ(c.Step(2, contribution, Frame(far), own, now).verdict, FinishVerdict::kDeferred);
   EXPECT_EQ(c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 0}, Frame(own), own, now).verdict,
             FinishVerdict::kRejected);
   EXPECT_EQ(c.Step(2, contribution, Frame(own, /*dense=*/false), own, now).verdict,
@@ -273,7 +276,14 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
             FinishVerdict::kRejected) << "a result of no contributors";
   EXPECT_FALSE(m.finish.at(3).outcome().has_value());
   // None of the refused contributions counted: the honest run averages exactly the three models.
-  for (NodeId id : {1, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  // The held one from 2 is refused at Start, for the caller to count; 2's honest model then counts.
+  c.Start(own, m.live, now);
+  const auto refusals = c.TakeRefusals();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0].first, 2u);
+  EXPECT_EQ(refusals[0].second.verdict, FinishVerdict::kOutlier);
+  EXPECT_TRUE(c.TakeRefusals().empty());
+  m.finish.at(2).Start(m.model.at(2), m.live, now);
   m.Deliver(now);
   ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
   // A second contribution from a member is not counted twice, and a result after the outcome
@@ -289,13 +299,38 @@ TEST(ConsensusFinishTest, EarlyResultFromAFormerCollectorGivesWayToTheNewOne) {
   TimePoint now{};
   const FinishMessage result{FinishMessage::Kind::kResult, kDim, 2};
   ASSERT_EQ(m.finish.at(3).Step(1, result, Frame(m.model.at(1)), m.model.at(3), now).verdict,
-            FinishVerdict::kAccepted);
+            FinishVerdict::kDeferred);
   m.dead.insert(1);
   for (NodeId id : {2, 3}) m.finish.at(id).View({2, 3}, now);
   for (NodeId id : {2, 3}) m.finish.at(id).Start(m.model.at(id), {2, 3}, now);
   m.Deliver(now);
   ExpectAdopted(m, {2, 3}, 2, Average(m, {2, 3}));
   EXPECT_EQ(m.finish.at(3).outcome()->collector, 2u);
+}
+
+// A contribution that comes while the collector still trains is judged against the collector's
+// final model, not the one still training: a collector starved of CPU may still hold its zero
+// start, against which every honest model is "infinitely" far (seen as a flaky PeerTest: a
+// bound of 4 x 0). A later contribution from the same member replaces a held one.
+TEST(ConsensusFinishTest, AnEarlyContributionIsJudgedAgainstTheFinalModel) {
+  Members m({1, 2});
+  TimePoint now{};
+  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 0};
+  const std::vector<float> zero(kDim, 0.0f);
+  std::vector<float> stale = m.model.at(2);
+  for (float& v : stale) v *= 100;  // replaced below, so never counted
+  EXPECT_EQ(m.finish.at(1).Step(2, contribution, Frame(stale), zero, now).verdict,
+            FinishVerdict::kDeferred);
+  m.finish.at(2).Start(m.model.at(2), m.live, now);  // sends 2's model to 1, still training
+  for (SendTo& send : m.finish.at(2).TakeOutput()) {
+    EXPECT_EQ(m.finish.at(1).Step(2, std::get<FinishMessage>(send.payload), *send.frame, zero, now)
+                  .verdict,
+              FinishVerdict::kDeferred);
+  }
+  m.finish.at(1).Start(m.model.at(1), m.live, now);
+  EXPECT_TRUE(m.finish.at(1).TakeRefusals().empty());
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2}, 2, Average(m, {1, 2}));
 }
 
 }  // namespace
