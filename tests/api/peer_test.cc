@@ -93,7 +93,8 @@ TEST(PeerTest, TwoPeersGossipTheirOwnBuffersToOneModel) {
   // checks the average itself): finite, and inside what the pulls from 0 toward 1 and 3 can
   // reach. A consensus step moves a coordinate by γ w (x̂_j − x̂_i), and with top-10 % a public
   // copy can be many steps stale, so a model can pass the other's target: under a parallel
-  // build the average reached 3.55 and 4.64 (2026-11-27), where a quiet run ends at 2.0.
+  // build the average reached 3.55, and a finish of one model 4.64 (2026-11-27); a quiet run
+  // ends at 2.0.
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < kDim; i += 97) {
     EXPECT_TRUE(std::isfinite(a[i])) << i;
