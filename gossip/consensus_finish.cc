@@ -69,9 +69,8 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   own_frame_ = EncodeHalf(own_half_);
   collector_ = live_.front();
   if (collector_ != o_.self) {
-    // Contributions sent here while this node still trained were meant for a collector it is not.
-    std::fill(sum_.begin(), sum_.end(), 0.0);
-    contributors_.clear();
+    // Contributions sent here while this node still trained (dropped with `pending`) were meant
+    // for a collector it is not.
     Contribute();
     return;
   }
@@ -170,17 +169,14 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
   std::vector<float> values;
   FinishStepResult r = Decode(frame, values);
   if (r.verdict != FinishVerdict::kAccepted) return r;
-  if (started_) {
-    r = Within(values, own);
-    if (r.verdict != FinishVerdict::kAccepted) return r;
-  }
   FinishOutcome o{true, header.contributors, from, std::move(values), {}};
-  if (started_) {
-    outcome_ = std::move(o);
-    return r;
+  if (!started_) {  // judged against the final model at Start
+    early_result_ = std::move(o);
+    return Verdict(FinishVerdict::kDeferred);
   }
-  early_result_ = std::move(o);
-  return Verdict(FinishVerdict::kDeferred);
+  r = Within(o.model, own);
+  if (r.verdict == FinishVerdict::kAccepted) outcome_ = std::move(o);
+  return r;
 }
 
 void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {

@@ -12,7 +12,8 @@
 //               check), one per member, each within `max_distance` × ‖own model‖ of its own
 //               final model (one that comes before its Start waits for it, replaced by a later
 //               one from the same member: the model still training is no reference, e.g. a
-//               collector starved of CPU may not have left its zero start) — and averages once every live member of its view has contributed
+//               collector starved of CPU may not have left its zero start) — and averages once
+//               every live member of its view has contributed
 //               (members that die meanwhile drop out of the wait) or `collect_wait` after its own
 //               Start. The average is rounded to fp16 once, so every member, the collector
 //               included, holds bit-identical values.
@@ -137,7 +138,7 @@ class ConsensusFinish {
   std::set<NodeId> sent_to_;  // collectors this node contributed to
   std::vector<float> own_half_;  // this node's model as contributed (fp16 values)
   std::shared_ptr<const std::vector<std::byte>> own_frame_;
-  // Collector state (contributions may come before this node's own Start).
+  // Collector state, from its Start (what comes before waits in pending_).
   std::vector<double> sum_;
   std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
   std::map<NodeId, std::vector<float>> pending_;  // contributions before Start, not yet judged
