@@ -93,6 +93,10 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
                             kernels::Buffer<float>::Create(options.device, options.dimension));
   }
   MURMUR_ASSIGN_OR_RETURN(g->mix_, kernels::Buffer<double>::Create(options.device, options.dimension));
+  if (!options.device.is_cpu()) {  // the host's consensus step needs no scratch
+    MURMUR_ASSIGN_OR_RETURN(g->terms_,
+                            kernels::Buffer<float>::Create(options.device, options.dimension));
+  }
   g->from_initial_ = from_initial;
   g->public_norm_ = std::sqrt(coding::SquaredL2Norm(public_copy));
   return g;
@@ -422,7 +426,7 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   // One pass over the vectors on the CPU (kernels::ConsensusStep), with the round's norms.
   kernels::ConsensusSquares squares;
   MURMUR_CHECK_OK(kernels::ConsensusStep(device_, gamma_, mix_copies_, mix_weights_, public_.span(),
-                                         x, mix_.span(), &squares));
+                                         x, terms_.span(), &squares));
   const double mix_norm = squares.mix;
   public_norm_ = std::sqrt(squares.public_copy);
   stats.residual_norm = std::sqrt(squares.residual);
@@ -462,7 +466,7 @@ bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<fl
   MURMUR_CHECK_EQ(out.size(), public_.size());
   const RoundPeers peers = Peers(view, 0);
   double total = 0;
-  MURMUR_CHECK_OK(mix_.Zero());  // the consensus step's accumulator, free between rounds
+  MURMUR_CHECK_OK(mix_.Zero());
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) continue;

@@ -198,8 +198,7 @@ class ChocoGossip {
 
   // The weighted average of this node's mixing peers' public copies (ready ones only, renormalized
   // over their weights) into `out`: what a straggler adopts to catch up without a transfer.
-  // False (and `out` untouched) when no mixing peer's copy is ready. Uses the consensus step's
-  // scratch, so not between a Publish and its Mix.
+  // False (and `out` untouched) when no mixing peer's copy is ready.
   bool NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out);
 
   // Who this node mixes with in `round` and with what weights (the random topology is fixed per
@@ -261,9 +260,11 @@ class ChocoGossip {
   kernels::Buffer<float> initial_;
   std::map<NodeId, Copy> copies_;
   std::vector<ChocoOutgoing> output_;
-  // Scratch, on the device: x − x̂ (device compressor only), the consensus step's accumulator.
+  // Scratch, on the device: x − x̂ (device compressor only), NeighbourAverage's sum, the
+  // consensus step's terms (GPU only).
   kernels::Buffer<float> diff_;
   kernels::Buffer<double> mix_;
+  kernels::Buffer<float> terms_;
   // Peers() of the ring and random topologies for the view they were built for.
   mutable std::optional<std::vector<NodeId>> peers_view_;
   mutable RoundPeers peers_;

@@ -5,7 +5,6 @@
 #include "kernels/compress_ops.h"
 #include "kernels/cpu/cpu_gossip_ops.h"
 #include "kernels/gpu_call.h"
-#include "kernels/memory.h"
 
 namespace murmur::kernels {
 namespace {
@@ -91,7 +90,7 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,
                      std::span<const double> weights, std::span<const float> public_copy,
-                     std::span<float> x, std::span<double> scratch, ConsensusSquares* squares) {
+                     std::span<float> x, std::span<float> scratch, ConsensusSquares* squares) {
   constexpr const char* kOp = "ConsensusStep";
   if (squares == nullptr) return InvalidArgumentError("ConsensusStep: result is null");
   if (copies.size() != weights.size()) return Mismatch(kOp, copies.size(), weights.size());
@@ -104,14 +103,7 @@ Status ConsensusStep(const Device& device, double gamma,
     return OkStatus();
   }
   if (scratch.size() != x.size()) return Mismatch(kOp, scratch.size(), x.size());
-  MURMUR_RETURN_IF_ERROR(ZeroBytes(device, scratch.data(), scratch.size_bytes()));
-  for (size_t j = 0; j < copies.size(); ++j) {
-    MURMUR_RETURN_IF_ERROR(
-        AccumulateDifference(device, weights[j], copies[j], public_copy, scratch));
-  }
-  MURMUR_RETURN_IF_ERROR(ApplyScaled(device, gamma, scratch, x, &squares->mix));
-  MURMUR_RETURN_IF_ERROR(SumOfSquares(device, public_copy, &squares->public_copy));
-  return SquaredDistance(device, x, public_copy, &squares->residual);
+  MURMUR_GPU_CALL(ConsensusStep(device, gamma, copies, weights, public_copy, x, scratch, squares));
 }
 
 }  // namespace murmur::kernels

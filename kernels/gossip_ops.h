@@ -40,13 +40,16 @@ Status DivideInto(const Device& device, std::span<const double> acc, double divi
 Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
                        double* out);
 
-// The consensus step of a CHOCO round (gossip/choco.h, step 5) and the norms the round reports:
-//   x_k += float(gamma · m_k),  m_k = Σ_j weights_j · (double(copies_j,k) − public_k)
-// with the sum over j in the order given, the same bits as zeroing an accumulator, one
-// AccumulateDifference per copy and ApplyScaled. Sets squares->mix = Σ m_k², ->public_copy =
-// Σ public_k², ->residual = Σ (x_k − public_k)² of x after the step. On the CPU one pass over the
-// vectors (scratch unused, may be empty); other backends compose the steps above in `scratch`
-// (REQUIRES scratch.size() == x.size() there).
+// The consensus step of a CHOCO round (gossip/choco.h, step 5) and the norms the round reports,
+// in float arithmetic with g = float(gamma) and w_j = float(weights_j):
+//   x_k = x_k ⊕ (g ⊗ m_k),  m_k = (…((0 ⊕ w_1 ⊗ (c_1,k ⊖ p_k)) ⊕ w_2 ⊗ (c_2,k ⊖ p_k)) …)
+// (c_j = copies_j, p = public_copy; each operation one float rounding, the copies in the order
+// given, 0 ⊕ turning −0 into +0). The terms are small differences of close values, so float
+// loses nothing the model keeps; in double, converting every operand made the step twice as
+// slow (issue 22). Sets squares->mix = Σ m_k², ->public_copy = Σ p_k², ->residual =
+// Σ (x_k − p_k)² of x after the step, in double. On the CPU one pass over the vectors (scratch
+// unused, may be empty); a GPU sums the terms into `scratch` (REQUIRES scratch.size() == x.size()
+// there).
 struct ConsensusSquares {
   double mix = 0;          // Σ_k m_k²
   double public_copy = 0;  // Σ_k public_k²
@@ -55,6 +58,6 @@ struct ConsensusSquares {
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,
                      std::span<const double> weights, std::span<const float> public_copy,
-                     std::span<float> x, std::span<double> scratch, ConsensusSquares* squares);
+                     std::span<float> x, std::span<float> scratch, ConsensusSquares* squares);
 
 }  // namespace murmur::kernels

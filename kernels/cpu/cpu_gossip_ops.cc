@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -53,38 +54,37 @@ namespace {
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr size_t kMaxVectorCopies = 16;
 
-// The consensus step's definition (kernels/gossip_ops.h) for entry k, its squares added to `sums`.
-inline void ConsensusEntry(double gamma, std::span<const std::span<const float>> copies,
-                           std::span<const double> weights, const float* p, float* xs, size_t k,
+// The consensus step's definition for entry k, its squares added to `sums`.
+inline void ConsensusEntry(float gamma, std::span<const std::span<const float>> copies,
+                           const float* w, const float* p, float* xs, size_t k,
                            kernels::ConsensusSquares& sums) {
-  double acc = 0;
-  for (size_t j = 0; j < copies.size(); ++j) {
-    acc += weights[j] * (static_cast<double>(copies[j][k]) - p[k]);
-  }
-  xs[k] += static_cast<float>(gamma * acc);
+  float m = 0.0f;
+  for (size_t j = 0; j < copies.size(); ++j) m += w[j] * (copies[j][k] - p[k]);
+  xs[k] += gamma * m;
+  const double md = m;
   const double pv = p[k];
   const double r = static_cast<double>(xs[k]) - pv;
-  sums.mix += acc * acc;
+  sums.mix += md * md;
   sums.public_copy += pv * pv;
   sums.residual += r * r;
 }
 
 // The vector registers a consensus kernel runs on: V::kWidth floats per step (V::F), each half
-// converted to V::kWidth / 2 doubles (V::D).
+// converted to V::kWidth / 2 doubles (V::D) for the squares.
 struct Avx2Lanes {
   static constexpr size_t kWidth = 8;
   using F = __m256;
   using D = __m256d;
   static F Load(const float* p) { return _mm256_loadu_ps(p); }
   static void Store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F SetF(float x) { return _mm256_set1_ps(x); }
+  static F AddF(F a, F b) { return _mm256_add_ps(a, b); }
+  static F SubF(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F MulF(F a, F b) { return _mm256_mul_ps(a, b); }
   static D Lo(F v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
   static D Hi(F v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
-  static F Narrow(D lo, D hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)); }
-  static F AddF(F a, F b) { return _mm256_add_ps(a, b); }
   static D Set(double x) { return _mm256_set1_pd(x); }
-  static D Add(D a, D b) { return _mm256_add_pd(a, b); }
   static D Sub(D a, D b) { return _mm256_sub_pd(a, b); }
-  static D Mul(D a, D b) { return _mm256_mul_pd(a, b); }
   static D Fmadd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
   static double Total(D a, D b) {
     alignas(32) double t[4];
@@ -94,66 +94,58 @@ struct Avx2Lanes {
 };
 
 #if defined(__AVX512F__)
-// 16 floats a step in half the instructions of two AVX2 steps (235 K entries, two copies: a
-// median of 129 µs against 171 µs, six alternating runs).
 struct Avx512Lanes {
   static constexpr size_t kWidth = 16;
   using F = __m512;
   using D = __m512d;
   static F Load(const float* p) { return _mm512_loadu_ps(p); }
   static void Store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F SetF(float x) { return _mm512_set1_ps(x); }
+  static F AddF(F a, F b) { return _mm512_add_ps(a, b); }
+  static F SubF(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F MulF(F a, F b) { return _mm512_mul_ps(a, b); }
   static D Lo(F v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
   static D Hi(F v) {
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
   }
-  static F Narrow(D lo, D hi) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
-  }
-  static F AddF(F a, F b) { return _mm512_add_ps(a, b); }
   static D Set(double x) { return _mm512_set1_pd(x); }
-  static D Add(D a, D b) { return _mm512_add_pd(a, b); }
   static D Sub(D a, D b) { return _mm512_sub_pd(a, b); }
-  static D Mul(D a, D b) { return _mm512_mul_pd(a, b); }
   static D Fmadd(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
   static double Total(D a, D b) { return _mm512_reduce_add_pd(_mm512_add_pd(a, b)); }
 };
 #endif
 
-// V::kWidth entries at a time, in double as the definition says, so x gets the definition's
-// bits: the float-to-double conversions set the speed (AVX2, two copies: about 0.8 ns per
-// entry, against 1.1-1.6 for the auto-vectorized blocks this replaced). Each sum keeps two
-// accumulators, so no FMA waits on the last.
+// V::kWidth entries at a time: the step in float (the definition's operations, no FMA), the
+// squares of its float terms in double, two accumulators each so that no FMA waits on the last.
+// The double arithmetic this replaced spent its time converting every operand (235 K entries,
+// two copies, AVX-512: 129-137 µs against 71 µs).
 template <typename V>
-kernels::ConsensusSquares ConsensusStepVector(double gamma,
+kernels::ConsensusSquares ConsensusStepVector(float gamma,
                                               std::span<const std::span<const float>> copies,
-                                              std::span<const double> weights, const float* p,
-                                              float* xs, size_t n) {
+                                              const float* weights, const float* p, float* xs,
+                                              size_t n) {
+  using F = typename V::F;
   using D = typename V::D;
   const size_t m = copies.size();
   const float* c[kMaxVectorCopies];
-  D w[kMaxVectorCopies];
+  F w[kMaxVectorCopies];
   for (size_t j = 0; j < m; ++j) {
     c[j] = copies[j].data();
-    w[j] = V::Set(weights[j]);
+    w[j] = V::SetF(weights[j]);
   }
-  const D g = V::Set(gamma);
+  const F g = V::SetF(gamma);
+  const F zero_f = V::SetF(0.0f);
   const D zero = V::Set(0.0);
   D mix_lo = zero, mix_hi = zero, pub_lo = zero, pub_hi = zero, res_lo = zero, res_hi = zero;
   size_t k = 0;
   for (; k + V::kWidth <= n; k += V::kWidth) {
-    const typename V::F pf = V::Load(p + k);
-    const D pl = V::Lo(pf);
-    const D ph = V::Hi(pf);
-    // 0 + the first term, as the definition's zeroed accumulator (it turns −0 into +0).
-    D al = zero;
-    D ah = zero;
-    for (size_t j = 0; j < m; ++j) {
-      const typename V::F cf = V::Load(c[j] + k);
-      al = V::Add(al, V::Mul(w[j], V::Sub(V::Lo(cf), pl)));
-      ah = V::Add(ah, V::Mul(w[j], V::Sub(V::Hi(cf), ph)));
-    }
-    const typename V::F xn = V::AddF(V::Load(xs + k), V::Narrow(V::Mul(g, al), V::Mul(g, ah)));
+    const F pf = V::Load(p + k);
+    // 0 + the first term, as the definition's zeroed sum (it turns −0 into +0).
+    F a = zero_f;
+    for (size_t j = 0; j < m; ++j) a = V::AddF(a, V::MulF(w[j], V::SubF(V::Load(c[j] + k), pf)));
+    const F xn = V::AddF(V::Load(xs + k), V::MulF(g, a));
     V::Store(xs + k, xn);
+    const D al = V::Lo(a), ah = V::Hi(a), pl = V::Lo(pf), ph = V::Hi(pf);
     mix_lo = V::Fmadd(al, al, mix_lo);
     mix_hi = V::Fmadd(ah, ah, mix_hi);
     pub_lo = V::Fmadd(pl, pl, pub_lo);
@@ -176,6 +168,9 @@ kernels::ConsensusSquares ConsensusStep(double gamma,
                                         std::span<const std::span<const float>> copies,
                                         std::span<const double> weights,
                                         std::span<const float> public_copy, std::span<float> x) {
+  const auto g = static_cast<float>(gamma);
+  const float* p = public_copy.data();
+  float* xs = x.data();
 #if defined(__AVX2__) && defined(__FMA__)
   if (copies.size() <= kMaxVectorCopies) {
 #if defined(__AVX512F__)
@@ -183,33 +178,35 @@ kernels::ConsensusSquares ConsensusStep(double gamma,
 #else
     using Registers = Avx2Lanes;
 #endif
-    return ConsensusStepVector<Registers>(gamma, copies, weights, public_copy.data(), x.data(),
-                                          x.size());
+    float w[kMaxVectorCopies];
+    for (size_t j = 0; j < copies.size(); ++j) w[j] = static_cast<float>(weights[j]);
+    return ConsensusStepVector<Registers>(g, copies, w, p, xs, x.size());
   }
 #endif
-  // Blocks small enough that the block's accumulator stays in L1: each copy's term is a
-  // vectorized pass over the block, and the model is read and written once.
+  // Blocks small enough that the block's sum stays in L1: each copy's term is a vectorized pass
+  // over the block, and the model is read and written once.
+  std::vector<float> w(copies.size());
+  for (size_t j = 0; j < copies.size(); ++j) w[j] = static_cast<float>(weights[j]);
   constexpr size_t kBlock = 512;
-  double acc[kBlock];
+  float acc[kBlock];
   Lanes mix, pub, residual;
-  const float* p = public_copy.data();
-  float* xs = x.data();
   for (size_t begin = 0; begin < x.size(); begin += kBlock) {
     const size_t n = std::min(kBlock, x.size() - begin);
-    for (size_t i = 0; i < n; ++i) acc[i] = 0;
+    for (size_t i = 0; i < n; ++i) acc[i] = 0.0f;
     for (size_t j = 0; j < copies.size(); ++j) {
-      const double w = weights[j];
+      const float wj = w[j];
       const float* c = copies[j].data() + begin;
-      for (size_t i = 0; i < n; ++i) acc[i] += w * (static_cast<double>(c[i]) - p[begin + i]);
+      for (size_t i = 0; i < n; ++i) acc[i] += wj * (c[i] - p[begin + i]);
     }
-    for (size_t i = 0; i < n; ++i) xs[begin + i] += static_cast<float>(gamma * acc[i]);
+    for (size_t i = 0; i < n; ++i) xs[begin + i] += g * acc[i];
     // The lanes continue across blocks (kBlock is a multiple of kLaneCount), so the sums are
     // LaneSum's over the whole vector.
     static_assert(kBlock % kLaneCount == 0);
     ForEachLane(n, [&](size_t i, size_t l) {
+      const double md = acc[i];
       const double pv = p[begin + i];
       const double r = static_cast<double>(xs[begin + i]) - pv;
-      mix.v[l] += acc[i] * acc[i];
+      mix.v[l] += md * md;
       pub.v[l] += pv * pv;
       residual.v[l] += r * r;
     });

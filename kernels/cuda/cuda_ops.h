@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "kernels/device.h"
+#include "kernels/gossip_ops.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
 #if !MURMUR_WITH_CUDA
@@ -100,5 +101,9 @@ Status DivideInto(const Device& device, std::span<const double> acc, double divi
                   std::span<float> out);
 Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
                        double* out);
+Status ConsensusStep(const Device& device, double gamma,
+                     std::span<const std::span<const float>> copies,
+                     std::span<const double> weights, std::span<const float> public_copy,
+                     std::span<float> x, std::span<float> scratch, ConsensusSquares* squares);
 
 }  // namespace murmur::kernels::cuda

@@ -2,6 +2,8 @@
 // explicitly rounded intrinsics (__dmul_rn, __dadd_rn, __fadd_rn: never contracted into a fused
 // multiply-add), so they equal the CPU versions (built with -ffp-contract=off) bit for bit; sums
 // go through a warp sum and one double atomic per warp.
+#include <algorithm>
+
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/elementwise.cuh"
@@ -111,6 +113,43 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
                 },
                 "SquaredDistance"));
   return OkStatus();
+}
+
+Status ConsensusStep(const Device& device, double gamma,
+                     std::span<const std::span<const float>> copies,
+                     std::span<const double> weights, std::span<const float> public_copy,
+                     std::span<float> x, std::span<float> scratch, ConsensusSquares* squares) {
+  const auto n = static_cast<int64_t>(x.size());
+  const float* pp = public_copy.data();
+  float* pm = scratch.data();
+  float* px = x.data();
+  // m_k into scratch, a copy at a time in the order given; the first term is added to +0, as
+  // the definition's zeroed sum (with no copies, m is +0).
+  for (size_t j = 0; j < std::max<size_t>(copies.size(), 1); ++j) {
+    const bool first = j == 0;
+    const float* pc = copies.empty() ? nullptr : copies[j].data();
+    const float w = copies.empty() ? 0.0f : static_cast<float>(weights[j]);
+    MURMUR_RETURN_IF_ERROR(ForEach(
+        device, n,
+        [=] __device__(int64_t k) {
+          const float before = first ? 0.0f : pm[k];
+          pm[k] = pc == nullptr ? 0.0f
+                                : __fadd_rn(before, __fmul_rn(w, __fsub_rn(pc[k], pp[k])));
+        },
+        "ConsensusStep"));
+  }
+  const auto g = static_cast<float>(gamma);
+  MURMUR_RETURN_IF_ERROR(ForEach(
+      device, n, [=] __device__(int64_t k) { px[k] = __fadd_rn(px[k], __fmul_rn(g, pm[k])); },
+      "ConsensusStep"));
+  MURMUR_ASSIGN_OR_RETURN(
+      squares->mix,
+      SumSquares(
+          device, n, [=] __device__(int64_t k) { return static_cast<double>(pm[k]); },
+          "ConsensusStep"));
+  // Qualified: the kernels:: dispatchers of the same names are found through Device too.
+  MURMUR_RETURN_IF_ERROR(cuda::SumOfSquares(device, public_copy, &squares->public_copy));
+  return cuda::SquaredDistance(device, x, public_copy, &squares->residual);
 }
 
 }  // namespace murmur::kernels::cuda

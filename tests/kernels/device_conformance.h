@@ -466,10 +466,10 @@ TEST_P(DeviceConformance, GossipKernelsMatchFormulasBitForBit) {
             StatusCode::kInvalidArgument);
 }
 
-// The fused consensus step against its composition (zero an accumulator, AccumulateDifference per
-// copy in order, ApplyScaled): x bit for bit, the three sums to their summation-order bound; 0 to
-// 3 copies and 17 (past the host's vector path). Every 97th entry is a signed zero the
-// accumulator's zeroing decides: x = −0, copies −0, public +0, so x must end +0.
+// The consensus step against its definition in float (kernels/gossip_ops.h: the terms summed from
+// +0 copy by copy, each operation rounded on its own): x bit for bit, the three sums to their
+// summation-order bound; 0 to 3 copies and 17 (past the host's vector path). Every 97th entry is
+// a signed zero the zeroed sum decides: x = −0, copies −0, public +0, so x must end +0.
 TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
   for (int64_t size : Sizes()) {
     const auto n = static_cast<size_t>(size);
@@ -489,17 +489,19 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
     const double gamma = 0.05;
     for (size_t count : {0, 1, 2, 3, 17}) {
       SCOPED_TRACE(::testing::Message() << "size " << size << ", " << count << " copies");
-      std::vector<double> acc(n, 0.0);
+      // The definition in float, each operation rounded on its own (volatile: no FMA).
+      std::vector<float> acc(n, 0.0f);
       std::vector<float> want = x0;
       double mix = 0, pub_squares = 0, residual = 0;
       for (size_t k = 0; k < n; ++k) {
         for (size_t j = 0; j < count; ++j) {
-          volatile double term = weights[j] * (static_cast<double>(copies[j][k]) - pub[k]);
+          volatile float difference = copies[j][k] - pub[k];
+          volatile float term = static_cast<float>(weights[j]) * difference;
           acc[k] = acc[k] + term;
         }
-        volatile double step = gamma * acc[k];
-        want[k] += static_cast<float>(step);
-        mix += acc[k] * acc[k];
+        volatile float step = static_cast<float>(gamma) * acc[k];
+        want[k] += step;
+        mix += static_cast<double>(acc[k]) * acc[k];
         pub_squares += static_cast<double>(pub[k]) * pub[k];
         const double r = static_cast<double>(want[k]) - pub[k];
         residual += r * r;
@@ -510,7 +512,7 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
       for (const auto& b : up) spans.push_back(b.span());
       auto dx = Up(x0);
       auto dpub = Up(pub);
-      auto scratch = Poisoned<double>(n);
+      auto scratch = Poisoned<float>(n);
       ConsensusSquares got;
       ASSERT_TRUE(ConsensusStep(device(), gamma, spans, std::span(weights).first(count),
                                 dpub.span(), dx.span(), scratch.span(), &got)
@@ -536,7 +538,7 @@ TEST_P(DeviceConformance, ConsensusStepIsTheComposedStepInOnePass) {
   auto dx = Up(x0);
   auto dpub = Up(x0);
   auto other = Poisoned<float>(4);
-  auto scratch = Poisoned<double>(3);
+  auto scratch = Poisoned<float>(3);
   const std::span<const float> spans[] = {other.span()};
   const double weights[] = {0.5};
   ConsensusSquares got;
