@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a gossip step's time goes, and the cluster's throughput against the machine's (issue 22).
 
-Usage: bench/step_bench.py [build/murmur] [--nodes 2,4] [--rounds 3] [--epochs 3] [-- FLAGS]
+Usage: bench/step_bench.py [build/murmur] [--nodes 2,4] [--rounds 3] [--epochs 3]
+                           [--model "FLAGS"] [-- FLAGS]
 
 Each round runs, back to back so that they share the machine's state of the moment:
   single   murmur train --epochs E: one process, one training thread, no gossip; its
@@ -10,7 +11,8 @@ Each round runs, back to back so that they share the machine's state of the mome
            ring, same model, batch 64): each node's training phase (its first step to its last;
            start-up, joining and the consensus finish excluded), by phase
 and the rounds alternate, so a slow moment of the machine hits every row alike. FLAGS after
-`--` go to every murmur local.
+`--` go to every murmur local; --model's (one string, e.g. "--hidden 1024,512 --batch-size 128")
+go to every run, the single and apart trainings too, so that all train the same model.
 
 Prints per N the median over rounds of the cluster's training-phase samples/s (the nodes' sum),
 counted as murmur train counts its own (the periodic evaluations' time excluded; the ratio with
@@ -22,6 +24,7 @@ ceiling for N processes, without gossip), and the nodes' mean share of each phas
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -60,11 +63,13 @@ def main():
     p.add_argument("murmur", nargs="?", default="build/murmur")
     p.add_argument("--nodes", default="2,4")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--epochs", type=float, default=3)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--model", default="",
+                   help="flags for every run (murmur train and murmur local), e.g. --hidden")
     a = p.parse_args(argv)
     sizes = [int(x) for x in a.nodes.split(",")]
     cores = os.cpu_count() or 1
-    common = ["--epochs", str(a.epochs), "--progress", "none", "--json"]
+    common = ["--epochs", str(a.epochs), "--progress", "none", "--json"] + shlex.split(a.model)
     single, cluster, shares, accuracy = [], {n: [] for n in sizes}, {n: [] for n in sizes}, {n: [] for n in sizes}
     with_evaluation = {n: [] for n in sizes}
     # The machine's own ceiling for N processes: N independent `murmur train` runs at once, each
