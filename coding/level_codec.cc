@@ -306,9 +306,28 @@ class LevelValues16 {
     alignas(64) float padded[128] = {};
     std::memcpy(padded, table_, entries * sizeof(float));
     for (int r = 0; r < 8; ++r) t_[r] = _mm512_load_ps(padded + 16 * r);
+#if defined(__AVX512VBMI__)
+    // Beyond 64 entries, where the table takes four permutes, two tests and three blends: the
+    // product float(l) * step and a per-level correction of -1, 0 or +1 ulp (as LevelValues8),
+    // the corrections one byte each, 128 of them in two registers read by one byte permute.
+    if (groups_ != 4) return;
+    const float step = static_cast<float>(static_cast<double>(pass.scale_f) / pass.levels);
+    alignas(64) uint8_t corrections[128] = {};
+    for (uint32_t l = 0; l <= pass.levels; ++l) {
+      const int64_t ulps = int64_t{std::bit_cast<uint32_t>(table_[l])} -
+                           int64_t{std::bit_cast<uint32_t>(static_cast<float>(l) * step)};
+      if (ulps < -1 || ulps > 1) return;  // the four permutes then
+      corrections[l] = static_cast<uint8_t>(ulps + 1);
+    }
+    step_ = _mm512_set1_ps(step);
+    corrections_[0] = _mm512_load_si512(corrections);
+    corrections_[1] = _mm512_load_si512(corrections + 64);
+    groups_ = 8;
+#endif
   }
 
-  // 0 (gather), 1, 2 or 4 permutes of 32 entries per lookup.
+  // 0 (gather), 1, 2 or 4 permutes of 32 entries per lookup; 8: a multiply and a byte permute
+  // (AVX512-VBMI).
   int groups() const { return groups_; }
 
   // l: levels 0..levels in uint32 lanes; sign: sign bits to OR in. kGroups == groups().
@@ -317,6 +336,16 @@ class LevelValues16 {
     __m512 v;
     if constexpr (kGroups == 0) {
       v = _mm512_i32gather_ps(l, table_, 4);
+    } else if constexpr (kGroups == 8) {
+#if defined(__AVX512VBMI__)
+      // Byte 0 of each lane is l (< 128) and picks its correction; bytes 1-3 (zero) pick
+      // entry 0's, masked off.
+      const __m512i product = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(l), step_));
+      const __m512i ulps_plus_one = _mm512_and_si512(
+          _mm512_permutex2var_epi8(corrections_[0], l, corrections_[1]), _mm512_set1_epi32(0xFF));
+      v = _mm512_castsi512_ps(
+          _mm512_sub_epi32(_mm512_add_epi32(product, ulps_plus_one), _mm512_set1_epi32(1)));
+#endif
     } else {
       // permutex2var reads an index's low 5 bits: entry (l mod 32) of the pair (t0, t1).
       v = _mm512_permutex2var_ps(t_[0], l, t_[1]);
@@ -341,6 +370,10 @@ class LevelValues16 {
   const float* table_;
   int groups_ = 0;
   __m512 t_[8] = {};
+#if defined(__AVX512VBMI__)
+  __m512 step_ = _mm512_setzero_ps();
+  __m512i corrections_[2] = {};
+#endif
 };
 
 // The dense pass over source[begin, end) 16 values a turn; as DenseBlock.
@@ -375,10 +408,10 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
 
 using DenseBlock16Fn = size_t (*)(const LevelPass&, const LevelValues16&, size_t, size_t, float*,
                                   uint8_t*, float*, size_t&);
-// Index: groups (0, 1, 2, 4 as 0..3) * 16 + sum * 8 + codes * 4 + residual * 2 + prescaled.
+// Index: groups (0, 1, 2, 4, 8 as 0..4) * 16 + sum * 8 + codes * 4 + residual * 2 + prescaled.
 template <size_t kIndex>
 constexpr DenseBlock16Fn DenseBlock16At() {
-  constexpr int kGroups[] = {0, 1, 2, 4};
+  constexpr int kGroups[] = {0, 1, 2, 4, 8};
   return DenseBlock16<kGroups[kIndex / 16], (kIndex & 4) != 0, (kIndex & 2) != 0,
                       (kIndex & 1) != 0, (kIndex & 8) != 0>;
 }
@@ -387,8 +420,10 @@ constexpr std::array<DenseBlock16Fn, sizeof...(kIndex)> DenseBlocks16(
     std::index_sequence<kIndex...>) {
   return {DenseBlock16At<kIndex>()...};
 }
-constexpr auto kDenseBlocks16 = DenseBlocks16(std::make_index_sequence<64>());
-size_t GroupSlot(int groups) { return groups == 4 ? 3 : static_cast<size_t>(groups); }
+constexpr auto kDenseBlocks16 = DenseBlocks16(std::make_index_sequence<80>());
+size_t GroupSlot(int groups) {
+  return groups == 8 ? 4 : groups == 4 ? 3 : static_cast<size_t>(groups);
+}
 
 // QuantizeSparse's vector part, 16 wide: each group's non-zero levels compressed in a register
 // and stored whole into the staging (a compress to memory is slow on some CPUs), which keeps 16
@@ -439,6 +474,9 @@ bool SparseBlocks16For(const LevelPass& pass, size_t limit, size_t& i,
     case 4:
       return pre ? SparseBlocks16<4, true>(pass, limit, i, indices, values)
                  : SparseBlocks16<4, false>(pass, limit, i, indices, values);
+    case 8:
+      return pre ? SparseBlocks16<8, true>(pass, limit, i, indices, values)
+                 : SparseBlocks16<8, false>(pass, limit, i, indices, values);
     default:
       return pre ? SparseBlocks16<0, true>(pass, limit, i, indices, values)
                  : SparseBlocks16<0, false>(pass, limit, i, indices, values);

@@ -3,8 +3,10 @@
 // calls it). Each value's level is kernels::StochasticLevel over kernels::LevelDraw, the draws
 // and rounding every backend shares; with AVX-512 sixteen of them are computed at once, the
 // draws' counter advancing as a vector and a level's value read from LevelValue's table held in
-// registers (up to 127 levels; a gather beyond). Without AVX-512, AVX2 takes eight, a value being
-// float(l) * step corrected by a stored -1/0/+1 ulp to LevelValue's bits (or the gather).
+// registers (up to 127 levels; a gather beyond; from 64 levels, with AVX512-VBMI, the product
+// below with its corrections read by one byte permute). Without AVX-512, AVX2 takes eight, a
+// value being float(l) * step corrected by a stored -1/0/+1 ulp to LevelValue's bits (or the
+// gather).
 //
 // Two forms of the same levels:
 // - dense: every value, and one-byte wire codes (int8; QSGD of 64-127 levels) written into the
