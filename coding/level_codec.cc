@@ -345,6 +345,8 @@ class LevelValues16 {
           _mm512_permutex2var_epi8(corrections_[0], l, corrections_[1]), _mm512_set1_epi32(0xFF));
       v = _mm512_castsi512_ps(
           _mm512_sub_epi32(_mm512_add_epi32(product, ulps_plus_one), _mm512_set1_epi32(1)));
+#else
+      v = _mm512_i32gather_ps(l, table_, 4);  // not chosen: groups() is never 8 without VBMI
 #endif
     } else {
       // permutex2var reads an index's low 5 bits: entry (l mod 32) of the pair (t0, t1).

@@ -10,6 +10,14 @@
 
 #include "base/lane_sum.h"
 
+// GCC 12's avx512fintrin.h fills unused destinations with a self-initialized register
+// (`__m512i __Y = __Y`), which -Wmaybe-uninitialized reports wherever those intrinsics inline
+// for some targets (-march=skylake-avx512, not znver4; GCC bug 105593, fixed in GCC 13), so a
+// -Werror build for such a CPU failed here. As in level_codec.cc.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace murmur::kernels::cpu {
 
 void Subtract(std::span<const float> a, std::span<const float> b, std::span<float> out) {
