@@ -136,7 +136,7 @@ class Fp16Converter {
 
   // Writes 16 values, codes and (kFeedback) residuals; false (nothing written) when one of the
   // 16 entries needs the definition.
-  template <bool kFeedback>
+  template <bool kFeedback, bool kStream = false>
   bool Encode16(const float* in, float* r, float* values, uint16_t* codes) const {
     __m512 s = _mm512_loadu_ps(in);
     if constexpr (kFeedback) s = _mm512_add_ps(_mm512_loadu_ps(r), s);
@@ -161,7 +161,11 @@ class Fp16Converter {
         _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000u))));
     const __m512 value =
         _mm512_mask_blend_ps(kept, sign, _mm512_mul_ps(_mm512_cvtph_ps(half), unscale_));
-    _mm512_storeu_ps(values, value);
+    if constexpr (kStream) {
+      _mm512_stream_ps(values, value);
+    } else {
+      _mm512_storeu_ps(values, value);
+    }
     if constexpr (kFeedback) _mm512_storeu_ps(r, _mm512_sub_ps(s, value));
     return true;
   }
@@ -238,11 +242,24 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
   Fp16Converter convert(format.exponent_base);
 #endif
   PayloadHash hash;
+  // Above the last-level cache the values go past it from the register (a non-temporal store
+  // needs a 64-byte-aligned destination: each block's first entries up to a line boundary take
+  // the definition's loop). The codes, 40 bytes into the payload, stay ordinary stores.
+  const bool stream = ShouldStream(d * (sizeof(float) + sizeof(uint16_t)));
   for (size_t begin = 0; begin < d; begin += kBlock) {
     const size_t end = std::min(d, begin + kBlock);
     size_t i = begin;
 #if defined(MURMUR_DENSE_AVX512)
-    if (convert.usable()) {
+    if (convert.usable() && stream) {
+      // Up to the values' next 64-byte line, then whole lines past the caches.
+      const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(values + begin) & 63)) & 63) / 4;
+      for (; i < std::min(end, begin + lead); ++i) entry(i);
+      for (; i + 16 <= end; i += 16) {
+        if (!convert.Encode16<kFeedback, true>(in + i, r + i, values + i, codes + i)) {
+          for (size_t j = i; j < i + 16; ++j) entry(j);
+        }
+      }
+    } else if (convert.usable()) {
       for (; i + 16 <= end; i += 16) {
         if (!convert.Encode16<kFeedback>(in + i, r + i, values + i, codes + i)) {
           for (size_t j = i; j < i + 16; ++j) entry(j);
@@ -253,6 +270,7 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
     for (; i < end; ++i) entry(i);
     hash.Add(reinterpret_cast<const std::byte*>(codes + begin), (end - begin) * sizeof(uint16_t));
   }
+  if (stream) StreamFence();
   hash.Finish(header);
   return DenseResult::kDone;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "base/check.h"
 #include "coding/dense_codec.h"
 #include "coding/level_lanes16.h"
+#include "coding/stream_store.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -276,25 +278,46 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
                          (pass.addend != nullptr ? kSumFlag : 0)];
   }
 #endif
+  auto one_entry = [&](size_t i) {
+    const OneLevel one = LevelAt(pass, i);
+    nonzero += one.level != 0 ? 1 : 0;
+    if (residual != nullptr) residual[i] = SourceAt(pass, i) - one.value;
+    out[i] = one.value;
+    if (codes != nullptr) codes[i] = static_cast<uint8_t>(one.level | (one.sign >> 24));
+  };
+#if defined(__AVX512F__)
+  // Above the last-level cache the values go past it from the register (stream_store.h), each
+  // block's first entries up to a 64-byte line boundary taking the scalar loop.
+  const bool stream =
+      block != nullptr && ShouldStream(n * (sizeof(float) + (codes != nullptr ? 1 : 0)));
+#endif
   for (size_t begin = 0; begin < n; begin += kLevelBlock) {
     const size_t end = std::min(n, begin + kLevelBlock);
     size_t i = begin;
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+    if (block != nullptr) {
+      if (stream) {
+        const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(out + begin) & 63)) & 63) / 4;
+        for (; i < std::min(end, begin + lead); ++i) one_entry(i);
+      }
+      const size_t start = i;
+      size_t zero_levels = 0;
+      i = block(pass, *value_of, start, end, out, codes, residual, stream, zero_levels);
+      nonzero += (i - start) - zero_levels;
+    }
+#elif defined(__AVX2__)
     if (block != nullptr) {
       size_t zero_levels = 0;
       i = block(pass, *value_of, begin, end, out, codes, residual, zero_levels);
       nonzero += (i - begin) - zero_levels;
     }
 #endif
-    for (; i < end; ++i) {
-      const OneLevel one = LevelAt(pass, i);
-      nonzero += one.level != 0 ? 1 : 0;
-      if (residual != nullptr) residual[i] = SourceAt(pass, i) - one.value;
-      out[i] = one.value;
-      if (codes != nullptr) codes[i] = static_cast<uint8_t>(one.level | (one.sign >> 24));
-    }
+    for (; i < end; ++i) one_entry(i);
     if (hash != nullptr) hash->Add(reinterpret_cast<const std::byte*>(codes + begin), end - begin);
   }
+#if defined(__AVX512F__)
+  if (stream) StreamFence();
+#endif
   return nonzero;
 }
 

@@ -158,10 +158,11 @@ class LevelValues16 {
 };
 
 // The dense pass over source[begin, end) 16 values a turn; as DenseBlock.
+// stream: the values go past the caches (REQUIRES out + begin 64-byte aligned).
 template <int kGroups, bool kCodes, bool kResidual, bool kPrescaled, bool kSum>
 size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t begin,
                     size_t end, float* __restrict out, uint8_t* __restrict codes, float* residual,
-                    size_t& zero_levels) {
+                    bool stream, size_t& zero_levels) {
   const float* in = pass.source.data();
   // A local copy, so that the table stays in registers (the stores below cannot alias it).
   const LevelValues16 table = value_of;
@@ -177,7 +178,11 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
         std::popcount(static_cast<uint32_t>(_mm512_testn_epi32_mask(l, l))));
     const __m512 v = table.Of<kGroups>(l, sign);
     if constexpr (kResidual) _mm512_storeu_ps(residual + i, _mm512_sub_ps(x, v));
-    _mm512_storeu_ps(out + i, v);
+    if (stream) {
+      _mm512_stream_ps(out + i, v);
+    } else {
+      _mm512_storeu_ps(out + i, v);
+    }
     if constexpr (kCodes) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
                        _mm512_cvtepi32_epi8(_mm512_or_si512(l, _mm512_srli_epi32(sign, 24))));
@@ -188,7 +193,7 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
 }
 
 using DenseBlock16Fn = size_t (*)(const LevelPass&, const LevelValues16&, size_t, size_t, float*,
-                                  uint8_t*, float*, size_t&);
+                                  uint8_t*, float*, bool, size_t&);
 // Index: groups (0, 1, 2, 4, 8 as 0..4) * 16 + sum * 8 + codes * 4 + residual * 2 + prescaled.
 template <size_t kIndex>
 constexpr DenseBlock16Fn DenseBlock16At() {

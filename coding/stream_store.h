@@ -1,15 +1,17 @@
 #pragma once
-// Writing a large output past the caches (internal to coding/; `none`'s dense pass in
-// dense_codec.cc uses it, issue 22).
+// Writing a large output past the caches (internal to coding/; the dense passes of `none` and
+// fp16 in dense_codec.cc and of int8 and QSGD in level_codec.cc use it, issue 22).
 //
 // A pass that writes a vector larger than the last-level cache gains nothing from caching what
 // it writes: the lines are evicted before anyone reads them, and each ordinary store first
 // reads its line from memory (read for ownership). Non-temporal stores write whole lines
-// without reading them, as glibc's memcpy does above a similar size. The pass computes a block
-// (4096 values) into an L1-resident stage (ordinary stores, hashed there while hot) and
-// StreamCopies it out. `none` at 16 M values: 4.9-6.1 -> 5.5-7.0 GB/s. fp16 and int8 measured
-// 15-25 % slower this way (their compute and the block's burst of streaming stores no longer
-// overlap), so they write in place.
+// without reading them, as glibc's memcpy does above a similar size.
+// - `none` computes a block (4096 values) into an L1-resident stage (ordinary stores, hashed
+//   there while hot) and StreamCopies it into both outputs: 16 M values 4.9-6.1 -> 5.5-7.0 GB/s.
+// - fp16, int8 and QSGD store their values from the register (_mm512_stream_ps), each block's
+//   first entries up to a 64-byte line taking the scalar loop; their codes stay ordinary stores
+//   (hashed from L1). Through the stage they were 15-25 % slower (their compute and the block's
+//   burst of streaming stores no longer overlapped).
 
 #include <cstddef>
 

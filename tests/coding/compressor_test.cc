@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "coding/dense_codec.h"
+#include "coding/stream_store.h"
 #include "coding/update_codec.h"
 #include "tests/testing/test_vectors.h"
 
@@ -500,42 +501,48 @@ TEST(DenseCodecTest, FusedEncodeIsBitIdenticalToCompressThenEncode) {
   // Around the 4096-value blocks and the 8- and 16-wide vector tails.
   const size_t sizes[] = {0, 1, 7, 15, 17, 4095, 4096, 4097, 8193, 100003};
   std::printf("seeds 1..3 per step, sizes 0..100003\n");
-  // int8's wire codes come out of its quantizing pass (level_codec.h); qsgd's do not.
-  for (const char* spec : {"none", "fp16", "none,ef=off", "fp16,ef=off", "int8", "int8,ef=off",
-                           "qsgd:16,rescale=on", "qsgd:255,ef=off", "qsgd:200,rescale=on,ef=on"}) {
-    for (const Case& c : cases) {
-      for (size_t n : sizes) {
-        Compressor two_step = Make(spec, n);
-        Compressor fused = Make(spec, n);
-        Update expected, got;
-        std::vector<std::byte> expected_bytes, got_bytes;
-        for (uint64_t step = 1; step <= 3; ++step) {
-          const std::vector<float> input = c.make(n, step);
-          SCOPED_TRACE(::testing::Message()
-                       << spec << " " << c.name << " n=" << n << " step " << step);
-          // The edge values' largest floats overflow some residual + input sums: both paths
-          // must refuse the same steps, with the same message, and keep the same residual.
-          const Status expected_status = two_step.Compress(input, expected);
-          const Status got_status = fused.Compress(input, got, got_bytes);
-          EXPECT_EQ(got_status.ToString(), expected_status.ToString());
-          EXPECT_EQ(Bits(fused.residual()), Bits(two_step.residual()));
-          if (!expected_status.ok()) continue;
-          EncodeUpdate(expected, expected_bytes);
-          EXPECT_EQ(got.op, expected.op);
-          EXPECT_EQ(got.dimension, expected.dimension);
-          EXPECT_EQ(got.dense, expected.dense);
-          EXPECT_EQ(got.indices, expected.indices);
-          EXPECT_EQ(got.format, expected.format);
-          EXPECT_EQ(Bits(got.values), Bits(expected.values));
-          EXPECT_EQ(got_bytes, expected_bytes);
-          EXPECT_EQ(fused.steps(), two_step.steps());
-          Update decoded;
-          ASSERT_TRUE(DecodeUpdate(got_bytes, static_cast<uint32_t>(n), decoded).ok());
-          EXPECT_EQ(Bits(decoded.values), Bits(got.values));
+  // int8's wire codes come out of its quantizing pass (level_codec.h); qsgd's do not. Threshold
+  // 1 streams every output past the caches (stream_store.h), as above the last-level cache.
+  for (const size_t threshold : {size_t{0}, size_t{1}}) {
+    internal::SetStreamThresholdForTesting(threshold);
+    for (const char* spec :
+         {"none", "fp16", "none,ef=off", "fp16,ef=off", "int8", "int8,ef=off", "qsgd:16,rescale=on",
+          "qsgd:255,ef=off", "qsgd:200,rescale=on,ef=on"}) {
+      for (const Case& c : cases) {
+        for (size_t n : sizes) {
+          Compressor two_step = Make(spec, n);
+          Compressor fused = Make(spec, n);
+          Update expected, got;
+          std::vector<std::byte> expected_bytes, got_bytes;
+          for (uint64_t step = 1; step <= 3; ++step) {
+            const std::vector<float> input = c.make(n, step);
+            SCOPED_TRACE(::testing::Message() << spec << " " << c.name << " n=" << n << " step "
+                                              << step << " stream threshold " << threshold);
+            // The edge values' largest floats overflow some residual + input sums: both paths
+            // must refuse the same steps, with the same message, and keep the same residual.
+            const Status expected_status = two_step.Compress(input, expected);
+            const Status got_status = fused.Compress(input, got, got_bytes);
+            EXPECT_EQ(got_status.ToString(), expected_status.ToString());
+            EXPECT_EQ(Bits(fused.residual()), Bits(two_step.residual()));
+            if (!expected_status.ok()) continue;
+            EncodeUpdate(expected, expected_bytes);
+            EXPECT_EQ(got.op, expected.op);
+            EXPECT_EQ(got.dimension, expected.dimension);
+            EXPECT_EQ(got.dense, expected.dense);
+            EXPECT_EQ(got.indices, expected.indices);
+            EXPECT_EQ(got.format, expected.format);
+            EXPECT_EQ(Bits(got.values), Bits(expected.values));
+            EXPECT_EQ(got_bytes, expected_bytes);
+            EXPECT_EQ(fused.steps(), two_step.steps());
+            Update decoded;
+            ASSERT_TRUE(DecodeUpdate(got_bytes, static_cast<uint32_t>(n), decoded).ok());
+            EXPECT_EQ(Bits(decoded.values), Bits(got.values));
+          }
         }
       }
     }
   }
+  internal::SetStreamThresholdForTesting(0);
 }
 
 TEST(DenseCodecTest, FusedPathRefusesNonFiniteInputAndChangesNoState) {

@@ -18,6 +18,7 @@
 
 #include "coding/compressor.h"
 #include "coding/device_compressor.h"
+#include "coding/stream_store.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "kernels/device.h"
@@ -151,6 +152,54 @@ TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
       }
     }
   }
+}
+
+// Above the last-level cache the dense pass stores the values past the caches, each block's
+// first entries up to a 64-byte line taking the scalar loop. Forced at small sizes, and at every
+// float offset of the values within a line, the results stay the definition's.
+TEST(LevelCodecTest, StreamedDensePassMatchesTheScalarDefinitionAtEveryAlignment) {
+  internal::SetStreamThresholdForTesting(1);
+  for (const uint32_t levels : {16u, 127u, 255u}) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{4095}, size_t{4097},
+                           size_t{8200}, size_t{40003}}) {
+      const std::vector<float> source = Make(Input::kNormal, n, kSeed + n);
+      double scale = levels == 127 ? 0.0 : std::sqrt(SquaredL2Norm(source));
+      for (float x : source) {
+        if (levels == 127) scale = std::max<double>(scale, std::fabs(x));
+      }
+      if (scale == 0) scale = 1;
+      const auto scale_f = static_cast<float>(scale);
+      std::vector<float> table;
+      FillLevelTable(scale_f, levels, table);
+      const internal::LevelPass pass{source,
+                                     levels,
+                                     kernels::MakeLevelScale(levels / scale),
+                                     static_cast<uint32_t>(kSeed * 2654435761u + n),
+                                     scale_f,
+                                     table.data()};
+      const Reference want = Scalar(pass);
+      // A 64-byte-aligned buffer, the values starting `offset` floats into it.
+      std::vector<float> storage(n + 32);
+      const auto base = reinterpret_cast<uintptr_t>(storage.data());
+      const size_t aligned = ((64 - (base & 63)) & 63) / sizeof(float);
+      for (size_t offset = 0; offset < 16; ++offset) {
+        SCOPED_TRACE(::testing::Message()
+                     << "levels " << levels << " n " << n << " offset " << offset);
+        std::span<float> values(storage.data() + aligned + offset, n);
+        std::fill(values.begin(), values.end(), -1.0f);
+        std::vector<uint8_t> codes(n, 0xAA);
+        const bool with_codes = levels <= 127;
+        EXPECT_EQ(internal::QuantizeDense(pass, values, with_codes ? codes.data() : nullptr,
+                                          nullptr, nullptr),
+                  want.nonzero);
+        EXPECT_EQ(Bits(values), Bits(want.values));
+        if (with_codes) {
+          EXPECT_EQ(codes, want.codes);
+        }
+      }
+    }
+  }
+  internal::SetStreamThresholdForTesting(0);
 }
 
 // int8's receive side: one-byte codes to values, against LevelValue, at sizes around the 8-wide
