@@ -440,16 +440,24 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   const size_t sparse_below = n - n / bits_per_value;
   // The sparse form goes first when the last step's levels were few (under 1 in 8): it writes
   // only them; denser, appending each costs more than the dense pass and its compaction. An
-  // attempt that fills up costs a pass. It reads the sums from the residual.
-  if (sparse_first_) add_addend();
+  // attempt that fills up costs a pass. With error feedback it forms the sums in its own pass
+  // and writes them into the residual.
   pass.addend = addend.empty() ? nullptr : addend.data();
-  if (sparse_first_ && internal::QuantizeSparse(pass, sparse_below, out.indices, out.values)) {
-    out.dense = false;
-    if (residual != nullptr) {
-      for (size_t k = 0; k < out.indices.size(); ++k) residual[out.indices[k]] -= out.values[k];
+  if (sparse_first_) {
+    size_t summed = 0;
+    if (internal::QuantizeSparse(pass, sparse_below, out.indices, out.values, residual, &summed)) {
+      out.dense = false;
+      if (residual != nullptr) {
+        for (size_t k = 0; k < out.indices.size(); ++k) residual[out.indices[k]] -= out.values[k];
+      }
+      sparse_first_ = out.indices.size() < n / 8;
+      return true;
     }
-    sparse_first_ = out.indices.size() < n / 8;
-    return true;
+    if (!addend.empty()) {  // it gave up: the sums past `summed`, and the dense pass reads them
+      for (size_t k = summed; k < addend.size(); ++k) residual[k] = residual[k] + addend[k];
+      addend = {};
+      pass.addend = nullptr;
+    }
   }
   out.dense = true;
   out.indices.clear();

@@ -322,12 +322,28 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
 }
 
 bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
-                    std::vector<float>& values) {
-  MURMUR_CHECK(pass.addend == nullptr) << "the sparse form reads the source alone";
+                    std::vector<float>& values, float* sums, size_t* summed) {
+  MURMUR_CHECK(pass.addend == nullptr || (sums == pass.source.data() && summed != nullptr))
+      << "the sums go to the source's storage";
   indices.clear();
   values.clear();
   const size_t n = pass.source.size();
+  if (summed != nullptr) *summed = 0;
   if (limit == 0) return false;
+  if (pass.addend != nullptr) {
+#if defined(__AVX512F__)
+    const bool in_pass = pass.level_value != nullptr && pass.levels <= 127;
+#else
+    const bool in_pass = false;
+#endif
+    if (!in_pass) {  // no vector pass forms them: the sums first, then their levels
+      for (size_t k = 0; k < n; ++k) sums[k] = pass.source[k] + pass.addend[k];
+      *summed = n;
+      LevelPass plain = pass;
+      plain.addend = nullptr;
+      return QuantizeSparse(plain, limit, indices, values);
+    }
+  }
   auto keep = [&](size_t i, float value) {
     indices.push_back(static_cast<uint32_t>(i));
     values.push_back(value);
@@ -335,7 +351,8 @@ bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& 
   };
   size_t i = 0;
 #if defined(__AVX512F__)
-  if (pass.level_value != nullptr && !SparseBlocks16For(pass, limit, i, indices, values)) {
+  if (pass.level_value != nullptr && !SparseBlocks16For(pass, limit, i, indices, values, sums)) {
+    if (summed != nullptr) *summed = i;
     return false;
   }
 #elif defined(__AVX2__)
@@ -346,7 +363,12 @@ bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& 
   }
 #endif
   for (; i < n; ++i) {
+    const float source = SourceAt(pass, i);
     const OneLevel one = LevelAt(pass, i);
+    if (sums != nullptr) {
+      sums[i] = source;
+      *summed = i + 1;
+    }
     if (one.level != 0 && !keep(i, one.value)) return false;
   }
   return true;

@@ -13,8 +13,8 @@
 //   payload and hashed block by block while in L1; with error feedback the residual (the source
 //   itself) becomes source - value in the same pass;
 // - sparse: only the non-zero levels, for QSGD's few-level updates where most levels are 0
-//   (no model-sized write at all); it gives up once the update would be denser than the
-//   bitmap's break-even, and the caller takes the dense form.
+//   (no model-sized write but error feedback's sums); it gives up once the update would be
+//   denser than the bitmap's break-even, and the caller takes the dense form.
 //
 // Bit-identical to the scalar reference (kernels::cpu::StochasticLevels + LevelValue):
 // DeviceCompressorTest compares them at edge sizes, LevelCodecTest sweeps the forms' edges.
@@ -51,10 +51,12 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
                      PayloadHash* hash, float* residual);
 
 // indices/values = the non-zero levels' positions and values, in order, when there are fewer
-// than `limit` of them; otherwise false (their contents are then unspecified). REQUIRES no
-// addend.
+// than `limit` of them; otherwise false (their contents are then unspecified). With an addend
+// (error feedback), `sums` (the source's storage) receives each source[i] + addend[i] in the same
+// pass and `*summed` how many from index 0 hold it: all on success; on false the caller
+// completes the rest. REQUIRES sums and summed with an addend.
 bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& indices,
-                    std::vector<float>& values);
+                    std::vector<float>& values, float* sums = nullptr, size_t* summed = nullptr);
 
 // The receive side of one-byte level codes (level | sign << 7, levels <= 127): values[i] =
 // ±LevelValue(scale, levels, level_i), with the multiply and correction above. False when some

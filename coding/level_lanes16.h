@@ -219,9 +219,11 @@ inline size_t GroupSlot(int groups) {
 // QSGD:16's density about one group in five holds a level, and a branch on the mask mispredicted
 // often enough to cost more than the compress; one compress per group instead of two (index and
 // value) halves what remains of it (1 M values: 480 -> 326 -> 267 us per Compress).
-template <bool kPrescaled>
+// kSum: the values are source + addend, and each sum is stored to `sums` (the source's
+// storage) as it is formed (error feedback's residual, read and written in one pass).
+template <bool kPrescaled, bool kSum>
 bool SparseCodes16(const LevelPass& pass, size_t limit, size_t& i, std::vector<uint32_t>& indices,
-                   std::vector<float>& values) {
+                   std::vector<float>& values, float* sums) {
   static_assert(kLevelBlock <= (size_t{1} << 24), "a block offset fits a code's upper 24 bits");
   const size_t n = pass.source.size();
   const float* in = pass.source.data();
@@ -239,7 +241,12 @@ bool SparseCodes16(const LevelPass& pass, size_t limit, size_t& i, std::vector<u
         _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>((k - begin) << 8)), lane);
     for (; k + 16 <= end; k += 16) {
       __m512i sign;
-      const __m512i l = levels.Next<kPrescaled>(_mm512_loadu_si512(in + k), sign);
+      __m512 x = _mm512_loadu_ps(in + k);
+      if constexpr (kSum) {
+        x = _mm512_add_ps(x, _mm512_loadu_ps(pass.addend + k));
+        _mm512_storeu_ps(sums + k, x);
+      }
+      const __m512i l = levels.Next<kPrescaled>(_mm512_castps_si512(x), sign);
       const __mmask16 nonzero = _mm512_test_epi32_mask(l, l);
       // offset | l | sign >> 24 (0xFE: the OR of the three).
       const __m512i code =
@@ -298,12 +305,18 @@ bool SparseBlocks16(const LevelPass& pass, size_t limit, size_t& i,
   return true;
 }
 
+// sums: as QuantizeSparse's, with an addend (REQUIRES levels <= 127 then).
 inline bool SparseBlocks16For(const LevelPass& pass, size_t limit, size_t& i,
-                              std::vector<uint32_t>& indices, std::vector<float>& values) {
+                              std::vector<uint32_t>& indices, std::vector<float>& values,
+                              float* sums) {
   const bool pre = pass.scale.pre != 1.0f;
   if (pass.levels <= 127) {
-    return pre ? SparseCodes16<true>(pass, limit, i, indices, values)
-               : SparseCodes16<false>(pass, limit, i, indices, values);
+    if (pass.addend != nullptr) {
+      return pre ? SparseCodes16<true, true>(pass, limit, i, indices, values, sums)
+                 : SparseCodes16<false, true>(pass, limit, i, indices, values, sums);
+    }
+    return pre ? SparseCodes16<true, false>(pass, limit, i, indices, values, sums)
+               : SparseCodes16<false, false>(pass, limit, i, indices, values, sums);
   }
   return pre ? SparseBlocks16<true>(pass, limit, i, indices, values)
              : SparseBlocks16<false>(pass, limit, i, indices, values);

@@ -202,6 +202,86 @@ TEST(LevelCodecTest, StreamedDensePassMatchesTheScalarDefinitionAtEveryAlignment
   internal::SetStreamThresholdForTesting(0);
 }
 
+// With error feedback the sparse form quantizes source + addend and writes each sum into the
+// source's storage in the same pass (the 16-wide pass up to 127 levels, the sums first beyond).
+// On success every sum is written; when it gives up, exactly the first `summed` are.
+TEST(LevelCodecTest, SparseFormWritesTheSumsItQuantizes) {
+  for (const uint32_t levels : {16u, 100u, 255u}) {
+    for (const size_t n : {size_t{1}, size_t{17}, size_t{4097}, size_t{12289}}) {
+      SCOPED_TRACE(::testing::Message() << "levels " << levels << " n " << n);
+      const std::vector<float> residual = Make(Input::kNormal, n, kSeed + 3 * n);
+      const std::vector<float> input = Make(Input::kMostlyZero, n, kSeed + 3 * n + 1);
+      std::vector<float> sums(n);
+      for (size_t i = 0; i < n; ++i) sums[i] = residual[i] + input[i];
+      const auto scale = static_cast<float>(std::sqrt(SquaredL2Norm(sums)));
+      std::vector<float> table;
+      FillLevelTable(scale, levels, table);
+      internal::LevelPass pass{sums,   levels, kernels::MakeLevelScale(levels / double{scale}),
+                               12345u, scale,  table.data()};
+      const Reference want = Scalar(pass);  // the levels of the sums themselves
+      std::vector<uint32_t> want_indices;
+      std::vector<float> want_values;
+      for (size_t i = 0; i < n; ++i) {
+        if (want.levels[i] == 0) continue;
+        want_indices.push_back(static_cast<uint32_t>(i));
+        want_values.push_back(want.values[i]);
+      }
+      std::vector<float> storage = residual;
+      pass.source = storage;
+      pass.addend = input.data();
+      std::vector<uint32_t> indices;
+      std::vector<float> values;
+      size_t summed = 0;
+      ASSERT_TRUE(internal::QuantizeSparse(pass, want.nonzero + 1, indices, values, storage.data(),
+                                           &summed));
+      EXPECT_EQ(summed, n);
+      EXPECT_EQ(Bits(storage), Bits(sums));
+      EXPECT_EQ(indices, want_indices);
+      EXPECT_EQ(Bits(values), Bits(want_values));
+      if (want.nonzero == 0) continue;
+      storage = residual;
+      ASSERT_FALSE(internal::QuantizeSparse(pass, want.nonzero / 2, indices, values, storage.data(),
+                                            &summed));
+      ASSERT_LE(summed, n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(storage[i]),
+                  std::bit_cast<uint32_t>(i < summed ? sums[i] : residual[i]))
+            << "i " << i << " summed " << summed;
+      }
+    }
+  }
+  // The compressor after a sparse attempt that gave up partway: it completes the sums and sends
+  // the dense form, and the residual is still sums - sent, bit for bit.
+  const size_t d = 12289;
+  struct Case {
+    const char* spec;
+    bool dense;  // 100 levels put a level on nearly every flat value: the attempt gives up
+  };
+  for (const auto [spec, dense] :
+       {Case{"qsgd:100,rescale=on,ef=on", true}, Case{"qsgd:16,rescale=on,ef=on", false}}) {
+    SCOPED_TRACE(spec);
+    auto c = Compressor::Create(*ParseCompressorSpec(spec), d);
+    ASSERT_TRUE(c.ok()) << c.status();
+    std::vector<float> sparse_step(d, 0.0f);
+    sparse_step[5] = 1.0f;
+    Update update;
+    ASSERT_TRUE(c->Compress(sparse_step, update).ok());
+    ASSERT_FALSE(update.dense);  // so the next step tries the sparse form first
+    const std::vector<float> flat = Make(Input::kFlat, d, kSeed + 5);
+    std::vector<float> sums(d);
+    for (size_t i = 0; i < d; ++i) sums[i] = c->residual()[i] + flat[i];
+    ASSERT_TRUE(c->Compress(flat, update).ok());
+    EXPECT_EQ(update.dense, dense);
+    std::vector<float> sent(d, 0.0f);
+    AddTo(update, 1.0f, std::span<float>(sent));
+    for (size_t i = 0; i < d; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(c->residual()[i]),
+                std::bit_cast<uint32_t>(sums[i] - sent[i]))
+          << "i " << i;
+    }
+  }
+}
+
 // int8's receive side: one-byte codes to values, against LevelValue, at sizes around the 8-wide
 // step; a level above `levels` anywhere (vector part or tail) refuses the codes, and
 // DecodeUpdate then names the first such value.
@@ -277,7 +357,7 @@ TEST(LevelCodecTest, CompressorFollowsTheDensityFromStepToStep) {
   for (const auto [spec, crosses] :
        {Spec{"qsgd:4,ef=off", false}, Spec{"qsgd:1,ef=off", false}, Spec{"qsgd:128,ef=off", true},
         Spec{"qsgd:8,rescale=on,ef=on", false}, Spec{"qsgd:200,rescale=on,ef=on", true},
-        Spec{"int8", true}, Spec{"int8,ef=off", true}}) {
+        Spec{"qsgd:100,rescale=on,ef=on", true}, Spec{"int8", true}, Spec{"int8,ef=off", true}}) {
     SCOPED_TRACE(spec);
     auto options = ParseCompressorSpec(spec);
     ASSERT_TRUE(options.ok()) << options.status();
