@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <type_traits>
@@ -13,6 +14,7 @@
 #endif
 
 #include "base/check.h"
+#include "coding/stream_store.h"
 
 namespace murmur::coding {
 namespace {
@@ -68,6 +70,8 @@ inline uint32_t AtLeastMask16(const float* v, uint32_t key) {
 // With AVX-512, Load16(i) gives the block in a register instead (Sum writes it).
 struct Plain {
   const float* v;
+  bool Streams() const { return false; }
+  size_t StreamLead() const { return 0; }
   const float* Block(size_t i, float*) const { return v + i; }
   float At(size_t i) const { return v[i]; }
   float Take(size_t i) const { return v[i]; }
@@ -78,6 +82,8 @@ struct Plain {
 struct Difference {
   const float* a;
   const float* b;
+  bool Streams() const { return false; }
+  size_t StreamLead() const { return 0; }
   const float* Block(size_t i, float* tmp) const {
     for (size_t j = 0; j < kBlock; ++j) tmp[j] = a[i + j] - b[i + j];
     return tmp;
@@ -90,10 +96,21 @@ struct Difference {
   }
 #endif
 };
+// With `stream` (Sum::Of: out is larger than the last-level cache) the vector pass writes out
+// past the caches (stream_store.h), from its first 64-byte line on: StreamLead() entries before it
+// take the scalar loop.
 struct Sum {
   const float* a;
   const float* b;
   float* out;
+  bool stream = false;
+  static Sum Of(const float* a, const float* b, float* out, size_t n) {
+    return {a, b, out, internal::ShouldStream(n * sizeof(float))};
+  }
+  bool Streams() const { return stream; }
+  size_t StreamLead() const {
+    return stream ? ((64 - (reinterpret_cast<uintptr_t>(out) & 63)) & 63) / sizeof(float) : 0;
+  }
   const float* Block(size_t i, float*) const {
     for (size_t j = 0; j < kBlock; ++j) out[i + j] = a[i + j] + b[i + j];
     return out + i;
@@ -107,7 +124,11 @@ struct Sum {
 #if defined(__AVX512F__)
   __m512 Load16(size_t i) const {
     const __m512 v = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-    _mm512_storeu_ps(out + i, v);
+    if (stream) {
+      _mm512_stream_ps(out + i, v);
+    } else {
+      _mm512_storeu_ps(out + i, v);
+    }
     return v;
   }
 #endif
@@ -127,10 +148,22 @@ void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<ui
   size_t i = 0;
 #if defined(__AVX512F__)
   {
+    const size_t lead = std::min(n, source.StreamLead());
+    if (lead > 0) {
+      EnsureSize(indices, values, lead);
+      for (; i < lead; ++i) {
+        const float x = source.Take(i);
+        indices[count] = static_cast<uint32_t>(i);
+        values[count] = x;
+        count += Key(x) >= key;
+      }
+    }
     const __m512i magnitude_bits = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512i bound = _mm512_set1_epi32(static_cast<int>(key));
     const __m512i step = _mm512_set1_epi32(static_cast<int>(kBlock));
-    __m512i position = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i position =
+        _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i)),
+                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     // Room for a whole chunk's hits first, so that the inner loop has no growth check (whose
     // call would spill the constants) and its stores no vector to reload.
     constexpr size_t kChunk = 1024 * kBlock;
@@ -149,6 +182,7 @@ void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<ui
         position = _mm512_add_epi32(position, step);
       }
     }
+    if (source.Streams()) internal::StreamFence();
   }
 #else
   alignas(64) float tmp[kBlock];
@@ -369,7 +403,7 @@ bool TopKOfSum(std::span<const float> a, std::span<const float> b, size_t k,
                std::vector<uint32_t>& indices, std::vector<float>& values, std::span<float> sum) {
   MURMUR_CHECK(a.size() == b.size() && a.size() == sum.size());
   MURMUR_CHECK_LE(a.size(), size_t{UINT32_MAX});
-  const Sum source{a.data(), b.data(), sum.data()};
+  const Sum source = Sum::Of(a.data(), b.data(), sum.data(), a.size());
   if (UsesCandidates(a.size(), k)) {
     bool ok = true;
     if (CandidateTopK(source, a.size(), k, indices, values, ok)) return ok;
@@ -493,7 +527,8 @@ bool AtLeastOfSum(std::span<const float> a, std::span<const float> b, float tau,
   MURMUR_CHECK(tau > 0 && std::isfinite(tau)) << "threshold " << tau;
   MURMUR_CHECK(a.size() == b.size() && a.size() == sum.size());
   MURMUR_CHECK_LE(a.size(), size_t{UINT32_MAX});
-  CollectAtLeast(Sum{a.data(), b.data(), sum.data()}, a.size(), Key(tau), indices, values);
+  CollectAtLeast(Sum::Of(a.data(), b.data(), sum.data(), a.size()), a.size(), Key(tau), indices,
+                 values);
   return !AnyNonFinite(values);
 }
 
@@ -508,7 +543,8 @@ SampledTopKStats SampledTopKOfSum(std::span<const float> a, std::span<const floa
                                   std::vector<uint32_t>& indices, std::vector<float>& values,
                                   std::span<float> sum) {
   MURMUR_CHECK(a.size() == b.size() && a.size() == sum.size());
-  return SampledTopKOf(Sum{a.data(), b.data(), sum.data()}, sum, k, options, rng, indices, values);
+  return SampledTopKOf(Sum::Of(a.data(), b.data(), sum.data(), a.size()), sum, k, options, rng,
+                       indices, values);
 }
 
 }  // namespace murmur::coding

@@ -1,6 +1,7 @@
 #pragma once
 // Writing a large output past the caches (internal to coding/; the dense passes of `none` and
-// fp16 in dense_codec.cc and of int8 and QSGD in level_codec.cc use it, issue 22).
+// fp16 in dense_codec.cc and of int8 and QSGD in level_codec.cc, and the error-feedback
+// selections' sums in selection.cc use it, issue 22).
 //
 // A pass that writes a vector larger than the last-level cache gains nothing from caching what
 // it writes: the lines are evicted before anyone reads them, and each ordinary store first
@@ -12,6 +13,7 @@
 //   first entries up to a 64-byte line taking the scalar loop; their codes stay ordinary stores
 //   (hashed from L1). Through the stage they were 15-25 % slower (their compute and the block's
 //   burst of streaming stores no longer overlapped).
+// - The *OfSum selections (selection.h) store residual + input the same way as they collect.
 
 #include <cstddef>
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "coding/stream_store.h"
 #include "tests/testing/test_vectors.h"
 
 namespace murmur::coding {
@@ -210,6 +211,63 @@ TEST(SelectionTest, OfSumSelectsFromTheSumItWrites) {
     }
     EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << where;
   });
+}
+
+// Above the last-level cache the *OfSum selections write the sum past the caches (stream_store.h),
+// the entries before its first 64-byte line taking the scalar loop. Forced at small sizes and at
+// every float offset of `sum` within a line, they select and leave behind the same as above, and
+// still refuse a non-finite value.
+TEST(SelectionTest, OfSumStreamedPastTheCachesAtEveryAlignment) {
+  internal::SetStreamThresholdForTesting(1);
+  const uint64_t seed = 17;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (size_t n : {size_t{1}, size_t{15}, size_t{17}, size_t{1000}, size_t{40000}}) {
+    const std::vector<float> residual = MakeVector(Distribution::kNormal, n, seed + n);
+    const std::vector<float> input = MakeVector(Distribution::kHeavyTailed, n, seed + 3 * n + 1);
+    std::vector<float> want_sum(n);
+    for (size_t i = 0; i < n; ++i) want_sum[i] = residual[i] + input[i];
+    std::vector<float> storage(n + 32);
+    const auto base = reinterpret_cast<uintptr_t>(storage.data());
+    const size_t aligned = ((64 - (base & 63)) & 63) / sizeof(float);
+    for (size_t offset = 0; offset < 16; ++offset) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " offset " << offset);
+      const std::span<float> sum(storage.data() + aligned + offset, n);
+      auto written = [&] { return std::vector<float>(sum.begin(), sum.end()); };
+      std::vector<uint32_t> indices;
+      std::vector<float> values;
+      const size_t k = std::max<size_t>(1, n / 100);
+      std::fill(sum.begin(), sum.end(), -7.0f);
+      ASSERT_TRUE(TopKOfSum(residual, input, k, indices, values, sum));
+      ASSERT_EQ(Checked(want_sum, indices, values), TopKOf(want_sum, k));
+      ASSERT_EQ(written(), want_sum);
+
+      std::mt19937_64 rng_of_sum(seed + k), rng_plain(seed + k);
+      std::vector<uint32_t> plain_indices;
+      std::vector<float> plain_values;
+      std::fill(sum.begin(), sum.end(), -7.0f);
+      ASSERT_FALSE(
+          SampledTopKOfSum(residual, input, k, {}, rng_of_sum, indices, values, sum).non_finite);
+      (void)SampledTopK(want_sum, k, {}, rng_plain, plain_indices, plain_values);
+      EXPECT_EQ(indices, plain_indices);
+      EXPECT_EQ(values, plain_values);
+      ASSERT_EQ(written(), want_sum);
+
+      std::fill(sum.begin(), sum.end(), -7.0f);
+      ASSERT_TRUE(AtLeastOfSum(residual, input, 1.0f, indices, values, sum));
+      EXPECT_EQ(Checked(want_sum, indices, values), AtLeastOf(want_sum, 1.0f));
+      ASSERT_EQ(written(), want_sum);
+    }
+  }
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  ForEachPoisonedPair(3e38f, [&](const std::vector<float>& a, const std::vector<float>& b,
+                                 const std::string& where) {
+    std::vector<float> sum(a.size());
+    const size_t k = std::max<size_t>(1, a.size() / 100);
+    EXPECT_FALSE(TopKOfSum(a, b, k, indices, values, sum)) << where;
+    EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << where;
+  });
+  internal::SetStreamThresholdForTesting(0);
 }
 
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {
