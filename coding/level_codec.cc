@@ -365,7 +365,7 @@ bool QuantizeSparse(const LevelPass& pass, size_t limit, std::vector<uint32_t>& 
   for (; i < n; ++i) {
     const float source = SourceAt(pass, i);
     const OneLevel one = LevelAt(pass, i);
-    if (sums != nullptr) {
+    if (pass.addend != nullptr) {
       sums[i] = source;
       *summed = i + 1;
     }
