@@ -86,6 +86,21 @@ Reference Scalar(const internal::LevelPass& pass) {
   return r;
 }
 
+// QuantizeDense into `values` (and one-byte codes, up to 127 levels) against the reference.
+void ExpectDenseIsTheDefinition(const internal::LevelPass& pass, std::span<float> values,
+                                const Reference& want) {
+  std::fill(values.begin(), values.end(), -1.0f);
+  std::vector<uint8_t> codes(values.size(), 0xAA);
+  const bool with_codes = pass.levels <= 127;
+  EXPECT_EQ(internal::QuantizeDense(pass, values, with_codes ? codes.data() : nullptr, nullptr,
+                                    nullptr),
+            want.nonzero);
+  EXPECT_EQ(Bits(values), Bits(want.values));
+  if (with_codes) {
+    EXPECT_EQ(codes, want.codes);
+  }
+}
+
 TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
   const size_t sizes[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 4095, 4096, 4097, 8200, 40003};
@@ -113,16 +128,8 @@ TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
                                        table.empty() ? nullptr : table.data()};
         const Reference want = Scalar(pass);
 
-        std::vector<float> values(n, -1.0f);
-        std::vector<uint8_t> codes(n, 0xAA);
-        const bool with_codes = levels <= 127;
-        EXPECT_EQ(internal::QuantizeDense(pass, values, with_codes ? codes.data() : nullptr,
-                                          nullptr, nullptr),
-                  want.nonzero);
-        EXPECT_EQ(Bits(values), Bits(want.values));
-        if (with_codes) {
-          EXPECT_EQ(codes, want.codes);
-        }
+        std::vector<float> values(n);
+        ExpectDenseIsTheDefinition(pass, values, want);
 
         // With a residual: the pass writes source - value over the source.
         std::vector<float> residual = source;
@@ -185,17 +192,7 @@ TEST(LevelCodecTest, StreamedDensePassMatchesTheScalarDefinitionAtEveryAlignment
       for (size_t offset = 0; offset < 16; ++offset) {
         SCOPED_TRACE(::testing::Message()
                      << "levels " << levels << " n " << n << " offset " << offset);
-        std::span<float> values(storage.data() + aligned + offset, n);
-        std::fill(values.begin(), values.end(), -1.0f);
-        std::vector<uint8_t> codes(n, 0xAA);
-        const bool with_codes = levels <= 127;
-        EXPECT_EQ(internal::QuantizeDense(pass, values, with_codes ? codes.data() : nullptr,
-                                          nullptr, nullptr),
-                  want.nonzero);
-        EXPECT_EQ(Bits(values), Bits(want.values));
-        if (with_codes) {
-          EXPECT_EQ(codes, want.codes);
-        }
+        ExpectDenseIsTheDefinition(pass, std::span(storage.data() + aligned + offset, n), want);
       }
     }
   }
