@@ -224,7 +224,8 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
   const uint32_t kept_from = (format.exponent_base + 1u) << 23;
   const uint32_t rebase = static_cast<uint32_t>(format.exponent_base) << 10;
   // One entry as the definition says (QuantizeFloats' rounding and flush, EncodeValues' code).
-  auto entry = [&](size_t i) {
+  // Entry i's code goes to *code: the payload, or (streaming) the block's stage.
+  auto entry = [&](size_t i, uint16_t* code) {
     const float s = kFeedback ? r[i] + in[i] : in[i];
     const uint32_t bits = RoundToFp16Precision(std::bit_cast<uint32_t>(s));
     const uint32_t sign = bits & 0x80000000u;
@@ -236,7 +237,7 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
     const float value = std::bit_cast<float>(sign | sent);
     values[i] = value;
     if constexpr (kFeedback) r[i] = s - value;
-    codes[i] = static_cast<uint16_t>(((sent >> 13) - (rebase & kept)) | (sign >> 16));
+    *code = static_cast<uint16_t>(((sent >> 13) - (rebase & kept)) | (sign >> 16));
   };
 #if defined(MURMUR_DENSE_AVX512)
   Fp16Converter convert(format.exponent_base);
@@ -246,28 +247,37 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
   // needs a 64-byte-aligned destination: each block's first entries up to a line boundary take
   // the definition's loop). The codes, 40 bytes into the payload, stay ordinary stores.
   const bool stream = ShouldStream(d * (sizeof(float) + sizeof(uint16_t)));
+#if defined(MURMUR_DENSE_AVX512)
+  alignas(64) uint16_t stage[kBlock];
+#endif
   for (size_t begin = 0; begin < d; begin += kBlock) {
     const size_t end = std::min(d, begin + kBlock);
     size_t i = begin;
 #if defined(MURMUR_DENSE_AVX512)
     if (convert.usable() && stream) {
-      // Up to the values' next 64-byte line, then whole lines past the caches.
+      // Up to the values' next 64-byte line, then whole lines past the caches; the codes go to
+      // an L1 stage, hashed there and streamed out after the block.
       const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(values + begin) & 63)) & 63) / 4;
-      for (; i < std::min(end, begin + lead); ++i) entry(i);
+      for (; i < std::min(end, begin + lead); ++i) entry(i, stage + (i - begin));
       for (; i + 16 <= end; i += 16) {
-        if (!convert.Encode16<kFeedback, true>(in + i, r + i, values + i, codes + i)) {
-          for (size_t j = i; j < i + 16; ++j) entry(j);
+        if (!convert.Encode16<kFeedback, true>(in + i, r + i, values + i, stage + (i - begin))) {
+          for (size_t j = i; j < i + 16; ++j) entry(j, stage + (j - begin));
         }
       }
+      for (; i < end; ++i) entry(i, stage + (i - begin));
+      const size_t bytes = (end - begin) * sizeof(uint16_t);
+      hash.Add(reinterpret_cast<const std::byte*>(stage), bytes);
+      StreamCopy(codes + begin, stage, bytes);
+      continue;
     } else if (convert.usable()) {
       for (; i + 16 <= end; i += 16) {
         if (!convert.Encode16<kFeedback>(in + i, r + i, values + i, codes + i)) {
-          for (size_t j = i; j < i + 16; ++j) entry(j);
+          for (size_t j = i; j < i + 16; ++j) entry(j, codes + j);
         }
       }
     }
 #endif
-    for (; i < end; ++i) entry(i);
+    for (; i < end; ++i) entry(i, codes + i);
     hash.Add(reinterpret_cast<const std::byte*>(codes + begin), (end - begin) * sizeof(uint16_t));
   }
   if (stream) StreamFence();

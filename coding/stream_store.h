@@ -10,9 +10,10 @@
 // - `none` computes a block (4096 values) into an L1-resident stage (ordinary stores, hashed
 //   there while hot) and StreamCopies it into both outputs: 16 M values 4.9-6.1 -> 5.5-7.0 GB/s.
 // - fp16, int8 and QSGD store their values from the register (_mm512_stream_ps), each block's
-//   first entries up to a 64-byte line taking the scalar loop; their codes stay ordinary stores
-//   (hashed from L1). Through the stage they were 15-25 % slower (their compute and the block's
-//   burst of streaming stores no longer overlapped).
+//   first entries up to a 64-byte line taking the scalar loop. Values and codes both through the
+//   stage were 15-25 % slower (their compute and the block's burst of streaming stores no longer
+//   overlapped). fp16's codes (half its output) do go through the stage, hashed there and
+//   StreamCopied out (+7 % at 16 M); int8's one-byte codes stay ordinary stores.
 // - The *OfSum selections (selection.h) store residual + input the same way as they collect.
 
 #include <cstddef>
@@ -26,6 +27,16 @@ bool ShouldStream(size_t bytes);
 
 // Tests and benchmarks: stream from `bytes` on instead (0: the cache size again).
 void SetStreamThresholdForTesting(size_t bytes);
+
+// SetStreamThresholdForTesting for a scope: the cache size again when it ends, also when a failed
+// assertion leaves the test early (the next test would otherwise stream too).
+class ScopedStreamThresholdForTesting {
+ public:
+  explicit ScopedStreamThresholdForTesting(size_t bytes) { SetStreamThresholdForTesting(bytes); }
+  ~ScopedStreamThresholdForTesting() { SetStreamThresholdForTesting(0); }
+  ScopedStreamThresholdForTesting(const ScopedStreamThresholdForTesting&) = delete;
+  ScopedStreamThresholdForTesting& operator=(const ScopedStreamThresholdForTesting&) = delete;
+};
 
 // memcpy(dst, src, bytes) where dst's whole 64-byte lines are written with non-temporal stores
 // (src is read with ordinary loads; it is meant to be in L1). The stores are weakly ordered:
