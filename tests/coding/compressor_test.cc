@@ -504,7 +504,7 @@ TEST(DenseCodecTest, FusedEncodeIsBitIdenticalToCompressThenEncode) {
   // int8's wire codes come out of its quantizing pass (level_codec.h); qsgd's do not. Threshold
   // 1 streams every output past the caches (stream_store.h), as above the last-level cache.
   for (const size_t threshold : {size_t{0}, size_t{1}}) {
-    internal::SetStreamThresholdForTesting(threshold);
+    const internal::ScopedStreamThresholdForTesting stream_from(threshold);
     for (const char* spec :
          {"none", "fp16", "none,ef=off", "fp16,ef=off", "int8", "int8,ef=off", "qsgd:16,rescale=on",
           "qsgd:255,ef=off", "qsgd:200,rescale=on,ef=on"}) {
@@ -542,7 +542,6 @@ TEST(DenseCodecTest, FusedEncodeIsBitIdenticalToCompressThenEncode) {
       }
     }
   }
-  internal::SetStreamThresholdForTesting(0);
 }
 
 TEST(DenseCodecTest, FusedPathRefusesNonFiniteInputAndChangesNoState) {

@@ -165,7 +165,7 @@ TEST(LevelCodecTest, BothFormsMatchTheScalarDefinition) {
 // first entries up to a 64-byte line taking the scalar loop. Forced at small sizes, and at every
 // float offset of the values within a line, the results stay the definition's.
 TEST(LevelCodecTest, StreamedDensePassMatchesTheScalarDefinitionAtEveryAlignment) {
-  internal::SetStreamThresholdForTesting(1);
+  const internal::ScopedStreamThresholdForTesting stream_everything(1);
   for (const uint32_t levels : {16u, 127u, 255u}) {
     for (const size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{4095}, size_t{4097},
                            size_t{8200}, size_t{40003}}) {
@@ -196,7 +196,6 @@ TEST(LevelCodecTest, StreamedDensePassMatchesTheScalarDefinitionAtEveryAlignment
       }
     }
   }
-  internal::SetStreamThresholdForTesting(0);
 }
 
 // With error feedback the sparse form quantizes source + addend and writes each sum into the

@@ -218,7 +218,7 @@ TEST(SelectionTest, OfSumSelectsFromTheSumItWrites) {
 // every float offset of `sum` within a line, they select and leave behind the same as above, and
 // still refuse a non-finite value.
 TEST(SelectionTest, OfSumStreamedPastTheCachesAtEveryAlignment) {
-  internal::SetStreamThresholdForTesting(1);
+  const internal::ScopedStreamThresholdForTesting stream_everything(1);
   const uint64_t seed = 17;
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   for (size_t n : {size_t{1}, size_t{15}, size_t{17}, size_t{1000}, size_t{40000}}) {
@@ -267,7 +267,6 @@ TEST(SelectionTest, OfSumStreamedPastTheCachesAtEveryAlignment) {
     EXPECT_FALSE(TopKOfSum(a, b, k, indices, values, sum)) << where;
     EXPECT_FALSE(AtLeastOfSum(a, b, 1.0f, indices, values, sum)) << where;
   });
-  internal::SetStreamThresholdForTesting(0);
 }
 
 TEST(SelectionTest, TopKHandlesSignedZerosSubnormalsAndHugeValues) {

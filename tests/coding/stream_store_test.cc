@@ -50,19 +50,20 @@ TEST(StreamStoreTest, StreamCopyIsMemcpyAtEveryAlignment) {
 }
 
 TEST(StreamStoreTest, ForcedThresholdDecides) {
-  internal::SetStreamThresholdForTesting(1000);
-  EXPECT_FALSE(internal::ShouldStream(999));
+  {
+    const internal::ScopedStreamThresholdForTesting at_1000(1000);
+    EXPECT_FALSE(internal::ShouldStream(999));
 #if defined(__SSE2__)
-  EXPECT_TRUE(internal::ShouldStream(1000));
+    EXPECT_TRUE(internal::ShouldStream(1000));
 #endif
-  internal::SetStreamThresholdForTesting(0);
+  }
   EXPECT_FALSE(internal::ShouldStream(1000));  // the last-level cache is larger
 }
 
 // `none` writes its values and payload through the stage when they exceed the threshold; the
 // results must be the definition's at every size around the blocks and vector tails.
 TEST(StreamStoreTest, StreamedNoneIsBitIdenticalToCompressThenEncode) {
-  internal::SetStreamThresholdForTesting(1);
+  const internal::ScopedStreamThresholdForTesting stream_everything(1);
   const size_t sizes[] = {0, 1, 15, 16, 17, 4095, 4096, 4097, 8193, 100003};
   for (const char* spec : {"none", "none,ef=off"}) {
     for (size_t n : sizes) {
@@ -91,7 +92,6 @@ TEST(StreamStoreTest, StreamedNoneIsBitIdenticalToCompressThenEncode) {
   Update update;
   std::vector<std::byte> bytes;
   EXPECT_FALSE(c.Compress(input, update, bytes).ok());
-  internal::SetStreamThresholdForTesting(0);
 }
 
 }  // namespace
