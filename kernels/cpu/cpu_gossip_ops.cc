@@ -80,7 +80,7 @@ inline void ConsensusEntry(float gamma, std::span<const std::span<const float>> 
 // The vector registers a consensus kernel runs on: V::kWidth floats per step (V::F), each half
 // converted to V::kWidth / 2 doubles (V::D) for the squares.
 struct Avx2Lanes {
-  static constexpr size_t kWidth = 8;
+  [[maybe_unused]] static constexpr size_t kWidth = 8;
   using F = __m256;
   using D = __m256d;
   static F Load(const float* p) { return _mm256_loadu_ps(p); }
