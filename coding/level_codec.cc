@@ -278,31 +278,39 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
                          (pass.addend != nullptr ? kSumFlag : 0)];
   }
 #endif
-  auto one_entry = [&](size_t i) {
+  // Entry i's code goes to *code: the payload, or (streaming) the block's stage.
+  auto one_entry = [&](size_t i, uint8_t* code) {
     const OneLevel one = LevelAt(pass, i);
     nonzero += one.level != 0 ? 1 : 0;
     if (residual != nullptr) residual[i] = SourceAt(pass, i) - one.value;
     out[i] = one.value;
-    if (codes != nullptr) codes[i] = static_cast<uint8_t>(one.level | (one.sign >> 24));
+    if (codes != nullptr) *code = static_cast<uint8_t>(one.level | (one.sign >> 24));
   };
 #if defined(__AVX512F__)
   // Above the last-level cache the values go past it from the register (stream_store.h), each
-  // block's first entries up to a 64-byte line boundary taking the scalar loop.
+  // block's first entries up to a 64-byte line boundary taking the scalar loop; the codes go to
+  // an L1 stage, hashed there and streamed out after the block.
   const bool stream =
       block != nullptr && ShouldStream(n * (sizeof(float) + (codes != nullptr ? 1 : 0)));
+  alignas(64) uint8_t stage[kLevelBlock];
 #endif
   for (size_t begin = 0; begin < n; begin += kLevelBlock) {
     const size_t end = std::min(n, begin + kLevelBlock);
     size_t i = begin;
+    uint8_t* block_codes = codes != nullptr ? codes + begin : nullptr;  // entry begin's code
+    auto code_of = [&](size_t j) {
+      return block_codes != nullptr ? block_codes + (j - begin) : nullptr;
+    };
 #if defined(__AVX512F__)
     if (block != nullptr) {
       if (stream) {
+        if (codes != nullptr) block_codes = stage;
         const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(out + begin) & 63)) & 63) / 4;
-        for (; i < std::min(end, begin + lead); ++i) one_entry(i);
+        for (; i < std::min(end, begin + lead); ++i) one_entry(i, code_of(i));
       }
       const size_t start = i;
       size_t zero_levels = 0;
-      i = block(pass, *value_of, start, end, out, codes, residual, stream, zero_levels);
+      i = block(pass, *value_of, start, end, out, code_of(start), residual, stream, zero_levels);
       nonzero += (i - start) - zero_levels;
     }
 #elif defined(__AVX2__)
@@ -312,8 +320,13 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
       nonzero += (i - begin) - zero_levels;
     }
 #endif
-    for (; i < end; ++i) one_entry(i);
-    if (hash != nullptr) hash->Add(reinterpret_cast<const std::byte*>(codes + begin), end - begin);
+    for (; i < end; ++i) one_entry(i, code_of(i));
+    if (hash != nullptr) {
+      hash->Add(reinterpret_cast<const std::byte*>(block_codes), end - begin);
+    }
+#if defined(__AVX512F__)
+    if (codes != nullptr && block_codes == stage) StreamCopy(codes + begin, stage, end - begin);
+#endif
   }
 #if defined(__AVX512F__)
   if (stream) StreamFence();

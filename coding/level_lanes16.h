@@ -157,8 +157,9 @@ class LevelValues16 {
 #endif
 };
 
-// The dense pass over source[begin, end) 16 values a turn; as DenseBlock.
-// stream: the values go past the caches (REQUIRES out + begin 64-byte aligned).
+// The dense pass over source[begin, end) 16 values a turn; as DenseBlock, but `codes` points at
+// entry begin's code. stream: the values go past the caches (REQUIRES out + begin 64-byte
+// aligned).
 template <int kGroups, bool kCodes, bool kResidual, bool kPrescaled, bool kSum>
 size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t begin,
                     size_t end, float* __restrict out, uint8_t* __restrict codes, float* residual,
@@ -184,7 +185,7 @@ size_t DenseBlock16(const LevelPass& pass, const LevelValues16& value_of, size_t
       _mm512_storeu_ps(out + i, v);
     }
     if constexpr (kCodes) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + (i - begin)),
                        _mm512_cvtepi32_epi8(_mm512_or_si512(l, _mm512_srli_epi32(sign, 24))));
     }
   }
