@@ -231,15 +231,14 @@ bool SparseCodes16(const LevelPass& pass, size_t limit, size_t& i, std::vector<u
   const float* table = pass.level_value;
   alignas(64) uint32_t staged[kLevelBlock + 16];
   Levels16 levels(pass, 0);
-  const __m512i lane = _mm512_setr_epi32(0 << 8, 1 << 8, 2 << 8, 3 << 8, 4 << 8, 5 << 8, 6 << 8,
-                                         7 << 8, 8 << 8, 9 << 8, 10 << 8, 11 << 8, 12 << 8,
-                                         13 << 8, 14 << 8, 15 << 8);
+  const __m512i lane =
+      _mm512_setr_epi32(0 << 8, 1 << 8, 2 << 8, 3 << 8, 4 << 8, 5 << 8, 6 << 8, 7 << 8, 8 << 8,
+                        9 << 8, 10 << 8, 11 << 8, 12 << 8, 13 << 8, 14 << 8, 15 << 8);
   for (size_t begin = 0; begin + 16 <= n; begin += kLevelBlock) {
     const size_t end = std::min(n, begin + kLevelBlock);
     size_t count = 0;
     size_t k = i;  // a local, so that the loop keeps it in a register
-    __m512i offset =
-        _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>((k - begin) << 8)), lane);
+    __m512i offset = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>((k - begin) << 8)), lane);
     for (; k + 16 <= end; k += 16) {
       __m512i sign;
       __m512 x = _mm512_loadu_ps(in + k);
@@ -250,8 +249,7 @@ bool SparseCodes16(const LevelPass& pass, size_t limit, size_t& i, std::vector<u
       const __m512i l = levels.Next<kPrescaled>(_mm512_castps_si512(x), sign);
       const __mmask16 nonzero = _mm512_test_epi32_mask(l, l);
       // offset | l | sign >> 24 (0xFE: the OR of the three).
-      const __m512i code =
-          _mm512_ternarylogic_epi32(offset, l, _mm512_srli_epi32(sign, 24), 0xFE);
+      const __m512i code = _mm512_ternarylogic_epi32(offset, l, _mm512_srli_epi32(sign, 24), 0xFE);
       _mm512_storeu_si512(staged + count, _mm512_maskz_compress_epi32(nonzero, code));
       count += static_cast<size_t>(std::popcount(static_cast<uint32_t>(nonzero)));
       offset = _mm512_add_epi32(offset, _mm512_set1_epi32(16 << 8));
