@@ -245,7 +245,8 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
   PayloadHash hash;
   // Above the last-level cache the values go past it from the register (a non-temporal store
   // needs a 64-byte-aligned destination: each block's first entries up to a line boundary take
-  // the definition's loop). The codes, 40 bytes into the payload, stay ordinary stores.
+  // the definition's loop). The codes, 40 bytes into the payload, cannot be aligned with them:
+  // they go to an L1 stage, hashed there and StreamCopied out after the block.
   const bool stream = ShouldStream(d * (sizeof(float) + sizeof(uint16_t)));
 #if defined(MURMUR_DENSE_AVX512)
   alignas(64) uint16_t stage[kBlock];
@@ -257,7 +258,7 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
     if (convert.usable() && stream) {
       // Up to the values' next 64-byte line, then whole lines past the caches; the codes go to
       // an L1 stage, hashed there and streamed out after the block.
-      const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(values + begin) & 63)) & 63) / 4;
+      const size_t lead = FloatsToLine(values + begin);
       for (; i < std::min(end, begin + lead); ++i) entry(i, stage + (i - begin));
       for (; i + 16 <= end; i += 16) {
         if (!convert.Encode16<kFeedback, true>(in + i, r + i, values + i, stage + (i - begin))) {

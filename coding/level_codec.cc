@@ -305,8 +305,9 @@ size_t QuantizeDense(const LevelPass& pass, std::span<float> values, uint8_t* co
     if (block != nullptr) {
       if (stream) {
         if (codes != nullptr) block_codes = stage;
-        const size_t lead = ((64 - (reinterpret_cast<uintptr_t>(out + begin) & 63)) & 63) / 4;
-        for (; i < std::min(end, begin + lead); ++i) one_entry(i, code_of(i));
+        for (; i < std::min(end, begin + FloatsToLine(out + begin)); ++i) {
+          one_entry(i, code_of(i));
+        }
       }
       const size_t start = i;
       size_t zero_levels = 0;

@@ -108,9 +108,7 @@ struct Sum {
     return {a, b, out, internal::ShouldStream(n * sizeof(float))};
   }
   bool Streams() const { return stream; }
-  size_t StreamLead() const {
-    return stream ? ((64 - (reinterpret_cast<uintptr_t>(out) & 63)) & 63) / sizeof(float) : 0;
-  }
+  size_t StreamLead() const { return stream ? internal::FloatsToLine(out) : 0; }
   const float* Block(size_t i, float*) const {
     for (size_t j = 0; j < kBlock; ++j) out[i + j] = a[i + j] + b[i + j];
     return out + i;

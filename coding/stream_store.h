@@ -17,6 +17,7 @@
 // - The *OfSum selections (selection.h) store residual + input the same way as they collect.
 
 #include <cstddef>
+#include <cstdint>
 
 namespace murmur::coding::internal {
 
@@ -45,5 +46,11 @@ void StreamCopy(void* dst, const void* src, size_t bytes);
 
 // Orders every earlier StreamCopy before the stores after it.
 void StreamFence();
+
+// The floats from p up to its next 64-byte line (0 on a line): the entries a pass stores the
+// ordinary way before its non-temporal stores from registers (_mm512_stream_ps) can start.
+inline size_t FloatsToLine(const float* p) {
+  return ((64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63) / sizeof(float);
+}
 
 }  // namespace murmur::coding::internal

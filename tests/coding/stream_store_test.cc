@@ -49,6 +49,16 @@ TEST(StreamStoreTest, StreamCopyIsMemcpyAtEveryAlignment) {
   }
 }
 
+// The scalar lead before a pass's stores from registers: to the next line, never a whole one.
+TEST(StreamStoreTest, FloatsToLineReachesTheNextLine) {
+  alignas(64) float line[32];
+  for (size_t offset = 0; offset < 16; ++offset) {
+    const size_t lead = internal::FloatsToLine(line + offset);
+    EXPECT_EQ(lead, (16 - offset) % 16) << "offset " << offset;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(line + offset + lead) % 64, 0u) << "offset " << offset;
+  }
+}
+
 TEST(StreamStoreTest, ForcedThresholdDecides) {
   {
     const internal::ScopedStreamThresholdForTesting at_1000(1000);
