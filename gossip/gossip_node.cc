@@ -443,10 +443,19 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   }
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
+  const uint64_t clock_before = s_.step;
   if (sync_.ShouldCatchUp(s_.step, best_clock_)) CatchUp(view, mixing, now);
   if (received_model_.has_value()) {
     AdoptReceivedModel();
     ++s_.catchups;
+  }
+  // A clock raised without a step (caught up, or a model adopted) is said at once, before the
+  // gate: a neighbour whose gate holds the old clock would otherwise wait for it while this
+  // node's gate waits for that neighbour, each until W. Seen in murmur local --nodes 4 after a
+  // late join: every node stalled 2 s, the run took 3.4 s instead of 1.4.
+  if (s_.step > clock_before) {
+    Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
+    AnnounceClock();
   }
   // A member that finished steps no more: waiting for it would only run out max_wait.
   std::vector<NodeId> waited_for;
