@@ -90,6 +90,7 @@ Membership::Membership(MembershipOptions options, TimePoint now)
   // Spread the first period so nodes started together do not probe in lockstep.
   next_period_ = now + Duration(rng_() % options_.probe_interval.count());
   last_join_ = now - options_.join_retry;
+  last_news_digests_ = now - options_.probe_interval;
   last_seed_rejoin_ = now;
   last_dead_gossip_ = now;
   last_conflict_report_ = now - options_.probe_interval;
@@ -218,6 +219,7 @@ void Membership::Merge(const MemberEntry& entry, TimePoint now) {
     if (IsLive(entry.state)) {
       events_.push_back({MemberEvent::Kind::kJoined, entry.id, entry.incarnation, entry.address});
       EnterProbeOrder(entry.id);
+      joined_news_ = true;
     }
     return;
   }
@@ -505,11 +507,18 @@ void Membership::Tick(TimePoint now) {
     if (next_period_ <= now) next_period_ = now + options_.probe_interval;
     StartProbe(now);
     SendDigests(now);
-    ContactSeeds(now);
     GossipToDead(now);
+    joined_news_ = false;
   } else if (refuted_) {
     SendDigests(now);  // spread a refutation without waiting for the next period
+  } else if (joined_news_ && now - last_news_digests_ >= options_.probe_interval / 4) {
+    SendDigests(now);
+    last_news_digests_ = now;
+    joined_news_ = false;
   }
+  // Every tick, not every period: a node's first Join goes out at once (its first period is
+  // spread over probe_interval). ContactSeeds keeps to join_retry and seed_rejoin itself.
+  ContactSeeds(now);
   refuted_ = false;
   UpdateView();
 }

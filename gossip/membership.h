@@ -234,6 +234,11 @@ class Membership {
   MemberEntry self_;
   bool left_ = false;
   bool refuted_ = false;
+  // A member this node had not known joined: its digests go out before the next period, at
+  // most every probe_interval / 4 (a cluster started together knows itself in a round trip, not
+  // in a period or two; a burst of joins costs at most four extra digest rounds a period).
+  bool joined_news_ = false;
+  TimePoint last_news_digests_{};
   std::map<NodeId, Member> members_;  // everyone but this node
   std::vector<NodeId> member_ids_;    // the same ids in no order: digests sample it in O(room)
   std::mt19937_64 rng_;

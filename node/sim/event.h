@@ -34,11 +34,16 @@ struct Event {
   size_t node = 0;
   uint64_t generation = 0;
   std::shared_ptr<Wire> wire;
+  // Lock-step ticks (SimOptions::lockstep_ticks) only: 1 + the node's index, so that the ticks
+  // of one instant come after its other events and in node order, as the fake network ticks
+  // (a restarted node's ticks were scheduled after the others' but come in its place).
+  uint64_t slot = 0;
   // Messages first at one instant (simulator.h), then in the order events were scheduled.
   int Rank() const { return kind == EventKind::kArrive || kind == EventKind::kDeliver ? 0 : 1; }
   bool operator>(const Event& o) const {
     if (at != o.at) return at > o.at;
     if (Rank() != o.Rank()) return Rank() > o.Rank();
+    if (slot != o.slot) return slot > o.slot;
     return order > o.order;
   }
 };

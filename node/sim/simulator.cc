@@ -71,7 +71,9 @@ struct Simulator::Impl {
     queue.push(std::move(e));
   }
   void Schedule(EventKind kind, TimePoint at, size_t node, std::shared_ptr<Wire> wire = nullptr) {
-    Push(Event{at, 0, kind, node, nodes[node].generation, std::move(wire)});
+    Event e{at, 0, kind, node, nodes[node].generation, std::move(wire)};
+    if (kind == EventKind::kTick && o.lockstep_ticks) e.slot = node + 1;
+    Push(std::move(e));
   }
 
   void Start(size_t i) {

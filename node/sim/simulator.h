@@ -25,7 +25,8 @@
 //             incarnation and joins again), late joins, partitions.
 // Deterministic: one seed gives one run, bit for bit (a trace hash over every message proves it).
 // At one instant, messages are delivered before anything else happens (ticks, computations'
-// ends, faults), as the unit tests' fake network does: with `lockstep_ticks` and an ideal link
+// ends, faults), as the unit tests' fake network does (which then ticks its nodes in node order,
+// as the simulator does with `lockstep_ticks`): with `lockstep_ticks` and an ideal link
 // of a fixed latency, a membership run sends the very messages, at the very times, that
 // tests/testing/sim_cluster.h does for the same seed (tests/node/sim/trace_test.cc).
 // Thread safety: none.
