@@ -8,28 +8,15 @@
 #include <vector>
 
 #include "gossip/gossip_node.h"
-#include "tests/testing/node_cluster.h"
+#include "tests/testing/gossip_node_cluster.h"
 
 namespace murmur::gossip {
 namespace {
 
 using std::chrono::milliseconds;
-using Cluster = murmur::testing::NodeCluster<GossipNode>;
-using murmur::testing::FastMembership;
+using Cluster = murmur::testing::GossipNodeCluster;
 
 constexpr uint64_t kSeeds = 20;
-
-Cluster MakeCluster(size_t n, uint64_t seed, const GossipNodeOptions& base) {
-  return Cluster(n, FastMembership(), seed, [base](size_t i, Cluster::Node& node, TimePoint now) {
-    GossipNodeOptions o = base;
-    o.self = Cluster::Id(i);
-    o.incarnation = node.membership->incarnation();
-    std::vector<float> initial(node.x.size(), 0.0f);
-    auto machine = GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
-    EXPECT_TRUE(machine.ok()) << machine.status().ToString();
-    return *std::move(machine);
-  });
-}
 
 // What one node said, in order: its announced clocks, its clock-only messages and its steps.
 struct Said {
@@ -46,12 +33,10 @@ struct Said {
 TEST(GossipNodeClockTest, ACaughtUpClockIsSaidBeforeTheNextStep) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    GossipNodeOptions base;
-    base.compressor = *coding::ParseCompressorSpec("topk:0.25");
-    base.gamma = 0.2;
+    GossipNodeOptions base = murmur::testing::GossipTestOptions();
     base.soft_sync.max_lead = 4;
     base.soft_sync.max_wait = milliseconds(100);
-    Cluster cluster = MakeCluster(3, seed, base);
+    Cluster cluster = murmur::testing::MakeGossipCluster(3, seed, base);
     for (size_t i = 0; i < 3; ++i) cluster.Start(i);
     cluster.node(2).step_time = std::chrono::hours(1);  // stuck in its first step
     ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] {

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "coding/update_codec.h"
-#include "tests/testing/node_cluster.h"
+#include "tests/testing/gossip_node_cluster.h"
 
 namespace murmur::gossip {
 namespace {
@@ -22,27 +22,10 @@ using murmur::testing::FastMembership;
 
 constexpr uint64_t kSeeds = 20;
 
-GossipNodeOptions BaseOptions() {
-  GossipNodeOptions o;
-  o.compressor = *coding::ParseCompressorSpec("topk:0.25");
-  o.gamma = 0.2;
-  o.join_wait = milliseconds(300);
-  o.join_after_steps = 20;
-  o.snapshot_timeout = milliseconds(500);
-  o.linger = milliseconds(100);
-  return o;
-}
+GossipNodeOptions BaseOptions() { return murmur::testing::GossipTestOptions(); }
 
 Cluster MakeCluster(size_t n, uint64_t seed, const GossipNodeOptions& base) {
-  return Cluster(n, FastMembership(), seed, [base](size_t i, Cluster::Node& node, TimePoint now) {
-    GossipNodeOptions o = base;
-    o.self = Cluster::Id(i);
-    o.incarnation = node.membership->incarnation();
-    std::vector<float> initial(node.x.size(), 0.0f);
-    auto machine = GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
-    EXPECT_TRUE(machine.ok()) << machine.status().ToString();
-    return *std::move(machine);
-  });
+  return murmur::testing::MakeGossipCluster(n, seed, base);
 }
 
 // What a joining node asked for and what it was sent.
