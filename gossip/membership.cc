@@ -454,7 +454,7 @@ void Membership::StartProbe(TimePoint now) {
 }
 
 void Membership::ContactSeeds(TimePoint now) {
-  const bool alone = LiveOthers().empty();
+  const bool alone = live_others_.empty();  // not LiveOthers(), a copy: this runs every tick
   const bool retry = alone && now - last_join_ >= options_.join_retry;
   const bool rejoin = now - last_seed_rejoin_ >= options_.seed_rejoin;
   if (!retry && !rejoin) return;
