@@ -1,23 +1,24 @@
 #include "node/app/local_cluster.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "gossip/transport/curve_keys.h"
-#include "node/config/secrets.h"
 #include "node/config/config_schema.h"
+#include "node/config/secrets.h"
 #include "node/peer/straggler.h"
 
 namespace murmur::node {
@@ -203,6 +204,9 @@ Status LocalCluster::Start(Child& c) {
   ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
   c.pid = pid;
   c.out_fd = pipe_fds[0];
+#ifdef SYS_pidfd_open
+  c.exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec by design
+#endif
   c.exited = false;
   c.status = 0;
   return OkStatus();
@@ -212,11 +216,10 @@ void LocalCluster::Crash(size_t i) {
   Child& c = children_[i];
   if (c.exited) return;
   Signal(c, SIGKILL);
-  ::waitpid(c.pid, &c.status, 0);
+  Reaped(c, /*wait=*/true);
   if (c.out_fd >= 0) ::close(c.out_fd);
   c.out_fd = -1;
   c.buffer.clear();
-  c.exited = true;
   c.down = true;
   ++c.crashes;
 }
@@ -250,10 +253,18 @@ Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const 
   return OkStatus();
 }
 
+void LocalCluster::Reaped(Child& c, bool wait) {
+  if (wait) ::waitpid(c.pid, &c.status, 0);
+  if (c.exit_fd >= 0) ::close(c.exit_fd);
+  c.exit_fd = -1;
+  c.exited = true;
+}
+
 void LocalCluster::Poll(std::chrono::milliseconds wait) {
   std::vector<pollfd> fds;
   for (auto& c : children_) {
     if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0});
+    if (c.exit_fd >= 0) fds.push_back({c.exit_fd, POLLIN, 0});
   }
   ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
   for (auto& c : children_) {
@@ -273,7 +284,7 @@ void LocalCluster::Poll(std::chrono::milliseconds wait) {
     }
   }
   for (auto& c : children_) {
-    if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.exited = true;
+    if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) Reaped(c, /*wait=*/false);
   }
 }
 
@@ -323,18 +334,17 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
     if (!c.exited) Signal(c, SIGTERM);
   }
   const auto end = std::chrono::steady_clock::now() + grace;
-  while (std::chrono::steady_clock::now() < end) {
+  auto all_exited = [&] {
+    return std::all_of(children_.begin(), children_.end(), [](const Child& c) { return c.exited; });
+  };
+  while (!all_exited() && std::chrono::steady_clock::now() < end) {
     Poll(std::chrono::milliseconds(20));
-    bool all = true;
-    for (auto& c : children_) all &= c.exited;
-    if (all) break;
   }
   int killed = 0;
   for (auto& c : children_) {
     if (c.exited) continue;
     Signal(c, SIGKILL);
-    ::waitpid(c.pid, &c.status, 0);
-    c.exited = true;
+    Reaped(c, /*wait=*/true);
     ++killed;
   }
   for (auto& c : children_) {

@@ -41,6 +41,9 @@ struct LocalClusterOptions {
 struct Child : ChildReport {
   pid_t pid = -1;
   int out_fd = -1;
+  // A pidfd of the process (Linux 5.3+): readable once it has exited, so Poll wakes for an exit
+  // as for output; -1 where the kernel has none (Poll then notices exits at its next return).
+  int exit_fd = -1;
   std::string endpoint;
   std::string buffer;
   std::string straggle;  // injected into this node
@@ -66,7 +69,8 @@ class LocalCluster {
   // Prometheus file_sd: one target group per node, labelled with its index and the mode.
   Status WriteTargets(const std::vector<std::string>& admins) const;
 
-  // Reads whatever the children printed, waiting up to `wait`.
+  // Reads whatever the children printed and reaps those that exited, waiting up to `wait` for
+  // either.
   void Poll(std::chrono::milliseconds wait);
 
   // node i's view of node j: 'A', 'S', 'D', 'L', '.' (unknown) or '=' (itself).
@@ -89,6 +93,8 @@ class LocalCluster {
 
  private:
   Status Start(Child& c);
+  // Reaps `c` (which must have exited or been killed): its status, and its pidfd closed.
+  void Reaped(Child& c, bool wait);
 
   const LocalClusterOptions config_;
   std::filesystem::path dir_;
