@@ -119,6 +119,36 @@ TEST(MembershipTest, AClusterStartedTogetherKnowsItselfWithinPeriods) {
   }
 }
 
+// News of a joined member goes out at most every quarter period, however fast it comes: 62
+// members joining one a tick (5 ms) after the two seeds, so that most nodes learn of someone new
+// at nearly every tick. A node that is not a seed (the seeds answer every Join) sends at most
+// its period's digests and four rounds of news per period, each to gossip_fanout members.
+TEST(MembershipTest, NewsOfJoinsIsSentAtMostEveryQuarterPeriod) {
+  const MembershipOptions o = Fast();
+  constexpr size_t kNodes = 64, kSeedNodes = 2;
+  SimCluster sim(kNodes, o, 1, {.seed_nodes = kSeedNodes});
+  for (size_t i = kSeedNodes; i < kNodes; ++i) sim.Crash(i);  // not started yet
+  std::vector<size_t> digests(kNodes, 0);
+  std::vector<TimePoint> started(kNodes, TimePoint{});
+  sim.on_send = [&](const SimCluster::Delivery& d) {
+    digests[d.from] += std::holds_alternative<Digest>(d.payload);
+  };
+  for (size_t i = kSeedNodes; i < kNodes; ++i) {
+    sim.Start(i, 0);
+    started[i] = sim.now();
+    sim.RunFor(SimCluster::kStep);
+  }
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); })) << sim.Describe();
+  const double bound = (1 + 4) * o.gossip_fanout + 1;  // + 1: a period boundary in the window
+  double most = 0;
+  for (size_t i = kSeedNodes; i < kNodes; ++i) {
+    const double periods = ToSeconds(sim.now() - started[i]) / ToSeconds(o.probe_interval);
+    most = std::max(most, static_cast<double>(digests[i]) / periods);
+  }
+  std::printf("at most %.1f digests per node and period (bound %.0f)\n", most, bound);
+  EXPECT_LE(most, bound);
+}
+
 TEST(MembershipTest, TrainingProgressSpreadsAndOnlyGrowsWithinALife) {
   SimCluster sim(6, Fast(), 2);
   ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
