@@ -144,18 +144,19 @@ void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<ui
   MURMUR_DCHECK(key >= 1);
   size_t count = 0;
   size_t i = 0;
+  // Entries [i, stop) one at a time (a streamed Sum's lead, the tail).
+  auto scalar = [&](size_t stop) {
+    EnsureSize(indices, values, count + (stop - i));
+    for (; i < stop; ++i) {
+      const float x = source.Take(i);
+      indices[count] = static_cast<uint32_t>(i);
+      values[count] = x;
+      count += Key(x) >= key;
+    }
+  };
 #if defined(__AVX512F__)
   {
-    const size_t lead = std::min(n, source.StreamLead());
-    if (lead > 0) {
-      EnsureSize(indices, values, lead);
-      for (; i < lead; ++i) {
-        const float x = source.Take(i);
-        indices[count] = static_cast<uint32_t>(i);
-        values[count] = x;
-        count += Key(x) >= key;
-      }
-    }
+    scalar(std::min(n, source.StreamLead()));
     const __m512i magnitude_bits = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512i bound = _mm512_set1_epi32(static_cast<int>(key));
     const __m512i step = _mm512_set1_epi32(static_cast<int>(kBlock));
@@ -199,13 +200,7 @@ void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<ui
     }
   }
 #endif
-  EnsureSize(indices, values, count + kBlock);
-  for (; i < n; ++i) {
-    const float x = source.Take(i);
-    indices[count] = static_cast<uint32_t>(i);
-    values[count] = x;
-    count += Key(x) >= key;
-  }
+  scalar(n);
   indices.resize(count);
   values.resize(count);
 }
