@@ -5,6 +5,8 @@
 #include "node/app/local_cluster.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
