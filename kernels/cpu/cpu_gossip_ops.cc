@@ -150,7 +150,15 @@ kernels::ConsensusSquares ConsensusStepVector(float gamma,
     const F pf = V::Load(p + k);
     // 0 + the first term, as the definition's zeroed sum (it turns −0 into +0).
     F a = zero_f;
-    for (size_t j = 0; j < m; ++j) a = V::AddF(a, V::MulF(w[j], V::SubF(V::Load(c[j] + k), pf)));
+    for (size_t j = 0; j < m; ++j) {
+      // The copies are read here once a round and otherwise only written at an update's
+      // entries: fetched non-temporally, 2 KB ahead, so that their megabytes do not push the
+      // training step's parameters, gradient and momentum out of the caches. The step alone is
+      // slower from DRAM (round bench mix 107 -> 124 µs); `murmur local --nodes 4` trains
+      // 1.2-1.7 % faster (medians of 12-15 alternating pairs, three times; issue 22).
+      _mm_prefetch(reinterpret_cast<const char*>(c[j] + k + 512), _MM_HINT_NTA);
+      a = V::AddF(a, V::MulF(w[j], V::SubF(V::Load(c[j] + k), pf)));
+    }
     const F xn = V::AddF(V::Load(xs + k), V::MulF(g, a));
     V::Store(xs + k, xn);
     const D al = V::Lo(a), ah = V::Hi(a), pl = V::Lo(pf), ph = V::Hi(pf);
