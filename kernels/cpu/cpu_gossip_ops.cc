@@ -156,7 +156,7 @@ kernels::ConsensusSquares ConsensusStepVector(float gamma,
       // training step's parameters, gradient and momentum out of the caches. The step alone is
       // slower from DRAM (round bench mix 107 -> 124 µs); `murmur local --nodes 4` trains
       // 1.2-1.7 % faster (medians of 12-15 alternating pairs, three times; issue 22).
-      _mm_prefetch(reinterpret_cast<const char*>(c[j] + k + 512), _MM_HINT_NTA);
+      if (k + 512 < n) _mm_prefetch(reinterpret_cast<const char*>(c[j] + k + 512), _MM_HINT_NTA);
       a = V::AddF(a, V::MulF(w[j], V::SubF(V::Load(c[j] + k), pf)));
     }
     const F xn = V::AddF(V::Load(xs + k), V::MulF(g, a));
