@@ -225,6 +225,27 @@ bool AnyNonFinite(const std::vector<float>& values) {
   return block_max >= kNonFiniteKey;
 }
 
+// Keeps in place, in index order, every entry whose key is above `threshold` and the first
+// `take_equal` whose key equals it (ties by lower index); returns how many.
+size_t KeepChosen(std::vector<uint32_t>& indices, std::vector<float>& values, uint32_t threshold,
+                  size_t take_equal) {
+  size_t kept = 0;
+  for (size_t h = 0; h < indices.size(); ++h) {
+    const uint32_t key = Key(values[h]);
+    bool take = key > threshold;
+    if (key == threshold && take_equal > 0) {
+      take = true;
+      --take_equal;
+    }
+    indices[kept] = indices[h];
+    values[kept] = values[h];
+    kept += take;
+  }
+  indices.resize(kept);
+  values.resize(kept);
+  return kept;
+}
+
 // Exact top-k of v[0, n) into indices/values (index order, ties by lower index, no zeros).
 // Returns false on a NaN or infinity.
 bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indices,
@@ -292,21 +313,7 @@ bool RadixTopK(const float* v, size_t n, size_t k, std::vector<uint32_t>& indice
     threshold = prefix;
     take_equal = need;
   }
-  // Keep the chosen ones in place, in index order.
-  size_t kept = 0;
-  for (size_t h = 0; h < indices.size(); ++h) {
-    const uint32_t kk = Key(values[h]);
-    bool take = kk > threshold;
-    if (kk == threshold && take_equal > 0) {
-      take = true;
-      --take_equal;
-    }
-    indices[kept] = indices[h];
-    values[kept] = values[h];
-    kept += take;
-  }
-  indices.resize(kept);
-  values.resize(kept);
+  [[maybe_unused]] const size_t kept = KeepChosen(indices, values, threshold, take_equal);
   MURMUR_DCHECK(kept <= k);
   return true;
 }
@@ -362,21 +369,8 @@ void TrimInPlace(std::vector<uint32_t>& indices, std::vector<float>& values, siz
     take_equal = need - static_cast<size_t>(std::count_if(
                             keys.begin(), keys.end(), [&](uint32_t key) { return key > threshold; }));
   }
-  size_t kept = 0;
-  for (size_t h = 0; h < n; ++h) {
-    const uint32_t key = Key(values[h]);
-    bool take = key > threshold;
-    if (key == threshold && take_equal > 0) {
-      take = true;
-      --take_equal;
-    }
-    indices[kept] = indices[h];
-    values[kept] = values[h];
-    kept += take;
-  }
+  [[maybe_unused]] const size_t kept = KeepChosen(indices, values, threshold, take_equal);
   MURMUR_DCHECK(kept == k);
-  indices.resize(kept);
-  values.resize(kept);
 }
 
 // The keys of blocks first, first + stride, ... (below `blocks`) of v into `sample` (replaced).
