@@ -390,9 +390,9 @@ void SampleBlocks(const Source& v, size_t first, size_t blocks, size_t stride,
 }
 
 // Exact top-k through a sampled candidate threshold: a key low enough that, by a sample of v,
-// well over k entries pass it; one vectorized pass collects them (index order), and RadixTopK
-// among the candidates picks exactly what it would pick over v — every entry at or above the
-// k-th largest key passed, ties keep index order. False when fewer than k passed (the caller
+// well over k entries pass it; one vectorized pass collects them (index order), and the trim
+// among the candidates (TrimInPlace) picks exactly what RadixTopK would pick over v — every
+// entry at or above the k-th largest key passed, ties keep index order. False when fewer than k passed (the caller
 // then runs RadixTopK over v); `ok` is false on a NaN or infinity.
 template <typename Source>
 bool CandidateTopK(const Source& v, size_t n, size_t k, std::vector<uint32_t>& indices,

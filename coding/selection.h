@@ -20,8 +20,9 @@ namespace murmur::coding {
 // Radix select on the magnitude bits: one histogram pass (10-bit top digit), one pass that
 // collects the entries at or above the k-th largest's bucket, and two small digit rounds over
 // that bucket; no sort, no copy of v. For k <= |v| / 16 of a long v, a sample of 4096 keys first
-// sets a candidate threshold that ~1.5 k entries pass: one collecting pass and the radix select
-// among the candidates give the same selection (the full select runs when fewer than k pass).
+// sets a candidate threshold that ~1.5 k entries pass: one collecting pass and a trim among the
+// candidates (one histogram over their keys' range, an nth_element in the k-th largest's
+// bucket) give the same selection (the full select runs when fewer than k pass).
 // Returns false if v holds a NaN or infinity.
 [[nodiscard]] bool TopK(std::span<const float> v, size_t k, std::vector<uint32_t>& indices,
                         std::vector<float>& values);
