@@ -30,24 +30,29 @@ struct Ring {
   std::vector<std::unique_ptr<ChocoGossip>> nodes;
   std::vector<std::vector<float>> x;
   std::vector<double> publish, mix, apply;  // seconds, per node and round
-
-  Ring(size_t p, size_t d, const std::string& spec) {
-    std::mt19937_64 rng(1);
-    std::normal_distribution<float> normal(0.0f, 0.1f);
-    std::vector<float> initial(d);
-    for (float& v : initial) v = normal(rng);
-    for (size_t i = 0; i < p; ++i) view.push_back(10 + i);
-    for (size_t i = 0; i < p; ++i) {
-      ChocoOptions o;
-      o.self = view[i];
-      o.incarnation = 1;
-      o.dimension = static_cast<uint32_t>(d);
-      o.compressor = *murmur::coding::ParseCompressorSpec(spec);
-      nodes.push_back(*ChocoGossip::Create(o, initial, initial, true));
-      x.push_back(initial);
-    }
-  }
 };
+
+// p nodes from one random model, or why ChocoGossip refused the options.
+murmur::StatusOr<Ring> MakeRing(size_t p, size_t d,
+                                const murmur::coding::CompressorOptions& compressor) {
+  Ring ring;
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> initial(d);
+  for (float& v : initial) v = normal(rng);
+  for (size_t i = 0; i < p; ++i) ring.view.push_back(10 + i);
+  for (size_t i = 0; i < p; ++i) {
+    ChocoOptions o;
+    o.self = ring.view[i];
+    o.incarnation = 1;
+    o.dimension = static_cast<uint32_t>(d);
+    o.compressor = compressor;
+    MURMUR_ASSIGN_OR_RETURN(auto node, ChocoGossip::Create(o, initial, initial, true));
+    ring.nodes.push_back(std::move(node));
+    ring.x.push_back(initial);
+  }
+  return ring;
+}
 
 void Sweep(std::vector<float>& buffer) {
   for (size_t i = 0; i < buffer.size(); i += 16) buffer[i] += 1.0f;
@@ -107,19 +112,28 @@ int main(int argc, char** argv) {
   app.add_option("--dimension", dimension, "model values")->check(CLI::Range(1, 1 << 30));
   app.add_option("--spec", spec, "compressor spec");
   app.add_option("--rounds", rounds, "rounds")->check(CLI::Range(1, 100000));
-  app.add_option("--evict-mb", evict_mb, "MB swept before each part (0: none)");
+  app.add_option("--evict-mb", evict_mb, "MB swept before each part (0: none)")
+      ->check(CLI::Range(0, 4096));
   CLI11_PARSE(app, argc, argv);
-  if (!murmur::coding::ParseCompressorSpec(spec).ok()) {
-    std::fprintf(stderr, "bad --spec '%s'\n", spec.c_str());
+  const auto compressor = murmur::coding::ParseCompressorSpec(spec);
+  if (!compressor.ok()) {
+    std::fprintf(stderr, "--spec '%s': %s\n", spec.c_str(), compressor.status().ToString().c_str());
     return 2;
   }
+  auto made = MakeRing(4, dimension, *compressor);
+  if (!made.ok()) {
+    std::fprintf(stderr, "a CHOCO node with --dimension %zu --spec '%s': %s\n", dimension,
+                 spec.c_str(), made.status().ToString().c_str());
+    return 2;
+  }
+  Ring& ring = *made;
   std::vector<float> evict((evict_mb << 20) / sizeof(float), 0.0f);
-  Ring ring(4, dimension, spec);
   std::mt19937_64 rng(7);
   for (int r = 0; r < rounds; ++r) RunRound(ring, static_cast<uint64_t>(r), rng, evict);
-  std::printf("d %zu, %s, ring of 4, %d rounds, %zu MB swept before each part: median us "
-              "publish %.1f, mix %.1f, apply (one update) %.1f\n",
-              dimension, spec.c_str(), rounds, evict_mb, Median(ring.publish) * 1e6,
-              Median(ring.mix) * 1e6, Median(ring.apply) * 1e6);
+  std::printf(
+      "d %zu, %s, ring of 4, %d rounds, %zu MB swept before each part: median us "
+      "publish %.1f, mix %.1f, apply (one update) %.1f\n",
+      dimension, spec.c_str(), rounds, evict_mb, Median(ring.publish) * 1e6, Median(ring.mix) * 1e6,
+      Median(ring.apply) * 1e6);
   return 0;
 }

@@ -354,7 +354,8 @@ void TrimInPlace(std::vector<uint32_t>& indices, std::vector<float>& values, siz
   size_t bucket = (hi - lo) >> shift;
   size_t above = 0;
   while (above + hist[bucket] < k) above += hist[bucket--];  // stops: n > k entries in all
-  const size_t need = k - above;  // from `bucket`, 1 .. hist[bucket]
+  // From `bucket`: 1 .. hist[bucket] of its entries.
+  const size_t need = k - above;
   uint32_t threshold = lo + static_cast<uint32_t>(bucket);
   size_t take_equal = need;
   if (shift > 0) {
@@ -366,8 +367,9 @@ void TrimInPlace(std::vector<uint32_t>& indices, std::vector<float>& values, siz
     const auto nth = keys.begin() + static_cast<ptrdiff_t>(need - 1);
     std::nth_element(keys.begin(), nth, keys.end(), std::greater<>());
     threshold = *nth;
-    take_equal = need - static_cast<size_t>(std::count_if(
-                            keys.begin(), keys.end(), [&](uint32_t key) { return key > threshold; }));
+    take_equal =
+        need - static_cast<size_t>(std::count_if(keys.begin(), keys.end(),
+                                                 [&](uint32_t key) { return key > threshold; }));
   }
   [[maybe_unused]] const size_t kept = KeepChosen(indices, values, threshold, take_equal);
   MURMUR_DCHECK(kept == k);
@@ -383,7 +385,8 @@ void SampleBlocks(const Source& v, size_t first, size_t blocks, size_t stride,
   constexpr size_t kAhead = 16;
   sample.resize(first < blocks ? (blocks - first + stride - 1) / stride * kBlock : 0);
   uint32_t* out = sample.data();
-  for (size_t b = first, ahead = first + kAhead * stride; b < blocks; b += stride, ahead += stride) {
+  for (size_t b = first, ahead = first + kAhead * stride; b < blocks;
+       b += stride, ahead += stride) {
     if (ahead < blocks) v.Prefetch(ahead * kBlock);
     for (size_t j = 0; j < kBlock; ++j) *out++ = Key(v.At(b * kBlock + j));
   }
@@ -392,8 +395,8 @@ void SampleBlocks(const Source& v, size_t first, size_t blocks, size_t stride,
 // Exact top-k through a sampled candidate threshold: a key low enough that, by a sample of v,
 // well over k entries pass it; one vectorized pass collects them (index order), and the trim
 // among the candidates (TrimInPlace) picks exactly what RadixTopK would pick over v — every
-// entry at or above the k-th largest key passed, ties keep index order. False when fewer than k passed (the caller
-// then runs RadixTopK over v); `ok` is false on a NaN or infinity.
+// entry at or above the k-th largest key passed, ties keep index order. False when fewer than k
+// passed (the caller then runs RadixTopK over v); `ok` is false on a NaN or infinity.
 template <typename Source>
 bool CandidateTopK(const Source& v, size_t n, size_t k, std::vector<uint32_t>& indices,
                    std::vector<float>& values, bool& ok) {
