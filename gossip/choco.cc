@@ -456,6 +456,24 @@ bool ChocoGossip::Guard(double distance, double relative) {
   return true;
 }
 
+bool ChocoGossip::DensityScalable() const {
+  return options_.compressor.op == coding::Operator::kTopK;
+}
+
+void ChocoGossip::SetDensityFactor(int factor) {
+  MURMUR_CHECK(factor == 1 || (factor == 2 && DensityScalable())) << "density factor " << factor;
+  if (factor == density_factor_) return;
+  density_factor_ = factor;
+  coding::CompressorOptions scaled = options_.compressor;
+  scaled.ratio = std::min(1.0, scaled.ratio * factor);
+  if (host_compressor_.has_value()) host_compressor_->SetRatio(scaled.ratio);
+  if (device_compressor_.has_value()) device_compressor_->SetRatio(scaled.ratio);
+  if (options_.gamma <= 0) {
+    gamma_ = std::max(std::ldexp(DefaultGamma(scaled), -static_cast<int>(gamma_halvings_)),
+                      options_.min_gamma);
+  }
+}
+
 std::vector<ChocoOutgoing> ChocoGossip::TakeOutput() {
   std::vector<ChocoOutgoing> out;
   out.swap(output_);

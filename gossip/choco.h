@@ -211,6 +211,15 @@ class ChocoGossip {
   // Forgets the copy of `id` (a member that left or died).
   void Forget(NodeId id);
 
+  // Whether SetDensityFactor may scale the operator's kept fraction (top-k).
+  bool DensityScalable() const;
+  // Keeps `factor` (1 or 2) times the operator's fraction from the next Publish on, and, where γ
+  // is the operator's default, takes the default for that fraction (the guard's halvings kept):
+  // GossipNode's schedule for small clusters (GossipNodeOptions::local_steps 0). REQUIRES
+  // factor 1, or DensityScalable().
+  void SetDensityFactor(int factor);
+  int density_factor() const { return density_factor_; }
+
   const ChocoOptions& options() const { return options_; }
   double gamma() const { return gamma_; }
   uint64_t version() const { return version_; }
@@ -254,6 +263,7 @@ class ChocoGossip {
   std::optional<coding::Compressor> host_compressor_;
   std::optional<coding::DeviceCompressor> device_compressor_;
   double gamma_;
+  int density_factor_ = 1;
   bool from_initial_ = false;
   uint64_t version_ = 0;
   kernels::Buffer<float> public_;

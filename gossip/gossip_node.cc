@@ -18,8 +18,10 @@ Status GossipNodeOptions::Validate() const {
   if (consensus_target < 0 || consensus_slack < 1) {
     return InvalidArgumentError("consensus_target must be >= 0 and consensus_slack >= 1");
   }
-  if (local_steps < 1 || post_local_steps < 1) {
-    return InvalidArgumentError("local_steps and post_local_steps must be at least 1");
+  if (local_steps < 0 || post_local_steps < 1) {
+    return InvalidArgumentError(
+        "local_steps must be at least 0 (0: the small-cluster schedule) and post_local_steps at "
+        "least 1");
   }
   if (join_attempts < 1) return InvalidArgumentError("join_attempts must be at least 1");
   if (shard_rows < 1) return InvalidArgumentError("shard_rows must be at least 1");
@@ -409,10 +411,18 @@ double GossipNode::ConsensusEstimate() const {
   return sum / n;
 }
 
+bool GossipNode::SparseSchedule() const {
+  if (o_.local_steps != 0 || !choco_->DensityScalable()) return false;
+  if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return false;
+  const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
+  return view.size() <= kSparseScheduleMembers;
+}
+
 int GossipNode::CurrentH() const {
   const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
                     ? o_.post_local_steps
-                    : o_.local_steps;
+                : o_.local_steps == 0 ? (SparseSchedule() ? 2 : 1)
+                                      : o_.local_steps;
   // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
   // average yet) always gossip.
   const bool under =
@@ -533,6 +543,10 @@ void GossipNode::AnnounceClock() {
 void GossipNode::Round() {
   auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
+  if (o_.local_steps == 0 && choco_->DensityScalable()) {
+    choco_->SetDensityFactor(SparseSchedule() ? 2 : 1);
+    s_.density_factor = choco_->density_factor();
+  }
   auto stats = choco_->Publish(x_, view, s_.rounds);
   if (stats.ok()) {
     if (observer_ != nullptr) observer_->RoundPublished();

@@ -78,6 +78,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["consensus_estimate"] = p.consensus_estimate;
   j["activity"] = p.activity;
   j["gossip_period"] = p.gossip_period;
+  j["density_factor"] = p.density_factor;
   j["gamma"] = p.gamma;
   j["lr"] = p.lr;
   j["wait_s"] = p.wait_s;

@@ -364,6 +364,46 @@ TEST(ChocoTest, OptionsAreChecked) {
   EXPECT_EQ(g->version(), 0u) << "a refused round must not advance the stream";
 }
 
+// SetDensityFactor (GossipNode's small-cluster schedule): twice the kept entries from the next
+// round on, with the default γ of twice the fraction; a γ that was set stays, and the guard's
+// halvings carry over; the copies stay bit for bit equal across the change.
+TEST(ChocoTest, TheDensityFactorDoublesTheKeptEntriesAndTheDefaultGamma) {
+  for (const double gamma : {0.0, 0.3}) {
+    SCOPED_TRACE("gamma " + std::to_string(gamma));
+    Cluster c(4, 1000, "topk:0.05", gamma, 5);
+    const double default_gamma = 5 * 0.05;
+    EXPECT_DOUBLE_EQ(c.nodes[0]->gamma(), gamma > 0 ? gamma : default_gamma);
+    auto sent_entries = [&] {
+      auto stats = c.nodes[0]->Publish(c.x[0], c.view, 0);
+      EXPECT_TRUE(stats.ok());
+      const size_t n = stats.ok() ? stats->sent_values : 0;
+      c.Deliver();
+      for (size_t i = 1; i < c.nodes.size(); ++i) {
+        EXPECT_TRUE(c.nodes[i]->Publish(c.x[i], c.view, 0).ok());
+      }
+      c.Deliver();
+      for (size_t i = 0; i < c.nodes.size(); ++i) {
+        ChocoRoundStats none;
+        c.nodes[i]->Mix(c.x[i], c.view, 0, nullptr, none);
+      }
+      return n;
+    };
+    EXPECT_EQ(sent_entries(), 50u);
+    ASSERT_TRUE(c.nodes[0]->DensityScalable());
+    for (auto& n : c.nodes) n->SetDensityFactor(2);
+    EXPECT_EQ(c.nodes[0]->density_factor(), 2);
+    EXPECT_DOUBLE_EQ(c.nodes[0]->gamma(), gamma > 0 ? gamma : 2 * default_gamma);
+    EXPECT_EQ(sent_entries(), 100u);
+    c.ExpectCopiesConsistent("after the change");
+    for (auto& n : c.nodes) n->SetDensityFactor(1);
+    EXPECT_DOUBLE_EQ(c.nodes[0]->gamma(), gamma > 0 ? gamma : default_gamma);
+    EXPECT_EQ(sent_entries(), 50u);
+    c.ExpectCopiesConsistent("back");
+  }
+  Cluster dense(2, 100, "qsgd:16", 0, 5);
+  EXPECT_FALSE(dense.nodes[0]->DensityScalable()) << "only a kept fraction scales";
+}
+
 // ---- Soft synchronization ----
 
 TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {

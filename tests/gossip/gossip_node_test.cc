@@ -730,6 +730,58 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
   }
 }
 
+// local_steps 0: a cluster of at most kSparseScheduleMembers members gossips every 2nd step with
+// twice top-k's kept fraction and the default γ of that fraction; one member more, every step
+// with the fraction and γ given. Other operators keep every step.
+TEST(GossipNodeTest, SmallClustersGossipEveryOtherStepWithTwiceTheFraction) {
+  struct Case {
+    size_t nodes;
+    const char* spec;
+    bool sparse;
+  };
+  constexpr size_t kDimension = 200;
+  for (const Case& c :
+       {Case{3, "topk:0.05", true}, Case{kSparseScheduleMembers, "topk:0.05", true},
+        Case{kSparseScheduleMembers + 1, "topk:0.05", false}, Case{3, "qsgd:16", false}}) {
+    SCOPED_TRACE(std::to_string(c.nodes) + " nodes, " + c.spec);
+    GossipNodeOptions base = BaseOptions();
+    base.local_steps = 0;
+    base.gamma = 0;  // the operator's default
+    base.consensus_target = 0;
+    base.compressor = *coding::ParseCompressorSpec(c.spec);
+    Cluster cluster = MakeCluster(c.nodes, 3, base);
+    // Node: the most entries an update of it had (a model that settles sends fewer, down to none).
+    std::map<size_t, size_t> most_entries;
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      const auto* send = std::get_if<SendTo>(&action);
+      if (send == nullptr || !std::holds_alternative<UpdateHeader>(send->payload)) return;
+      coding::Update u;
+      ASSERT_TRUE(coding::DecodeUpdate(*send->frame, kDimension, u).ok());
+      most_entries[i] = std::max(most_entries[i], u.dense ? u.dimension : u.indices.size());
+    };
+    for (size_t i = 0; i < c.nodes; ++i) cluster.Start(i, 1, kDimension);
+    cluster.RunFor(std::chrono::seconds(2));
+    for (size_t i = 0; i < c.nodes; ++i) {
+      const GossipNodeState& st = cluster.machine(i).state();
+      ASSERT_GT(st.local_steps, 200) << "node " << i;
+      EXPECT_EQ(st.gossip_period, c.sparse ? 2 : 1) << "node " << i;
+      EXPECT_EQ(st.density_factor, c.sparse ? 2 : 1) << "node " << i;
+      // Joining views are smaller for a while: the first rounds may take the other schedule.
+      const double per_round = static_cast<double>(st.local_steps) / static_cast<double>(st.rounds);
+      EXPECT_NEAR(per_round, c.sparse ? 2.0 : 1.0, 0.1) << "node " << i;
+      if (std::string_view(c.spec).starts_with("topk")) {
+        const double ratio = c.sparse ? 0.1 : 0.05;
+        EXPECT_EQ(most_entries[i], static_cast<size_t>(std::ceil(ratio * kDimension)))
+            << "node " << i;
+        // The default γ of the fraction sent, with the divergence guard's halvings.
+        EXPECT_DOUBLE_EQ(
+            st.gamma, std::max(std::ldexp(5 * ratio, -static_cast<int>(st.gamma_halvings)), 1e-4))
+            << "node " << i;
+      }
+    }
+  }
+}
+
 // Consensus control: under the target a node gossips every consensus_slack x H steps (after its
 // first 8 rounds); off, every H.
 TEST(GossipNodeTest, ConsensusControlGossipsLessUnderTheTarget) {

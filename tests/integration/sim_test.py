@@ -47,11 +47,14 @@ check("one seed gives one run", a["trace_hash"] == b["trace_hash"] and a["messag
 c = json.loads(run(gossip[:-1] + ["4"]).stdout)
 check("another seed another run", a["trace_hash"] != c["trace_hash"])
 # init = per-node: every node starts from its own model, so each neighbour's stream begins with a
-# snapshot of it (the simulator used to accept the key and start every node from one model).
+# snapshot of it (the simulator used to accept the key and start every node from one model): on
+# the ring of 4, at least 8 dense models of 235,146 floats. (Compared with the shared start's
+# count instead, this failed on runs where the guard took an honest update of the synthetic task
+# for an outlier a few times more, each hole repaired by a snapshot.)
 p = json.loads(run(gossip + ["--init", "per-node"]).stdout)
-check("per-node init starts the nodes apart: more snapshots",
+check("per-node init starts the nodes apart: a snapshot begins every stream",
       p["trace_hash"] != a["trace_hash"] and
-      p["bytes_by_kind"]["snapshot"] > a["bytes_by_kind"].get("snapshot", 0) and p["all_over"],
+      p["bytes_by_kind"]["snapshot"] >= 4 * 2 * 235146 * 4 and p["all_over"],
       (p["bytes_by_kind"], a["bytes_by_kind"]))
 
 # A straggler: soft sync does not wait for it; it computes fewer steps.
