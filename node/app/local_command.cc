@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "coding/compressor.h"
+#include "gossip/gossip_node.h"
 #include "gossip/sync_node.h"
 #include "kernels/device.h"
 #include "node/app/command.h"
@@ -23,10 +25,10 @@
 #include "node/app/local_config.h"
 #include "node/app/local_mode.h"
 #include "node/app/node_command.h"
-#include "node/config/peer_keys.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
 #include "node/app/run_dir.h"
+#include "node/config/peer_keys.h"
 #include "node/config/step_breakdown.h"
 #include "node/train/checkpoint.h"
 
@@ -203,14 +205,27 @@ class MembershipLocal : public LocalMode {
   bool final_ok_ = false;
 };
 
+// How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
+std::string GossipSchedule(const LocalConfig& c) {
+  const int h = c.gossip.local_steps;
+  if (h > 1) return fmt::format("a round every {} steps", h);
+  const auto spec = coding::ParseCompressorSpec(c.gossip.compress);
+  if (h == 0 && spec.ok() && spec->op == coding::Operator::kTopK &&
+      static_cast<size_t>(c.nodes) <= gossip::kSparseScheduleMembers) {
+    return fmt::format("a round every 2nd step at twice the kept fraction ({} members or fewer)",
+                       gossip::kSparseScheduleMembers);
+  }
+  return "a round every step";
+}
+
 class GossipLocal : public LocalMode {
  public:
   GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded, std::filesystem::path dir,
               std::vector<std::string> devices)
       : config_(config), forwarded_(std::move(forwarded)), dir_(std::move(dir)),
         devices_(std::move(devices)),
-        what_(fmt::format("CHOCO-SGD {} on a {}, on {}", config.gossip.compress,
-                          config.gossip.topology,
+        what_(fmt::format("CHOCO-SGD {} on a {}, {}, on {}", config.gossip.compress,
+                          config.gossip.topology, GossipSchedule(config),
                           devices_.front() == "auto" ? "the program's device"
                                                      : PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
