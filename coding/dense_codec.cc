@@ -90,6 +90,7 @@ DenseResult EncodeRaw(std::span<const float> input, Update& out, std::vector<std
       block[i - begin] = v;
     }
     if (stream) {
+      PrefetchFloats(in, end, std::min(d, end + kBlock));
       StreamCopy(values + begin, stage, bytes);
       StreamCopy(payload + begin * sizeof(float), stage, bytes);
       hash.Add(reinterpret_cast<const std::byte*>(stage), bytes);

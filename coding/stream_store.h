@@ -47,6 +47,13 @@ void StreamCopy(void* dst, const void* src, size_t bytes);
 // Orders every earlier StreamCopy before the stores after it.
 void StreamFence();
 
+// Fetches floats [begin, end) of `p` into the caches (a hint; nothing when p is null). `none`
+// asks for its next block's input before it copies this block out, so that the loads and the
+// burst of non-temporal stores overlap instead of taking turns: 16 M values +7.6 % (medians of
+// 5 alternating runs). fp16 measured 7 % slower with it (its values leave from the register
+// within the loop, which already overlaps), and 25 % slower with error feedback.
+void PrefetchFloats(const float* p, size_t begin, size_t end);
+
 // The floats from p up to its next 64-byte line (0 on a line): the entries a pass stores the
 // ordinary way before its non-temporal stores from registers (_mm512_stream_ps) can start.
 inline size_t FloatsToLine(const float* p) {
