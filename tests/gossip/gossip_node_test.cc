@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 
 #include "coding/update_codec.h"
 #include "tests/testing/gossip_node_cluster.h"
@@ -750,11 +751,20 @@ TEST(GossipNodeTest, SmallClustersGossipEveryOtherStepWithTwiceTheFraction) {
     base.consensus_target = 0;
     base.compressor = *coding::ParseCompressorSpec(c.spec);
     Cluster cluster = MakeCluster(c.nodes, 3, base);
-    // Node: the most entries an update of it had (a model that settles sends fewer, down to none).
+    // Every step moves every value, so that each update has its full count of entries.
+    std::mt19937 rng(7);
+    cluster.compute = [&](size_t i, std::optional<double>) {
+      std::normal_distribution<float> step(0.0f, 0.01f);
+      for (float& v : cluster.node(i).x) v += step(rng);
+      return std::pair<double, int64_t>{1.0, 10};
+    };
+    // Node: the most entries an update of it had in the second second, once every view is whole.
     std::map<size_t, size_t> most_entries;
+    const TimePoint settled = cluster.now() + std::chrono::seconds(1);
     cluster.on_output = [&](size_t i, const NodeAction& action) {
       const auto* send = std::get_if<SendTo>(&action);
       if (send == nullptr || !std::holds_alternative<UpdateHeader>(send->payload)) return;
+      if (cluster.now() < settled) return;
       coding::Update u;
       ASSERT_TRUE(coding::DecodeUpdate(*send->frame, kDimension, u).ok());
       most_entries[i] = std::max(most_entries[i], u.dense ? u.dimension : u.indices.size());
