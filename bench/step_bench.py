@@ -8,7 +8,8 @@ Each round runs, back to back so that they share the machine's state of the mome
   single   murmur train --epochs E: one process, one training thread, no gossip; its
            samples_per_second excludes evaluation
   N nodes  murmur local --nodes N --epochs E (the main job's shape: CHOCO-SGD top-1 % fp16 on a
-           ring, same model, batch 64): each node's training phase (its first step to its last;
+           ring, same model, batch 64; up to 4 nodes a round every 2nd step at top-2 %, the
+           default --local-steps 0): each node's training phase (its first step to its last;
            start-up, joining and the consensus finish excluded), by phase
 and the rounds alternate, so a slow moment of the machine hits every row alike. FLAGS after
 `--` go to every murmur local; --model's (one string, e.g. "--hidden 1024,512 --batch-size 128")
