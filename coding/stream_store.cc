@@ -90,7 +90,6 @@ void StreamFence() {
 }
 
 void PrefetchFloats(const float* p, size_t begin, size_t end) {
-  if (p == nullptr) return;
   for (size_t j = begin; j < end; j += 64 / sizeof(float)) __builtin_prefetch(p + j, 0, 3);
 }
 

@@ -456,9 +456,11 @@ bool ChocoGossip::Guard(double distance, double relative) {
   return true;
 }
 
-bool ChocoGossip::DensityScalable() const {
-  return options_.compressor.op == coding::Operator::kTopK;
+bool DensityScalable(const coding::CompressorOptions& compressor) {
+  return compressor.op == coding::Operator::kTopK;
 }
+
+bool ChocoGossip::DensityScalable() const { return gossip::DensityScalable(options_.compressor); }
 
 void ChocoGossip::SetDensityFactor(int factor) {
   MURMUR_CHECK(factor == 1 || (factor == 2 && DensityScalable())) << "density factor " << factor;

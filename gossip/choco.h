@@ -82,6 +82,9 @@ namespace murmur::gossip {
 // convex logistic regression on a ring of 9; for the MLP on a ring of 8, 0.05 gave the lowest
 // consensus distance of 0.02–0.4 in bench/gossip_bench.sh, and 0.4 drove the guard to act).
 double DefaultGamma(const coding::CompressorOptions& compressor);
+// Whether an operator's kept fraction can be scaled round by round (top-k; DGC's warm-up sets its
+// own): ChocoGossip::SetDensityFactor.
+bool DensityScalable(const coding::CompressorOptions& compressor);
 
 struct ChocoOptions {
   NodeId self = 0;
@@ -211,7 +214,7 @@ class ChocoGossip {
   // Forgets the copy of `id` (a member that left or died).
   void Forget(NodeId id);
 
-  // Whether SetDensityFactor may scale the operator's kept fraction (top-k).
+  // Whether SetDensityFactor may scale the operator's kept fraction (DensityScalable below).
   bool DensityScalable() const;
   // Keeps `factor` (1 or 2) times the operator's fraction from the next Publish on, and, where γ
   // is the operator's default, takes the default for that fraction (the guard's halvings kept):

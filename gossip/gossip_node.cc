@@ -412,10 +412,10 @@ double GossipNode::ConsensusEstimate() const {
 }
 
 bool GossipNode::SparseSchedule() const {
-  if (o_.local_steps != 0 || !choco_->DensityScalable()) return false;
+  if (o_.local_steps != 0) return false;
   if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return false;
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
-  return view.size() <= kSparseScheduleMembers;
+  return SparseScheduleFor(o_.compressor, view.size());
 }
 
 int GossipNode::CurrentH() const {
@@ -543,7 +543,7 @@ void GossipNode::AnnounceClock() {
 void GossipNode::Round() {
   auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
-  if (o_.local_steps == 0 && choco_->DensityScalable()) {
+  if (o_.local_steps == 0) {
     choco_->SetDensityFactor(SparseSchedule() ? 2 : 1);
     s_.density_factor = choco_->density_factor();
   }

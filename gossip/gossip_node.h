@@ -80,6 +80,10 @@ namespace murmur::gossip {
 
 // GossipNodeOptions::local_steps 0: clusters of up to this many members gossip every 2nd step.
 inline constexpr size_t kSparseScheduleMembers = 4;
+// Whether local_steps 0 takes that schedule for a round whose view has `members` members.
+inline bool SparseScheduleFor(const coding::CompressorOptions& compressor, size_t members) {
+  return DensityScalable(compressor) && members <= kSparseScheduleMembers;
+}
 
 struct GossipNodeOptions {
   NodeId self = 0;

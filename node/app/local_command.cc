@@ -210,8 +210,7 @@ std::string GossipSchedule(const LocalConfig& c) {
   const int h = c.gossip.local_steps;
   if (h > 1) return fmt::format("a round every {} steps", h);
   const auto spec = coding::ParseCompressorSpec(c.gossip.compress);
-  if (h == 0 && spec.ok() && spec->op == coding::Operator::kTopK &&
-      static_cast<size_t>(c.nodes) <= gossip::kSparseScheduleMembers) {
+  if (h == 0 && spec.ok() && gossip::SparseScheduleFor(*spec, static_cast<size_t>(c.nodes))) {
     return fmt::format("a round every 2nd step at twice the kept fraction ({} members or fewer)",
                        gossip::kSparseScheduleMembers);
   }
