@@ -29,15 +29,25 @@ for b in "${binaries[@]}"; do
   copy_libs "$build/$b"
 done
 
-# The library for the Python module: api/ and base/ whole (the module calls into both), the rest
-# as the module's own link line has them.
+# The library for the Python module: whole, the archive of every folder whose headers the
+# module's source reads (ninja's dependency log of its object: api/ and what api/peer.h brings,
+# base/ among them; not a list kept here), the rest as the module's own link line has them.
+src=$(cd "$(dirname "$0")/.." && pwd)
+whole=()
+for folder in $(ninja -C "$build" -t deps python/CMakeFiles/murmur_python.dir/murmur_module.cc.o |
+                  sed -nE "s#^ +($src/|\.\./)([a-z_/]+)/[a-z_]+\.h\$#\2#p" | sort -u); do
+  archive="$folder/libmurmur_$(tr / _ <<<"$folder").a"
+  [ -f "$build/$archive" ] && whole+=("$archive")
+done
+[[ " ${whole[*]} " == *" api/libmurmur_api.a "* ]] ||
+  { echo "gpu_bundle: the module's headers name no api/ archive (build murmur_python first)" >&2; exit 1; }
 line() {
   awk -v key="$1" '/^build python\/murmur\/_murmur/{f=1} f&&$1==key{sub(/^ *[A-Z_]+ = /,""); print; exit}' \
     "$build/build.ninja"
 }
 link="$(line LINK_PATH) $(line LINK_LIBRARIES)"
 (cd "$build" && g++ -shared -s -o "$out/lib/libmurmur_pyapi.so" \
-  -Wl,--whole-archive api/libmurmur_api.a base/libmurmur_base.a -Wl,--no-whole-archive \
+  -Wl,--whole-archive "${whole[@]}" -Wl,--no-whole-archive \
   $link)
 copy_libs "$out/lib/libmurmur_pyapi.so"
 cp /usr/share/datasets/fashion-mnist/*.gz "$out/data/"

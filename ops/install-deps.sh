@@ -42,6 +42,9 @@ packages=(
   python3-matplotlib chromium
   # the Python module (python/: pybind11 for Debian's python3) and its tests with PyTorch
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-torch
+  # Slurm with a real controller for ops/slurm's test (slurmctld, slurmd and munge started by
+  # the test itself on loopback, with a configuration of its own; nothing is enabled here)
+  slurmctld slurmd slurm-client munge
 )
 
 # podman with runc and netavark (docker/podman/containers.conf says why), podman-compose, and

@@ -7,10 +7,18 @@ cd "$root" || exit 2
 status=0
 report() { echo "layering: $1"; status=1; }
 
+# The folders are the ones CMakeLists.txt adds (no list here to keep): each must have a layer
+# below, or be one of the consumers that may include every layer.
+mapfile -t folders < <(sed -nE 's/^\s*add_subdirectory\(([A-Za-z0-9_]+)\).*/\1/p' CMakeLists.txt)
+consumers=" tests bench "
+[ ${#folders[@]} -gt 0 ] || report "CMakeLists.txt adds no folder (add_subdirectory)"
+layered=()
+for f in "${folders[@]}"; do [[ $consumers == *" $f "* ]] || layered+=("$f"); done
+
 # Third-party headers with exactly one home.
 scan() {  # regex, allowed-prefix, library name
   local hits
-  hits=$(grep -rnE "^\s*#\s*include\s*[<\"]($1)" base kernels coding gossip proto node 2>/dev/null \
+  hits=$(grep -rnE "^\s*#\s*include\s*[<\"]($1)" "${layered[@]}" 2>/dev/null \
          | grep -v "^$2" || true)
   [ -z "$hits" ] || report "$3 included outside $2:"$'\n'"$hits"
 }
@@ -29,7 +37,11 @@ declare -A allowed=(
   [node/app]="base kernels coding gossip proto node api"
   [api]="base kernels coding gossip proto node api"
   [python]="base api"
+  [fuzz]="base kernels coding gossip proto node fuzz"
 )
+for f in "${layered[@]}"; do
+  [ -n "${allowed[$f]+x}" ] || report "$f/ is added by CMakeLists.txt but has no layer in tests/check_layering.sh (allowed) nor is a consumer ($consumers)"
+done
 for layer in "${!allowed[@]}"; do
   [ -d "$layer" ] || continue
   while IFS= read -r line; do
@@ -44,9 +56,11 @@ for layer in "${!allowed[@]}"; do
            else grep -rnE '^\s*#\s*include\s*"' "$layer"; fi 2>/dev/null)
 done
 # Finer rules inside a layer: a folder and the include prefixes it may use (own folders only).
+ruled=()
 check_folder() {  # folder, allowed prefixes...
   local folder=$1 line inc top ok p
   shift
+  ruled+=("$folder")
   [ -d "$folder" ] || return 0
   while IFS= read -r line; do
     inc=$(sed -nE 's/.*#\s*include\s*"([^"]+)".*/\1/p' <<<"$line")
@@ -66,6 +80,13 @@ check_folder node/sim base/ kernels/ coding/ gossip/ proto/ node/train/ node/pee
 check_folder node/config base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/ node/config/
 # The library sits on node/'s layers below the commands, which use it (`murmur node --mode gossip`).
 check_folder api base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/ node/config/ api/
+
+# node/'s sub-folders are the ones node/CMakeLists.txt adds: each needs its rule above (node/app
+# its entry in allowed), or it could include anything in node/ unnoticed.
+while IFS= read -r sub; do
+  [[ " ${ruled[*]} " == *" node/$sub "* ]] || [ -n "${allowed[node/$sub]+x}" ] ||
+    report "node/$sub/ is added by node/CMakeLists.txt but has no rule in tests/check_layering.sh (check_folder)"
+done < <(sed -nE 's/^\s*add_subdirectory\(([A-Za-z0-9_]+)\).*/\1/p' node/CMakeLists.txt 2>/dev/null)
 
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

@@ -7,7 +7,11 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 expect_violation() {  # name, file, line
   rm -rf "$tmp/tree" && mkdir -p "$tmp/tree"
-  cp -r "$root"/{base,kernels,coding,gossip,proto,node,api} "$tmp/tree/"
+  cp "$root/CMakeLists.txt" "$tmp/tree/"
+  # The folders CMakeLists.txt adds, as the check reads them.
+  for d in $(sed -nE 's/^\s*add_subdirectory\(([A-Za-z0-9_]+)\).*/\1/p' "$root/CMakeLists.txt"); do
+    [ -d "$root/$d" ] && cp -r "$root/$d" "$tmp/tree/"
+  done
   mkdir -p "$(dirname "$tmp/tree/$2")" && echo "$3" >> "$tmp/tree/$2"
   if bash "$root/tests/check_layering.sh" "$tmp/tree" >/dev/null; then
     echo "FAIL: $1 was not detected"; fail=1
@@ -26,5 +30,9 @@ expect_violation "node/driver includes node/config" node/driver/planted.cc '#inc
 expect_violation "node/config includes node/app" node/config/planted.cc '#include "node/app/run_dir.h"'
 expect_violation "node/config includes api" node/config/planted.cc '#include "api/peer.h"'
 expect_violation "api includes node/app" api/planted.cc '#include "node/app/node_command.h"'
+expect_violation "zmq in fuzz" fuzz/planted.cc '#include <zmq.hpp>'
+expect_violation "python includes node" python/planted.cc '#include "node/config/node_config.h"'
+expect_violation "a folder CMakeLists.txt adds without a layer" CMakeLists.txt 'add_subdirectory(planted)'
+expect_violation "a node/ folder without a rule" node/CMakeLists.txt 'add_subdirectory(planted)'
 if bash "$root/tests/check_layering.sh" "$root" >/dev/null; then echo "ok   real tree is clean"; else echo "FAIL: real tree"; fail=1; fi
 exit $fail

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One task of ops/slurm/murmur.sbatch, run by its srun step on the task's host: reads the task's
+# line of tasks.tsv (id, address, ports) and runs `murmur node` with them, or the job's --exec
+# program with the same keys in MURMUR_PEER_ARGS (as `murmur local --exec` hands them).
+#   murmur-task.sh TASK DIR MURMUR_BIN KEY_FILE TOKEN_FILE EXEC_CMD -- NODE_FLAGS...
+set -euo pipefail
+task=$1 dir=$2 murmur_bin=$3 key_file=$4 token_file=$5 exec_cmd=$6
+shift 6
+[ "${1:-}" = "--" ] && shift
+
+line=$(awk -F'\t' -v t="$task" '$1 == t' "$dir/tasks.tsv")
+[ -n "$line" ] || { echo "murmur-task: task $task is not in $dir/tasks.tsv" >&2; exit 2; }
+IFS=$'\t' read -r _ id _ host peer admin <<<"$line"
+ntasks=$(wc -l <"$dir/tasks.tsv")
+# The first two tasks are every node's seeds (a node that finds one finds the rest by gossip).
+seeds=$(awk -F'\t' 'NR <= 2 {print $5}' "$dir/tasks.tsv" | paste -sd, -)
+
+args=(--id "$id" --cluster "slurm-${SLURM_JOB_ID:-0}"
+      --listen "tcp://0.0.0.0:${peer##*:}" --advertise "tcp://$peer" --seeds "$seeds"
+      --expect-members "$ntasks" --admin "0.0.0.0:${admin##*:}")
+if [ -n "$key_file" ]; then args+=(--cluster-key-file "$key_file"); else args+=(--plaintext); fi
+[ -z "$token_file" ] || args+=(--admin-token-file "$token_file")
+[ -z "${MURMUR_TASK_STRAGGLE:-}" ] || args+=(--straggle "$MURMUR_TASK_STRAGGLE")
+args+=("$@")
+
+echo "murmur-task: task $task = node $id on $host ($(hostname)), peer $peer, admin $admin, seeds $seeds${MURMUR_TASK_STRAGGLE:+, straggle $MURMUR_TASK_STRAGGLE}" >&2
+# The node's report lines (one JSON object each, the last one "final") go to reports/node-K.jsonl,
+# which summarize.py reads; its log and the program's own output to the step's log.
+mkdir -p "$dir/reports"
+report="$dir/reports/node-$id.jsonl"
+if [ -z "$exec_cmd" ]; then
+  # Its shard of the data, and its time series in the job's folder (a murmur run directory).
+  exec "$murmur_bin" node --report json --shard-index "$task" --shard-count "$ntasks" \
+    --run-dir "$dir" "${args[@]}" >"$report"
+fi
+# A library program: its keys one token a line, its rank and the job's size; the Python module
+# of this build when there is one (build/python beside build/murmur).
+MURMUR_PEER_ARGS=$(printf '%s\n' "${args[@]}")
+export MURMUR_PEER_ARGS MURMUR_RANK=$task MURMUR_WORLD_SIZE=$ntasks MURMUR_NODE_ID=$id \
+  MURMUR_REPORT_FD=3
+exec 3>"$report"
+python_dir=$(dirname "$murmur_bin")/python
+[ ! -d "$python_dir/murmur" ] || export PYTHONPATH=$python_dir${PYTHONPATH:+:$PYTHONPATH}
+exec /bin/bash -c "$exec_cmd"
