@@ -3,14 +3,17 @@
 # line of tasks.tsv (id, address, ports) and runs `murmur node` with them, or the job's --exec
 # program with the same keys in MURMUR_PEER_ARGS (as `murmur local --exec` hands them).
 #   murmur-task.sh TASK DIR MURMUR_BIN KEY_FILE TOKEN_FILE EXEC_CMD -- NODE_FLAGS...
+# TASK "procid": the task of SLURM_PROCID (murmur.sbatch --one-step).
 set -euo pipefail
 task=$1 dir=$2 murmur_bin=$3 key_file=$4 token_file=$5 exec_cmd=$6
 shift 6
+[ "$task" != procid ] || task=${SLURM_PROCID:?procid: SLURM_PROCID is not set (not under srun)}
 [ "${1:-}" = "--" ] && shift
 
 line=$(awk -F'\t' -v t="$task" '$1 == t' "$dir/tasks.tsv")
 [ -n "$line" ] || { echo "murmur-task: task $task is not in $dir/tasks.tsv" >&2; exit 2; }
-IFS=$'\t' read -r _ id _ host peer admin <<<"$line"
+IFS=$'\t' read -r _ id _ host peer admin straggle <<<"$line"
+[ "$straggle" != - ] || straggle=""
 ntasks=$(wc -l <"$dir/tasks.tsv")
 # The first two tasks are every node's seeds (a node that finds one finds the rest by gossip).
 seeds=$(awk -F'\t' 'NR <= 2 {print $5}' "$dir/tasks.tsv" | paste -sd, -)
@@ -20,10 +23,10 @@ args=(--id "$id" --cluster "slurm-${SLURM_JOB_ID:-0}"
       --expect-members "$ntasks" --admin "0.0.0.0:${admin##*:}")
 if [ -n "$key_file" ]; then args+=(--cluster-key-file "$key_file"); else args+=(--plaintext); fi
 [ -z "$token_file" ] || args+=(--admin-token-file "$token_file")
-[ -z "${MURMUR_TASK_STRAGGLE:-}" ] || args+=(--straggle "$MURMUR_TASK_STRAGGLE")
+[ -z "$straggle" ] || args+=(--straggle "$straggle")
 args+=("$@")
 
-echo "murmur-task: task $task = node $id on $host ($(hostname)), peer $peer, admin $admin, seeds $seeds${MURMUR_TASK_STRAGGLE:+, straggle $MURMUR_TASK_STRAGGLE}" >&2
+echo "murmur-task: task $task = node $id on $host ($(hostname)), peer $peer, admin $admin, seeds $seeds${straggle:+, straggle $straggle}" >&2
 # The node's report lines (one JSON object each, the last one "final") go to reports/node-K.jsonl,
 # which summarize.py reads; its log and the program's own output to the step's log.
 mkdir -p "$dir/reports"

@@ -43,7 +43,7 @@ def read_tsv(path):
 def summarize(job_dir):
     exits = {row[0]: row[1] for row in read_tsv(os.path.join(job_dir, "exits.tsv"))}
     tasks = []
-    for task, node_id, _, host, peer, admin in read_tsv(os.path.join(job_dir, "tasks.tsv")):
+    for task, node_id, _, host, peer, admin, *_ in read_tsv(os.path.join(job_dir, "tasks.tsv")):
         final = last_final(os.path.join(job_dir, "reports", f"node-{node_id}.jsonl"))
         finish = (final or {}).get("finish") or {}
         tasks.append({
@@ -62,7 +62,9 @@ def summarize(job_dir):
         })
     finished = [t for t in tasks if t["finished"]]
     cancelled = [t for t in tasks if t["exit"] == "cancelled"]
-    failed = [t for t in tasks if t not in cancelled and (not t["finished"] or t["exit"] != "0")]
+    # --one-step: the exit is the whole step's ("step:RC"); a task's own end is its final report.
+    failed = [t for t in tasks if t not in cancelled and
+              (not t["finished"] or (t["exit"] != "0" and not t["exit"].startswith("step:")))]
     accuracies = {t["accuracy"] for t in finished}
     one_model = bool(finished) and len(accuracies) == 1 and all(
         t["finish"] == "averaged" for t in finished)

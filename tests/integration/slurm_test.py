@@ -8,7 +8,7 @@ Starts munged, slurmctld and slurmd on this machine with a configuration of its 
 or munge configuration is read or changed), then submits ops/slurm/murmur.sbatch:
   1. 4 tasks, CURVE with a key from `murmur keygen`: every task trains its shard and the job
      ends on one model within a point of `murmur local --nodes 4` with the same settings (run
-     here too; both printed as one table);
+     here too; both printed as one table); and the same job as one srun step (--one-step);
   2. 4 tasks, one of them cancelled mid-run with `scancel JOB.STEP`: the others mark it dead,
      finish without it on one model, and the job completes (summary: cancelled, not failed);
   3. 3 tasks of a library program (--exec, tests/python/tiny_program.py) with a straggler
@@ -289,6 +289,7 @@ def main():
                 sorted(int(t["labels"]["node"]) for t in targets) != [1, 2, 3, 4]:
             fail(f"prometheus-targets.json: {targets}")
         log(f"ok   4 tasks on one model within a point of murmur local; targets {admins}")
+        main_accuracy = summary["cluster_accuracy"]
 
         # 2. One task cancelled mid-run (its own step).
         out = os.path.join(tmp, "cancel.out")
@@ -321,6 +322,20 @@ def main():
                 fail(f"task {t['task']} never marked node 3 dead or gone")
         log("ok   task 2 cancelled: the other 3 marked it dead and ended on one model "
             f"({summary['cluster_accuracy']:.4f}), the job COMPLETED")
+
+        # 1b. The same job as one srun step of 4 tasks (--one-step), on the same model.
+        out = os.path.join(tmp, "one-step.out")
+        one_dir = os.path.join(tmp, "one-step")
+        job = slurm.submit("--ntasks=4", f"--output={out}", SBATCH, "--cluster-key-file", key,
+                           "--one-step", "--dir", one_dir, "--", "--epochs", "3")
+        state = slurm.wait_job(job)
+        text = job_output(out)
+        log(text.rstrip())
+        one = read_summary(one_dir, text)
+        if state != "COMPLETED" or not one["one_model"] or one["finished"] != 4 or \
+                abs(one["cluster_accuracy"] - main_accuracy) > 0.01:
+            fail(f"--one-step: {state}, summary {json.dumps(one)[:1500]}")
+        log(f"ok   --one-step: 4 tasks of one srun step on one model ({one['cluster_accuracy']:.4f})")
 
         # 3. A library program per task, node 2 a straggler.
         module = os.path.join(os.path.dirname(murmur), "python", "murmur")
