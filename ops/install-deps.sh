@@ -49,8 +49,10 @@ packages=(
 
 # podman with runc and netavark (docker/podman/containers.conf says why), podman-compose, and
 # debootstrap for the local base image (no image registry is reachable from the build machine).
+# netavark sets up a container's network with iptables: without it every `podman run` fails
+# with "netavark: No such file or directory" (a fresh Debian 12 has no iptables).
 [ "$profile" != containers ] || packages+=(
-  podman runc netavark aardvark-dns podman-compose debootstrap uidmap
+  podman runc netavark aardvark-dns podman-compose debootstrap uidmap iptables
 )
 
 # The Kubernetes schema check runs on Node.js with npm; images that already have them (e.g. from
