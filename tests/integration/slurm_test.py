@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from harness import free_ports
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SBATCH = os.path.join(ROOT, "ops", "slurm", "murmur.sbatch")
 TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "scancel", "squeue",
@@ -45,17 +47,9 @@ def fail(msg):
     raise SystemExit(f"FAIL: {msg}")
 
 
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def wait_for(what, cond, deadline_s=60, every=0.2):
+    """Polls cond() -> (done, value) until done; returns the value (harness.wait_until's is a
+    bool)."""
     end = time.monotonic() + deadline_s
     last = None
     while time.monotonic() < end:
