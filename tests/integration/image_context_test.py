@@ -250,9 +250,11 @@ def check(root, build, dockerfiles, ignore, configure=True, inputs=None):
                 args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
             r = subprocess.run(args, capture_output=True, text=True)
             if r.returncode != 0:
-                errors = [l.strip() for l in (r.stdout + r.stderr).splitlines()
-                          if "Error" in l or "not an existing directory" in l or
-                          "does not contain a CMakeLists.txt" in l]
+                text = (r.stdout + r.stderr).splitlines()
+                # Each "CMake Error at ..." with the line that says what (CMake's own words).
+                errors = [" ".join(l.strip() for l in text[i:i + 3] if l.strip())
+                          for i, l in enumerate(text) if l.startswith("CMake Error")]
+                errors = errors or [l.strip() for l in text if "Error" in l]
                 problems.append(f"{name}: CMake cannot configure the build stage's tree "
                                 f"({' '.join(defines)}): " + " | ".join(errors[:4]))
             else:
