@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -482,6 +483,12 @@ StatusOr<std::unique_ptr<Transport>> CreateZmqTransport(const TransportOptions& 
         options, std::move(context), std::move(zap), std::move(monitor), std::move(router),
         std::move(endpoint), wake_fd));
   } catch (const zmq::error_t& e) {
+    // A port another process holds, or an address not of this machine, is the caller's to
+    // change (exit 2 at the commands), not a passing failure.
+    if (e.num() == EADDRINUSE || e.num() == EADDRNOTAVAIL) {
+      return InvalidArgumentError("transport: cannot listen on '" + options.listen + "': " +
+                                  e.what() + " (give another --listen)");
+    }
     return UnavailableError("transport: cannot listen on '" + options.listen + "': " + e.what());
   }
 }

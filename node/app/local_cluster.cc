@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "gossip/transport/curve_keys.h"
@@ -171,6 +173,12 @@ void Signal(const Child& c, int signal) { ::kill(c.exec ? -c.pid : c.pid, signal
 Status LocalCluster::Start(Child& c) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
+  int program_fds[2] = {-1, -1};
+  if (c.exec && ::pipe2(program_fds, O_CLOEXEC) != 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return InternalError("pipe failed");
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return InternalError("fork failed");
   if (pid == 0) {
@@ -178,8 +186,9 @@ Status LocalCluster::Start(Child& c) {
     if (log_fd >= 0) ::dup2(log_fd, STDERR_FILENO);
     if (c.exec) {
       ::setpgid(0, 0);  // stopped and crashed as a group: nothing of it outlives the run
-      // A program's own output goes to the log; murmur's report lines come on fd 3.
-      if (log_fd >= 0) ::dup2(log_fd, STDOUT_FILENO);
+      // A program's stdout comes to murmur local, which relays it by node and appends it to
+      // the log; its stderr goes to the log; murmur's report lines come on fd 3.
+      ::dup2(program_fds[1], STDOUT_FILENO);
       if (pipe_fds[1] == kExecReportFd) {
         ::fcntl(kExecReportFd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
       } else {
@@ -200,6 +209,12 @@ Status LocalCluster::Start(Child& c) {
     ::_exit(127);
   }
   if (c.exec) ::setpgid(pid, pid);  // also here: signals sent before the child ran it reach it
+  if (c.exec) {
+    ::close(program_fds[1]);
+    ::fcntl(program_fds[0], F_SETFL, O_NONBLOCK);
+    c.program_fd = program_fds[0];
+    c.program_buffer.clear();
+  }
   ::close(pipe_fds[1]);
   ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
   c.pid = pid;
@@ -212,6 +227,80 @@ Status LocalCluster::Start(Child& c) {
   return OkStatus();
 }
 
+void LocalCluster::ReadProgram(Child& c) {
+  if (c.program_fd < 0) return;
+  char buf[65536];
+  ssize_t got;
+  while ((got = ::read(c.program_fd, buf, sizeof(buf))) > 0) {
+    c.program_buffer.append(buf, static_cast<size_t>(got));
+  }
+  const bool ended = got == 0;
+  if (ended) {
+    ::close(c.program_fd);
+    c.program_fd = -1;
+  }
+  std::ofstream log(c.log, std::ios::app);
+  size_t nl;
+  while ((nl = c.program_buffer.find('\n')) != std::string::npos) {
+    c.program_lines.push_back(c.program_buffer.substr(0, nl));
+    log << c.program_lines.back() << '\n';
+    c.program_buffer.erase(0, nl + 1);
+  }
+  if (ended && !c.program_buffer.empty()) {  // a last line without its newline
+    c.program_lines.push_back(std::move(c.program_buffer));
+    log << c.program_lines.back() << '\n';
+    c.program_buffer.clear();
+  }
+}
+
+std::vector<std::pair<size_t, std::string>> LocalCluster::TakeProgramLines() {
+  std::vector<std::pair<size_t, std::string>> out;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    for (std::string& line : children_[i].program_lines) out.emplace_back(i, std::move(line));
+    children_[i].program_lines.clear();
+  }
+  return out;
+}
+
+std::vector<std::string> LastLines(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 65536);
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // a torn first line
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
+  return lines;
+}
+
+std::string ExitText(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  }
+  return fmt::format("ended (wait status {})", status);
+}
+
+int FailureExitCode(const std::vector<NodeFailure>& failures) {
+  if (failures.empty()) return 1;
+  for (const NodeFailure& f : failures) {
+    if (!WIFEXITED(f.status)) return 1;
+    const int code = WEXITSTATUS(f.status);
+    if (code != 2 && code != 126 && code != 127) return 1;
+  }
+  return 2;
+}
+
 void LocalCluster::Crash(size_t i) {
   Child& c = children_[i];
   if (c.exited) return;
@@ -220,6 +309,8 @@ void LocalCluster::Crash(size_t i) {
   if (c.out_fd >= 0) ::close(c.out_fd);
   c.out_fd = -1;
   c.buffer.clear();
+  if (c.program_fd >= 0) ::close(c.program_fd);
+  c.program_fd = -1;
   c.down = true;
   ++c.crashes;
 }
@@ -265,8 +356,10 @@ void LocalCluster::Poll(std::chrono::milliseconds wait) {
   for (auto& c : children_) {
     if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0});
     if (c.exit_fd >= 0) fds.push_back({c.exit_fd, POLLIN, 0});
+    if (c.program_fd >= 0) fds.push_back({c.program_fd, POLLIN, 0});
   }
   ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  for (auto& c : children_) ReadProgram(c);
   for (auto& c : children_) {
     if (c.out_fd < 0) continue;
     char buf[65536];
@@ -348,8 +441,11 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
     ++killed;
   }
   for (auto& c : children_) {
+    ReadProgram(c);  // what a program printed before it ended is relayed too
     if (c.out_fd >= 0) ::close(c.out_fd);
     c.out_fd = -1;
+    if (c.program_fd >= 0) ::close(c.program_fd);
+    c.program_fd = -1;
   }
   return killed;
 }

@@ -50,7 +50,12 @@ struct Child : ChildReport {
   std::string admin;     // HOST:PORT of its admin port ("" without)
   std::vector<std::string> argv;  // how it was started (a restart uses the same)
   std::vector<std::string> env;   // NAME=VALUE added to its environment (exec nodes)
-  bool exec = false;              // a user's program: report lines on fd 3, output to the log
+  bool exec = false;              // a user's program: report lines on fd 3, stdout relayed
+  // exec: the program's stdout (a pipe), its partial last line, and the complete lines not yet
+  // taken by TakeProgramLines (each is also appended to the log).
+  int program_fd = -1;
+  std::string program_buffer;
+  std::vector<std::string> program_lines;
   std::string log;
   bool exited = false;
   int status = 0;
@@ -88,11 +93,16 @@ class LocalCluster {
   // to be killed.
   int Stop(std::chrono::milliseconds grace);
 
+  // The complete stdout lines of the --exec programs since the last call: (node index, line).
+  std::vector<std::pair<size_t, std::string>> TakeProgramLines();
+
   const std::vector<Child>& children() const { return children_; }
   std::vector<Child>& children() { return children_; }
 
  private:
   Status Start(Child& c);
+  // Reads what an exec program printed: complete lines into program_lines (and its log).
+  void ReadProgram(Child& c);
   // Reaps `c` (which must have exited or been killed): its status, and its pidfd closed.
   void Reaped(Child& c, bool wait);
 
@@ -101,6 +111,25 @@ class LocalCluster {
   std::function<std::vector<std::string>(int)> extra_args_;
   std::vector<Child> children_;
 };
+
+// The last `n` non-empty lines of the file at `path` (its last 64 KB), oldest first.
+std::vector<std::string> LastLines(const std::string& path, size_t n);
+
+// What became of a child that is no longer running, from its wait status: "exited with code 2",
+// "killed by signal 9 (Killed)".
+std::string ExitText(int status);
+
+// A node that ended with a failure during a run (murmur local shows it when it happens).
+struct NodeFailure {
+  size_t index = 0;
+  int status = 0;  // its wait status
+  std::vector<std::string> last_lines;
+};
+
+// 2 when every node that failed refused what it was given (exit 2: a bad flag, missing data, a
+// port in use) or its --exec command could not run (126, 127): the user's to fix, as for
+// `murmur node`; 1 otherwise (and for a run that failed with no node failing).
+int FailureExitCode(const std::vector<NodeFailure>& failures);
 
 // `node=K,<spec>;...` (K the node's id, 1..N), `worker=W,<spec>` (W 1.., the W-th process that
 // computes gradients: the same worker in every mode) or, with `ranks` (synchronous modes),

@@ -24,6 +24,7 @@
 #include "node/app/local_cluster.h"
 #include "node/app/local_config.h"
 #include "node/app/local_mode.h"
+#include "node/app/local_summary.h"
 #include "node/app/node_command.h"
 #include "node/app/placement.h"
 #include "node/app/progress.h"
@@ -31,6 +32,7 @@
 #include "node/config/peer_keys.h"
 #include "node/config/step_breakdown.h"
 #include "node/train/checkpoint.h"
+#include "node/train/fashion_mnist.h"
 
 namespace murmur::node {
 namespace {
@@ -102,10 +104,44 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
     std::fputs(table.c_str(), stderr);
     drawn_lines = tty ? static_cast<size_t>(std::count(table.begin(), table.end(), '\n')) : 0;
   };
+  // Lines for the user above the live table (which is drawn again under them).
+  auto say = [&](const std::string& text) {
+    if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
+    drawn_lines = 0;
+    next_draw = 0;
+    std::fputs(text.c_str(), stderr);
+  };
+  // The --exec programs' own output, by node, as it comes.
+  auto relay = [&] {
+    std::string text;
+    for (const auto& [i, line] : cluster.TakeProgramLines()) {
+      text += fmt::format("node {} | {}\n", i + 1, line);
+    }
+    if (!text.empty()) say(text);
+  };
+  // A node that ends with a failure is shown at once: its id, how it ended, its log's last lines.
+  std::vector<NodeFailure> failures;
+  auto announce = [&](double t) {
+    for (size_t i = 0; i < cluster.children().size(); ++i) {
+      const Child& c = cluster.children()[i];
+      const bool failed = c.exited && !c.down && c.status != 0;
+      if (!failed || std::any_of(failures.begin(), failures.end(),
+                                 [&](const NodeFailure& f) { return f.index == i; })) {
+        continue;
+      }
+      failures.push_back({i, c.status, LastLines(c.log, 8)});
+      std::string text = fmt::format("murmur local: {:.1f} s: node {} {} (log: {}); its last lines:\n",
+                                     t, i + 1, ExitText(c.status), c.log);
+      for (const std::string& line : failures.back().last_lines) text += "  | " + line + "\n";
+      say(text);
+    }
+  };
   while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration) &&
          !(mode.ends_when_all_exit() && all_exited())) {
     cluster.Poll(std::chrono::milliseconds(50));
     const double t = elapsed();
+    relay();
+    announce(t);
     crash(t);
     mode.Observe(cluster, t, plain);
     if (tty && t >= next_draw) {
@@ -124,6 +160,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
     if (show) draw(mode.Table(cluster, wall));
   }
   const int killed = cluster.Stop(std::chrono::milliseconds(5000));
+  relay();
   if (show && !mode.final_table_before_stop()) draw(mode.Table(cluster, wall));
   const bool ok = mode.Succeeded(cluster, killed);
   const bool keep = !ok || config.keep_logs;
@@ -133,12 +170,24 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   // With a run directory the logs are there and stay; the temporary directory keeps the rest.
   out.keep = keep || !config.run_dir.empty();
   out.logs = config.run_dir.empty() ? dir.string() : (std::filesystem::path(config.run_dir) / "logs").string();
+  if (!failures.empty()) {
+    out.failure = fmt::format("node {} {}", failures[0].index + 1, ExitText(failures[0].status));
+  }
+  for (const CrashPlan& p : crashes) {
+    if (!p.killed) continue;
+    out.crashes.push_back({static_cast<size_t>(p.index), p.at, p.restarted ? p.at + p.down : -1.0});
+  }
   mode.Print(cluster, wall, killed, ok, out);
   if (!keep) {
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
   }
-  return ok ? 0 : 1;
+  if (ok) return 0;
+  for (const NodeFailure& f : failures) {
+    std::fprintf(stderr, "murmur local: node %zu %s: %s\n", f.index + 1, ExitText(f.status).c_str(),
+                 f.last_lines.empty() ? "(its log is empty)" : f.last_lines.back().c_str());
+  }
+  return FailureExitCode(failures);
 }
 
 // The keys `murmur local` forwards to its nodes as flags, when they are not the default (from
@@ -257,12 +306,18 @@ class GossipLocal : public LocalMode {
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
     static const nlohmann::json kNoProgress;  // null: every cell "-"
-    int64_t samples = 0, budget = 0;
+    // While it runs: the furthest node's estimate of the cluster's samples; once every node
+    // ended: what their final reports count, the summary's own number.
+    int64_t samples = 0, budget = 0, reported = 0;
+    bool all_ended = true;
     for (const auto& c : cluster.children()) {
+      all_ended &= c.exited;
+      if (c.final_report.is_object()) reported += c.final_report.value("samples", int64_t{0});
       if (!c.progress.is_object()) continue;
       samples = std::max<int64_t>(samples, c.progress.value("cluster_samples", int64_t{0}));
       budget = std::max<int64_t>(budget, c.progress.value("budget_samples", int64_t{0}));
     }
+    if (all_ended) samples = reported;
     std::string out = fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(), what_, t);
     if (budget > 0) {
       out += fmt::format(", {:.0f}% of the budget ({} of {} samples)",
@@ -324,6 +379,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   double cluster_accuracy = -1;       // of the model the averaged nodes adopted
   uint32_t contributors = 0;
   std::vector<const nlohmann::json*> finals(n, nullptr);
+  int64_t trained = 0, budget = 0;              // samples the finished nodes trained; the budget
+  std::map<std::string, std::vector<size_t>> ends;  // end reason -> the node ids that gave it
+  std::vector<size_t> never_trained;            // finished without a single step of their own
   for (size_t i = 0; i < n; ++i) {
     const Child& c = cluster.children()[i];
     if (!Finished(c)) continue;
@@ -344,6 +402,10 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
     if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
+    trained += f.value("samples", int64_t{0});
+    budget = std::max(budget, f.value("budget_samples", int64_t{0}));
+    ends[f.value("end", std::string("?"))].push_back(i + 1);
+    if (f.value("samples", int64_t{0}) == 0) never_trained.push_back(i + 1);
     if (auto m = ReadCheckpoint(ModelPath(static_cast<int>(i))); m.ok() && m->tensors.contains("params")) {
       models.push_back(std::move(m->tensors["params"]));
     }
@@ -375,7 +437,18 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["nodes"] = n;
     j["devices"] = devices_;
     j["ok"] = ok;
-    j["end"] = end_reason;
+    j["end"] = end_reason.empty() && !out.failure.empty() ? "failure" : end_reason;
+    j["ends"] = ends;
+    j["failure"] = out.failure.empty() ? nlohmann::json() : nlohmann::json(out.failure);
+    j["samples_trained"] = trained;
+    j["budget_samples"] = budget;
+    j["never_trained"] = never_trained;
+    nlohmann::json injected = nlohmann::json::array();
+    for (const ReportOut::Crash& crash : out.crashes) {
+      injected.push_back({{"node", crash.index + 1}, {"at_s", crash.at},
+                          {"restarted_at_s", crash.back < 0 ? nlohmann::json() : nlohmann::json(crash.back)}});
+    }
+    j["injected_crashes"] = injected;
     j["accuracy"] = accuracy;
     j["mean_accuracy"] = mean;
     j["steps"] = steps;
@@ -401,17 +474,41 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["crashes"] = crashes;
     if (PrintJson(j, wall, killed, out)) return;
   }
-  std::printf("%zu nodes, %s, ended by %s after %.1f s%s\n", n, what_.c_str(),
-              end_reason.empty() ? "?" : end_reason.c_str(), wall,
-              ok ? "" : fmt::format(" (only {} of {} nodes finished cleanly)", accuracy.size(), n).c_str());
+  std::printf("%zu nodes, %s, %s\n", n, what_.c_str(),
+              EndAccount(end_reason, ends, out.failure, trained, budget, wall, ok ? n : accuracy.size(), n,
+                         !out.crashes.empty()).c_str());
+  for (const ReportOut::Crash& crash : out.crashes) {
+    const nlohmann::json* f = finals[crash.index];
+    std::printf("  node %zu crashed at %.1f s (injected)%s\n", crash.index + 1, crash.at,
+                crash.back < 0 ? ", not restarted"
+                : fmt::format(", restarted at {:.1f} s (down {:.1f} s), then {}", crash.back,
+                              crash.back - crash.at,
+                              f == nullptr ? "did not finish"
+                              : fmt::format("trained {} steps of its own ({} samples)",
+                                            f->value("local_steps", int64_t{0}),
+                                            f->value("samples", int64_t{0})))
+                      .c_str());
+  }
+  if (!never_trained.empty()) {
+    std::printf("  never trained (no step of its own; left out of the models below): node %s\n",
+                JoinIds(never_trained).c_str());
+  }
   if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) != devices_.end()) {
     std::printf("  devices:");
     for (size_t i = 0; i < devices_.size(); ++i) std::printf(" node %zu %s", i + 1, devices_[i].c_str());
     std::printf("\n");
   }
   const auto averaged = static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
-  if (averaged > 0) {
-    const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
+  std::vector<double> own_trained;  // the own models of the nodes that trained
+  for (size_t k = 0, i = 0; i < n; ++i) {
+    if (finals[i] == nullptr) continue;
+    if (std::find(never_trained.begin(), never_trained.end(), i + 1) == never_trained.end()) {
+      own_trained.push_back(own[k]);
+    }
+    ++k;
+  }
+  if (averaged > 0 && !own_trained.empty()) {
+    const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
     std::printf("  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
                 "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
                 contributors, averaged, n, cluster_accuracy, *lo, *hi);
@@ -434,9 +531,11 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     std::printf("  gossip rounds per node %s in %s steps\n", span(*rlo, *rhi).c_str(),
                 span(*slo, *shi).c_str());
   }
-  std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
-              static_cast<double>(bytes) / 1e6, allreduce / 1e6,
-              bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+  if (local_steps > 0) {
+    std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
+                static_cast<double>(bytes) / 1e6, allreduce / 1e6,
+                bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+  }
   PrintBreakdown(breakdown, stdout);
   std::printf("  %s\n", LogsLine(out).c_str());
 }
@@ -525,6 +624,11 @@ int LocalCommand::Run() {
   if (!config.exec.empty()) {
     if (Status s = CheckExec(config, texts, parser_); !s.ok())
       return Refuse(std::string(s.message()));
+  } else if (config.mode != Mode::kMembership && config.gossip.train.task == "fashion-mnist") {
+    // Data that is not there would fail every node: said once, before any starts.
+    if (Status s = CheckFashionMnistFiles(config.gossip.train.data_dir); !s.ok()) {
+      return Refuse(std::string(s.message()));
+    }
   }
   const int roots = plan.has_value() ? static_cast<int>(plan->processes - plan->workers) : 0;
   auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value(), roots);

@@ -32,6 +32,14 @@ struct ReportOut {
   bool keep = false;     // the node logs stay in `logs`
   std::string logs;      // the directory of the node logs
   std::string run_dir;   // "": none; else result.json is written there (run_dir.h)
+  // The first node that failed during the run ("node 2 exited with code 2"), or "".
+  std::string failure;
+  // Injected crashes that ran: node index, when, and when it came back (< 0: not restarted).
+  struct Crash {
+    size_t index = 0;
+    double at = 0, back = -1;
+  };
+  std::vector<Crash> crashes;
 };
 
 // What every mode's JSON report ends with; written to the run directory's result.json when

@@ -45,10 +45,11 @@ int TrainCommand::Run() {
     }
   }
 
+  // Data that is not there (or not Fashion-MNIST) is the user's to fix: exit 2, as `murmur node`.
   StatusOr<TrainTest> data = LoadTrainData(config);
   if (!data.ok()) {
     std::fprintf(stderr, "murmur train: %s\n", data.status().ToString().c_str());
-    return 1;
+    return 2;
   }
   StatusOr<kernels::Device> device = kernels::ResolveDevice(config.device);
   if (!device.ok()) {

@@ -258,13 +258,14 @@ StatusOr<MappedFile> CachedSplit(const std::string& images_path, const std::stri
   return in_memory;
 }
 
+std::string SplitPath(const std::string& dir, const std::string& prefix, const char* what) {
+  return dir + "/" + prefix + "-" + what + ".gz";
+}
+
 StatusOr<Dataset> LoadSplit(const std::string& dir, const std::string& prefix,
                             const std::string& cache_dir) {
-  const std::string images_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
-  const std::string labels_path = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
-  for (const auto& p : {images_path, labels_path}) {
-    if (!std::filesystem::exists(p)) return MissingData(p + " not found");
-  }
+  const std::string images_path = SplitPath(dir, prefix, "images-idx3-ubyte");
+  const std::string labels_path = SplitPath(dir, prefix, "labels-idx1-ubyte");
   MURMUR_ASSIGN_OR_RETURN(MappedFile file, CachedSplit(images_path, labels_path, prefix, cache_dir));
   const std::byte* bytes = file.data.get();
   Dataset d;
@@ -298,8 +299,19 @@ std::string DefaultCacheDir() {
   return "/tmp/murmur-cache";
 }
 
-StatusOr<TrainTest> LoadFashionMnist(const std::string& dir, const std::string& cache_dir) {
+Status CheckFashionMnistFiles(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) return MissingData(dir + " is not a directory");
+  for (const char* prefix : {"train", "t10k"}) {
+    for (const char* what : {"images-idx3-ubyte", "labels-idx1-ubyte"}) {
+      const std::string p = SplitPath(dir, prefix, what);
+      if (!std::filesystem::exists(p)) return MissingData(p + " not found");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<TrainTest> LoadFashionMnist(const std::string& dir, const std::string& cache_dir) {
+  MURMUR_RETURN_IF_ERROR(CheckFashionMnistFiles(dir));
   TrainTest out;
   MURMUR_ASSIGN_OR_RETURN(out.train, LoadSplit(dir, "train", cache_dir));
   MURMUR_ASSIGN_OR_RETURN(out.test, LoadSplit(dir, "t10k", cache_dir));

@@ -45,6 +45,11 @@ std::string DefaultCacheDir();
 // fails any check (size, header, checksum, a label ≥ 10) is rebuilt; a cache directory that
 // cannot be written is logged once and the split is decoded in memory. An empty `cache_dir`
 // disables the cache.
+// kNotFound, saying what is missing and how to get it, unless `dir` holds the four IDX files
+// (train and t10k images and labels). What LoadFashionMnist checks first; a launcher checks it
+// before it starts any node.
+Status CheckFashionMnistFiles(const std::string& dir);
+
 StatusOr<TrainTest> LoadFashionMnist(const std::string& dir = kFashionMnistDir,
                                      const std::string& cache_dir = DefaultCacheDir());
 

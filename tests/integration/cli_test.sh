@@ -125,8 +125,41 @@ assert d["samples_per_second"] > 0, d
 print("ok   json summary parses:", {k: d[k] for k in ("test_accuracy", "samples_per_second")})
 PY
 contains "plain progress logs epoch end" "$tmp/err" "epoch 1/1 done"
-check "missing data exits 1" 1 "$murmur" train --data-dir "$tmp/none"
+check "missing data exits 2" 2 "$murmur" train --data-dir "$tmp/none"
 contains "missing data names the package" "$tmp/err" "dataset-fashion-mnist"
+# A peer port another process holds is the user's to change: exit 2 with the reason.
+if python3 - "$murmur" <<'PY'
+import socket, subprocess, sys
+held = socket.socket()
+held.bind(("127.0.0.1", 0))
+held.listen()
+port = held.getsockname()[1]
+r = subprocess.run([sys.argv[1], "node", "--epochs", "1", "--listen", f"tcp://127.0.0.1:{port}"],
+                   capture_output=True, text=True, timeout=60)
+ok = r.returncode == 2 and "Address already in use" in r.stderr
+print(f"{'ok  ' if ok else 'FAIL'} a peer port in use exits 2 (exit {r.returncode}: {r.stderr.strip()[-200:]})")
+sys.exit(0 if ok else 1)
+PY
+then :; else fail=1; fi
+# murmur local: a user error is refused before any node starts, or shown as it happens.
+check "local: missing data exits 2 before any node" 2 "$murmur" local --nodes 2 --data-dir "$tmp/none"
+contains "local: missing data says what is missing" "$tmp/err" "$tmp/none is not a directory"
+if grep -q "admin ports" "$tmp/err"; then echo "FAIL local: nodes started without their data"; fail=1; fi
+check "local: an --exec command that does not exist exits 2" 2 "$murmur" local --nodes 2 --epochs 1 --progress none --exec "no-such-program-here --x"
+contains "local: the failed node is named with its exit code" "$tmp/err" "node 1 exited with code 127"
+contains "local: its log's last line is shown" "$tmp/err" "no-such-program-here: command not found"
+contains "local: the summary names the failure" "$tmp/out" "ended by a failure"
+if grep -q "0x more" "$tmp/out"; then echo "FAIL local: a run with no step compares bytes"; fail=1; fi
+check "local: a program that fails exits 1" 1 "$murmur" local --nodes 2 --epochs 1 --progress none --exec "/usr/bin/python3 -c 'import no_such_module_here'"
+contains "local: the program's error is shown where it happens" "$tmp/err" "ModuleNotFoundError: No module named 'no_such_module_here'"
+if [ -d "$(dirname "$murmur")/python/murmur" ]; then
+  tiny="$(cd "$(dirname "$0")/../python" && pwd)/tiny_program.py"
+  check "local: a program's own output is relayed by node" 0 "$murmur" local --nodes 2 --epochs 2 --progress none --exec "/usr/bin/python3 $tiny"
+  contains "local: node 1's result line" "$tmp/err" 'node 1 | {"rank": 0'
+  contains "local: node 2's result line" "$tmp/err" 'node 2 | {"rank": 1'
+else
+  echo "SKIP local: a program's output relayed (no Python module in $(dirname "$murmur")/python)"
+fi
 check "synthetic logistic run" 0 "$murmur" train --task logistic --samples 2000 --features 10 --epochs 2 --progress none
 contains "text summary has accuracy" "$tmp/out" "test accuracy"
 check "version" 0 "$murmur" --version
