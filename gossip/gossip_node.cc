@@ -478,7 +478,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   for (NodeId id : gate.newly_marked) {
     MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits; "
                     "step {} vs {}): marked a straggler, not waiting for it for {:.0f} s",
-                    o_.self, ToSeconds(o_.soft_sync.max_wait), id, sync_.ClockOf(id), s_.step,
+                    o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step,
                     ToSeconds(o_.soft_sync.straggler_hold));
   }
   if (!gate.proceed) {

@@ -30,15 +30,48 @@ std::vector<NodeId> SoftSync::Stragglers(TimePoint now) const {
   return out;
 }
 
+Duration SoftSync::EffectiveWait() const {
+  if (options_.max_wait_steps <= 0 || steps_measured_ == 0) return options_.max_wait;
+  const auto scaled = std::chrono::duration_cast<Duration>(
+      std::chrono::duration<double>(options_.max_wait_steps * step_s_));
+  return std::clamp(scaled, std::min(options_.min_wait, options_.max_wait), options_.max_wait);
+}
+
+void SoftSync::MeasureStep(uint64_t self_clock, TimePoint now) {
+  if (self_clock == gate_clock_) return;
+  if (passed_ && self_clock == gate_clock_ + 1) {
+    // An evaluation or a pause between two steps is not the step: a sample is held to 3x the
+    // estimate once there is one. The estimate is an exponentially weighted mean (1/16).
+    double sample = ToSeconds(now - passed_at_);
+    if (steps_measured_ >= 8) sample = std::min(sample, 3 * step_s_);
+    step_s_ = steps_measured_ == 0 ? sample : step_s_ + (sample - step_s_) / 16;
+    ++steps_measured_;
+  }
+  gate_clock_ = self_clock;
+  passed_ = false;
+}
+
 SoftSync::Decision SoftSync::Gate(uint64_t self_clock, const std::vector<NodeId>& peers,
                                   TimePoint now) {
+  MeasureStep(self_clock, now);
+  Decision d = Decide(self_clock, peers, now);
+  if (d.proceed) {
+    passed_ = true;
+    passed_at_ = now;
+  }
+  return d;
+}
+
+SoftSync::Decision SoftSync::Decide(uint64_t self_clock, const std::vector<NodeId>& peers,
+                                    TimePoint now) {
   Decision d;
+  const Duration max_wait = EffectiveWait();
   const Duration dt = gated_before_ ? std::max(Duration(0), now - last_gate_) : Duration(0);
   gated_before_ = true;
   last_gate_ = now;
   // Time blocked since the previous call is charged to the peers it waited for; every peer's
   // charge decays with the window, so old waits are forgotten.
-  const double window = ToSeconds(options_.max_wait) / std::max(options_.straggler_wait_fraction, 1e-9);
+  const double window = ToSeconds(max_wait) / std::max(options_.straggler_wait_fraction, 1e-9);
   const double decay = window > 0 ? std::exp(-ToSeconds(dt) / window) : 0.0;
   for (auto& [id, waited] : waited_s_) waited *= decay;
   if (waiting_) {
@@ -66,7 +99,7 @@ SoftSync::Decision SoftSync::Gate(uint64_t self_clock, const std::vector<NodeId>
   // Marked: every peer of a wait that lasted W, or a peer whose recent waits add up to W.
   std::vector<NodeId> mark;
   for (NodeId id : d.waiting_for) {
-    if (now - wait_started_ >= options_.max_wait || waited_s_[id] >= ToSeconds(options_.max_wait)) {
+    if (now - wait_started_ >= max_wait || waited_s_[id] >= ToSeconds(max_wait)) {
       mark.push_back(id);
     }
   }

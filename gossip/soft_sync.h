@@ -28,7 +28,14 @@ namespace murmur::gossip {
 
 struct SoftSyncOptions {
   int64_t max_lead = 32;  // S in steps; < 0: unbounded
-  Duration max_wait = std::chrono::seconds(2);        // W
+  Duration max_wait = std::chrono::seconds(2);        // W, or W's ceiling with max_wait_steps
+  // > 0: W scales with the run, max_wait_steps times this node's measured step time (from one
+  // gate to the next, waits excluded), within [min_wait, max_wait]. A peer k times slower keeps
+  // this node waiting (1 - 1/k) of its time once S ahead, so it is marked after about
+  // W / (1 - 1/k) (with straggler_wait_fraction's window) whether a step takes 3 ms or 3 s.
+  // Until a step was measured, W = max_wait. 0: W = max_wait always.
+  double max_wait_steps = 0;
+  Duration min_wait = std::chrono::milliseconds(250);
   Duration straggler_hold = std::chrono::seconds(30);  // how long a straggler is not waited for
   double staleness_scale = 16;                          // steps of lag that halve a peer's weight
   // A peer that is never waited for W at a stretch but keeps this node waiting, in many short
@@ -65,10 +72,18 @@ class SoftSync {
   std::vector<NodeId> Stragglers(TimePoint now) const;
   uint64_t ClockOf(NodeId id) const;
   uint64_t stragglers_detected() const { return detected_; }
+  // W as it stands: max_wait, or the scaled wait (max_wait_steps).
+  Duration EffectiveWait() const;
+  // This node's step time as measured by the gates (seconds; 0 before the first).
+  double step_seconds() const { return step_s_; }
   Duration total_wait() const { return total_wait_; }
   const SoftSyncOptions& options() const { return options_; }
 
  private:
+  // The step time sample of a new clock (see step_s_).
+  void MeasureStep(uint64_t self_clock, TimePoint now);
+  Decision Decide(uint64_t self_clock, const std::vector<NodeId>& peers, TimePoint now);
+
   SoftSyncOptions options_;
   std::map<NodeId, uint64_t> clocks_;
   std::map<NodeId, TimePoint> straggler_until_;
@@ -80,6 +95,12 @@ class SoftSync {
   std::map<NodeId, double> waited_s_;    // decayed seconds spent waiting for each peer
   uint64_t detected_ = 0;
   Duration total_wait_{0};
+  // The step time: from a gate that let step c through to the first gate of step c + 1.
+  double step_s_ = 0;
+  uint64_t steps_measured_ = 0;
+  uint64_t gate_clock_ = 0;
+  bool passed_ = false;  // the last gate let gate_clock_ + 1 through (at passed_at_)
+  TimePoint passed_at_{};
 };
 
 }  // namespace murmur::gossip

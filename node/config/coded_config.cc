@@ -47,7 +47,7 @@ std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
   // the synchronous drivers read: time_limit_s, eval_every, eval_samples, straggle.
   return {"epochs",          "compress",       "consensus_target", "consensus_slack",
           "gamma",           "topology",       "random_peers",     "local_steps",
-          "post_local_epoch", "post_local_steps", "max_lead",       "max_wait_ms",
+          "post_local_epoch", "post_local_steps", "max_lead",       "max_wait_ms", "max_wait_steps",
           "straggler_hold_s", "staleness_scale", "target_accuracy", "finish_wait_s",
           "init"};
 }

@@ -76,7 +76,12 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
         .Integer("max_lead", &C::max_lead, 32, -1, 1 << 30,
                  "S: steps a node may run ahead of a neighbour (-1: unbounded, 0: lock-step)")
         .Integer("max_wait_ms", &C::max_wait_ms, 2000, 0, 3600000,
-                 "W: longest wait for a neighbour before marking it a straggler")
+                 "W: longest wait for a neighbour before marking it a straggler (with "
+                 "max_wait_steps: W's ceiling)")
+        .Real("max_wait_steps", &C::max_wait_steps, "200", 0, 1e9,
+              "W scales with the run: this many of the node's own measured step times, at least "
+              "250 ms and at most max_wait_ms (0: W = max_wait_ms), so a slow neighbour is marked "
+              "within about as many steps in a short run as in a long one")
         .Real("straggler_hold_s", &C::straggler_hold_s, "30", 0, 86400,
               "how long a straggler is not waited for")
         .Real("staleness_scale", &C::staleness_scale, "16", 0, 1e9,
@@ -149,6 +154,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.node.post_local_steps = c.post_local_steps;
   o.node.soft_sync.max_lead = c.max_lead;
   o.node.soft_sync.max_wait = std::chrono::milliseconds(c.max_wait_ms);
+  o.node.soft_sync.max_wait_steps = c.max_wait_steps;
   o.node.soft_sync.straggler_hold = std::chrono::milliseconds(static_cast<int64_t>(c.straggler_hold_s * 1000));
   o.node.soft_sync.staleness_scale = c.staleness_scale;
   o.epochs = c.epochs;

@@ -29,6 +29,7 @@ struct GossipConfig {
   int post_local_steps = 0;
   int max_lead = 0;
   int max_wait_ms = 0;
+  double max_wait_steps = 0;
   double straggler_hold_s = 0;
   double staleness_scale = 0;
   double target_accuracy = 0;

@@ -11,7 +11,7 @@ const std::set<std::string>& PeerLibraryKeys() {
       "admin_token_file", "log_level", "report_interval_ms",
       // the gossip
       "compress", "gamma", "topology", "random_peers", "local_steps", "post_local_epoch",
-      "post_local_steps", "max_lead", "max_wait_ms", "straggler_hold_s", "staleness_scale",
+      "post_local_steps", "max_lead", "max_wait_ms", "max_wait_steps", "straggler_hold_s", "staleness_scale",
       "consensus_target", "consensus_slack", "straggle",
       // the budget, the schedule, the end
       "epochs", "time_limit_s", "finish_wait_s", "lr", "lr_schedule", "warmup_epochs",
