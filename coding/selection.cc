@@ -377,8 +377,7 @@ void TrimInPlace(std::vector<uint32_t>& indices, std::vector<float>& values, siz
 
 // The keys of blocks first, first + stride, ... (below `blocks`) of v into `sample` (replaced).
 // The blocks lie a stride apart, each on lines of its own that are seldom cached: each is
-// prefetched kAhead blocks early, so that the misses overlap instead of following one another
-// (a CHOCO round's sample of x − x̂ from DRAM took 40 µs this way, 15 µs with; issue 22).
+// prefetched kAhead blocks early, so that the misses overlap instead of following one another.
 template <typename Source>
 void SampleBlocks(const Source& v, size_t first, size_t blocks, size_t stride,
                   std::vector<uint32_t>& sample) {

@@ -1,19 +1,18 @@
 #pragma once
 // Writing a large output past the caches (internal to coding/; the dense passes of `none` and
 // fp16 in dense_codec.cc and of int8 and QSGD in level_codec.cc, and the error-feedback
-// selections' sums in selection.cc use it, issue 22).
+// selections' sums in selection.cc use it).
 //
 // A pass that writes a vector larger than the last-level cache gains nothing from caching what
 // it writes: the lines are evicted before anyone reads them, and each ordinary store first
 // reads its line from memory (read for ownership). Non-temporal stores write whole lines
 // without reading them, as glibc's memcpy does above a similar size.
 // - `none` computes a block (4096 values) into an L1-resident stage (ordinary stores, hashed
-//   there while hot) and StreamCopies it into both outputs: 16 M values 4.9-6.1 -> 5.5-7.0 GB/s.
+//   there while hot) and StreamCopies it into both outputs.
 // - fp16, int8 and QSGD store their values from the register (_mm512_stream_ps), each block's
-//   first entries up to a 64-byte line taking the scalar loop. Values and codes both through the
-//   stage were 15-25 % slower (their compute and the block's burst of streaming stores no longer
-//   overlapped). Their codes alone do go through a stage, hashed there and StreamCopied out
-//   (16 M: fp16 +7 %, int8 with error feedback +5 %).
+//   first entries up to a 64-byte line taking the scalar loop: through the stage, their compute
+//   and the block's burst of streaming stores would take turns instead of overlapping. Their
+//   codes alone do go through a stage, hashed there and StreamCopied out.
 // - The *OfSum selections (selection.h) store residual + input the same way as they collect.
 
 #include <cstddef>
@@ -47,11 +46,10 @@ void StreamCopy(void* dst, const void* src, size_t bytes);
 // Orders every earlier StreamCopy before the stores after it.
 void StreamFence();
 
-// Fetches floats [begin, end) of `p` into the caches (a hint). `none`
-// asks for its next block's input before it copies this block out, so that the loads and the
-// burst of non-temporal stores overlap instead of taking turns: 16 M values +7.6 % (medians of
-// 5 alternating runs). fp16 measured 7 % slower with it (its values leave from the register
-// within the loop, which already overlaps), and 25 % slower with error feedback.
+// Fetches floats [begin, end) of `p` into the caches (a hint). `none` asks for its next block's
+// input before it copies this block out, so that the loads and the burst of non-temporal stores
+// overlap instead of taking turns. fp16 does not: its values leave from the register within the
+// loop, which already overlaps.
 void PrefetchFloats(const float* p, size_t begin, size_t end);
 
 // The floats from p up to its next 64-byte line (0 on a line): the entries a pass stores the

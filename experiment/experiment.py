@@ -205,6 +205,18 @@ def clock(seconds):
         f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def check_cells(murmur, scn, runs, path):
+    """Every cell's command resolved as murmur local would (--dry-run: every key and the run's
+    shape checked, nothing started), before the first run; the first refusal names the cell."""
+    for r in runs:
+        cmd = [murmur, "local", *flag_args(r["settings"]), "--dry-run", "--progress", "none"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            why = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+            labels = ", ".join(f"{k} = {v}" for k, v in r["labels"].items()) or "[base]"
+            raise ScenarioError(f"{path}: cell {r['id']} ({labels}): {why}")
+
+
 def run_one(murmur, run, run_dir, token_file, timeout_s, interrupted):
     """Runs one grid cell; returns its done.json content, or None when interrupted."""
     targets = os.path.join(run_dir, "targets.json")
@@ -278,6 +290,11 @@ def main(argv=None):
         print(f"murmur experiment: {e}", file=sys.stderr)
         return 2
     runs = grid(scn)
+    try:
+        check_cells(murmur, scn, runs, a.scenario)
+    except ScenarioError as e:
+        print(f"murmur experiment: {e}; nothing ran", file=sys.stderr)
+        return 2
     if a.list:
         for r in runs:
             print(f"{r['id']}  {' '.join(flag_args(r['settings']))}"

@@ -23,6 +23,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
+# Per node in the step-rate figure: distinct colours without red or grey (the injection's shade
+# and the crash band); the injected node is told apart by its line's style, not a colour.
+NODE_COLORS = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+               "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39"]
+
+
+def readable_axes(ax, accuracy_y=False):
+    """At least three tick labels on each axis; an accuracy axis spans at least 0.01, so that a
+    difference in the fourth decimal is not drawn as a trend."""
+    from matplotlib.ticker import MaxNLocator
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "linear":
+            axis.set_major_locator(MaxNLocator(nbins=6, min_n_ticks=3))
+    if accuracy_y and ax.get_lines():
+        ys = [y for line in ax.get_lines() for y in line.get_ydata() if y == y]
+        if ys and max(ys) - min(ys) < 0.01:
+            mid = (max(ys) + min(ys)) / 2
+            ax.set_ylim(mid - 0.005, mid + 0.005)
 
 
 def load(directory):
@@ -91,7 +109,8 @@ def time_to_accuracy(figs, runs, color, panel, target):
             group = [r for r in runs if r["labels"].get(color) == c and (panel is None or r["labels"].get(panel) == k)]
             if not group:
                 continue
-            times = [R.time_to(r["accuracy"], target) for r in group]
+            times = [R.time_to(r["accuracy"] + ([r["final"]] if r.get("final") else []), target)
+                     for r in group]
             mean, mn, mx = stats(times)
             x = ki + (ci - (len(colors) - 1) / 2) * width
             if mean is None:
@@ -113,6 +132,8 @@ def time_to_accuracy(figs, runs, color, panel, target):
     ax.set_xlabel(panel or "")
     ax.legend(fontsize=8, title=color)
     ax.grid(axis="y", alpha=0.3)
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, min_n_ticks=3))
     seeds = max(len([r for r in runs if r["labels"].get(color) == c]) for c in colors) // max(1, len(cats))
     figs.save(fig, "time_to_accuracy", f"Time to {100 * target:.0f} % accuracy",
               f"Mean over {seeds} seed(s) per bar; the error bars span the fastest and the slowest "
@@ -138,12 +159,19 @@ def curves(figs, runs, color, panel, which):
                 xs = [bytes_at(sent, t) / 1e6 for t, _ in acc]
             ax.plot(xs, [a for _, a in acc], color=PALETTE[ci % len(PALETTE)], alpha=0.8, lw=1.4, marker=".", ms=4,
                     label=str(r["labels"].get(color)))
+            if r.get("final"):  # every test row, where the line's evaluations take a sample
+                t, a = r["final"]
+                x = t if which == "time" else bytes_at(R.bytes_curve(r), t) / 1e6
+                ax.plot([x], [a], color=PALETTE[ci % len(PALETTE)], marker="*", ms=9, ls="none",
+                        label="final (all test rows)")
         ax.set_title(str(k) if k is not None else "", fontsize=10)
         ax.set_xlabel("seconds since start" if which == "time" else "MB sent per node")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
-        if which == "bytes" and ax.get_lines() and min(min(l.get_xdata(), default=1) for l in ax.get_lines()) > 0:
-            ax.set_xscale("log")
+        xs_all = [x for l in ax.get_lines() for x in l.get_xdata()]
+        if which == "bytes" and xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) > 10:
+            ax.set_xscale("log")  # a log axis only over more than a decade (else one tick label)
+        readable_axes(ax, accuracy_y=True)
         handles, labels = ax.get_legend_handles_labels()
         seen = {}
         for h, lab in zip(handles, labels):
@@ -152,11 +180,13 @@ def curves(figs, runs, color, panel, which):
     if which == "time":
         figs.save(fig, "accuracy_vs_time", "Accuracy against wall time",
                   "The cluster's test accuracy (gossip: the mean of every node's latest periodic "
-                  "evaluation; synchronous modes: the root's model), one line per run.")
+                  "evaluation, on a sample of the test rows; synchronous modes: the root's model), "
+                  "one line per run. A star: the final evaluation, on every test row.")
     else:
         figs.save(fig, "accuracy_vs_bytes", "Accuracy against bytes sent",
                   "The same accuracy against the mean bytes a node had sent by then "
-                  "(every message: updates and control), on a log scale.")
+                  "(every message: updates and control), on a log scale when it spans more than "
+                  "a decade. A star: the final evaluation, on every test row.")
 
 
 def bytes_at(curve, t):
@@ -193,13 +223,13 @@ def step_rates(figs, runs, panel):
             if not rate:
                 continue
             hot = node in injected_nodes
-            ax.plot([t for t, _ in rate], [v for _, v in rate], lw=2.2 if hot else 1,
-                    color="#d62728" if hot else PALETTE[node % len(PALETTE)],
+            ax.plot([t for t, _ in rate], [v for _, v in rate], lw=2.4 if hot else 1.2,
+                    ls="--" if hot else "-", color=NODE_COLORS[(node - 1) % len(NODE_COLORS)],
                     label=f"node {node}" + (" (injected)" if hot else ""), alpha=0.9)
-            for crashed, back in restarts(lines, t0):
-                ax.axvspan(crashed, back, color="#7f7f7f", alpha=0.12)
-                ax.text(crashed, 0.02, f" node {node} down", transform=ax.get_xaxis_transform(),
-                        fontsize=7, rotation=90, va="bottom", color="#555")
+        for node, crashed, back in crash_bands(run):
+            ax.axvspan(crashed, back, color="#7f7f7f", alpha=0.12)
+            ax.text(crashed, 0.02, f" node {node} down", transform=ax.get_xaxis_transform(),
+                    fontsize=7, rotation=90, va="bottom", color="#555")
         for node in injected_nodes:
             for a, b, spec in injection_spans(run["series"][node], t0):
                 ax.axvspan(a, b, color="#d62728", alpha=0.06)
@@ -214,13 +244,15 @@ def step_rates(figs, runs, panel):
         ax.set_xlabel("seconds since start")
         ax.set_ylabel("steps per second")
         ax.grid(alpha=0.3)
+        readable_axes(ax)
         ax.legend(fontsize=6)
     figs.save(fig, "step_rate", "Per-node step rate over time",
-              "One gossip run per panel. The injected node in red, its injection shaded and named; "
-              "a dashed line where another node first marked it a straggler (stopped waiting for "
-              "it); grey where a crashed node was down until it started again. Each panel shows a "
-              "run where a straggler was marked if there is one. Rates over windows of 0.3-1 s of "
-              "the steps each node computed.")
+              "One gossip run per panel, a colour per node. The injected node's line is dashed and "
+              "thicker, its injection shaded red and named; a black dashed line where another node "
+              "first marked it a straggler (stopped waiting for it); grey where a crashed node was "
+              "down until it started again (the times murmur local crashed and restarted it). Each "
+              "panel shows a run where a straggler was marked if there is one. Rates over complete "
+              "windows of 0.3-1 s of the steps each node computed while it trained.")
 
 
 def step_rate(lines, t0, window=1.0):
@@ -228,7 +260,9 @@ def step_rate(lines, t0, window=1.0):
     about `window` seconds within one process (a restart starts counting again)."""
     out, base = [], None
     for l in lines:
-        if l.get("kind") not in ("train", "final") or "local_steps" not in l:
+        # Training lines only: a final line comes after the finish, when no step is taken, and
+        # would end every line with a dive to zero.
+        if l.get("kind") != "train" or "local_steps" not in l:
             continue
         if base is not None and (l["local_steps"] < base["local_steps"] or
                                  l.get("elapsed_s", 0) < base.get("elapsed_s", 0)):
@@ -254,6 +288,19 @@ def restarts(lines, t0):
                 b.get("local_steps", 0) < a.get("local_steps", 0):
             out.append((a["time"] - t0, b["time"] - t0))
     return out
+
+
+def crash_bands(run):
+    """[(node, down from, back at)] in seconds since the run's start: murmur local's own record
+    of the crashes it injected (result.json) when there is one, else where a node's series shows
+    a new process (the band then starts at its last line before the crash)."""
+    injected = (run["result"] or {}).get("injected_crashes")
+    if injected:
+        end = max((l["time"] for ls in run["series"].values() for l in ls), default=run["t0"])
+        return [(c["node"], c["at_s"], c["restarted_at_s"] if c.get("restarted_at_s") is not None
+                 else end - run["t0"]) for c in injected]
+    return [(node, a, b) for node, lines in run["series"].items()
+            for a, b in restarts(lines, run["t0"])]
 
 
 def injection_spans(lines, t0):

@@ -56,13 +56,19 @@ def load_run(path, labels=None, run_id=None):
                     run["series"][int(name[5:-6])] = lines
     run["t0"] = start_time(run)
     run["accuracy"] = accuracy_curve(run)  # read by every figure and the row: computed once
+    run["final"] = final_point(run)
     return run
 
 
 def start_time(run):
-    """Unix time of the run's start: the runner's record, else the earliest series line."""
+    """Unix time of the run's start: the runner's record; for a hand-run, when murmur local
+    started (result.json written at its end, less its wall time: the clock of its --crash
+    times); else the earliest series line."""
     if run["done"] and "started" in run["done"]:
         return run["done"]["started"]
+    result_path = os.path.join(run["dir"], "result.json")
+    if run["result"] and "wall_s" in run["result"] and os.path.exists(result_path):
+        return os.path.getmtime(result_path) - run["result"]["wall_s"]
     firsts = [lines[0]["time"] for lines in run["series"].values() if lines]
     return min(firsts) if firsts else 0.0
 
@@ -88,8 +94,11 @@ def accuracy_curve(run):
                 last = line.get("evaluated_at")
                 curve.append((line["time"] - t0, a))
         return curve
+    # The periodic evaluations only: the final one is on every test row where these take a
+    # sample (final_point draws it apart).
     events = sorted((line["time"], node, line.get("accuracy"))
-                    for node, lines in run["series"].items() for line in lines)
+                    for node, lines in run["series"].items() for line in lines
+                    if line.get("kind") != "final")
     latest, curve = {}, []
     for t, node, a in events:
         if a is None:
@@ -99,6 +108,19 @@ def accuracy_curve(run):
             if len(latest) == len(run["series"]):
                 curve.append((t - t0, sum(latest.values()) / len(latest)))
     return curve
+
+
+def final_point(run):
+    """(t, accuracy) of the nodes' final evaluations (every test row; the mean over the nodes
+    that reported one), or None."""
+    if is_sync(run):
+        return None
+    finals = [line for lines in run["series"].values() for line in lines
+              if line.get("kind") == "final" and line.get("accuracy") is not None]
+    if not finals:
+        return None
+    return (max(l["time"] for l in finals) - run["t0"],
+            sum(l["accuracy"] for l in finals) / len(finals))
 
 
 def bytes_curve(run):
@@ -155,7 +177,8 @@ def run_row(run, target):
         "fewer_bytes_than_allreduce": round_or_none(r.get("fewer_bytes_than_allreduce"), 2),
         "stragglers_flagged": ";".join(str(x) for x in r.get("stragglers_flagged", [])),
         "crashes": sum(r.get("crashes", [])),
-        "time_to_target_s": round_or_none(time_to(run["accuracy"], target), 3),
+        "time_to_target_s": round_or_none(
+            time_to(run["accuracy"] + ([run["final"]] if run["final"] else []), target), 3),
         "wall_s": round_or_none(r.get("wall_s"), 3),
         "train_s": round_or_none(max(r["train_s"]), 3) if r.get("train_s") else None,
         "iteration_ms_mean": round_or_none(r.get("iteration_ms_mean"), 3),

@@ -380,8 +380,8 @@ void GossipNode::StartTraining(TimePoint now) {
 
 int64_t GossipNode::ReportedSamples() const {
   // The view holds this node's count as of its last refresh; a node whose steps are much shorter
-  // than that period (a small model on the library: 24,453 steps for a 50-step budget, measured)
-  // would otherwise overrun its budget.
+  // than that period (a small model on the library) would otherwise overrun its budget many
+  // times over.
   return s_.cluster_samples + (s_.samples - own_samples_at_view_);
 }
 
@@ -461,8 +461,8 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   }
   // A clock raised without a step (caught up, or a model adopted) is said at once, before the
   // gate: a neighbour whose gate holds the old clock would otherwise wait for it while this
-  // node's gate waits for that neighbour, each until W. Seen in murmur local --nodes 4 after a
-  // late join: every node stalled 2 s, the run took 3.4 s instead of 1.4.
+  // node's gate waits for that neighbour, each until W (after a late join, every node would
+  // stall W).
   if (s_.step > clock_before) {
     Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
     AnnounceClock();

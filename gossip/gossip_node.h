@@ -97,7 +97,7 @@ struct GossipNodeOptions {
   // gossips every 2nd step with twice the fraction (and the default γ of that fraction): about
   // the same bytes in half the rounds. Above that size, or for other operators, H is 1. A small
   // ring mixes fast (its spectral gap: 2/3 at 4 nodes, 0.2 at 8), so rounds it skips cost no
-  // accuracy there (bench/README.md, "Half the rounds on small clusters").
+  // accuracy there (bench/results/2026-11-28-history.md, "Half the rounds on small clusters").
   int local_steps = 1;
   double post_local_epoch = -1;  // from this local epoch on, H = post_local_steps (< 0: never)
   int post_local_steps = 1;
@@ -114,8 +114,8 @@ struct GossipNodeOptions {
   // Ξ is the cluster's mean distance to the average; a node's own measure alone is biased by how
   // stale its peers' public copies are, i.e. by the peers' gossip periods, so on its own it
   // settles in a lopsided state (one node gossips every step because its neighbour does not,
-  // and the neighbour sees fresh copies and gossips rarely; measured on 2 nodes: 921 against 528
-  // rounds, the frequent one the cluster's bottleneck). Sharing the estimate makes the decision
+  // and the neighbour sees fresh copies and gossips rarely, the frequent one the cluster's
+  // bottleneck). Sharing the estimate makes the decision
   // the same on both ends of a link.
   double consensus_target = 0;
   int consensus_slack = 2;
@@ -284,7 +284,7 @@ class GossipNode {
   // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose
   // soft-sync gates wait for it. A node learns its neighbours' clocks from their messages; with
   // H (or consensus control's stretch) above S they would otherwise wait for the membership
-  // view's clocks, a probe period old: measured, 2 nodes at H = 40 spent 2.2 of 3.2 s waiting.
+  // view's clocks, a probe period old, and spend most of their time waiting.
   void AnnounceClock();
   void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
   void ServeModel(NodeId to);

@@ -12,7 +12,7 @@ namespace murmur::gossip {
 bool GossipNode::BudgetSpent(TimePoint now) {
   // A schedule that decays to zero is spent when this node's estimate of the cluster's samples
   // reaches the budget: every later step would be taken at rate 0. The members' reported counts
-  // lag that estimate by a digest period (about 10 % of a 3-epoch run at 8 nodes).
+  // lag that estimate by a digest period.
   const bool schedule_spent = o_.budget_samples > 0 && o_.lr_schedule.has_value() &&
                               o_.lr_schedule->At(o_.budget_samples) == 0 &&
                               ScheduleSamples() >= o_.budget_samples;

@@ -87,7 +87,7 @@ inline constexpr uint64_t Mix64(uint64_t z) {
 
 // The draws and the rounding of StochasticLevels, shared by the host compressor and both
 // backends so that they quantize a vector to the same levels. Everything is 32-bit: with AVX2 a
-// host loop over it runs 8 values wide (a 64-bit mix and double arithmetic ran 12x slower).
+// host loop over it runs 8 values wide (a 64-bit mix and double arithmetic would not).
 //
 // The draw for index i: murmur3's 32-bit finalizer over the folded seed + (i + 1) * golden.
 inline constexpr uint32_t LevelSeed(uint64_t seed) {

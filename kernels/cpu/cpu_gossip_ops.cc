@@ -125,8 +125,7 @@ struct Avx512Lanes {
 
 // V::kWidth entries at a time: the step in float (the definition's operations, no FMA), the
 // squares of its float terms in double, two accumulators each so that no FMA waits on the last.
-// The double arithmetic this replaced spent its time converting every operand (235 K entries,
-// two copies, AVX-512: 129-137 µs against 71 µs).
+// Double arithmetic would spend its time converting every operand.
 template <typename V>
 kernels::ConsensusSquares ConsensusStepVector(float gamma,
                                               std::span<const std::span<const float>> copies,
@@ -153,9 +152,8 @@ kernels::ConsensusSquares ConsensusStepVector(float gamma,
     for (size_t j = 0; j < m; ++j) {
       // The copies are read here once a round and otherwise only written at an update's
       // entries: fetched non-temporally, 2 KB ahead, so that their megabytes do not push the
-      // training step's parameters, gradient and momentum out of the caches. The step alone is
-      // slower from DRAM (round bench mix 107 -> 124 µs); `murmur local --nodes 4` trains
-      // 1.2-1.7 % faster (medians of 12-15 alternating pairs, three times; issue 22).
+      // training step's parameters, gradient and momentum out of the caches: the step alone is
+      // slower from DRAM, the training around it faster (bench/results/2026-11-28-history.md).
       if (k + 512 < n) _mm_prefetch(reinterpret_cast<const char*>(c[j] + k + 512), _MM_HINT_NTA);
       a = V::AddF(a, V::MulF(w[j], V::SubF(V::Load(c[j] + k), pf)));
     }

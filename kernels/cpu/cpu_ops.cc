@@ -225,8 +225,8 @@ void SgdStep(const SgdOptions& options, std::span<const T> grad, std::span<T> ve
     }
     return;
   }
-  // One pass (velocity and parameters together, about 15-20 % faster than two Eigen passes over
-  // 235 k values); the same operations in the same order, so the same bits. The weight decay term
+  // One pass over velocity and parameters together (two Eigen passes read both twice); the same
+  // operations in the same order, so the same bits. The weight decay term
   // uses the old parameters, as PyTorch does.
   T* __restrict vs = velocity.data();
   T* __restrict ps = params.data();

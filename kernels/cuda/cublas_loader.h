@@ -1,8 +1,8 @@
 #pragma once
 // Internal to kernels/cuda: cuBLAS, loaded the first time a GPU context is made (dlopen), so a
 // process that never uses a GPU — every CPU node, `murmur local`'s parent — does not map
-// libcublas and libcublasLt (about 140 MB resident per process and a tenth of a second of
-// relocations at start, measured here; issue 23). Only the entry points kernels/cuda calls.
+// libcublas and libcublasLt (their resident size and start-up relocations). Only the entry
+// points kernels/cuda calls.
 
 #include <cublas_v2.h>
 

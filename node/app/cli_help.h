@@ -9,15 +9,23 @@
 #include <string_view>
 #include <vector>
 
+#include "node/config/config_schema.h"
+
 namespace murmur::node {
 
-// --help as murmur prints it: a boolean key shows as --flag, not CLI11's --flag{true}.
+// --help as murmur prints it: a boolean key (an option whose value may be left out: a bare
+// --flag is true) shows as `--flag [true|false]`, its default in its description.
 class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
     std::string name = CLI::Formatter::make_option_name(opt, is_positional);
     for (size_t at; (at = name.find("{true}")) != std::string::npos;) name.erase(at, 6);
     return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    const auto& names = opt->get_lnames();
+    if (!names.empty() && BoolFlagNames().count("--" + names.front()) > 0) return " [true|false]";
+    return CLI::Formatter::make_option_opts(opt);
   }
 };
 

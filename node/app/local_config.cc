@@ -35,6 +35,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Choice("node_log_level", &C::node_log_level, "info",
                 {"trace", "debug", "info", "warn", "error", "off"},
                 "log level of the node processes (their logs go to files, listed at the end)")
+        .Bool("dry_run", &C::dry_run, false,
+              "check every key and the run's shape as a run would, say what would run, and start "
+              "nothing (exit 0, or 2 with the reason): murmur experiment checks every cell so")
         .Bool("keep_logs", &C::keep_logs, false,
               "keep the node logs after a run that succeeded (a failed run always keeps them)")
         .Bool("admin", &C::admin, true,

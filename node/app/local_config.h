@@ -25,6 +25,7 @@ struct LocalConfig {
   std::string run_dir;
   std::string node_log_level;
   bool keep_logs = false;
+  bool dry_run = false;  // check everything, start nothing
   bool admin = true;
   std::string admin_token_file;
   bool secure = false;

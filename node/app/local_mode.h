@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
 #include <memory>
 
 #include "gossip/sync_node.h"
@@ -92,6 +93,12 @@ class LocalMode {
   virtual void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
                      const ReportOut& out) const = 0;
 };
+
+// The mode of gossip, murmur's own nodes or --exec programs (local_gossip.cc).
+std::unique_ptr<LocalMode> MakeGossipLocal(const LocalConfig& config,
+                                           std::vector<std::string> forwarded,
+                                           std::filesystem::path dir,
+                                           std::vector<std::string> devices);
 
 // The mode of coded-tree, tree, gc and ring (local_coded.cc).
 std::unique_ptr<LocalMode> MakeCodedLocal(const LocalConfig& config, gossip::SyncPlan plan,

@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "node/app/command.h"
 #include "node/app/cli_help.h"
+#include "node/config/config_schema.h"
 
 int main(int argc, char** argv) {
   CLI::App app("murmur: decentralized, straggler-tolerant data-parallel training", "murmur");
@@ -26,8 +27,12 @@ int main(int argc, char** argv) {
   commands.push_back(murmur::node::MakeExperimentCommand(app));
   commands.push_back(murmur::node::MakeReportCommand(app));
   commands.push_back(murmur::node::MakeSimCommand(app));
+  // `--nesterov false` as `--nesterov=false` (config_schema.h JoinBoolValues).
+  std::vector<std::string> joined = murmur::node::JoinBoolValues(std::vector<std::string>(argv, argv + argc));
+  std::vector<char*> args;
+  for (std::string& a : joined) args.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {

@@ -65,6 +65,24 @@ StatusOr<bool> ParseBool(std::string_view text) {
   return InvalidArgumentError("not a boolean");
 }
 
+std::set<std::string>& BoolFlagNames() {
+  static std::set<std::string> names;
+  return names;
+}
+
+std::vector<std::string> JoinBoolValues(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i + 1 < args.size() && BoolFlagNames().count(args[i]) > 0 && ParseBool(args[i + 1]).ok()) {
+      out.push_back(args[i] + "=" + args[i + 1]);
+      ++i;
+    } else {
+      out.push_back(args[i]);
+    }
+  }
+  return out;
+}
+
 StatusOr<std::vector<int64_t>> ParseIntegerList(std::string_view text, int64_t lo, int64_t hi) {
   std::vector<int64_t> out;
   if (text.empty()) return out;

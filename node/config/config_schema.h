@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -180,14 +181,22 @@ std::string EnvName(std::string_view key);   // "batch_size" -> "MURMUR_BATCH_SI
 // quoted TOML string.
 std::string TomlLine(std::string_view key, std::string_view text, bool bare);
 
+// Every boolean key's flag ("--nesterov") of every command, as ConfigParser::AddOptions adds them.
+std::set<std::string>& BoolFlagNames();
+
+// `--flag false` (a boolean flag of BoolFlagNames followed by a word ParseBool reads) becomes
+// `--flag=false`: CLI11 takes a flag's value only after '=', and a flag that took the next word
+// whatever it is would swallow a positional argument (murmur sim --json SCENARIO).
+std::vector<std::string> JoinBoolValues(const std::vector<std::string>& args);
+
 // Binds a schema to one CLI11 (sub)command and resolves the final config after parsing.
 template <typename C>
 class ConfigParser {
  public:
   explicit ConfigParser(const ConfigSchema<C>& schema) : schema_(schema) {}
 
-  // Adds --config FILE and one option per key (a flag for booleans: --nesterov, or
-  // --nesterov=false). Help text shows the default, the allowed values and the env variable.
+  // Adds --config FILE and one option per key (a flag for booleans: --nesterov, --nesterov=false,
+  // or --nesterov false through JoinBoolValues). Help text shows the default, the allowed values and the env variable.
   void AddOptions(CLI::App& app) {
     app.add_option("--config", config_path_, "TOML file with any of the keys below (snake_case)")
         ->type_name("FILE")
@@ -199,8 +208,10 @@ class ConfigParser {
       const std::string desc = key.help + " [" + key.default_text + "; " + key.allowed + "; env " +
                                EnvName(key.name) + "]";
       if (key.is_bool) {
-        // "{true}": a bare --flag means true (--flag=false also parses); HelpFormatter hides it.
+        // "{true}": a bare --flag means true (--flag=false also parses; `--flag false` is made
+        // --flag=false before parsing, JoinBoolValues); HelpFormatter shows [true|false].
         options_[i] = app.add_flag(FlagName(key.name) + "{true}", flag_values_[i], desc);
+        BoolFlagNames().insert(FlagName(key.name));
       } else {
         options_[i] = app.add_option(FlagName(key.name), flag_values_[i], desc)->type_name(key.type);
       }

@@ -25,9 +25,8 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
              {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
               "init_from", "save_model"},
              // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
-             // scaling rule's larger step (measured best for 8 nodes in bench/gossip_bench.sh).
-             // Nesterov: the gossip rows gain 0.3-0.8 point at 4-16 nodes and ring 0.1-0.5
-             // (bench/README.md, "Gossip against exact all-reduce").
+             // scaling rule's larger step. Nesterov for the cluster modes (their tuning is in
+             // bench/results/2026-11-28-history.md, "Gossip against exact all-reduce").
              {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
              {{"lr_schedule",
                "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
@@ -122,9 +121,9 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   train.shard_index = 0;  // per node, checked by the node
   train.shard_count = 1;
   train.epochs = c.epochs > 0 ? std::max(1, static_cast<int>(std::ceil(c.epochs))) : 0;
-  // auto: cosine with a short warm-up ends the members on nearly one model (measured on the
-  // main job: 0.863 against 0.843 with a constant rate); a run without an epoch budget has no end
-  // for a schedule to aim at.
+  // auto: cosine with a short warm-up ends the members on nearly one model (a constant rate
+  // leaves them apart at the end); a run without an epoch budget has no end for a schedule to
+  // aim at.
   if (train.lr_schedule == "auto") {
     train.lr_schedule = c.epochs > 0 ? "cosine" : "constant";
     if (c.epochs > 0 && train.warmup_epochs == 0) train.warmup_epochs = std::min(0.2, c.epochs / 15);

@@ -21,9 +21,8 @@ namespace {
 constexpr size_t kMaxBody = 64 * 1024;
 // More workers than the idle connections the tests hold open (200): a connection keeps its
 // worker until the read timeout, or the keep-alive wait and then the read timeout (about 3 s),
-// so with 64 workers 200 idle connections once delayed /healthz by 9 s. They are started as
-// connections need them (WorkerPool): 256 threads up front cost every node about 160 ms of CPU
-// at start-up (4-node main job: 6.3-7.1 → 5.7-6.6 CPU s in all, `perf stat`).
+// so with 64 workers 200 idle connections would delay /healthz by seconds. They are started as
+// connections need them (WorkerPool): 256 threads up front would cost every node CPU at start.
 constexpr size_t kWorkers = 256;
 constexpr std::string_view kPaths = "/metrics, /healthz, /status, /straggler";
 

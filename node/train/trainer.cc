@@ -152,11 +152,10 @@ Status Trainer::Allocate() {
   } else {
     MURMUR_ASSIGN_OR_RETURN(batch_targets_, Buffer<float>::Create(device_, batch));
   }
-  // On a GPU only this shard's rows become floats there, once (Fashion-MNIST at 4 shards: 47 MB
-  // instead of the whole set's 188 MB); steps then gather rows there. On the CPU a compact set
-  // stays bytes and each step converts its batch's rows (one vectorized multiply-add per value):
-  // a float copy of the shard made every process fault in and zero its pages first (2 nodes
-  // here: 0.35 s of each node's 0.54 s start-up, 12 % of the run's CPU time).
+  // On a GPU only this shard's rows become floats there, once (a quarter of the set at 4
+  // shards); steps then gather rows there. On the CPU a compact set stays bytes and each step
+  // converts its batch's rows (one vectorized multiply-add per value): a float copy of the shard
+  // would make every process fault in and zero its pages at start-up.
   const auto cols = static_cast<size_t>(train_.cols);
   const size_t shard = rows_.size();
   local_of_.assign(static_cast<size_t>(train_.rows), -1);

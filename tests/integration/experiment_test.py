@@ -157,11 +157,21 @@ def main():
         for text, why in (("[axes]\nseed = []\n", "axis 'seed' has no values"),
                           ("backend = \"sim\"\n[axes]\nseed = [1]\n", "murmur sim does not exist yet"),
                           ("[base]\nrun_dir = \"x\"\n[axes]\nseed = [1]\n", "set by murmur experiment itself"),
-                          ("[axes]\nseed = [1\n", "not valid TOML")):
+                          ("[axes]\nseed = [1\n", "not valid TOML"),
+                          # Every cell is resolved as murmur local would before anything runs:
+                          # a typo in [base], a value one cell of an axis cannot take.
+                          ("[base]\nnodse = 4\n[axes]\nseed = [1]\n", "cell 000-1 (seed = 1)"),
+                          ("[base]\nnodes = 4\n[axes]\nstraggle = [\"node=2,slowdown=4\", "
+                           "\"node=9,slowdown=4\"]\n", "cell 001-node-9-slowdown-4")):
             with open(bad, "w") as f:
                 f.write(text)
             r = experiment(murmur, bad, os.path.join(tmp, "c"))
             assert r.returncode == 2 and why in r.stderr, (text, r.returncode, r.stderr)
+            assert not os.path.exists(os.path.join(tmp, "c", "runs")), "a refused scenario ran"
+        # --list checks the cells too: the grid it prints is one that runs.
+        r = subprocess.run([murmur, "experiment", bad, "--list"], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 2 and "node '9' is not in" in r.stderr, (r.returncode, r.stderr)
         with open(scenario, "a") as f:
             f.write("\n# changed\n")
         r = experiment(murmur, scenario, a)

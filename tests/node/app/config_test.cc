@@ -136,7 +136,7 @@ TEST(ConfigTest, CrossKeyValidation) {
                                             "--warmup-epochs", "0.5"})).ok());
 }
 
-// The cluster modes' optimizer defaults (bench/README.md, "Gossip against exact all-reduce"):
+// The cluster modes' optimizer defaults (bench/results/2026-11-28-history.md, "Gossip against exact all-reduce"):
 // Nesterov, and consensus control's target 0.04; murmur train keeps heavy ball.
 TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
   auto parse = [](const std::vector<std::string>& args) { return ParseArgs(GossipSchema(), args); };

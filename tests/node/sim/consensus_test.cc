@@ -60,7 +60,7 @@ TEST(ConsensusTest, TopKErrorFallsAndTheRunIsDeterministic) {
   auto o = Options(8, gossip::Topology::kExponential, "topk:0.05");
   o.tolerance = 0;
   // DefaultGamma (0.25 at 5 %) is tuned for training and leaves pure averaging on a plateau near
-  // 1e-2 (bench/README.md); 0.1 converges geometrically.
+  // 1e-2 (bench/results/2026-11-28-history.md); 0.1 converges geometrically.
   o.gamma = 0.1;
   const auto a = RunConsensus(o);
   const auto b = RunConsensus(o);
