@@ -217,7 +217,8 @@ def step_rates(figs, runs, panel):
         t0 = run["t0"]
         injected_nodes = {n for n, ls in run["series"].items() if any(l.get("injection") for l in ls)}
         span = max((l["time"] for ls in run["series"].values() for l in ls), default=t0) - t0
-        window = min(1.0, max(0.3, span / 15))
+        # About 30 windows over the run, none shorter than the nodes' report interval (0.1 s).
+        window = min(1.0, max(0.1, span / 30))
         for node, lines in sorted(run["series"].items()):
             rate = step_rate(lines, t0, window)
             if not rate:
@@ -252,7 +253,8 @@ def step_rates(figs, runs, panel):
               "first marked it a straggler (stopped waiting for it); grey where a crashed node was "
               "down until it started again (the times murmur local crashed and restarted it). Each "
               "panel shows a run where a straggler was marked if there is one. Rates over complete "
-              "windows of 0.3-1 s of the steps each node computed while it trained.")
+              "windows of 0.1-1 s (about 30 over the run) of the steps each node computed while it "
+              "trained.")
 
 
 def step_rate(lines, t0, window=1.0):

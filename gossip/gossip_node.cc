@@ -287,12 +287,28 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   uint64_t lag = 0;
   for (NodeId id : step_mixing_) lag = std::max(lag, sync_.Lag(s_.step, id));
   s_.max_lag = lag;
-  if (o_.eval_every > 0 && s_.local_steps % o_.eval_every == 0) {
+  if (EvaluationDue()) {
     evaluating_ = true;
     Emit(Evaluate{false, x_});
     return;
   }
   Advance(now);
+}
+
+bool GossipNode::EvaluationDue() {
+  if (o_.eval_every > 0) return s_.local_steps % o_.eval_every == 0;
+  if (o_.eval_every != kEvalPerRun || s_.local_steps == 0) return false;
+  int64_t every = kEvalEveryWithoutBudget;
+  if (o_.budget_samples > 0 && s_.samples > 0) {
+    // This node's share of the budget in its own steps, as the view and its batches stand now.
+    const double per_step = static_cast<double>(s_.samples) / static_cast<double>(s_.local_steps);
+    const double members = static_cast<double>(std::max<size_t>(1, view_.size()));
+    const double steps = static_cast<double>(o_.budget_samples) / (members * per_step);
+    every = std::max<int64_t>(1, static_cast<int64_t>(steps / kEvaluationsPerRun));
+  }
+  if (static_cast<int64_t>(s_.local_steps) < next_evaluation_) return false;
+  next_evaluation_ = static_cast<int64_t>(s_.local_steps) + every;
+  return true;
 }
 
 void GossipNode::Step(const Evaluated& result, TimePoint now) {

@@ -123,7 +123,10 @@ struct GossipNodeOptions {
   int64_t budget_samples = 0;   // samples over every member
   double target_accuracy = 0;
   Duration time_limit{0};
-  int64_t eval_every = 0;       // steps between periodic evaluations (0: only the final one)
+  // Steps between periodic evaluations (0: only the final one). kEvalPerRun: about
+  // kEvaluationsPerRun over the run when it has a sample budget (from the view's size and this
+  // node's samples per step, as it goes), every kEvalEveryWithoutBudget steps otherwise.
+  int64_t eval_every = 0;
   int expect_members = 0;
   Duration expect_wait = std::chrono::seconds(30);
   Duration join_wait = std::chrono::seconds(3);
@@ -218,6 +221,10 @@ struct GossipNodeState {
   std::map<std::string, uint64_t> finish_verdicts;
 };
 
+inline constexpr int64_t kEvalPerRun = -1;
+inline constexpr int64_t kEvaluationsPerRun = 20;
+inline constexpr int64_t kEvalEveryWithoutBudget = 200;
+
 class GossipNode {
  public:
   enum class Phase : uint8_t { kJoining, kAwaitingModel, kTraining, kFinishing, kLingering, kOver };
@@ -269,6 +276,8 @@ class GossipNode {
   void AdvanceJoin(TimePoint now);
   void StartTraining(TimePoint now);
   void AdvanceTraining(TimePoint now);
+  // A periodic evaluation after this step (GossipNodeOptions::eval_every).
+  bool EvaluationDue();
   bool BudgetSpent(TimePoint now);
   // The members' reported samples, this node's own as they are now (the budget's count).
   int64_t ReportedSamples() const;
@@ -326,6 +335,7 @@ class GossipNode {
   bool paused_ = false;
   bool computing_ = false;
   bool evaluating_ = false;
+  int64_t next_evaluation_ = 0;  // kEvalPerRun: the local step of the next evaluation
   bool peer_finished_ = false;   // a quorum of members finished
   size_t finished_members_ = 0;  // other members that say they finished
   // Their ids: they compute no more steps, so soft sync does not wait for them (their public

@@ -114,7 +114,7 @@ Status LocalCluster::Spawn() {
         "--cluster", config_.cluster, "--probe-interval-ms",
         std::to_string(config_.probe_interval_ms), "--probe-timeout-ms",
         std::to_string(config_.probe_timeout_ms), "--report", "json", "--report-interval-ms",
-        "200", "--log-level", config_.node_log_level};
+        "100", "--log-level", config_.node_log_level};
     if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
     if (!config_.run_dir.empty()) args.insert(args.end(), {"--run-dir", config_.run_dir});
     args.insert(args.end(), secrets.begin(), secrets.end());

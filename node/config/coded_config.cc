@@ -108,7 +108,10 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.node.weight_decay = gossip.train.weight_decay;
   o.seed = gossip.train.seed;
   o.node.time_limit = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gossip.time_limit_s));
-  o.node.eval_every = gossip.eval_every;
+  // -1: about 20 evaluations over the run's iterations (every 10 without an iteration budget).
+  o.node.eval_every = gossip.eval_every >= 0 ? gossip.eval_every
+                      : coded.iterations > 0 ? std::max<int64_t>(1, coded.iterations / 20)
+                                             : 10;
   auto straggle = ParseCodedStraggle(mode, gossip.straggle);
   if (!straggle.ok()) return straggle.status();
   o.straggle = *straggle;

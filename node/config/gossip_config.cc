@@ -93,9 +93,11 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "lowest live id and adopts the members' average; how long a node waits for it "
               "(the collector averages what it has after half of it). 0: no finish, every node "
               "keeps its own model")
-        .Integer("eval_every", &C::eval_every, 200, 0, 1 << 30,
+        .Integer("eval_every", &C::eval_every, -1, -1, 1 << 30,
                  "steps between test evaluations on eval_samples rows, so the live table, "
-                 "/metrics and the dashboards show accuracy during the run (0: only at the end)")
+                 "/metrics, the dashboards and the reports show accuracy during the run (-1: "
+                 "about 20 evaluations over an epoch budget, every 200 steps without one; 0: "
+                 "only at the end)")
         .Integer("eval_samples", &C::eval_samples, 1000, 1, 1 << 30,
                  "test rows of the periodic evaluations (the final one uses all)")
         .Text("straggle", &C::straggle, "",

@@ -163,6 +163,17 @@ print(f"{'ok  ' if ok else 'FAIL'} a 4x straggler is marked in a 2-epoch run: fl
 sys.exit(0 if ok else 1)
 PY
 then :; else fail=1; fi
+# A short run's report has a curve: about 20 evaluations per node over the epoch budget.
+"$murmur" local --nodes 2 --epochs 1 --json --progress none >"$tmp/evals.json" 2>/dev/null
+if python3 - "$tmp/evals.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+points = len(d["accuracy_timeline"])
+ok = d["ok"] and points >= 20
+print(f"{'ok  ' if ok else 'FAIL'} a 1-epoch run's accuracy curve has {points} points (at least 20)")
+sys.exit(0 if ok else 1)
+PY
+then :; else fail=1; fi
 # A boolean takes a bare flag, --flag=false and --flag false, as its help says: --momentum 0
 # needs Nesterov off, so each spelling is seen to reach the key (--dry-run: nothing starts).
 check "bool: --nesterov false" 0 "$murmur" local --nesterov false --momentum 0 --dry-run
