@@ -144,8 +144,8 @@ struct Sum {
 // Replaces indices/values with every (i, v[i]) whose Key >= key, in index order. With AVX-512
 // each block of 16 is compared and its hits compressed into place in registers, without a
 // branch: a sparse selection hits about a block in four, and the branch on each block's mask
-// mispredicted often enough to cost more than the loads (0.38 -> 0.1x ns per value at 1 M;
-// the compress goes through a register because its memory form is microcoded on Zen 4).
+// mispredicted often enough to cost more than the loads (the compress goes through a register
+// because its memory form is microcoded on Zen 4).
 // Otherwise a 16-wide compare per block and a walk over the set bits of its mask.
 template <typename Source>
 void CollectAtLeast(const Source& source, size_t n, uint32_t key, std::vector<uint32_t>& indices,
@@ -336,9 +336,8 @@ uint32_t KthLargestKey(std::vector<uint32_t>& keys, size_t rank) {
 // Keeps the k largest magnitudes of a selection in place, ties by lower index, in index order:
 // what RadixTopK over the values would pick, without its passes over the top key bits, which
 // candidates mostly share. One histogram of 2048 buckets over the range of their keys finds the
-// k-th largest's bucket; only that bucket is ordered (nth_element); one pass keeps the chosen
-// (issue 22: a CHOCO round's trim of ~5,000 candidates to 2,352 took 25 µs, a sixth of its
-// publish). REQUIRES finite, non-zero values, indices.size() == values.size().
+// k-th largest's bucket; only that bucket is ordered (nth_element); one pass keeps the chosen.
+// REQUIRES finite, non-zero values, indices.size() == values.size().
 void TrimInPlace(std::vector<uint32_t>& indices, std::vector<float>& values, size_t k) {
   const size_t n = values.size();
   if (n <= k) return;

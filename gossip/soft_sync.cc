@@ -126,7 +126,8 @@ SoftSync::Decision SoftSync::Decide(uint64_t self_clock, const std::vector<NodeI
 }
 
 bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock) const {
-  return options_.max_lead >= 0 && best_clock > self_clock + static_cast<uint64_t>(options_.max_lead);
+  return options_.max_lead >= 0 &&
+         best_clock > self_clock + static_cast<uint64_t>(options_.max_lead);
 }
 
 uint64_t SoftSync::Lag(uint64_t self_clock, NodeId id) const {

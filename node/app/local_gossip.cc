@@ -39,22 +39,27 @@ std::string GossipSchedule(const LocalConfig& c) {
 
 class GossipLocal : public LocalMode {
  public:
-  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded, std::filesystem::path dir,
-              std::vector<std::string> devices)
-      : config_(config), forwarded_(std::move(forwarded)), dir_(std::move(dir)),
+  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded,
+              std::filesystem::path dir, std::vector<std::string> devices)
+      : config_(config),
+        forwarded_(std::move(forwarded)),
+        dir_(std::move(dir)),
         devices_(std::move(devices)),
-        what_(fmt::format("CHOCO-SGD {} on a {}, {}, on {}", config.gossip.compress,
-                          config.gossip.topology, GossipSchedule(config),
-                          devices_.front() == "auto" ? "the program's device"
-                                                     : PlacementSummary(devices_))) {}
+        what_(fmt::format(
+            "CHOCO-SGD {} on a {}, {}, on {}", config.gossip.compress, config.gossip.topology,
+            GossipSchedule(config),
+            devices_.front() == "auto" ? "the program's device" : PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
-  std::string ModelPath(int i) const { return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string(); }
+  std::string ModelPath(int i) const {
+    return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string();
+  }
   std::vector<std::string> NodeArgs(int i) const override {
-    std::vector<std::string> a = {"--mode", "gossip", "--shard-index", std::to_string(i),
-                                  "--shard-count", std::to_string(config_.nodes),
+    std::vector<std::string> a = {"--mode",           "gossip",
+                                  "--shard-index",    std::to_string(i),
+                                  "--shard-count",    std::to_string(config_.nodes),
                                   "--expect-members", std::to_string(config_.nodes),
-                                  "--save-model", ModelPath(i),
-                                  "--device", devices_[static_cast<size_t>(i)]};
+                                  "--save-model",     ModelPath(i),
+                                  "--device",         devices_[static_cast<size_t>(i)]};
     // A library program has no budget of its own: the cluster's, even when it is the default.
     if (!config_.exec.empty()) a.push_back(fmt::format("--epochs={}", config_.gossip.epochs));
     a.insert(a.end(), forwarded_.begin(), forwarded_.end());
@@ -73,7 +78,8 @@ class GossipLocal : public LocalMode {
       sum += c.progress["accuracy"].get<double>();
       for (const auto& id : c.progress["stragglers"]) flagged_.insert(id.get<uint64_t>());
     }
-    if (fresh && all_have) timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
+    if (fresh && all_have)
+      timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
     static const nlohmann::json kNoProgress;  // null: every cell "-"
@@ -89,19 +95,23 @@ class GossipLocal : public LocalMode {
       budget = std::max<int64_t>(budget, c.progress.value("budget_samples", int64_t{0}));
     }
     if (all_ended) samples = reported;
-    std::string out = fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(), what_, t);
+    std::string out =
+        fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(), what_, t);
     if (budget > 0) {
       out += fmt::format(", {:.0f}% of the budget ({} of {} samples)",
-                         100.0 * static_cast<double>(samples) / static_cast<double>(budget), samples, budget);
+                         100.0 * static_cast<double>(samples) / static_cast<double>(budget),
+                         samples, budget);
     }
     out += "\n";
-    out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}\n", "node", "step",
-                       "epoch", "loss", "accuracy", "sent MB", "stale", "wait s", "straggler");
+    out +=
+        fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}\n", "node", "step",
+                    "epoch", "loss", "accuracy", "sent MB", "stale", "wait s", "straggler");
     for (size_t i = 0; i < cluster.children().size(); ++i) {
       const Child& c = cluster.children()[i];
       const nlohmann::json& p = c.progress;
       std::string flag = flagged_.count(i + 1) ? "yes" : "";
-      if (!c.straggle.empty()) flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
+      if (!c.straggle.empty())
+        flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
       std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
       if (state.empty() && !p.is_object()) state = "  starting";
       const std::string activity = p.is_object() ? p.value("activity", "training") : "";
@@ -118,7 +128,8 @@ class GossipLocal : public LocalMode {
     return out;
   }
   bool Succeeded(const LocalCluster& cluster, int killed) const override {
-    return killed == 0 && std::all_of(cluster.children().begin(), cluster.children().end(), FinishedOrDown);
+    return killed == 0 &&
+           std::all_of(cluster.children().begin(), cluster.children().end(), FinishedOrDown);
   }
   void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
              const ReportOut& out) const override;
@@ -129,7 +140,7 @@ class GossipLocal : public LocalMode {
   const std::filesystem::path dir_;
   const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
-  std::set<uint64_t> flagged_;                        // ids some other node marked a straggler
+  std::set<uint64_t> flagged_;                         // ids some other node marked a straggler
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
 };
 
@@ -150,9 +161,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   double cluster_accuracy = -1;       // of the model the averaged nodes adopted
   uint32_t contributors = 0;
   std::vector<const nlohmann::json*> finals(n, nullptr);
-  int64_t trained = 0, budget = 0;              // samples the finished nodes trained; the budget
+  int64_t trained = 0, budget = 0;  // samples the finished nodes trained; the budget
   std::map<std::string, std::vector<size_t>> ends;  // end reason -> the node ids that gave it
-  std::vector<size_t> never_trained;            // finished without a single step of their own
+  std::vector<size_t> never_trained;                // finished without a single step of their own
   for (size_t i = 0; i < n; ++i) {
     const Child& c = cluster.children()[i];
     if (!Finished(c)) continue;
@@ -177,7 +188,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     budget = std::max(budget, f.value("budget_samples", int64_t{0}));
     ends[f.value("end", std::string("?"))].push_back(i + 1);
     if (f.value("samples", int64_t{0}) == 0) never_trained.push_back(i + 1);
-    if (auto m = ReadCheckpoint(ModelPath(static_cast<int>(i))); m.ok() && m->tensors.contains("params")) {
+    if (auto m = ReadCheckpoint(ModelPath(static_cast<int>(i)));
+        m.ok() && m->tensors.contains("params")) {
       models.push_back(std::move(m->tensors["params"]));
     }
   }
@@ -216,8 +228,10 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["never_trained"] = never_trained;
     nlohmann::json injected = nlohmann::json::array();
     for (const ReportOut::Crash& crash : out.crashes) {
-      injected.push_back({{"node", crash.index + 1}, {"at_s", crash.at},
-                          {"restarted_at_s", crash.back < 0 ? nlohmann::json() : nlohmann::json(crash.back)}});
+      injected.push_back(
+          {{"node", crash.index + 1},
+           {"at_s", crash.at},
+           {"restarted_at_s", crash.back < 0 ? nlohmann::json() : nlohmann::json(crash.back)}});
     }
     j["injected_crashes"] = injected;
     j["accuracy"] = accuracy;
@@ -238,7 +252,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["accuracy_timeline"] = timeline_;
     j["own_accuracy"] = own;
     j["finish"] = finishes;
-    j["cluster_accuracy"] = cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
+    j["cluster_accuracy"] =
+        cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
     j["finish_contributors"] = contributors;
     nlohmann::json crashes = nlohmann::json::array();
     for (const Child& c : cluster.children()) crashes.push_back(c.crashes);
@@ -246,30 +261,36 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     if (PrintJson(j, wall, killed, out)) return;
   }
   std::printf("%zu nodes, %s, %s\n", n, what_.c_str(),
-              EndAccount(end_reason, ends, out.failure, trained, budget, wall, ok ? n : accuracy.size(), n,
-                         !out.crashes.empty()).c_str());
+              EndAccount(end_reason, ends, out.failure, trained, budget, wall,
+                         ok ? n : accuracy.size(), n, !out.crashes.empty())
+                  .c_str());
   for (const ReportOut::Crash& crash : out.crashes) {
     const nlohmann::json* f = finals[crash.index];
-    std::printf("  node %zu crashed at %.1f s (injected)%s\n", crash.index + 1, crash.at,
-                crash.back < 0 ? ", not restarted"
-                : fmt::format(", restarted at {:.1f} s (down {:.1f} s), then {}", crash.back,
-                              crash.back - crash.at,
-                              f == nullptr ? "did not finish"
-                              : fmt::format("trained {} steps of its own ({} samples)",
-                                            f->value("local_steps", int64_t{0}),
-                                            f->value("samples", int64_t{0})))
-                      .c_str());
+    std::printf(
+        "  node %zu crashed at %.1f s (injected)%s\n", crash.index + 1, crash.at,
+        crash.back < 0
+            ? ", not restarted"
+            : fmt::format(", restarted at {:.1f} s (down {:.1f} s), then {}", crash.back,
+                          crash.back - crash.at,
+                          f == nullptr ? "did not finish"
+                                       : fmt::format("trained {} steps of its own ({} samples)",
+                                                     f->value("local_steps", int64_t{0}),
+                                                     f->value("samples", int64_t{0})))
+                  .c_str());
   }
   if (!never_trained.empty()) {
     std::printf("  never trained (no step of its own; left out of the models below): node %s\n",
                 JoinIds(never_trained).c_str());
   }
-  if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) != devices_.end()) {
+  if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) !=
+      devices_.end()) {
     std::printf("  devices:");
-    for (size_t i = 0; i < devices_.size(); ++i) std::printf(" node %zu %s", i + 1, devices_[i].c_str());
+    for (size_t i = 0; i < devices_.size(); ++i)
+      std::printf(" node %zu %s", i + 1, devices_[i].c_str());
     std::printf("\n");
   }
-  const auto averaged = static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
+  const auto averaged =
+      static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
   std::vector<double> own_trained;  // the own models of the nodes that trained
   for (size_t k = 0, i = 0; i < n; ++i) {
     if (finals[i] == nullptr) continue;
@@ -280,9 +301,10 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   }
   if (averaged > 0 && !own_trained.empty()) {
     const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
-    std::printf("  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
-                "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
-                contributors, averaged, n, cluster_accuracy, *lo, *hi);
+    std::printf(
+        "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
+        "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
+        contributors, averaged, n, cluster_accuracy, *lo, *hi);
   }
   if (averaged < accuracy.size()) {
     std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");
@@ -290,8 +312,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     std::printf("\n  mean test accuracy %.4f\n", mean);
   }
   if (consensus >= 0) {
-    std::printf("  consensus distance%s (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
-                averaged > 0 ? " of the saved models after the finish" : "", consensus, relative);
+    std::printf(
+        "  consensus distance%s (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
+        averaged > 0 ? " of the saved models after the finish" : "", consensus, relative);
   }
   if (!rounds.empty()) {
     const auto [rlo, rhi] = std::minmax_element(rounds.begin(), rounds.end());
@@ -303,9 +326,11 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
                 span(*slo, *shi).c_str());
   }
   if (local_steps > 0) {
-    std::printf("  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx more)\n",
-                static_cast<double>(bytes) / 1e6, allreduce / 1e6,
-                bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
+    std::printf(
+        "  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx "
+        "more)\n",
+        static_cast<double>(bytes) / 1e6, allreduce / 1e6,
+        bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
   }
   PrintBreakdown(breakdown, stdout);
   std::printf("  %s\n", LogsLine(out).c_str());

@@ -14,7 +14,8 @@ namespace {
 
 // What each reason means, as the node decided it (gossip/gossip_node_end.cc BudgetSpent).
 std::string Meaning(const std::string& reason) {
-  if (reason == "epochs") return " (the nodes' estimate of the cluster's samples reached the budget)";
+  if (reason == "epochs")
+    return " (the nodes' estimate of the cluster's samples reached the budget)";
   if (reason == "accuracy") return " (the target accuracy)";
   if (reason == "time") return " (the time limit)";
   if (reason == "stopped") return " (stopped by the operator)";

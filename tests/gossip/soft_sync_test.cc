@@ -45,10 +45,12 @@ TEST(SoftSyncTest, WithoutScalingTheWaitIsMaxWait) {
 
 TEST(SoftSyncTest, TheWaitIsMaxWaitStepsOfTheMeasuredStepWithinItsBounds) {
   for (const auto& [step, want] :
-       {std::pair{milliseconds(3), milliseconds(600)},    // 200 x 3 ms
-        std::pair{milliseconds(1), milliseconds(250)},    // 200 ms: the floor
+       {std::pair{milliseconds(3), milliseconds(600)},       // 200 x 3 ms
+        std::pair{milliseconds(1), milliseconds(250)},       // 200 ms: the floor
         std::pair{milliseconds(30), milliseconds(2000)}}) {  // 6 s: the ceiling
-    SoftSync s({.max_lead = 4, .max_wait = milliseconds(2000), .max_wait_steps = 200,
+    SoftSync s({.max_lead = 4,
+                .max_wait = milliseconds(2000),
+                .max_wait_steps = 200,
                 .min_wait = milliseconds(250)});
     EXPECT_EQ(s.EffectiveWait(), milliseconds(2000));  // nothing measured yet
     TimePoint now{};
@@ -93,8 +95,10 @@ TEST(SoftSyncTest, PausesAndWaitsDoNotInflateTheStep) {
 // whether a step takes 2 ms or 200 ms; with W fixed at 2 s the short run needs hundreds of
 // steps (seconds) more than the long one. No seed: the clock is manual, the schedule fixed.
 TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) {
-  const SoftSyncOptions scaled{.max_lead = 32, .max_wait = std::chrono::seconds(3600),
-                               .max_wait_steps = 200, .min_wait = milliseconds(1)};
+  const SoftSyncOptions scaled{.max_lead = 32,
+                               .max_wait = std::chrono::seconds(3600),
+                               .max_wait_steps = 200,
+                               .min_wait = milliseconds(1)};
   const uint64_t fast = StepsUntilMarked(scaled, milliseconds(2), 4, 5000);
   const uint64_t slow = StepsUntilMarked(scaled, milliseconds(200), 4, 5000);
   std::printf("4x slower peer marked after %llu steps of 2 ms, %llu steps of 200 ms\n",
@@ -102,12 +106,14 @@ TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) 
   ASSERT_GT(fast, 0u);
   ASSERT_GT(slow, 0u);
   EXPECT_LT(fast, 600u);  // the lead (about 43 steps) and W's 200 steps at 3/4 waiting
-  EXPECT_NEAR(static_cast<double>(fast), static_cast<double>(slow), 0.05 * static_cast<double>(fast));
+  EXPECT_NEAR(static_cast<double>(fast), static_cast<double>(slow),
+              0.05 * static_cast<double>(fast));
   const SoftSyncOptions fixed{.max_lead = 32, .max_wait = std::chrono::seconds(2)};
   const uint64_t fixed_fast = StepsUntilMarked(fixed, milliseconds(2), 4, 5000);
   const uint64_t fixed_slow = StepsUntilMarked(fixed, milliseconds(200), 4, 5000);
   std::printf("with W = 2 s: after %llu steps of 2 ms, %llu steps of 200 ms\n",
-              static_cast<unsigned long long>(fixed_fast), static_cast<unsigned long long>(fixed_slow));
+              static_cast<unsigned long long>(fixed_fast),
+              static_cast<unsigned long long>(fixed_slow));
   EXPECT_GT(fixed_fast, fast + 100);
   EXPECT_LT(fixed_slow, slow);
   // A peer as fast as this node is never marked, scaled or not.

@@ -163,6 +163,11 @@ print(f"{'ok  ' if ok else 'FAIL'} a 4x straggler is marked in a 2-epoch run: fl
 sys.exit(0 if ok else 1)
 PY
 then :; else fail=1; fi
+# An injected crash and restart: the summary gives the downtime and the restarted node's own
+# steps, and a node that never trained is named, not shown as an accuracy.
+check "local: a crash with restart" 0 "$murmur" local --nodes 4 --crash node=3,at=1s,down=1s --progress none
+contains "local: the crash's downtime and the restart's steps" "$tmp/out" "node 3 crashed at 1.0 s (injected), restarted at 2.0 s (down 1.0 s), then trained"
+contains "local: the end is said with the budget's share" "$tmp/out" "the nodes' final reports count"
 # A short run's report has a curve: about 20 evaluations per node over the epoch budget.
 "$murmur" local --nodes 2 --epochs 1 --json --progress none >"$tmp/evals.json" 2>/dev/null
 if python3 - "$tmp/evals.json" <<'PY'
