@@ -39,6 +39,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "docker", "podman"))
 import statefulset  # noqa: E402
+from harness import poll_for  # noqa: E402
 
 CONF = os.path.join(ROOT, "docker", "podman", "containers.conf")
 ENV = dict(os.environ, CONTAINERS_CONF=CONF)
@@ -62,14 +63,7 @@ def sh(*args, check=True, timeout=600, env=None):
 
 
 def wait_for(what, cond, deadline_s=STEP_DEADLINE_S, every=0.5):
-    end = time.monotonic() + deadline_s
-    last = None
-    while time.monotonic() < end:
-        ok, last = cond()
-        if ok:
-            return last
-        time.sleep(every)
-    fail(f"{what}: not within {deadline_s} s (last: {last})")
+    return poll_for(what, cond, deadline_s, every)
 
 
 def free_ports(n):

@@ -74,6 +74,19 @@ def wait_until(what, cond, limit):
     raise AssertionError(f"{what}: not within {limit:.1f} s")
 
 
+def poll_for(what, cond, deadline_s, every=0.2):
+    """Polls cond() -> (done, value) every `every` s until done and returns the value; after
+    `deadline_s` exits the test with FAIL naming `what` and the last value."""
+    end = time.monotonic() + deadline_s
+    last = None
+    while time.monotonic() < end:
+        ok, last = cond()
+        if ok:
+            return last
+        time.sleep(every)
+    raise SystemExit(f"FAIL: {what}: not within {deadline_s} s (last: {last})")
+
+
 class NodeProcess:
     """One `murmur node ... --report json` process. A reader thread keeps its report lines
     (monotonic arrival time, parsed line) and the final one; stderr goes to LOGDIR/node-INDEX.log.

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from harness import free_ports
+from harness import free_ports, poll_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SBATCH = os.path.join(ROOT, "ops", "slurm", "murmur.sbatch")
@@ -48,16 +48,7 @@ def fail(msg):
 
 
 def wait_for(what, cond, deadline_s=60, every=0.2):
-    """Polls cond() -> (done, value) until done; returns the value (harness.wait_until's is a
-    bool)."""
-    end = time.monotonic() + deadline_s
-    last = None
-    while time.monotonic() < end:
-        ok, last = cond()
-        if ok:
-            return last
-        time.sleep(every)
-    fail(f"{what}: not within {deadline_s} s (last: {last})")
+    return poll_for(what, cond, deadline_s, every)
 
 
 class Slurm:
