@@ -422,6 +422,10 @@ std::string LocalCluster::Table(double t) const {
   return out;
 }
 
+void LocalCluster::Terminate(size_t i) {
+  if (!children_[i].exited) Signal(children_[i], SIGTERM);
+}
+
 int LocalCluster::Stop(std::chrono::milliseconds grace) {
   for (auto& c : children_) {
     if (!c.exited) Signal(c, SIGTERM);

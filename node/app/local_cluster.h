@@ -92,6 +92,8 @@ class LocalCluster {
   // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
   // to be killed.
   int Stop(std::chrono::milliseconds grace);
+  // SIGTERM to node index `i` alone: it ends its run, reports and leaves.
+  void Terminate(size_t i);
 
   // The complete stdout lines of the --exec programs since the last call: (node index, line).
   std::vector<std::pair<size_t, std::string>> TakeProgramLines();

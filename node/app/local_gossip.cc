@@ -80,6 +80,32 @@ class GossipLocal : public LocalMode {
     }
     if (fresh && all_have)
       timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
+    StopLateJoiners(cluster, t);
+  }
+  // A node still joining (or awaiting a model) once every other node has finished, e.g. one
+  // restarted just as the run ended, has nobody left to join: without this it would wait out
+  // its expect_wait and then train alone. It is stopped, and the summary says it never trained.
+  void StopLateJoiners(LocalCluster& cluster, double t) {
+    const auto& children = cluster.children();
+    for (size_t i = 0; i < children.size(); ++i) {
+      const Child& c = children[i];
+      if (c.exited || c.down || stopped_late_.count(i) > 0 || !c.progress.is_object()) continue;
+      const std::string activity = c.progress.value("activity", "training");
+      if (!activity.starts_with("joining") && !activity.starts_with("waiting")) continue;
+      bool others_done = true, any_finished = false;
+      for (size_t j = 0; j < children.size(); ++j) {
+        if (j == i) continue;
+        others_done &= children[j].exited;
+        any_finished |= children[j].final_report.is_object();
+      }
+      if (!others_done || !any_finished) continue;
+      stopped_late_.insert(i);
+      std::fprintf(stderr,
+                   "murmur local: %.1f s: node %zu is still %s, but every other node has "
+                   "finished: stopped (nothing left to join)\n",
+                   t, i + 1, activity.c_str());
+      cluster.Terminate(i);
+    }
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
     static const nlohmann::json kNoProgress;  // null: every cell "-"
@@ -140,7 +166,9 @@ class GossipLocal : public LocalMode {
   const std::filesystem::path dir_;
   const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
-  std::set<uint64_t> flagged_;                         // ids some other node marked a straggler
+  std::set<uint64_t> flagged_;
+  std::set<size_t> stopped_late_;  // nodes StopLateJoiners stopped                         // ids
+                                   // some other node marked a straggler
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
 };
 

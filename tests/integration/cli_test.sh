@@ -168,6 +168,10 @@ then :; else fail=1; fi
 check "local: a crash with restart" 0 "$murmur" local --nodes 4 --crash node=3,at=1s,down=1s --progress none
 contains "local: the crash's downtime and the restart's steps" "$tmp/out" "node 3 crashed at 1.0 s (injected), restarted at 2.0 s (down 1.0 s), then trained"
 contains "local: the end is said with the budget's share" "$tmp/out" "the nodes' final reports count"
+# A node restarted after the run ended finds nobody to join: murmur local stops it once every other
+# node finished, rather than let it wait out expect_wait (30 s) and then train alone.
+check "local: a restart after the end does not outlive the run" 0 timeout 25 "$murmur" local --nodes 4 --epochs 1 --crash node=3,at=0.5s,down=6s --progress none
+contains "local: the late joiner is stopped with the reason" "$tmp/err" "nothing left to join"
 # A short run's report has a curve: about 20 evaluations per node over the epoch budget.
 "$murmur" local --nodes 2 --epochs 1 --json --progress none >"$tmp/evals.json" 2>/dev/null
 if python3 - "$tmp/evals.json" <<'PY'
