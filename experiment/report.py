@@ -20,6 +20,7 @@ import runs as R  # noqa: E402
 import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
@@ -29,11 +30,11 @@ NODE_COLORS = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
                "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39"]
 
 
-def readable_axes(ax, accuracy_y=False):
-    """At least three tick labels on each axis; an accuracy axis spans at least 0.01, so that a
-    difference in the fourth decimal is not drawn as a trend."""
-    from matplotlib.ticker import MaxNLocator
-    for axis in (ax.xaxis, ax.yaxis):
+def readable_axes(ax, accuracy_y=False, x=True):
+    """At least three tick labels on each linear axis (the y axis only with x=False: categories
+    keep their own ticks); an accuracy axis spans at least 0.01, so that a difference in the
+    fourth decimal is not drawn as a trend."""
+    for axis in (ax.xaxis, ax.yaxis) if x else (ax.yaxis,):
         if axis.get_scale() == "linear":
             axis.set_major_locator(MaxNLocator(nbins=6, min_n_ticks=3))
     if accuracy_y and ax.get_lines():
@@ -132,8 +133,7 @@ def time_to_accuracy(figs, runs, color, panel, target):
     ax.set_xlabel(panel or "")
     ax.legend(fontsize=8, title=color)
     ax.grid(axis="y", alpha=0.3)
-    from matplotlib.ticker import MaxNLocator
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, min_n_ticks=3))
+    readable_axes(ax, x=False)
     seeds = max(len([r for r in runs if r["labels"].get(color) == c]) for c in colors) // max(1, len(cats))
     figs.save(fig, "time_to_accuracy", f"Time to {100 * target:.0f} % accuracy",
               f"Mean over {seeds} seed(s) per bar; the error bars span the fastest and the slowest "

@@ -295,34 +295,6 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   Advance(now);
 }
 
-bool GossipNode::EvaluationDue() {
-  if (o_.eval_every > 0) return s_.local_steps % o_.eval_every == 0;
-  if (o_.eval_every != kEvalPerRun || s_.local_steps == 0) return false;
-  int64_t every = kEvalEveryWithoutBudget;
-  if (o_.budget_samples > 0 && s_.samples > 0) {
-    // This node's share of the budget in its own steps, as the view and its batches stand now.
-    const double per_step = static_cast<double>(s_.samples) / static_cast<double>(s_.local_steps);
-    const double members = static_cast<double>(std::max<size_t>(1, view_.size()));
-    const double steps = static_cast<double>(o_.budget_samples) / (members * per_step);
-    every = std::max<int64_t>(1, static_cast<int64_t>(steps / kEvaluationsPerRun));
-  }
-  if (static_cast<int64_t>(s_.local_steps) < next_evaluation_) return false;
-  next_evaluation_ = static_cast<int64_t>(s_.local_steps) + every;
-  return true;
-}
-
-void GossipNode::Step(const Evaluated& result, TimePoint now) {
-  if (!evaluating_) return;
-  evaluating_ = false;
-  if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
-    s_.accuracy = result.accuracy;
-    s_.accuracy_step = s_.step;
-    if (phase_ == Phase::kFinishing) s_.own_accuracy = result.accuracy;
-  }
-  if (phase_ == Phase::kLingering) linger_until_ = now + o_.linger;
-  Advance(now);
-}
-
 void GossipNode::Step(const StopRequested&, TimePoint now) {
   stop_requested_ = true;
   Advance(now);

@@ -1,5 +1,6 @@
 // The end of a gossip node's run (gossip_node.h "finishing", "finished"): the budget, the
-// "finished" announcement and the consensus finish (consensus_finish.h).
+// "finished" announcement and the consensus finish (consensus_finish.h); and the evaluations
+// that measure the run on the way (eval_every) and decide a target accuracy.
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +9,34 @@
 #include "gossip/gossip_node.h"
 
 namespace murmur::gossip {
+
+bool GossipNode::EvaluationDue() {
+  if (o_.eval_every > 0) return s_.local_steps % o_.eval_every == 0;
+  if (o_.eval_every != kEvalPerRun || s_.local_steps == 0) return false;
+  if (static_cast<int64_t>(s_.local_steps) < next_evaluation_) return false;
+  int64_t every = kEvalEveryWithoutBudget;
+  if (o_.budget_samples > 0 && s_.samples > 0) {
+    // This node's share of the budget in its own steps, as the view and its batches stand now.
+    const double per_step = static_cast<double>(s_.samples) / static_cast<double>(s_.local_steps);
+    const double members = static_cast<double>(std::max<size_t>(1, view_.size()));
+    const double steps = static_cast<double>(o_.budget_samples) / (members * per_step);
+    every = std::max<int64_t>(1, static_cast<int64_t>(steps / kEvaluationsPerRun));
+  }
+  next_evaluation_ = static_cast<int64_t>(s_.local_steps) + every;
+  return true;
+}
+
+void GossipNode::Step(const Evaluated& result, TimePoint now) {
+  if (!evaluating_) return;
+  evaluating_ = false;
+  if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
+    s_.accuracy = result.accuracy;
+    s_.accuracy_step = s_.step;
+    if (phase_ == Phase::kFinishing) s_.own_accuracy = result.accuracy;
+  }
+  if (phase_ == Phase::kLingering) linger_until_ = now + o_.linger;
+  Advance(now);
+}
 
 bool GossipNode::BudgetSpent(TimePoint now) {
   // A schedule that decays to zero is spent when this node's estimate of the cluster's samples
@@ -72,8 +101,10 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   linger_until_ = now + o_.linger;
   if (!o.averaged) {
     s_.finish = "missed";
-    MURMUR_LOG_WARN("node {}: missed the consensus finish ({}): the run ends on this node's own "
-                    "model, which is not the cluster's", o_.self, o.why);
+    MURMUR_LOG_WARN(
+        "node {}: missed the consensus finish ({}): the run ends on this node's own "
+        "model, which is not the cluster's",
+        o_.self, o.why);
     if (observer_ != nullptr) observer_->Finish(false, 0, 0);
     return;
   }
@@ -84,8 +115,10 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;
   SetModel(o.model);
   Emit(ResetOptimizer{});
-  MURMUR_LOG_INFO("node {}: adopted the average of {} members' models from node {} ({:.3g} "
-                  "relative from its own)", o_.self, o.contributors, o.collector, s_.finish_moved);
+  MURMUR_LOG_INFO(
+      "node {}: adopted the average of {} members' models from node {} ({:.3g} "
+      "relative from its own)",
+      o_.self, o.contributors, o.collector, s_.finish_moved);
   if (observer_ != nullptr) observer_->Finish(true, o.contributors, s_.finish_moved);
   evaluating_ = true;
   Emit(Evaluate{true, x_});
@@ -97,7 +130,7 @@ void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header,
   }
   sync_.Observe(m.from, m.step_clock);
   const FinishStepResult r = finish_->Step(m.from, header, m.frame,
-                                               final_model_.empty() ? HostModel() : final_model_, now);
+                                           final_model_.empty() ? HostModel() : final_model_, now);
   ++s_.finish_verdicts[std::string(FinishVerdictName(r.verdict))];
   EmitFinishOutput();
   if (r.verdict == FinishVerdict::kOutlier) {
@@ -121,7 +154,8 @@ std::string GossipNode::Activity() const {
       if (o_.expect_members > 0) {
         return fmt::format("joining: {} of {} members", s_.live_members, o_.expect_members);
       }
-      return fmt::format("joining: {} member{} so far", s_.live_members, s_.live_members == 1 ? "" : "s");
+      return fmt::format("joining: {} member{} so far", s_.live_members,
+                         s_.live_members == 1 ? "" : "s");
     case Phase::kAwaitingModel:
       return fmt::format("waiting for a model snapshot from node {}", awaiting_model_from_);
     case Phase::kTraining:

@@ -239,18 +239,19 @@ void LocalCluster::ReadProgram(Child& c) {
     ::close(c.program_fd);
     c.program_fd = -1;
   }
-  std::ofstream log(c.log, std::ios::app);
+  const size_t before = c.program_lines.size();
   size_t nl;
   while ((nl = c.program_buffer.find('\n')) != std::string::npos) {
     c.program_lines.push_back(c.program_buffer.substr(0, nl));
-    log << c.program_lines.back() << '\n';
     c.program_buffer.erase(0, nl + 1);
   }
   if (ended && !c.program_buffer.empty()) {  // a last line without its newline
     c.program_lines.push_back(std::move(c.program_buffer));
-    log << c.program_lines.back() << '\n';
     c.program_buffer.clear();
   }
+  if (c.program_lines.size() == before) return;  // the log is opened only for new lines
+  std::ofstream log(c.log, std::ios::app);
+  for (size_t k = before; k < c.program_lines.size(); ++k) log << c.program_lines[k] << '\n';
 }
 
 std::vector<std::pair<size_t, std::string>> LocalCluster::TakeProgramLines() {

@@ -25,6 +25,12 @@
 namespace murmur::node {
 namespace {
 
+// A node's reported activity (GossipNode::Activity) before it trains: joining, or waiting for a
+// model snapshot.
+bool BeforeTraining(const std::string& activity) {
+  return activity.starts_with("joining") || activity.starts_with("waiting");
+}
+
 // How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
 std::string GossipSchedule(const LocalConfig& c) {
   const int h = c.gossip.local_steps;
@@ -91,7 +97,7 @@ class GossipLocal : public LocalMode {
       const Child& c = children[i];
       if (c.exited || c.down || stopped_late_.count(i) > 0 || !c.progress.is_object()) continue;
       const std::string activity = c.progress.value("activity", "training");
-      if (!activity.starts_with("joining") && !activity.starts_with("waiting")) continue;
+      if (!BeforeTraining(activity)) continue;
       bool others_done = true, any_finished = false;
       for (size_t j = 0; j < children.size(); ++j) {
         if (j == i) continue;
@@ -143,7 +149,7 @@ class GossipLocal : public LocalMode {
       const std::string activity = p.is_object() ? p.value("activity", "training") : "";
       if (state.empty() && activity != "training") state = "  " + activity;
       // Before it trains a node has no step, loss or accuracy to show: only what it waits for.
-      const bool waiting = activity.starts_with("joining") || activity.starts_with("waiting");
+      const bool waiting = BeforeTraining(activity);
       const nlohmann::json& shown = waiting ? kNoProgress : p;
       out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
                          Cell(shown, "step", "{:.0f}"), Cell(shown, "epoch", "{:.2f}"),

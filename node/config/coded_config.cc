@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gossip/gossip_node.h"
 #include "gossip/sync_node.h"
 
 namespace murmur::node {
@@ -108,10 +109,12 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.node.weight_decay = gossip.train.weight_decay;
   o.seed = gossip.train.seed;
   o.node.time_limit = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gossip.time_limit_s));
-  // -1: about 20 evaluations over the run's iterations (every 10 without an iteration budget).
-  o.node.eval_every = gossip.eval_every >= 0 ? gossip.eval_every
-                      : coded.iterations > 0 ? std::max<int64_t>(1, coded.iterations / 20)
-                                             : 10;
+  // -1 (gossip::kEvalPerRun): about as many evaluations over the run's iterations as a gossip
+  // node makes over its budget (every 10 iterations without an iteration budget).
+  o.node.eval_every =
+      gossip.eval_every >= 0 ? gossip.eval_every
+      : coded.iterations > 0 ? std::max<int64_t>(1, coded.iterations / gossip::kEvaluationsPerRun)
+                             : 10;
   auto straggle = ParseCodedStraggle(mode, gossip.straggle);
   if (!straggle.ok()) return straggle.status();
   o.straggle = *straggle;
