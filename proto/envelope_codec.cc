@@ -4,6 +4,7 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -184,6 +185,12 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
       return gossip::Leave{};
     case W::UPDATE: {
       auto r = p.getUpdate();
+      // NaN would compare unequal to itself after a round trip and poison a neighbour's average
+      // (found by fuzz/fuzz_envelope.cc); the node bounds the finite range (gossip_node.h).
+      if (!std::isfinite(r.getConsensus())) {
+        throw Refusal{Rejection::kInvalidField,
+                      InvalidArgumentError("update header has a non-finite consensus estimate")};
+      }
       return gossip::UpdateHeader{r.getRound(), r.getBaseSequence(), r.getDimension(),
                                   r.getDense(), r.getFromInitial(),  r.getConsensus()};
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -131,6 +132,19 @@ TEST(EnvelopeCodecTest, UnknownMemberStateIsRefused) {
   auto r = DecodeEnvelope(Bytes(wire), "lab-7", {}, &why);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status();
   EXPECT_EQ(why, Rejection::kInvalidField);
+}
+
+TEST(EnvelopeCodecTest, NonFiniteConsensusIsRefused) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    gossip::Envelope e = Sample();
+    e.payload = gossip::UpdateHeader{1, 0, 10, false, false, bad};
+    e.payload_frames = 1;
+    Rejection why = Rejection::kNone;
+    auto r = DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", {}, &why);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(why, Rejection::kInvalidField) << bad;
+  }
 }
 
 TEST(EnvelopeCodecTest, DecodesFromUnalignedMemory) {
