@@ -76,6 +76,7 @@ check_folder node/train base/ kernels/ coding/ node/train/
 check_folder node/peer base/ gossip/ proto/ node/peer/
 check_folder node/observe base/ kernels/ coding/ gossip/ proto/ node/peer/ node/observe/
 check_folder node/driver base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/
+check_folder node/net base/ node/peer/straggler.h node/net/
 check_folder node/sim base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/sim/
 check_folder node/config base/ kernels/ coding/ gossip/ proto/ node/train/ node/peer/ node/observe/ node/driver/ node/config/
 # The library sits on node/'s layers below the commands, which use it (`murmur node --mode gossip`).

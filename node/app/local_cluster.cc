@@ -1,6 +1,7 @@
 #include "node/app/local_cluster.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -25,6 +27,10 @@
 
 namespace murmur::node {
 namespace {
+
+// Ports of every node in a namespace of its own (each namespace has its own port space).
+constexpr int kNetnsPeerPort = 7070;
+constexpr int kNetnsAdminPort = 9100;
 
 // Free loopback ports, all held open while choosing so they differ.
 std::vector<int> FreePorts(int n) {
@@ -65,15 +71,21 @@ std::vector<std::string> SplitNonEmpty(const std::string& text, char sep) {
 Status LocalCluster::Spawn() {
   const int n = config_.nodes;
   std::vector<std::string> endpoints, admins;
-  // Transport and admin ports drawn together so they all differ.
-  const int need = (config_.transport == "tcp" ? n : 0) + (config_.admin ? n : 0);
+  // Transport and admin ports drawn together so they all differ (a namespace's ports are its own).
+  const int need = config_.network != nullptr ? 0 : (config_.transport == "tcp" ? n : 0) + (config_.admin ? n : 0);
   const std::vector<int> ports = FreePorts(need);
   if (static_cast<int>(ports.size()) != need) return UnavailableError("could not find free ports");
   size_t next_port = 0;
-  if (config_.admin) {
+  if (config_.network != nullptr) {
+    for (int i = 0; i < n; ++i) {
+      endpoints.push_back(fmt::format("tcp://{}:{}", config_.network->address(i), kNetnsPeerPort));
+      if (config_.admin) admins.push_back(fmt::format("{}:{}", config_.network->address(i), kNetnsAdminPort));
+    }
+  } else if (config_.admin) {
     for (int i = 0; i < n; ++i) admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
   }
-  if (config_.transport == "tcp") {
+  if (config_.network != nullptr) {
+  } else if (config_.transport == "tcp") {
     for (int i = 0; i < n; ++i) endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ports[next_port++]));
   } else {
     for (int i = 0; i < n; ++i) endpoints.push_back("ipc://" + (dir_ / ("node-" + std::to_string(i) + ".sock")).string());
@@ -106,7 +118,9 @@ Status LocalCluster::Spawn() {
   }
   if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
   std::fprintf(stderr, "murmur local: peer links %s\n",
-               config_.secure ? "CURVE (a fresh cluster key)" : "plaintext on loopback (--secure for CURVE)");
+               config_.secure ? "CURVE (a fresh cluster key)"
+               : config_.network != nullptr ? "plaintext on the run's own network (--secure for CURVE)"
+                                            : "plaintext on loopback (--secure for CURVE)");
   const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> args = {
@@ -150,6 +164,7 @@ Status LocalCluster::Spawn() {
     c.argv = std::move(args);
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     c.endpoint = endpoints[i];
+    if (config_.network != nullptr) c.netns = config_.network->NamespacePath(i);
     if (config_.admin) c.admin = admins[i];
     MURMUR_RETURN_IF_ERROR(Start(c));
     children_.push_back(std::move(c));
@@ -202,6 +217,16 @@ Status LocalCluster::Start(Child& c) {
     // the parent dies without stopping them (SIGKILL), they leave on their own.
     ::signal(SIGINT, SIG_IGN);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (!c.netns.empty()) {
+      const int ns = ::open(c.netns.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) {
+        // No allocation after fork: the parts are written as they are.
+        const char* parts[] = {"murmur local: cannot enter network namespace ", c.netns.c_str(),
+                               ": ", std::strerror(errno), "\n"};
+        for (const char* p : parts) (void)!::write(STDERR_FILENO, p, std::strlen(p));
+        ::_exit(1);
+      }
+    }
     std::vector<char*> argv;
     for (auto& a : c.argv) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -1,6 +1,6 @@
 #pragma once
 // The processes of `murmur local`: N `murmur node` children on loopback (TCP on free ports or
-// Unix sockets), their report lines read as they come, and a clean stop (SIGTERM: each node
+// Unix sockets) or each in its namespace of a shaped network (net/netns_network.h), their report lines read as they come, and a clean stop (SIGTERM: each node
 // leaves gracefully; SIGKILL after a grace period).
 
 #include <sys/types.h>
@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "node/config/node_report.h"
+#include "node/net/netns_network.h"
 
 namespace murmur::node {
 
@@ -35,6 +36,9 @@ struct LocalClusterOptions {
   // node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK and MURMUR_WORLD_SIZE, and its
   // report lines on file descriptor 3 (MURMUR_REPORT_FD).
   std::string exec;
+  // Not null: each node runs in its namespace of this network (its address, fixed ports) instead
+  // of on loopback; it outlives the cluster.
+  const net::NetnsNetwork* network = nullptr;
 };
 
 // One `murmur node` process of the local cluster, with what its report lines said.
@@ -48,6 +52,7 @@ struct Child : ChildReport {
   std::string buffer;
   std::string straggle;  // injected into this node
   std::string admin;     // HOST:PORT of its admin port ("" without)
+  std::string netns;     // the file of the network namespace it runs in ("": this one's)
   std::vector<std::string> argv;  // how it was started (a restart uses the same)
   std::vector<std::string> env;   // NAME=VALUE added to its environment (exec nodes)
   bool exec = false;              // a user's program: report lines on fd 3, stdout relayed

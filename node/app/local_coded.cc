@@ -47,9 +47,9 @@ class CodedLocal : public LocalMode {
                          Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
                          Cell(head, "iteration_ms_p95", "{:.1f}"));
     }
-    out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}\n", "node",
-                       "rank", "role", "iters", "samples", "compute s", "inject s", "late", "ignored",
-                       "waiting", "injection");
+    out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  {:>7}  {}\n", "node",
+                       "rank", "role", "iters", "samples", "compute s", "inject s", "sent MB", "late",
+                       "ignored", "waiting", "injection");
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& c = children[i];
       const nlohmann::json& p = c.progress;
@@ -58,10 +58,11 @@ class CodedLocal : public LocalMode {
       if (state.empty() && p.value("activity", "training") != "training") {
         state = "  " + p.value("activity", "");
       }
-      out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {}{}\n", i + 1,
+      out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  {:>7}  {}{}\n", i + 1,
                          Cell(p, "rank", "{:.0f}"), p.is_object() ? p.value("role", "") : "", Cell(p, "iteration", "{:.0f}"),
                          Cell(p, "own_samples", "{:.0f}"), Cell(p, "compute_s", "{:.2f}"),
-                         Cell(p, "injected_s", "{:.2f}"), Cell(p, "late_dropped", "{:.0f}"),
+                         Cell(p, "injected_s", "{:.2f}"), Cell(p, "bytes_sent", "{:.2f}", 1e-6),
+                         Cell(p, "late_dropped", "{:.0f}"),
                          Cell(p, "children_ignored", "{:.0f}"), Cell(p, "undecodable_waits", "{:.0f}"),
                          c.straggle, state);
     }
@@ -72,10 +73,15 @@ class CodedLocal : public LocalMode {
   }
   void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
              const ReportOut& out) const override {
-    nlohmann::json late = nlohmann::json::array();
-    uint64_t rejected = 0;
+    nlohmann::json late = nlohmann::json::array(), sent = nlohmann::json::array();
+    uint64_t rejected = 0, sent_total = 0;
     for (const Child& c : cluster.children()) {
       late.push_back(Finished(c) ? c.final_report.value("late_dropped", uint64_t{0}) : uint64_t{0});
+      // What each process put on the wire (every message kind), as far as it reported.
+      const nlohmann::json& last = c.final_report.is_object() ? c.final_report : c.progress;
+      const uint64_t bytes = last.is_object() ? last.value("bytes_sent", uint64_t{0}) : 0;
+      sent.push_back(bytes);
+      sent_total += bytes;
       if (Finished(c)) rejected += c.final_report.value("rejected", uint64_t{0});
     }
     const nlohmann::json head = cluster.children()[0].final_report;
@@ -100,6 +106,8 @@ class CodedLocal : public LocalMode {
       j["iteration_ms"] = times;
       j["late_dropped"] = late;
       j["rejected"] = rejected;
+      j["bytes_sent"] = sent;
+      j["bytes_sent_total"] = sent_total;
       if (PrintJson(j, wall, killed, out)) return;
     }
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
@@ -111,6 +119,7 @@ class CodedLocal : public LocalMode {
                   Cell(head, "accuracy", "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
     }
+    std::printf("  sent %.1f MB in all (every process, every message)\n", sent_total / 1e6);
     std::printf("  late answers dropped per node:");
     for (const auto& l : late) std::printf(" %s", l.dump().c_str());
     std::printf("\n  %s\n", LogsLine(out).c_str());

@@ -40,7 +40,8 @@ using gossip::Mode;
 
 // The loop every mode shares: spawn, poll and draw until done, stop, report, clean up.
 int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::path& dir,
-             const std::map<int, std::string>& straggle, std::vector<CrashPlan> crashes) {
+             const std::map<int, std::string>& straggle, std::vector<CrashPlan> crashes,
+             const net::NetnsNetwork* network) {
   LocalClusterOptions co;
   co.nodes = mode.processes();
   co.mode = std::string(gossip::ModeName(config.mode));
@@ -55,6 +56,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.prometheus_targets = config.prometheus_targets;
   co.run_dir = config.run_dir;
   co.exec = config.exec;
+  co.network = network;
   LocalCluster cluster(co, dir, [&](int i) {
     std::vector<std::string> a = mode.NodeArgs(i);
     if (auto it = straggle.find(i); it != straggle.end()) a.insert(a.end(), {"--straggle", it->second});
@@ -168,6 +170,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   out.run_dir = config.run_dir;
   // With a run directory the logs are there and stay; the temporary directory keeps the rest.
   out.keep = keep || !config.run_dir.empty();
+  out.network = config.network.Describe();
   out.logs = config.run_dir.empty() ? dir.string() : (std::filesystem::path(config.run_dir) / "logs").string();
   if (!failures.empty()) {
     out.failure = fmt::format("node {} {}", failures[0].index + 1, ExitText(failures[0].status));
@@ -280,6 +283,41 @@ Status CheckExec(const LocalConfig& config, const std::map<std::string, std::str
   return OkStatus();
 }
 
+// The network's latency is every node's send delay (netem is absent): added to each node's
+// injection; a node given a send delay of its own as well is refused (which one would hold?).
+Status AddLatency(const net::NetworkSpec& network, int processes, std::map<int, std::string>& straggle) {
+  if (network.latency.count() == 0) return OkStatus();
+  const std::string delay = fmt::format(
+      "send_delay={}us", std::chrono::duration_cast<std::chrono::microseconds>(network.latency).count());
+  for (int i = 0; i < processes; ++i) {
+    std::string& spec = straggle[i];
+    if (spec.find("send_delay") != std::string::npos) {
+      return InvalidArgumentError(fmt::format(
+          "straggle: node {} has a send_delay of its own and the network's latency is a send "
+          "delay too; give one of them", i + 1));
+    }
+    spec += (spec.empty() ? "" : ",") + delay;
+  }
+  return OkStatus();
+}
+
+// What a run on a network of namespaces needs, checked before anything starts.
+Status CheckNetwork(const LocalConfig& config, int processes) {
+  if (config.transport != "tcp") {
+    return InvalidArgumentError("network: Unix-domain sockets (--transport ipc) do not cross a "
+                                "network; use --transport tcp with --network netns:...");
+  }
+  if (processes > 250) {
+    return InvalidArgumentError(fmt::format("network: a network of namespaces holds 250 nodes; this run has {}", processes));
+  }
+  for (const auto& [id, bps] : config.network.node_rate_bps) {
+    if (id > processes) {
+      return InvalidArgumentError(fmt::format("network: node{} has a rate but the run has {} nodes", id, processes));
+    }
+  }
+  return net::CheckCanBuild();
+}
+
 int Refuse(const std::string& what) {
   std::fprintf(stderr, "murmur local: %s\n", what.c_str());
   return 2;
@@ -347,12 +385,18 @@ int LocalCommand::Run() {
   const int roots = plan.has_value() ? static_cast<int>(plan->processes - plan->workers) : 0;
   auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value(), roots);
   if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
+  if (Status s = AddLatency(config.network, processes, *straggle); !s.ok()) {
+    return Refuse(std::string(s.message()));
+  }
   if (plan.has_value()) {
     for (const auto& [i, spec] : *straggle) {
       if (auto o = ParseCodedStraggle(config.mode, spec); !o.ok()) {
         return Refuse(fmt::format("straggle: node {} (rank {}): {}", i + 1, i, o.status().message()));
       }
     }
+  }
+  if (config.network.netns) {
+    if (Status s = CheckNetwork(config, processes); !s.ok()) return Refuse(std::string(s.message()));
   }
   auto crashes = ParseCrashList(config.crash, processes);
   if (!crashes.ok()) return Refuse(std::string(crashes.status().message()));
@@ -383,9 +427,10 @@ int LocalCommand::Run() {
                   "new directory, or remove that one");
   }
   if (config.dry_run) {
-    std::printf("murmur local: would run %d %s process%s%s; every key checked, nothing started\n",
+    std::printf("murmur local: would run %d %s process%s%s on %s; every key checked, nothing started\n",
                 processes, std::string(gossip::ModeName(config.mode)).c_str(),
-                processes == 1 ? "" : "es", config.exec.empty() ? "" : (" of: " + config.exec).c_str());
+                processes == 1 ? "" : "es", config.exec.empty() ? "" : (" of: " + config.exec).c_str(),
+                config.network.Describe().c_str());
     return 0;
   }
   if (!config.run_dir.empty()) {
@@ -399,6 +444,23 @@ int LocalCommand::Run() {
     return 1;
   }
   const std::filesystem::path dir = dir_template;
+  std::unique_ptr<net::NetnsNetwork> network;
+  if (config.network.netns) {
+    InstallStopSignals();  // Ctrl-C while it is built still removes it
+    for (const std::string& name : net::RemoveLeftovers()) {
+      std::fprintf(stderr, "murmur local: removed network namespace %s, left by a run that was killed\n",
+                   name.c_str());
+    }
+    auto made = net::NetnsNetwork::Create(config.network, processes);
+    if (!made.ok()) {
+      std::fprintf(stderr, "murmur local: cannot build the network: %s\n", made.status().ToString().c_str());
+      return 1;
+    }
+    network = *std::move(made);
+    std::fprintf(stderr, "murmur local: network %s: %s; this machine is %s on it\n",
+                 network->tag().c_str(), config.network.Describe().c_str(),
+                 network->host_address().c_str());
+  }
   if (plan.has_value()) {
     mode = MakeCodedLocal(config, *std::move(plan), Forwarded(parser_, texts, true), *std::move(devices));
   } else if (config.mode == Mode::kGossip) {
@@ -406,7 +468,7 @@ int LocalCommand::Run() {
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }
-  return RunLocal(config, *mode, dir, *straggle, *std::move(crashes));
+  return RunLocal(config, *mode, dir, *straggle, *std::move(crashes), network.get());
 }
 
 std::unique_ptr<Command> MakeLocalCommand(CLI::App& app) { return std::make_unique<LocalCommand>(app); }

@@ -21,6 +21,15 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
         .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
                 "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+        .Parsed("network", &C::network, "loopback",
+                "loopback, or netns:rate=R[,burst=B][,topology=star|two-racks][,uplink=R]"
+                "[,latency=D][,nodeK=R]",
+                "where the nodes talk: loopback, or a network of the run's own (root; ip and tc): "
+                "a namespace per node behind a link shaped by tc tbf to `rate` each way (100mbit, "
+                "1gbit), nodeK=R a node of its own rate (a thin link), topology=two-racks two "
+                "bridges joined by `uplink`, latency a send delay per message (netem is absent); "
+                "removed at the end, and a killed run's leftovers by the next run",
+                &net::ParseNetworkSpec)
         .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
                  "SWIM protocol period of every node")
         .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,

@@ -9,6 +9,7 @@
 #include "node/config/coded_config.h"
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
+#include "node/net/network_spec.h"
 
 namespace murmur::node {
 
@@ -18,6 +19,7 @@ struct LocalConfig {
   double duration = 0;
   std::string cluster;
   std::string transport;
+  net::NetworkSpec network;  // loopback, or namespaces with shaped links
   int probe_interval_ms = 0;
   int probe_timeout_ms = 0;
   std::string progress;

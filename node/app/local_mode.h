@@ -41,6 +41,7 @@ struct ReportOut {
     double at = 0, back = -1;
   };
   std::vector<Crash> crashes;
+  std::string network;  // where the nodes talked (net::NetworkSpec::Describe)
 };
 
 // What every mode's JSON report ends with; written to the run directory's result.json when
@@ -48,6 +49,7 @@ struct ReportOut {
 inline bool PrintJson(nlohmann::json j, double wall, int killed, const ReportOut& out) {
   j["wall_s"] = wall;
   j["killed_at_stop"] = killed;
+  j["network"] = out.network;
   j["logs"] = out.keep ? nlohmann::json(out.logs) : nlohmann::json(nullptr);
   if (!out.run_dir.empty()) {
     if (Status s = WriteRunFile(out.run_dir, "result.json", j.dump() + "\n"); !s.ok()) {

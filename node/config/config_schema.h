@@ -121,6 +121,17 @@ class ConfigSchema {
                   return OkStatus();
                 }});
   }
+  // A value with a parser of its own, parsed once into its type (`allowed` says what it takes).
+  template <typename T>
+  ConfigSchema& Parsed(std::string name, T C::*member, std::string def, std::string allowed,
+                       std::string help, StatusOr<T> (*parse)(std::string_view)) {
+    return Add({std::move(name), std::move(def), std::move(allowed), std::move(help), false,
+                [member, parse](std::string_view text, C& c) -> Status {
+                  MURMUR_ASSIGN_OR_RETURN(c.*member, parse(text));
+                  return OkStatus();
+                },
+                "SPEC"});
+  }
   ConfigSchema& IntegerList(std::string name, std::vector<int64_t> C::*member, std::string def,
                             int64_t lo, int64_t hi, std::string help) {
     std::string allowed = "a comma-separated list of integers in [" + std::to_string(lo) + ", " +
@@ -319,8 +330,10 @@ class ConfigParser {
                       C& config) {
     Status s = key.set(text, config);
     if (s.ok()) return s;
+    // A spec's own parser says which part is wrong.
+    const std::string why = key.type == "SPEC" ? " (" + std::string(s.message()) + ")" : "";
     return InvalidArgumentError("invalid value '" + std::string(text) + "' for " + key.name +
-                                " (from " + source + "): expected " + key.allowed);
+                                " (from " + source + "): expected " + key.allowed + why);
   }
 
   const ConfigSchema<C>& schema_;
