@@ -46,7 +46,7 @@ def parse_scenario(path):
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{path}: not valid TOML: {e}")
     known = {"name", "description", "backend", "target_accuracy", "timeout_s", "base", "axes",
-             "exclude", "report"}
+             "exclude", "when", "report"}
     for k in s:
         if k not in known:
             raise ScenarioError(f"{path}: unknown key '{k}' (known: {', '.join(sorted(known))})")
@@ -92,13 +92,23 @@ def parse_scenario(path):
         for k in rule:
             if k not in axis_names:
                 raise ScenarioError(f"{path}: exclude names axis '{k}', which is not one of {', '.join(axis_names)}")
+    # [[when]]: settings for the cells whose labels match, e.g. a synchronous mode's batch for
+    # each cluster size: { system = "ring", nodes = "8", set = { global_batch = 512 } }.
+    when = s.get("when", [])
+    for i, rule in enumerate(when):
+        if not isinstance(rule.get("set"), dict) or len(rule) < 2:
+            raise ScenarioError(f"{path}: when[{i}] needs axis labels to match and set = {{ ... }}")
+        for k in rule:
+            if k != "set" and k not in axis_names:
+                raise ScenarioError(f"{path}: when[{i}] names axis '{k}', which is not one of {', '.join(axis_names)}")
+        check_settings(path, f"when[{i}].set", rule["set"])
     report = s.get("report", {})
     for k in ("color", "panel"):
         if k in report and report[k] not in axis_names:
             raise ScenarioError(f"{path}: report.{k} '{report[k]}' is not an axis ({', '.join(axis_names)})")
     return {"name": name, "description": s.get("description", ""), "backend": backend,
             "target_accuracy": target, "timeout_s": timeout, "base": base, "axes": axes,
-            "exclude": exclude, "report": report}
+            "exclude": exclude, "when": when, "report": report}
 
 
 def check_settings(path, where, settings):
@@ -127,6 +137,21 @@ def slug(text):
     return re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-")[:40] or "x"
 
 
+def matches(labels, rule):
+    """Whether every axis of `rule` has one of its labels (a label or a list) in `labels`."""
+    return all(labels.get(k) in [value_label(x) for x in (v if isinstance(v, list) else [v])]
+               for k, v in rule.items())
+
+
+def only(runs, picks):
+    """The runs whose labels match every --only AXIS=LABEL[,LABEL...]."""
+    rule = {}
+    for pick in picks:
+        axis, _, labels = pick.partition("=")
+        rule.setdefault(axis, []).extend(labels.split(","))
+    return [r for r in runs if matches(r["labels"], rule)]
+
+
 def grid(scn):
     """Every combination: [{"id", "labels": {axis: label}, "settings": {...}, "events": [...]}]."""
     combos = [([], {})]
@@ -136,10 +161,12 @@ def grid(scn):
     out = []
     for labels, extra in combos:
         lab = dict(labels)
-        if any(all(lab.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
-               for rule in scn["exclude"]):
+        if any(matches(lab, rule) for rule in scn["exclude"]):
             continue
         settings = {**scn["base"], **extra}
+        for rule in scn["when"]:
+            if matches(lab, {k: v for k, v in rule.items() if k != "set"}):
+                settings.update(rule["set"])
         events = settings.pop("events", [])
         rid = f"{len(out):03d}-" + "_".join(slug(label) for _, label in labels)
         out.append({"id": rid, "labels": lab, "settings": settings, "events": events})
@@ -279,6 +306,8 @@ def main(argv=None):
     p.add_argument("--list", action="store_true", help="print the grid and exit")
     p.add_argument("--restart", action="store_true", help="discard the runs already in --out")
     p.add_argument("--no-report", action="store_true", help="run the grid only")
+    p.add_argument("--only", action="append", default=[], metavar="AXIS=LABEL[,LABEL]",
+                   help="run only the cells with one of these labels on that axis (repeatable)")
     a = p.parse_args(argv)
     murmur = os.environ.get("MURMUR_BIN") or shutil.which("murmur")
     if not murmur:
@@ -289,7 +318,21 @@ def main(argv=None):
     except ScenarioError as e:
         print(f"murmur experiment: {e}", file=sys.stderr)
         return 2
-    runs = grid(scn)
+    runs = all_runs = grid(scn)
+    axis_names = [a for a, _ in scn["axes"]]
+    for pick in a.only:
+        axis, eq, labels = pick.partition("=")
+        known = {label for n, values in scn["axes"] if n == axis for label, _ in values}
+        bad = [x for x in labels.split(",") if x not in known]
+        if not eq or axis not in axis_names or bad:
+            print(f"murmur experiment: --only {pick}: not AXIS=LABEL with an axis of "
+                  f"{', '.join(axis_names)} and its labels (here: {', '.join(sorted(known))})",
+                  file=sys.stderr)
+            return 2
+    runs = only(runs, a.only) if a.only else runs
+    if not runs:
+        print("murmur experiment: --only leaves no cell to run", file=sys.stderr)
+        return 2
     try:
         check_cells(murmur, scn, runs, a.scenario)
     except ScenarioError as e:
@@ -323,7 +366,8 @@ def main(argv=None):
     meta = {"name": scn["name"], "description": scn["description"], "backend": scn["backend"],
             "target_accuracy": scn["target_accuracy"], "axes": [x for x, _ in scn["axes"]],
             "report": scn["report"], "machine": machine, "scenario_text": scenario_text,
-            "runs": [{"id": r["id"], "labels": r["labels"]} for r in runs]}
+            # The whole grid: runs of an earlier --only stay in the report (it reads those done).
+            "runs": [{"id": r["id"], "labels": r["labels"]} for r in all_runs]}
     with open(meta_path + ".tmp", "w") as f:
         json.dump(meta, f, indent=1)
     os.replace(meta_path + ".tmp", meta_path)

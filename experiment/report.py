@@ -12,6 +12,7 @@ import html
 import json
 import math
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,7 +21,7 @@ import runs as R  # noqa: E402
 import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
@@ -353,6 +354,66 @@ def iteration_times(figs, runs, color, panel):
               "box spans the quartiles, the whiskers the 5th and 95th percentiles.")
 
 
+def link_rate(run):
+    """The per-node link rate (bit/s) of a run on a uniform network of namespaces, else None
+    (loopback, or a node of its own rate)."""
+    m = re.fullmatch(r"netns:(.*)", str(run["config"].get("network", "")))
+    if not m or re.search(r"(^|,)node\d+=", m.group(1)):
+        return None
+    rate = re.search(r"(^|,)rate=([0-9.]+)(bit|kbit|mbit|gbit)\b", m.group(1), re.I)
+    if not rate:
+        return None
+    return float(rate.group(2)) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[rate.group(3).lower()]
+
+
+def time_by_link_rate(figs, runs, color, target):
+    """Time to the target against the link rate (log axis), a line per `color` value; only for
+    experiments over at least two uniform link rates."""
+    rated = [(link_rate(r), r) for r in runs]
+    rated = [(rate, r) for rate, r in rated if rate]
+    rates = sorted({rate for rate, _ in rated})
+    if len(rates) < 2:
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    top = 0
+    never = []
+    for ci, c in enumerate(unique(r["labels"].get(color) for _, r in rated)):
+        xs, ys = [], []
+        for rate in rates:
+            times = [R.time_to(r["accuracy"] + ([r["final"]] if r.get("final") else []), target)
+                     for x, r in rated if x == rate and r["labels"].get(color) == c]
+            mean, _, mx = stats(times)
+            if not times:
+                continue
+            if mean is None or any(t is None for t in times):
+                never.append((rate / 1e6, PALETTE[ci % len(PALETTE)]))
+            if mean is not None:
+                xs.append(rate / 1e6)
+                ys.append(mean)
+                top = max(top, mx)
+        ax.plot(xs, ys, marker="o", label=str(c), color=PALETTE[ci % len(PALETTE)])
+    for x, col in never:
+        ax.text(x, top * 1.05 if top else 1, "✕", ha="center", va="bottom", color=col, fontsize=12)
+    ax.set_xscale("log")
+    ax.set_xticks([r / 1e6 for r in rates])
+    ax.set_xlabel("link rate per node, each way (Mbit/s)")
+    ax.set_ylabel(f"seconds to {100 * target:.0f} % test accuracy")
+    if top and min(l.get_ydata().min() for l in ax.get_lines() if len(l.get_ydata())) * 10 < top:
+        ax.set_yscale("log")  # labels at 1, 2, 5 of every decade: a decade alone has one or two
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.legend(fontsize=8, title=color)
+    ax.grid(alpha=0.3, which="both")
+    readable_axes(ax, x=False)
+    figs.save(fig, "time_by_link_rate", f"Time to {100 * target:.0f} % accuracy by link rate",
+              "Each node behind a link of this rate both ways (tc tbf in network namespaces); a point "
+              "per system and rate, the mean over its seeds. ✕ above a rate: a seed of that system "
+              "never reached the target within its budget there.")
+
+
 def unique(values):
     out = []
     for v in values:
@@ -462,6 +523,7 @@ def write_report(directory, target=None):
     R.write_csv(os.path.join(out, "series.csv"), [s for r in loaded for s in R.series_rows(r)])
     figs = Figures(out)
     time_to_accuracy(figs, loaded, color, panel, target)
+    time_by_link_rate(figs, loaded, color, target)
     curves(figs, loaded, color, panel, "time")
     curves(figs, loaded, color, panel, "bytes")
     step_rates(figs, loaded, panel)

@@ -318,6 +318,32 @@ Status CheckNetwork(const LocalConfig& config, int processes) {
   return net::CheckCanBuild();
 }
 
+// `--nodes N` in a synchronous mode: N workers in one layer (n = N, L = 1), so that one
+// scenario compares every mode at the same N; with n or L given too they must make N workers.
+Status NodesAsOneLayer(const std::set<std::string>& given, std::map<std::string, std::string>& texts,
+                       LocalConfig& config) {
+  if (given.count("n") > 0 || given.count("L") > 0) {
+    auto plan = gossip::MakeSyncPlan(config.mode, config.coded.n, config.coded.L, config.coded.s,
+                                     static_cast<uint64_t>(config.coded.code_seed));
+    if (plan.ok() && static_cast<int>(plan->workers) != config.nodes) {
+      return InvalidArgumentError(fmt::format(
+          "nodes: {} workers, but n {} and L {} make {}; give nodes alone (one layer of N) or n "
+          "and L alone", config.nodes, config.coded.n, config.coded.L, plan->workers));
+    }
+    return OkStatus();
+  }
+  if (config.nodes > 64) {
+    return InvalidArgumentError(fmt::format(
+        "nodes: {} workers in one layer of a {} exceed its 64 children; give n and L instead",
+        config.nodes, gossip::ModeName(config.mode)));
+  }
+  config.coded.n = config.nodes;
+  config.coded.L = 1;
+  texts["n"] = std::to_string(config.nodes);
+  texts["L"] = "1";
+  return OkStatus();
+}
+
 int Refuse(const std::string& what) {
   std::fprintf(stderr, "murmur local: %s\n", what.c_str());
   return 2;
@@ -337,7 +363,11 @@ class LocalCommand : public ConfiguredCommand<LocalConfig> {
 
 int LocalCommand::Run() {
   std::map<std::string, std::string> texts;
-  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv, &texts);
+  std::set<std::string> given;
+  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv, &texts, &given);
+  if (resolved.ok() && gossip::IsSyncMode(resolved->mode) && given.count("nodes") > 0) {
+    if (Status s = NodesAsOneLayer(given, texts, *resolved); !s.ok()) resolved = s;
+  }
   if (resolved.ok() && !resolved->run_dir.empty()) {
     resolved->run_dir = std::filesystem::absolute(resolved->run_dir).lexically_normal().string();
     texts["run_dir"] = resolved->run_dir;

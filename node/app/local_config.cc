@@ -13,8 +13,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
             "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
             "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
         .Integer("nodes", &C::nodes, 4, 1, 256,
-                 "node processes to start on 127.0.0.1 (gossip, membership; the other modes "
-                 "start as many as their shape needs)")
+                 "nodes to start (gossip, membership); in coded-tree, tree, gc and ring, when "
+                 "given, the workers of a one-layer shape (n = nodes, L = 1; without it n and L "
+                 "decide)")
         .Real("duration", &C::duration, "0", 0, 1e9,
               "seconds to run before stopping every node; 0: until the budget is spent "
               "(gossip) or Ctrl-C (membership)")

@@ -234,8 +234,10 @@ class ConfigParser {
   // message naming the key, the value, where it came from and what is allowed.
   // `texts`, when given, receives every key's resolved text (what config.toml of a run
   // directory records).
+  // `given`, when given, receives the keys a file, the environment or a flag set (not defaults).
   StatusOr<C> Resolve(const std::function<const char*(const char*)>& getenv,
-                      std::map<std::string, std::string>* texts = nullptr) const {
+                      std::map<std::string, std::string>* texts = nullptr,
+                      std::set<std::string>* given = nullptr) const {
     C config{};
     for (const auto& key : schema_.keys()) {
       Status s = key.set(key.default_text, config);
@@ -256,6 +258,7 @@ class ConfigParser {
         }
         MURMUR_RETURN_IF_ERROR(Apply(*key, text, "'" + key->name + "' in " + path, config));
         if (texts != nullptr) (*texts)[key->name] = text;
+        if (given != nullptr) given->insert(key->name);
       }
     }
     for (const auto& key : schema_.keys()) {
@@ -263,6 +266,7 @@ class ConfigParser {
       if (const char* value = getenv(env.c_str())) {
         MURMUR_RETURN_IF_ERROR(Apply(key, value, "environment variable " + env, config));
         if (texts != nullptr) (*texts)[key.name] = value;
+        if (given != nullptr) given->insert(key.name);
       }
     }
     for (size_t i = 0; i < schema_.keys().size(); ++i) {
@@ -270,6 +274,7 @@ class ConfigParser {
         const auto& key = schema_.keys()[i];
         MURMUR_RETURN_IF_ERROR(Apply(key, flag_values_[i], "flag " + FlagName(key.name), config));
         if (texts != nullptr) (*texts)[key.name] = flag_values_[i];
+        if (given != nullptr) given->insert(key.name);
       }
     }
     return config;
