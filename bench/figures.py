@@ -64,6 +64,22 @@ def train_row(murmur, args):
             "samples/s", wall)
 
 
+def ring_row(murmur, args):
+    d, wall = run(murmur, args)
+    return ("murmur " + " ".join(args),
+            f"model {d['accuracy']:.4f}; {d['bytes_sent_total'] / 1e6:.0f} MB sent; iteration "
+            f"{d['iteration_ms_mean']:.0f} ms mean", wall)
+
+
+def needs_root(make):
+    """A row on a network of namespaces: said, not run, without root."""
+    def row(murmur, args):
+        if os.geteuid() != 0:
+            return "murmur " + " ".join(args), "not run: a network of namespaces needs root", 0
+        return make(murmur, args)
+    return row
+
+
 def sim_row(murmur, args):
     d, wall = run(murmur, args)
     return ("murmur " + " ".join(args),
@@ -77,6 +93,12 @@ ROWS = [
     (gossip_row, ["local", "--nodes", "4", "--straggle", "node=3,slowdown=4"]),
     (gossip_row, ["local", "--nodes", "8"]),
     (sim_row, ["sim", "--nodes", "64", "--epochs", "3", "--straggle", "node=3,slowdown=4"]),
+    # The same 3 epochs of 64 samples per worker per step over 100 Mbit/s links: gossip, and ring
+    # all-reduce at its best rate of 0.1, 0.2, 0.4 (ops/scenarios/thin_links.toml).
+    (needs_root(gossip_row), ["local", "--nodes", "8", "--network", "netns:rate=100mbit"]),
+    (needs_root(ring_row), ["local", "--mode", "ring", "--nodes", "8", "--global-batch", "512",
+                            "--iterations", "351", "--lr", "0.2", "--lr-schedule", "cosine",
+                            "--network", "netns:rate=100mbit"]),
 ]
 
 

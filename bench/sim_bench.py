@@ -3,7 +3,7 @@
 real wire bytes, a modeled network and compute). Deterministic: one seed gives the same figures
 on any machine; only the wall times vary.
 
-Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,gossip,accuracy,real]
+Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,gossip,accuracy,real,links]
                           [--seed 1]
 
   membership  SWIM at N = 16, 64, 256, 1024 (ops/scenarios/sim/membership.toml): when every view
@@ -29,6 +29,9 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
               murmur sim with the same settings on the same cores, its cost per step (a) the real
               nodes' training-thread CPU per step, (b) one process's cost alone: samples per node
               and bytes sent
+  links       the simulator against real shaped links (root): murmur local --network
+              netns:rate=100mbit and 10mbit, gossip and ring all-reduce at 8 nodes, one epoch,
+              against murmur sim with the same link rate: time to 80 % and bytes per node
 """
 import argparse
 import json
@@ -322,14 +325,64 @@ def real(murmur, seed):
     print()
 
 
+def links(murmur, seed):
+    """Real runs on shaped links (murmur local --network netns:..., root) against murmur sim on
+    the same link rates: time to 80 % and bytes per node, 8 nodes, one epoch."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "experiment"))
+    import runs as R
+    if os.geteuid() != 0:
+        print("## Real links against simulated ones: not run (a network of namespaces needs root)\n")
+        return
+    p = subprocess.run([murmur, "train", "--epochs", "1", "--json", "--progress", "none"],
+                       capture_output=True, text=True, check=True)
+    cost_us = 1e6 / json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
+    cores = os.cpu_count() or 1
+    target = 0.80
+    print(f"## Real links against simulated ones (8 nodes, one epoch, time to {target:.0%} from launch)\n")
+    print(f"Real: `murmur local --network netns:rate=R` (tc tbf each way per node). Simulated: `murmur sim "
+          f"--fidelity training --network 1GbE,bandwidth=R --cores {cores} --sample-cost {cost_us:.2f}us` "
+          "(one process's cost per sample, murmur train). Bytes: every message, per node.\n")
+    print("| mode | link | real time to target | simulated | ratio | real MB per node | simulated | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    modes = {"gossip": ["--nodes", 8, "--epochs", 1, "--eval-every", 6, "--finish-wait-s", 0],
+             "ring": ["--mode", "ring", "--global-batch", 512, "--iterations", 117, "--lr", 0.2,
+                      "--lr-schedule", "cosine", "--eval-every", 10]}
+    for rate in ("100mbit", "10mbit"):
+        for mode, flags in modes.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                real_flags = [*map(str, flags), "--seed", str(seed)] + (["--nodes", "8"] if mode == "ring" else [])
+                r = subprocess.run([murmur, "local", *real_flags, "--network", f"netns:rate={rate}",
+                                    "--run-dir", f"{tmp}/run", "--json", "--progress", "none"],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit(f"murmur local failed: {r.stderr[-2000:]}")
+                run = R.load_run(f"{tmp}/run")
+                real_t = R.time_to(run["accuracy"] + ([run["final"]] if run.get("final") else []), target)
+                real_mb = R.run_row(run, target)["bytes_per_node"] / 1e6
+                sim_flags = [*flags, "--seed", seed] + (["--n", 8, "--L", 1] if mode == "ring" else [])
+                s = sim(murmur, *sim_flags, "--fidelity", "training", "--network",
+                        f"1GbE,bandwidth={rate[:-4]}Mbit", "--cores", cores, "--sample-cost",
+                        f"{cost_us:.2f}us", "--csv", f"{tmp}/sim.csv", "--probe-interval-ms", 200,
+                        "--probe-timeout-ms", 80)
+                nodes = {1} if mode == "ring" else set(range(1, 9))
+                sim_t = time_to(f"{tmp}/sim.csv", target, nodes)
+                sim_mb = sum(n["bytes_sent"] for n in s["per_node"]) / len(s["per_node"]) / 1e6
+            t = lambda v: f"{v:.2f} s" if v is not None else "never"
+            ratio = f"{sim_t / real_t:.2f}" if real_t and sim_t else "-"
+            print(f"| {mode} | {rate} | {t(real_t)} | {t(sim_t)} | {ratio} | {real_mb:.2f} | {sim_mb:.2f} | "
+                  f"{sim_mb / real_mb:.2f} |", flush=True)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("murmur", nargs="?", default=os.path.join(ROOT, "build", "murmur"))
-    ap.add_argument("--only", default="membership,consensus,coded,gossip,accuracy,real")
+    ap.add_argument("--only", default="membership,consensus,coded,gossip,accuracy,real,links")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     for part in a.only.split(","):
-        {"membership": membership, "consensus": consensus, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real}[part](a.murmur, a.seed)
+        {"membership": membership, "consensus": consensus, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real, "links": links}[part](a.murmur, a.seed)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
    bound is the link's, not the computation's).
 3. A run killed with SIGKILL leaves its namespaces behind; the next run says it removed them,
    and they are gone. A run stopped with Ctrl-C (SIGINT) removes its own.
+4. Two racks: the nodes split over two bridges joined by a shaped uplink, a node of its own rate.
 After every run: no namespace and no host link of that run is left (`ip netns list`, `ip link`).
 """
 import json
@@ -93,10 +94,10 @@ def ring_is_link_bound(tmp):
           f"{free / 1e6:.0f} Mbit/s on loopback", flush=True)
 
 
-def start_membership(tmp, name):
+def start_membership(tmp, name, network="netns:rate=20mbit", nodes=3):
     log = open(f"{tmp}/{name}.log", "w")
-    p = subprocess.Popen([MURMUR, "local", "--mode", "membership", "--nodes", "3", "--progress",
-                          "plain", "--network", "netns:rate=20mbit"], stdout=log, stderr=log)
+    p = subprocess.Popen([MURMUR, "local", "--mode", "membership", "--nodes", str(nodes), "--progress",
+                          "plain", "--network", network], stdout=log, stderr=log)
     poll_for(f"{name}: the network is up and every node sees every node",
              lambda: (b"full view after" in open(f"{tmp}/{name}.log", "rb").read(), None), 30)
     return p
@@ -120,6 +121,26 @@ def leftovers_are_removed(tmp):
     assert_clean(stopped.pid, "a run stopped with Ctrl-C")
 
 
+def two_racks(tmp):
+    """Two bridges, nodes 1-2 on one and 3-4 on the other, joined by an uplink shaped both ways."""
+    p = start_membership(tmp, "racks", "netns:rate=100mbit,topology=two-racks,uplink=5mbit,node4=2mbit", 4)
+    br = f"murmur-{p.pid}-br"
+    try:
+        qdisc = subprocess.run(["tc", "-n", br, "qdisc", "show"], capture_output=True, text=True).stdout
+        links = subprocess.run(["ip", "-n", br, "-o", "link"], capture_output=True, text=True).stdout
+        for dev in ("xa", "xb"):
+            assert re.search(rf"dev {dev} root .*rate 5Mbit", qdisc), qdisc
+        assert re.search(r"dev p4 root .*rate 2Mbit", qdisc) and re.search(r"dev p1 root .*rate 100Mbit", qdisc), qdisc
+        for port, bridge in (("p1", "bra"), ("p2", "bra"), ("p3", "brb"), ("p4", "brb")):
+            assert re.search(rf"\b{port}@\S+.* master {bridge}\b", links), (port, bridge, links)
+        print("ok: two racks: nodes 1-2 on one bridge, 3-4 on the other, a 5 Mbit/s uplink, node 4 at 2 Mbit/s",
+              flush=True)
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+    assert_clean(p.pid, "the two-rack run")
+
+
 def main():
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         print("SKIPPED: a network of namespaces needs root, ip and tc")
@@ -130,6 +151,7 @@ def main():
         gossip_over_links(tmp)
         ring_is_link_bound(tmp)
         leftovers_are_removed(tmp)
+        two_racks(tmp)
         ok = True
         print("ok: murmur local on a shaped network of namespaces")
     finally:
