@@ -101,6 +101,7 @@ StatusOr<GossipResume> ReadGossipCheckpoint(const GossipCheckpointOptions& o, co
     return FailedPreconditionError("'" + path + "' belongs to node " + std::to_string(node_id) +
                                    ", this is node " + std::to_string(o.node_id) + move_it);
   }
+  MURMUR_RETURN_IF_ERROR(CheckTensorValues(c, path));
   GossipResume r;
   MURMUR_ASSIGN_OR_RETURN(r.params, c.Tensor("params"));
   MURMUR_ASSIGN_OR_RETURN(r.node.step, c.Number("step"));

@@ -1,7 +1,9 @@
 #include "node/train/checkpoint.h"
 
+#include <fmt/format.h>
 #include <xxhash.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "base/file.h"
@@ -185,9 +187,22 @@ Status SaveModel(const std::string& path, const std::string& model, std::span<co
   return WriteCheckpoint(path, c);
 }
 
+Status CheckTensorValues(const Checkpoint& checkpoint, const std::string& path) {
+  for (const auto& [name, values] : checkpoint.tensors) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i]) && std::fabs(values[i]) <= kMaxCheckpointValue) continue;
+      return DataLossError(fmt::format("'{}': section '{}' holds {} at index {} (a value must be "
+                                       "finite and within ±{:g})",
+                                       path, name, values[i], i, kMaxCheckpointValue));
+    }
+  }
+  return OkStatus();
+}
+
 StatusOr<std::vector<float>> LoadModel(const std::string& path, const std::string& model,
                                        size_t params) {
   MURMUR_ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(path));
+  MURMUR_RETURN_IF_ERROR(CheckTensorValues(c, path));
   MURMUR_ASSIGN_OR_RETURN(const std::string saved, c.Text("model"));
   if (saved != model) {
     return FailedPreconditionError("'" + path + "' holds a " + saved + " model, not " + model);

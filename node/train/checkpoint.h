@@ -42,6 +42,14 @@ inline constexpr size_t kMaxCheckpointBytes = size_t{16} << 30;
 inline constexpr size_t kMaxCheckpointSections = 1024;
 inline constexpr size_t kMaxSectionName = 255;
 
+// A value a tensor section may hold: trained parameters, optimizer moments and CHOCO copies stay
+// orders of magnitude below it; a larger or non-finite one is a damaged or forged file (a
+// checksum recomputed over it proves nothing).
+inline constexpr float kMaxCheckpointValue = 1e8f;
+// kDataLoss naming the section, the index and the value of the first tensor value that is not
+// finite or beyond ±kMaxCheckpointValue; `path` names the file.
+Status CheckTensorValues(const Checkpoint& checkpoint, const std::string& path);
+
 std::vector<std::byte> EncodeCheckpoint(const Checkpoint& checkpoint);
 // kDataLoss saying what is wrong: not a checkpoint, another version, truncated, a bad checksum,
 // a section that overruns the file or does not divide into its element size, a name repeated.
@@ -56,7 +64,8 @@ StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 // (ModelSpec::ToString) and its parameters.
 Status SaveModel(const std::string& path, const std::string& model, std::span<const float> params);
 // The parameters of any checkpoint that holds them (a saved model or a node's checkpoint).
-// kFailedPrecondition when it was made for another model (`model` differs) or has another size.
+// kFailedPrecondition when it was made for another model (`model` differs) or has another size;
+// kDataLoss when a value fails CheckTensorValues.
 StatusOr<std::vector<float>> LoadModel(const std::string& path, const std::string& model,
                                        size_t params);
 

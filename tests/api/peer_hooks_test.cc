@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -178,6 +180,52 @@ TEST(PeerHooksTest, ACheckpointOfAnotherModelOrRunIsRefusedAtStart) {
   EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(std::string(p.status().message()).find("another run"), std::string::npos)
       << p.status().ToString();
+}
+
+// A file whose checksum was recomputed over a NaN or a 1e30 (a forged or damaged-then-rewritten
+// checkpoint) is checked by value: set aside as .corrupt and not resumed, in the buffer and in
+// the caller's sections alike.
+TEST(PeerHooksTest, ACheckpointWithImplausibleValuesIsSetAside) {
+  const std::pair<std::string, float> cases[] = {{"params", std::nanf("")},
+                                                 {"params", 1e30f},
+                                                 {"public_copy", -INFINITY},
+                                                 {"momentum", 2e8f}};
+  for (const auto& [section, bad] : cases) {
+    SCOPED_TRACE(section + " = " + std::to_string(bad));
+    TempDir dir;
+    std::vector<float> x(32, 0.0f);
+    Hooks hooks;
+    hooks.save_state = []() -> StatusOr<SavedState> {
+      SavedState s;
+      s.tensors["momentum"] = std::vector<float>(32, 0.5f);
+      return s;
+    };
+    int restores = 0;
+    hooks.restore_state = [&](const SavedState&) {
+      ++restores;
+      return OkStatus();
+    };
+    Config c = Lone(0.2);
+    c["checkpoint_dir"] = dir.path();
+    ASSERT_TRUE(RunToEnd(c, x, hooks).ok());
+    const std::string path = dir.path() + "/checkpoint.mck";
+    auto saved = node::ReadCheckpoint(path);
+    ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+    auto found = std::find_if(saved->tensors.begin(), saved->tensors.end(),
+                              [&](const auto& t) { return t.first.ends_with(section); });
+    ASSERT_NE(found, saved->tensors.end()) << section;
+    found->second[found->second.size() / 2] = bad;
+    ASSERT_TRUE(node::WriteCheckpoint(path, *saved).ok());  // a valid checksum over the bad value
+
+    std::vector<float> y(32, 0.0f);
+    auto p = Peer::Start(c, y, {}, hooks);
+    ASSERT_TRUE(p.ok()) << p.status().ToString() << ": a bad file costs the resume, not the start";
+    EXPECT_EQ(restores, 0) << "nothing of the file was restored";
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_TRUE(std::filesystem::exists(path + ".corrupt"));
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }));
+    (*p)->Stop();
+  }
 }
 
 TEST(PeerHooksTest, ACallerSectionWithOneOfMurmursNamesIsNeverWritten) {

@@ -119,6 +119,31 @@ TEST(CheckpointTest, SavedModelsLoadOnlyIntoTheSameModel) {
   std::filesystem::remove_all(dir);
 }
 
+// A file's checksum says nothing about its values: a NaN, an infinity or a value beyond
+// ±kMaxCheckpointValue is refused by value, at every position of a tensor; the bound itself loads.
+TEST(CheckpointTest, ValuesAreCheckedAfterTheChecksum) {
+  const auto dir = TempDir("values");
+  const std::string path = (dir / "model").string();
+  const float bads[] = {std::nanf(""), INFINITY, -INFINITY, 1e30f, -1.0001e8f};
+  for (size_t at : {size_t{0}, size_t{4}, size_t{7}}) {
+    for (float bad : bads) {
+      std::vector<float> params(8, 0.25f);
+      params[at] = bad;
+      ASSERT_TRUE(SaveModel(path, "8 values", params).ok());
+      auto loaded = LoadModel(path, "8 values", 8);
+      ASSERT_EQ(loaded.status().code(), StatusCode::kDataLoss) << bad << " at " << at;
+      EXPECT_NE(std::string(loaded.status().message()).find("index " + std::to_string(at)),
+                std::string::npos)
+          << loaded.status();
+    }
+  }
+  std::vector<float> edge(8, kMaxCheckpointValue);
+  edge[3] = -kMaxCheckpointValue;
+  ASSERT_TRUE(SaveModel(path, "8 values", edge).ok());
+  EXPECT_TRUE(LoadModel(path, "8 values", 8).ok());
+  std::filesystem::remove_all(dir);
+}
+
 // Issue 20: kill -9 at random moments during checkpoint writes never leaves a checkpoint that
 // fails to load. A child rewrites a 1 MB checkpoint with a rising counter as fast as it can; the
 // parent kills it after a random delay, 200 times, and each time reads what is on disk.
