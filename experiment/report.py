@@ -392,8 +392,6 @@ def time_by_link_rate(figs, runs, color, target):
                 ys.append(mean)
                 top = max(top, mx)
         ax.plot(xs, ys, marker="o", label=str(c), color=PALETTE[ci % len(PALETTE)])
-    for x, col in never:
-        ax.text(x, top * 1.05 if top else 1, "✕", ha="center", va="bottom", color=col, fontsize=12)
     ax.set_xscale("log")
     ax.set_xticks([r / 1e6 for r in rates])
     ax.set_xlabel("link rate per node, each way (Mbit/s)")
@@ -405,13 +403,19 @@ def time_by_link_rate(figs, runs, color, target):
     for axis in (ax.xaxis, ax.yaxis):
         if axis.get_scale() == "log":
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    if never:  # a band above every point for the ✕s, in each system's colour
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * 2.5 if ax.get_yscale() == "log" else high * 1.15)
+        for x, col in never:
+            ax.text(x, 0.98, "✕", ha="center", va="top", color=col, fontsize=12,
+                    transform=ax.get_xaxis_transform())
     ax.legend(fontsize=8, title=color)
     ax.grid(alpha=0.3, which="both")
     readable_axes(ax, x=False)
     figs.save(fig, "time_by_link_rate", f"Time to {100 * target:.0f} % accuracy by link rate",
               "Each node behind a link of this rate both ways (tc tbf in network namespaces); a point "
-              "per system and rate, the mean over its seeds. ✕ above a rate: a seed of that system "
-              "never reached the target within its budget there.")
+              "per system and rate, the mean over its seeds. ✕ along the top, in a system's colour: a "
+              "seed of that system never reached the target within its budget at that rate.")
 
 
 def unique(values):
