@@ -339,7 +339,8 @@ def links(murmur, seed):
     cost_us = 1e6 / json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
     cores = os.cpu_count() or 1
     target = 0.80
-    print(f"## Real links against simulated ones (8 nodes, one epoch, time to {target:.0%} from launch)\n")
+    print(f"## Real links against simulated ones (8 nodes, one epoch, time to {target:.0%} from "
+          "launch, and in brackets from the first step)\n")
     print(f"Real: `murmur local --network netns:rate=R` (tc tbf each way per node). Simulated: `murmur sim "
           f"--fidelity training --network 1GbE,bandwidth=R --cores {cores} --sample-cost {cost_us:.2f}us` "
           "(one process's cost per sample, murmur train). Bytes: every message, per node.\n")
@@ -359,6 +360,9 @@ def links(murmur, seed):
                     sys.exit(f"murmur local failed: {r.stderr[-2000:]}")
                 run = R.load_run(f"{tmp}/run")
                 real_t = R.time_to(run["accuracy"] + ([run["final"]] if run.get("final") else []), target)
+                steps = [line["time"] for lines in run["series"].values() for line in lines
+                         if (line.get("step") or line.get("iteration") or 0) > 0]
+                real_first = min(steps) - run["t0"] if steps else 0.0
                 real_mb = R.run_row(run, target)["bytes_per_node"] / 1e6
                 sim_flags = [*flags, "--seed", seed] + (["--n", 8, "--L", 1] if mode == "ring" else [])
                 s = sim(murmur, *sim_flags, "--fidelity", "training", "--network",
@@ -368,10 +372,12 @@ def links(murmur, seed):
                 nodes = {1} if mode == "ring" else set(range(1, 9))
                 sim_t = time_to(f"{tmp}/sim.csv", target, nodes)
                 sim_mb = sum(n["bytes_sent"] for n in s["per_node"]) / len(s["per_node"]) / 1e6
-            t = lambda v: f"{v:.2f} s" if v is not None else "never"
-            ratio = f"{sim_t / real_t:.2f}" if real_t and sim_t else "-"
-            print(f"| {mode} | {rate} | {t(real_t)} | {t(sim_t)} | {ratio} | {real_mb:.2f} | {sim_mb:.2f} | "
-                  f"{sim_mb / real_mb:.2f} |", flush=True)
+            sim_first = s["first_step_s"]
+            t = lambda v, first: f"{v:.2f} s ({v - first:.2f} s)" if v is not None else "never"
+            ratio = (f"{sim_t / real_t:.2f} ({(sim_t - sim_first) / (real_t - real_first):.2f})"
+                     if real_t and sim_t else "-")
+            print(f"| {mode} | {rate} | {t(real_t, real_first)} | {t(sim_t, sim_first)} | {ratio} | "
+                  f"{real_mb:.2f} | {sim_mb:.2f} | {sim_mb / real_mb:.2f} |", flush=True)
     print()
 
 

@@ -344,6 +344,20 @@ Status NodesAsOneLayer(const std::set<std::string>& given, std::map<std::string,
   return OkStatus();
 }
 
+// The run's network of namespaces, after removing what killed runs left; said on stderr.
+StatusOr<std::unique_ptr<net::NetnsNetwork>> BuildNetwork(const net::NetworkSpec& spec, int processes) {
+  InstallStopSignals();  // Ctrl-C while it is built still removes it
+  for (const std::string& name : net::RemoveLeftovers()) {
+    std::fprintf(stderr, "murmur local: removed network namespace %s, left by a run that was killed\n",
+                 name.c_str());
+  }
+  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<net::NetnsNetwork> network,
+                          net::NetnsNetwork::Create(spec, processes));
+  std::fprintf(stderr, "murmur local: network %s: %s; this machine is %s on it\n",
+               network->tag().c_str(), spec.Describe().c_str(), network->host_address().c_str());
+  return network;
+}
+
 int Refuse(const std::string& what) {
   std::fprintf(stderr, "murmur local: %s\n", what.c_str());
   return 2;
@@ -476,20 +490,12 @@ int LocalCommand::Run() {
   const std::filesystem::path dir = dir_template;
   std::unique_ptr<net::NetnsNetwork> network;
   if (config.network.netns) {
-    InstallStopSignals();  // Ctrl-C while it is built still removes it
-    for (const std::string& name : net::RemoveLeftovers()) {
-      std::fprintf(stderr, "murmur local: removed network namespace %s, left by a run that was killed\n",
-                   name.c_str());
-    }
-    auto made = net::NetnsNetwork::Create(config.network, processes);
+    auto made = BuildNetwork(config.network, processes);
     if (!made.ok()) {
       std::fprintf(stderr, "murmur local: cannot build the network: %s\n", made.status().ToString().c_str());
       return 1;
     }
     network = *std::move(made);
-    std::fprintf(stderr, "murmur local: network %s: %s; this machine is %s on it\n",
-                 network->tag().c_str(), config.network.Describe().c_str(),
-                 network->host_address().c_str());
   }
   if (plan.has_value()) {
     mode = MakeCodedLocal(config, *std::move(plan), Forwarded(parser_, texts, true), *std::move(devices));

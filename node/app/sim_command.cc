@@ -115,6 +115,15 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (!step_cost.ok())
       return InvalidArgumentError("step_cost: " + std::string(step_cost.status().message()));
     o.cost_per_step = *step_cost;
+    if (c.eval_cost == "auto") {
+      o.cost_per_eval_row = o.cost_per_sample / 3;
+    } else {
+      auto eval_cost = ParseDurationText(c.eval_cost);
+      if (!eval_cost.ok())
+        return InvalidArgumentError("eval_cost: " + std::string(eval_cost.status().message()) +
+                                    " (or auto)");
+      o.cost_per_eval_row = *eval_cost;
+    }
     o.cores = c.cores;
     o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
     o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);

@@ -48,6 +48,11 @@ const ConfigSchema<SimConfig>& SimSchema() {
               "CPU time a step costs beyond its samples (the real node's mixing, compression and "
               "applying arrivals; `murmur local --json` reports them per node as mix_s, "
               "compress_s, apply_s); not scaled by a straggler's slowdown")
+        .Text("eval_cost", &C::eval_cost, "auto",
+              "CPU time per test row of an evaluation, spent on the node's training thread "
+              "before its next step (as the real node evaluates between steps); auto: a third of "
+              "sample_cost (a forward pass; a training sample costs a forward and a backward "
+              "pass of twice its work)")
         .Integer("cores", &C::cores, 0, 0, 1000000,
                  "cores the simulated nodes share (a computation slows while more nodes compute "
                  "than there are cores, and an injected delay frees its core, as for `murmur "

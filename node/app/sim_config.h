@@ -25,6 +25,7 @@ struct SimConfig {
   double consensus_tolerance = 0;
   std::string sample_cost;
   std::string step_cost;
+  std::string eval_cost;  // "auto": sample_cost / 3
   int cores = 0;
   std::string straggle;
   std::string crash;

@@ -98,7 +98,8 @@ Status CheckCanBuild() {
   for (const char* tool : {"ip", "tc"}) {
     if (!OnPath(tool)) {
       return FailedPreconditionError(fmt::format(
-          "a network of namespaces needs `{}` (Debian's iproute2; ops/install-deps.sh installs it)", tool));
+          "a network of namespaces needs `{}` (Debian's iproute2; ops/install-deps.sh installs it)",
+          tool));
     }
   }
   return OkStatus();
@@ -139,7 +140,8 @@ NetnsNetwork::~NetnsNetwork() { Remove(); }
 StatusOr<std::unique_ptr<NetnsNetwork>> NetnsNetwork::Create(const NetworkSpec& spec, int nodes) {
   MURMUR_RETURN_IF_ERROR(CheckCanBuild());
   if (nodes < 1 || nodes > 250) {
-    return InvalidArgumentError(fmt::format("a network of namespaces holds 1 to 250 nodes, not {}", nodes));
+    return InvalidArgumentError(
+        fmt::format("a network of namespaces holds 1 to 250 nodes, not {}", nodes));
   }
   std::unique_ptr<NetnsNetwork> net(new NetnsNetwork(spec, nodes));
   if (Status s = net->Build(); !s.ok()) {
@@ -169,25 +171,29 @@ Status NetnsNetwork::Build() {
   bridge_ns_ = tag_ + "-br";
   MURMUR_RETURN_IF_ERROR(Run({"ip", "netns", "add", bridge_ns_}));
   namespaces_.push_back(bridge_ns_);
-  const std::vector<std::string> bridges =
-      spec_.topology == Topology::kTwoRacks ? std::vector<std::string>{"bra", "brb"}
-                                            : std::vector<std::string>{"bra"};
+  const std::vector<std::string> bridges = spec_.topology == Topology::kTwoRacks
+                                               ? std::vector<std::string>{"bra", "brb"}
+                                               : std::vector<std::string>{"bra"};
   for (const auto& br : bridges) {
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "add", br, "type", "bridge"}));
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "set", br, "up"}));
   }
   if (spec_.topology == Topology::kTwoRacks) {  // the uplink, shaped both ways
     const uint64_t uplink = spec_.uplink_bps > 0 ? spec_.uplink_bps : spec_.rate_bps;
-    MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "add", "xa", "type", "veth", "peer", "name", "xb"}));
-    MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "set", "xa", "master", "bra", "up"}));
-    MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "set", "xb", "master", "brb", "up"}));
+    MURMUR_RETURN_IF_ERROR(
+        Run({"ip", "-n", bridge_ns_, "link", "add", "xa", "type", "veth", "peer", "name", "xb"}));
+    MURMUR_RETURN_IF_ERROR(
+        Run({"ip", "-n", bridge_ns_, "link", "set", "xa", "master", "bra", "up"}));
+    MURMUR_RETURN_IF_ERROR(
+        Run({"ip", "-n", bridge_ns_, "link", "set", "xb", "master", "brb", "up"}));
     MURMUR_RETURN_IF_ERROR(Shape(bridge_ns_, "xa", uplink));
     MURMUR_RETURN_IF_ERROR(Shape(bridge_ns_, "xb", uplink));
   }
   // The host's link (unshaped on its side): admin ports and Prometheus reach the nodes.
   const std::string host_dev = fmt::format("mm{}h", ::getpid());
   host_address_ = fmt::format("10.213.{}.254", subnet_);
-  MURMUR_RETURN_IF_ERROR(Run({"ip", "link", "add", host_dev, "type", "veth", "peer", "name", "hp", "netns", bridge_ns_}));
+  MURMUR_RETURN_IF_ERROR(Run(
+      {"ip", "link", "add", host_dev, "type", "veth", "peer", "name", "hp", "netns", bridge_ns_}));
   host_dev_ = host_dev;
   MURMUR_RETURN_IF_ERROR(Run({"ip", "addr", "add", host_address_ + "/24", "dev", host_dev}));
   MURMUR_RETURN_IF_ERROR(Run({"ip", "link", "set", host_dev, "up"}));
@@ -201,13 +207,15 @@ Status NetnsNetwork::Build() {
     MURMUR_RETURN_IF_ERROR(Run({"ip", "netns", "add", ns}));
     namespaces_.push_back(ns);
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", ns, "link", "set", "lo", "up"}));
-    MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", bridge_ns_}));
+    MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer",
+                                "name", port, "netns", bridge_ns_}));
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", ns, "addr", "add", address + "/24", "dev", "eth0"}));
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", ns, "link", "set", "eth0", "up"}));
-    const std::string& br = spec_.topology == Topology::kTwoRacks && i >= first_rack ? bridges[1] : bridges[0];
+    const std::string& br =
+        spec_.topology == Topology::kTwoRacks && i >= first_rack ? bridges[1] : bridges[0];
     MURMUR_RETURN_IF_ERROR(Run({"ip", "-n", bridge_ns_, "link", "set", port, "master", br, "up"}));
-    MURMUR_RETURN_IF_ERROR(Shape(ns, "eth0", bps));          // what the node sends
-    MURMUR_RETURN_IF_ERROR(Shape(bridge_ns_, port, bps));    // what it receives
+    MURMUR_RETURN_IF_ERROR(Shape(ns, "eth0", bps));        // what the node sends
+    MURMUR_RETURN_IF_ERROR(Shape(bridge_ns_, port, bps));  // what it receives
     addresses_.push_back(address);
   }
   return OkStatus();
@@ -218,7 +226,8 @@ void NetnsNetwork::Remove() {
   // end is deleted first, at once, so nothing of the run is seen after Remove.
   if (!host_dev_.empty()) {
     if (Status s = Run({"ip", "link", "del", host_dev_}); !s.ok()) {
-      std::fprintf(stderr, "murmur: could not remove link %s: %s\n", host_dev_.c_str(), s.ToString().c_str());
+      std::fprintf(stderr, "murmur: could not remove link %s: %s\n", host_dev_.c_str(),
+                   s.ToString().c_str());
     }
     host_dev_.clear();
   }

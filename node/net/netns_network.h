@@ -58,7 +58,7 @@ class NetnsNetwork {
   std::vector<std::string> addresses_;
   std::string host_address_;
   std::string host_dev_;  // the host's end of its link, once made
-  int subnet_ = 0;  // 10.213.SUBNET.0/24
+  int subnet_ = 0;        // 10.213.SUBNET.0/24
 };
 
 }  // namespace murmur::node::net

@@ -12,9 +12,9 @@
 namespace murmur::node::net {
 namespace {
 
-constexpr uint64_t kMinRate = 8'000;                  // 8 kbit/s
-constexpr uint64_t kMaxRate = 100'000'000'000;        // 100 Gbit/s
-constexpr uint64_t kMinBurst = 1'600;                 // one full-size frame
+constexpr uint64_t kMinRate = 8'000;            // 8 kbit/s
+constexpr uint64_t kMaxRate = 100'000'000'000;  // 100 Gbit/s
+constexpr uint64_t kMinBurst = 1'600;           // one full-size frame
 constexpr uint64_t kMaxBurst = 64ull << 20;
 constexpr auto kMaxLatency = std::chrono::seconds(10);
 
@@ -32,7 +32,8 @@ std::pair<std::string_view, std::string> SplitUnit(std::string_view text) {
   size_t at = text.size();
   while (at > 0 && std::isalpha(static_cast<unsigned char>(text[at - 1]))) --at;
   std::string unit(text.substr(at));
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return {text.substr(0, at), unit};
 }
 
@@ -41,12 +42,14 @@ StatusOr<uint64_t> ParseBurst(std::string_view text) {
   const std::map<std::string, double> units = {{"b", 1}, {"kb", 1024}, {"mb", 1024.0 * 1024}};
   const auto u = units.find(unit);
   if (u == units.end()) {
-    return InvalidArgumentError(fmt::format("burst '{}' needs a unit: b, kb or mb (kb = 1024 bytes, as tc)", text));
+    return InvalidArgumentError(
+        fmt::format("burst '{}' needs a unit: b, kb or mb (kb = 1024 bytes, as tc)", text));
   }
   MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, "burst"));
   const double bytes = v * u->second;
   if (bytes < kMinBurst || bytes > kMaxBurst) {
-    return InvalidArgumentError(fmt::format("burst '{}' must be between 1600 bytes and 64 mb", text));
+    return InvalidArgumentError(
+        fmt::format("burst '{}' must be between 1600 bytes and 64 mb", text));
   }
   return static_cast<uint64_t>(bytes);
 }
@@ -74,7 +77,8 @@ Status SetKey(NetworkSpec& spec, std::string_view key, std::string_view value) {
     const auto digits = key.substr(4);
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
     if (ec != std::errc() || end != digits.data() + digits.size() || id < 1 || id > 256) {
-      return InvalidArgumentError(fmt::format("'{}': a node's own rate is nodeK=RATE, K in 1..256", key));
+      return InvalidArgumentError(
+          fmt::format("'{}': a node's own rate is nodeK=RATE, K in 1..256", key));
     }
     MURMUR_ASSIGN_OR_RETURN(spec.node_rate_bps[id], ParseRate(value));
   } else {
@@ -88,10 +92,12 @@ Status SetKey(NetworkSpec& spec, std::string_view key, std::string_view value) {
 
 StatusOr<uint64_t> ParseRate(std::string_view text) {
   const auto [digits, unit] = SplitUnit(text);
-  const std::map<std::string, double> units = {{"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}};
+  const std::map<std::string, double> units = {
+      {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}};
   const auto u = units.find(unit);
   if (u == units.end()) {
-    return InvalidArgumentError(fmt::format("rate '{}' needs a unit: bit, kbit, mbit or gbit", text));
+    return InvalidArgumentError(
+        fmt::format("rate '{}' needs a unit: bit, kbit, mbit or gbit", text));
   }
   MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, "rate"));
   const double bps = v * u->second;
@@ -117,7 +123,8 @@ uint64_t NetworkSpec::RateOf(int id) const {
 std::string NetworkSpec::Describe() const {
   if (!netns) return "loopback";
   std::string out = "network namespaces, " + RateText(rate_bps) + " per node each way";
-  for (const auto& [id, bps] : node_rate_bps) out += fmt::format(", node {} at {}", id, RateText(bps));
+  for (const auto& [id, bps] : node_rate_bps)
+    out += fmt::format(", node {} at {}", id, RateText(bps));
   if (topology == Topology::kTwoRacks) {
     out += ", two racks joined by " + RateText(uplink_bps > 0 ? uplink_bps : rate_bps);
   }
@@ -132,8 +139,8 @@ StatusOr<NetworkSpec> ParseNetworkSpec(std::string_view text) {
   NetworkSpec spec;
   if (text.empty() || text == "loopback") return spec;
   if (!text.starts_with("netns:")) {
-    return InvalidArgumentError(fmt::format(
-        "'{}' is not loopback or netns:rate=R[,...] (e.g. netns:rate=100mbit)", text));
+    return InvalidArgumentError(
+        fmt::format("'{}' is not loopback or netns:rate=R[,...] (e.g. netns:rate=100mbit)", text));
   }
   spec.netns = true;
   std::string_view rest = text.substr(6);
@@ -149,7 +156,8 @@ StatusOr<NetworkSpec> ParseNetworkSpec(std::string_view text) {
   }
   if (spec.rate_bps == 0) return InvalidArgumentError("netns needs rate=R (e.g. rate=100mbit)");
   if (spec.uplink_bps > 0 && spec.topology != Topology::kTwoRacks) {
-    return InvalidArgumentError("uplink is the link between two racks: it needs topology=two-racks");
+    return InvalidArgumentError(
+        "uplink is the link between two racks: it needs topology=two-racks");
   }
   return spec;
 }

@@ -25,11 +25,11 @@ namespace murmur::node::net {
 enum class Topology { kStar, kTwoRacks };
 
 struct NetworkSpec {
-  bool netns = false;       // false: loopback, and the rest is unused
-  uint64_t rate_bps = 0;    // bits per second, each way, per node
-  uint64_t burst_bytes = 0; // tbf bucket; 0: BurstFor(rate)
+  bool netns = false;        // false: loopback, and the rest is unused
+  uint64_t rate_bps = 0;     // bits per second, each way, per node
+  uint64_t burst_bytes = 0;  // tbf bucket; 0: BurstFor(rate)
   Topology topology = Topology::kStar;
-  uint64_t uplink_bps = 0;  // two-racks: the link between the racks; 0: rate_bps
+  uint64_t uplink_bps = 0;                // two-racks: the link between the racks; 0: rate_bps
   std::map<int, uint64_t> node_rate_bps;  // node id (1-based) -> its own rate
   Duration latency{0};
 

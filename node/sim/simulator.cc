@@ -32,6 +32,7 @@ struct Simulator::Impl {
     uint64_t step_clock = 0;
     uint64_t sequence = 0;
     bool computing = false;
+    Duration eval_debt{0};  // evaluations not yet paid for by a computation
     gossip::StepComputed step_done;
     uint64_t gradient_iteration = 0;
     std::deque<Queued> queued;  // machine messages that arrived while it computed
@@ -273,7 +274,9 @@ struct Simulator::Impl {
   void StartCompute(size_t i, int64_t rows) {
     Node& n = nodes[i];
     const Duration samples = o.cost_per_sample * rows;
-    const Duration compute = samples + o.cost_per_step;
+    // The evaluations since the last step ran on this thread first (cost_per_eval_row).
+    const Duration compute = samples + o.cost_per_step + n.eval_debt;
+    n.eval_debt = Duration(0);
     n.computing = true;
     if (result.first_step_s < 0) result.first_step_s = Seconds(now.time_since_epoch());
     ++n.r.steps;
@@ -352,6 +355,7 @@ struct Simulator::Impl {
           workload->ResetOptimizer(i);
         } else if (auto* e = std::get_if<gossip::Evaluate>(&action)) {
           const auto [accuracy, loss] = workload->Evaluate(e->model, e->full);
+          n.eval_debt += o.cost_per_eval_row * workload->EvaluationRows(e->full);
           if (n.gossip) n.gossip->Step(gossip::Evaluated{accuracy, loss}, now);
           if (n.sync) n.sync->Step(gossip::Evaluated{accuracy, loss}, now);
         } else if (auto* w = std::get_if<gossip::Wait>(&action)) {

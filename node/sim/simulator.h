@@ -87,6 +87,10 @@ struct SimOptions {
   // CPU time a step costs beyond its samples (the real node's mixing, compression, applying
   // arrivals); not scaled by a straggler's slowdown, which the real driver applies to the batch.
   Duration cost_per_step{0};
+  // CPU time per test row of an evaluation (Workload::EvaluationRows). The real driver evaluates
+  // on the training thread between steps: the time is added to the node's next computation
+  // (the result itself is handed to the machine at once).
+  Duration cost_per_eval_row{0};
   // The cores the nodes' computations share (cpu.h: processor sharing; an injected delay frees
   // its core); 0: every node has its own, as on a machine per node.
   int cores = 0;

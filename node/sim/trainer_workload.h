@@ -53,6 +53,9 @@ class TrainerWorkload final : public Workload {
                                   std::span<const coding::WeightedSample> own,
                                   std::span<const float> model) override;
   std::pair<double, double> Evaluate(std::span<const float> model, bool full) override;
+  int64_t EvaluationRows(bool full) const override {
+    return full ? data_.test.rows : eval_subset_.rows;
+  }
 
  private:
   TrainerWorkload(node::TrainTest data, const TrainerWorkloadOptions& options);

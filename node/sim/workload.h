@@ -50,6 +50,11 @@ class Workload {
   // (accuracy, loss) of a model on the test set (`full`), or on its periodic-evaluation subset;
   // accuracy < 0 when the task has none.
   virtual std::pair<double, double> Evaluate(std::span<const float> model, bool full) = 0;
+  // The test rows Evaluate(…, full) computes on (what an evaluation costs); 0: free.
+  virtual int64_t EvaluationRows(bool full) const {
+    (void)full;
+    return 0;
+  }
   // How far a model is from the task's optimum (relative), or nullopt when unknown.
   virtual std::optional<double> OptimumDistance(std::span<const float> model) const {
     (void)model;

@@ -18,7 +18,8 @@ TEST(NetworkSpecTest, LoopbackIsTheDefault) {
 
 TEST(NetworkSpecTest, ParsesEveryPart) {
   auto spec = ParseNetworkSpec(
-      "netns:rate=100mbit,burst=256kb,topology=two-racks,uplink=1gbit,latency=5ms,node3=10mbit,node12=2.5mbit");
+      "netns:rate=100mbit,burst=256kb,topology=two-racks,uplink=1gbit,latency=5ms,node3=10mbit,"
+      "node12=2.5mbit");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->netns);
   EXPECT_EQ(spec->rate_bps, 100'000'000u);
@@ -48,8 +49,8 @@ TEST(NetworkSpecTest, RatesAtTheirEdges) {
 }
 
 TEST(NetworkSpecTest, BurstFollowsTheRate) {
-  EXPECT_EQ(BurstFor(10'000'000), 32u * 1024);        // 10 ms would be 12.5 KB: the floor
-  EXPECT_EQ(BurstFor(1'000'000'000), 1'250'000u);     // 10 ms of 1 Gbit/s
+  EXPECT_EQ(BurstFor(10'000'000), 32u * 1024);     // 10 ms would be 12.5 KB: the floor
+  EXPECT_EQ(BurstFor(1'000'000'000), 1'250'000u);  // 10 ms of 1 Gbit/s
 }
 
 TEST(NetworkSpecTest, RefusesWithTheReason) {

@@ -125,6 +125,76 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
               static_cast<unsigned long long>(a.messages), a.virtual_s, a.wall_s);
 }
 
+// A workload whose evaluations cost test rows (TrainerWorkload's are the test set's), counting
+// the periodic ones.
+class EvaluatingWorkload final : public Workload {
+ public:
+  explicit EvaluatingWorkload(SyntheticWorkload& inner) : inner_(inner) {}
+  size_t nodes() const override { return inner_.nodes(); }
+  size_t dimension() const override { return inner_.dimension(); }
+  int64_t dataset_rows() const override { return inner_.dataset_rows(); }
+  std::vector<float> InitialModel() const override { return inner_.InitialModel(); }
+  std::vector<float> OwnInitialModel(uint64_t id) const override { return inner_.OwnInitialModel(id); }
+  int64_t ShardRows(size_t node) const override { return inner_.ShardRows(node); }
+  std::span<float> Params(size_t node) override { return inner_.Params(node); }
+  void Reset(size_t node, std::span<const float> model) override { inner_.Reset(node, model); }
+  std::pair<double, int64_t> Step(size_t node, std::optional<double> lr) override {
+    return inner_.Step(node, lr);
+  }
+  std::span<const float> Gradient(size_t node, uint64_t iteration,
+                                  std::span<const coding::WeightedSample> own,
+                                  std::span<const float> model) override {
+    return inner_.Gradient(node, iteration, own, model);
+  }
+  std::pair<double, double> Evaluate(std::span<const float> model, bool full) override {
+    periodic += !full;
+    return inner_.Evaluate(model, full);
+  }
+  int64_t EvaluationRows(bool full) const override { return full ? 5000 : 500; }
+  int periodic = 0;
+
+ private:
+  SyntheticWorkload& inner_;
+};
+
+// An evaluation costs its rows × cost_per_eval_row of the node's thread, paid before its next
+// step: each node's compute time beyond its steps' is what its periodic evaluations cost (the
+// last one of a node, after its last step, and the final full one are never paid).
+TEST(SimulatorTest, EvaluationsCostTheirRowsBeforeTheNextStep) {
+  constexpr auto kSample = std::chrono::microseconds(100);
+  auto run = [&](Duration per_row, int* evaluations) {
+    SyntheticWorkload inner(4, 1000, 6000, 64, 0.5, 5);
+    EvaluatingWorkload w(inner);
+    SimOptions o = GossipOptions(4, 10 * 6000);
+    o.seed = 5;
+    o.cost_per_sample = kSample;
+    o.cost_per_eval_row = per_row;
+    o.gossip.eval_every = 10;
+    auto sim = Simulator::Create(o, &w);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    SimResult r = (*sim)->Run();
+    *evaluations = w.periodic;
+    return r;
+  };
+  int free_evals = 0, paid_evals = 0;
+  const SimResult free = run(Duration(0), &free_evals);
+  const SimResult paid = run(std::chrono::microseconds(100), &paid_evals);  // 50 ms each
+  ASSERT_TRUE(free.all_over && paid.all_over);
+  auto evaluation_s = [&](const SimResult& r) {
+    double s = 0;
+    for (const SimNodeResult& n : r.nodes) s += n.compute_s - n.steps * 64 * 1e-4;
+    return s;
+  };
+  std::printf("free: %d evaluations, %.4f s beyond the steps, %.2f virtual s; paid: %d, %.4f s, "
+              "%.2f virtual s\n", free_evals, evaluation_s(free), free.virtual_s, paid_evals,
+              evaluation_s(paid), paid.virtual_s);
+  EXPECT_NEAR(evaluation_s(free), 0, 1e-6);
+  ASSERT_GT(paid_evals, 20);
+  EXPECT_LE(evaluation_s(paid), paid_evals * 0.05 + 1e-6);
+  EXPECT_GE(evaluation_s(paid), (paid_evals - 4) * 0.05 - 1e-6);
+  EXPECT_GT(paid.virtual_s, free.virtual_s + 0.05 * paid_evals / 4 * 0.5);
+}
+
 // One run of a synchronous mode on the N = 12 workers of the CodedReduce paper's setting (n = 3,
 // L = 2, s = 1), full-batch least squares, `straggle` applied to the given nodes (process indices).
 SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle,
