@@ -31,7 +31,7 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
               and bytes sent
   links       the simulator against real shaped links (root): murmur local --network
               netns:rate=100mbit and 10mbit, gossip and ring all-reduce at 8 nodes, one epoch,
-              against murmur sim with the same link rate: time to 80 % and bytes per node
+              against murmur sim with the same link rate: time to 75 % and bytes per node
 """
 import argparse
 import json
@@ -327,7 +327,7 @@ def real(murmur, seed):
 
 def links(murmur, seed):
     """Real runs on shaped links (murmur local --network netns:..., root) against murmur sim on
-    the same link rates: time to 80 % and bytes per node, 8 nodes, one epoch."""
+    the same link rates: time to 75 % and bytes per node, 8 nodes, one epoch."""
     import tempfile
     sys.path.insert(0, os.path.join(ROOT, "experiment"))
     import runs as R
@@ -338,7 +338,9 @@ def links(murmur, seed):
                        capture_output=True, text=True, check=True)
     cost_us = 1e6 / json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
     cores = os.cpu_count() or 1
-    target = 0.80
+    # A target the one-epoch runs cross on their way up, not one they end near (gossip ends at
+    # about 0.81 here, where a hundredth of accuracy is twenty steps).
+    target = 0.75
     print(f"## Real links against simulated ones (8 nodes, one epoch, time to {target:.0%} from "
           "launch, and in brackets from the first step)\n")
     print(f"Real: `murmur local --network netns:rate=R` (tc tbf each way per node). Simulated: `murmur sim "

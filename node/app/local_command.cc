@@ -411,6 +411,9 @@ int LocalCommand::Run() {
                                 gossip::ModeName(config.mode), made->processes));
     }
     processes = static_cast<int>(made->processes);
+    // The run's record (config.toml) names its workers as nodes, so that it repeats the run
+    // (NodesAsOneLayer accepts nodes with n and L when they agree).
+    texts["nodes"] = std::to_string(made->workers);
     plan = *std::move(made);
   } else if (config.mode == Mode::kGossip) {
     if (auto options = GossipOptionsFrom(config.gossip); !options.ok()) {
