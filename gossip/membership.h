@@ -113,6 +113,9 @@ inline constexpr std::string_view kRejectMemberLimit = "member_limit";
 inline constexpr std::string_view kRejectImpersonation = "impersonation";
 inline constexpr std::string_view kRejectMalformedMember = "malformed_member";
 inline constexpr std::string_view kRejectJoinBacklog = "join_backlog";
+// A claim about itself (a Join, or a stranger's own entry) whose claimed address did not answer
+// the verification Ping within a probe period: not admitted.
+inline constexpr std::string_view kRejectUnverified = "unverified_member";
 
 // A message for the transport: send `payload` to `address` in an Envelope carrying this node's
 // id and current incarnation().

@@ -121,7 +121,12 @@ void Membership::Expire(TimePoint now) {
     it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
   }
   for (auto it = candidates_.begin(); it != candidates_.end();) {
-    it = now >= it->second.expires ? candidates_.erase(it) : std::next(it);
+    if (now < it->second.expires) {
+      ++it;
+      continue;
+    }
+    CountRejection(kRejectUnverified);
+    it = candidates_.erase(it);
   }
   // Every member's deadline is noted when it is set (NoteDeadlines), so the walk over the
   // members runs only when one is due: O(1) per tick instead of O(members).

@@ -97,8 +97,11 @@ TEST(HostileMembershipTest, AMemberIsAdmittedOnlyAfterAnsweringAtItsAddress) {
   for (NodeId id = 100; id < 120; ++id) m.Step(From(id, 5, Join{Entry(id, 5, MemberState::kAlive)}), now);
   EXPECT_EQ(m.rejected().at(std::string(kRejectJoinBacklog)), 20u - 6u)
       << "the claims of 7 (its digest) and 8 (its ack) hold two of the 8 places";
+  EXPECT_EQ(m.rejected().count(std::string(kRejectUnverified)), 0u);
   m.Tick(now + o.probe_interval);
   m.TakeOutput();
+  EXPECT_EQ(m.rejected().at(std::string(kRejectUnverified)), 8u)
+      << "the 8 claims that never answered (7's, 8's and six Joins) are counted as they expire";
   EXPECT_TRUE(Admit(m, Entry(200, 5, MemberState::kAlive), now + o.probe_interval));
   EXPECT_EQ(m.Members().size(), 3u) << "this node, 9 and 200; no stranger that did not answer";
 }
