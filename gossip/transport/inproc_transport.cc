@@ -11,7 +11,7 @@ namespace murmur::transport {
 // The state of one bound transport, shared with the network so senders can deliver to it and it
 // can flush its queues when a peer binds.
 struct InProcState {
-  explicit InProcState(const TransportOptions& o) : options(o), inbox(o.max_inbox_messages) {}
+  explicit InProcState(const TransportOptions& o) : options(o), inbox(o.max_inbox_messages, o.max_inbox_bytes) {}
   void Flush(const std::string& peer, InProcNetwork& network);
 
   const TransportOptions options;
@@ -60,6 +60,13 @@ class InProcNetwork {
       receiver = it->second.lock();
     }
     if (!receiver) return false;
+    bool oversized = false;  // as the ZeroMQ socket's maxmsgsize: a larger frame is refused
+    for (const Frame& f : message.frames) oversized |= f.size() > receiver->options.max_frame_bytes;
+    if (oversized) {
+      std::lock_guard<std::mutex> lock(receiver->mu);
+      ++receiver->stats.refused_malformed;
+      return true;
+    }
     if (message.header.size() == 0 || message.frames.size() > receiver->options.max_frames) {
       std::lock_guard<std::mutex> lock(receiver->mu);
       ++receiver->stats.refused_malformed;

@@ -42,7 +42,7 @@ void Inbox::Push(Message message) {
     received_bytes_ += message.bytes();
     bytes_ += message.bytes();
     queue_.push_back(std::move(message));
-    while (queue_.size() > max_messages_) {
+    while (queue_.size() > max_messages_ || (bytes_ > max_bytes_ && queue_.size() > 1)) {
       DropOldest(queue_, bytes_);
       ++dropped_;
     }

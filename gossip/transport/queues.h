@@ -39,7 +39,7 @@ class SendQueue {
 // Received messages waiting for the consumer. Thread-safe.
 class Inbox {
  public:
-  explicit Inbox(size_t max_messages) : max_messages_(max_messages) {}
+  Inbox(size_t max_messages, size_t max_bytes) : max_messages_(max_messages), max_bytes_(max_bytes) {}
   void Push(Message message);
   std::optional<Message> Pop(std::chrono::milliseconds timeout);
   // Adds this inbox's counters to `stats`.
@@ -48,6 +48,7 @@ class Inbox {
 
  private:
   size_t max_messages_;
+  size_t max_bytes_;  // the newest message stays even when it alone is larger
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> queue_;

@@ -75,6 +75,9 @@ struct TransportOptions {
   size_t max_queued_messages = 256;          // per peer
   size_t max_queued_bytes = size_t{512} << 20;  // per peer
   size_t max_inbox_messages = 4096;
+  // Received bytes held for the consumer; beyond it the oldest messages are dropped (counted
+  // as dropped_inbox), so a flood of large frames holds at most this much.
+  size_t max_inbox_bytes = size_t{1} << 30;
   // Outgoing connections kept at once; a new peer beyond it closes the least recently used one
   // (its queue is dropped and counted). Memberships full of invented members cannot exhaust
   // file descriptors or memory.

@@ -46,7 +46,7 @@ class ZmqTransport final : public Transport {
         router_(std::move(router)),
         endpoint_(std::move(endpoint)),
         wake_fd_(wake_fd),
-        inbox_(options.max_inbox_messages) {
+        inbox_(options.max_inbox_messages, options.max_inbox_bytes) {
     thread_ = std::thread([this] { Run(); });
   }
 

@@ -304,6 +304,22 @@ TEST_P(TransportConformanceTest, RefusesMessagesWithTooManyFrames) {
   EXPECT_EQ(b->Stats().refused_malformed, 1u);
 }
 
+// A frame above max_frame_bytes never reaches the consumer (ZeroMQ's socket refuses it from its
+// size, before reading it, and drops that connection); other senders are not affected.
+TEST_P(TransportConformanceTest, RefusesFramesAboveTheFrameBound) {
+  TransportOptions small = Roomy();
+  small.max_frame_bytes = 4096;
+  auto b = Make(FreshListen(), small);
+  auto a = Make(FreshListen(), Roomy());
+  auto c = Make(FreshListen(), Roomy());
+  a->Send(b->endpoint(), Numbered(1, Traffic::kUpdate, {Frame::FromString(std::string(5000, 'x'))}));
+  c->Send(b->endpoint(), Numbered(2, Traffic::kUpdate, {Frame::FromString(std::string(4096, 'y'))}));
+  auto got = ReceiveN(*b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(NumberOf(got[0]), 2u);
+  EXPECT_TRUE(ReceiveN(*b, 1, milliseconds(300)).empty()) << "the oversized frame arrived";
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformanceTest,
                          ::testing::Values("tcp", "ipc", "inproc"),
                          [](const auto& info) { return info.param; });

@@ -96,6 +96,15 @@ class Attacker {
     coding::EncodeDense(plus_ten, frame);
     Send(kAttacker, gossip::UpdateHeader{1, 0, dimension_, true, true}, Clock(), &frame);
   }
+  // `count` updates from invented senders, each with a frame of `mb` megabytes (garbage: what
+  // matters is what the receiver holds before it looks).
+  void Huge(int count, size_t mb) {
+    const std::vector<std::byte> frame(mb << 20, std::byte{7});
+    for (int i = 0; i < count; ++i) {
+      Send(kAttacker + 1000 + static_cast<gossip::NodeId>(i), gossip::UpdateHeader{1, 0, dimension_, true, true},
+           Clock(), &frame);
+    }
+  }
   void Finished() {
     std::lock_guard lock(mu_);
     self_.finished = true;
@@ -233,7 +242,8 @@ class Attacker {
 int Usage() {
   std::fprintf(stderr,
                "usage: murmur_attack [--cluster-public KEY] ENDPOINT CLUSTER DIMENSION ATTACK...\n"
-               "ATTACK: join | dense | finished | accuse:ID | clock | leave-snapshot | invented:N\n");
+               "ATTACK: join | dense | finished | accuse:ID | clock | leave-snapshot | invented:N | "
+               "huge:N:MB\n");
   return 2;
 }
 
@@ -277,6 +287,11 @@ int main(int argc, char** argv) {
       attacker.ClockJump();
     } else if (attack == "leave-snapshot") {
       attacker.LeaveThenAskForTheModel();
+    } else if (attack.starts_with("huge:")) {
+      char* end = nullptr;
+      const long count = std::strtol(attack.c_str() + 5, &end, 10);
+      if (*end != ':') return Usage();
+      attacker.Huge(static_cast<int>(count), std::strtoull(end + 1, nullptr, 10));
     } else if (attack.starts_with("invented:")) {
       attacker.Invented(std::strtoull(attack.c_str() + 9, nullptr, 10));
     } else {

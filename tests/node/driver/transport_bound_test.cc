@@ -1,0 +1,46 @@
+// A gossip node's transport is bounded by its model (node/driver/gossip_session.h): no frame
+// above a dense model's encoding, and an inbox of at most kInboxModels of them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "coding/update.h"
+#include "coding/update_codec.h"
+#include "node/driver/gossip_session.h"
+
+namespace murmur::node {
+namespace {
+
+TEST(TransportBoundTest, TheLargestLegitimateFrameFitsAndTheBoundOnlyTightens) {
+  for (size_t d : {size_t{1}, size_t{7}, size_t{235146}, size_t{10'000'000}}) {
+    SCOPED_TRACE(d);
+    transport::TransportOptions o;
+    BoundTransportByModel(d, o);
+    // A dense fp32 update of d values, and a sparse one of all but one (a bitmap index): the
+    // largest frames the codec makes for this model.
+    coding::Update dense;
+    dense.dimension = static_cast<uint32_t>(d);
+    dense.dense = true;
+    dense.values.assign(d, 1.5f);
+    EXPECT_GE(o.max_frame_bytes, coding::EncodedSize(dense));
+    coding::Update sparse;
+    sparse.dimension = static_cast<uint32_t>(d);
+    for (uint32_t i = 1; i < d; ++i) sparse.indices.push_back(i);
+    sparse.values.assign(d - 1, 1.5f);
+    EXPECT_GE(o.max_frame_bytes, coding::EncodedSize(sparse));
+    EXPECT_GE(o.max_frame_bytes, d * sizeof(float));  // a snapshot or a final model
+    EXPECT_LE(o.max_frame_bytes, d * sizeof(float) + d / 8 + 64 * 1024);
+    EXPECT_EQ(o.max_inbox_bytes, std::min(transport::TransportOptions{}.max_inbox_bytes,
+                                          kInboxModels * o.max_frame_bytes));
+    transport::TransportOptions tight;
+    tight.max_frame_bytes = 100;
+    tight.max_inbox_bytes = 1000;
+    BoundTransportByModel(d, tight);
+    EXPECT_EQ(tight.max_frame_bytes, 100u) << "a tighter setting stays";
+    EXPECT_EQ(tight.max_inbox_bytes, 1000u);
+  }
+}
+
+}  // namespace
+}  // namespace murmur::node
