@@ -37,20 +37,30 @@ std::pair<std::string_view, std::string> SplitUnit(std::string_view text) {
   return {text.substr(0, at), unit};
 }
 
-StatusOr<uint64_t> ParseBurst(std::string_view text) {
+// `text` as a number times one of `units` (their names lower case, matched in any case), within
+// [lo, hi]; `what` and `range` name it in errors.
+StatusOr<double> WithUnit(std::string_view text, const std::map<std::string, double>& units,
+                          std::string_view what, double lo, double hi, std::string_view range) {
   const auto [digits, unit] = SplitUnit(text);
-  const std::map<std::string, double> units = {{"b", 1}, {"kb", 1024}, {"mb", 1024.0 * 1024}};
   const auto u = units.find(unit);
   if (u == units.end()) {
-    return InvalidArgumentError(
-        fmt::format("burst '{}' needs a unit: b, kb or mb (kb = 1024 bytes, as tc)", text));
+    std::string names;
+    for (const auto& [name, scale] : units) names += (names.empty() ? "" : ", ") + name;
+    return InvalidArgumentError(fmt::format("{} '{}' needs a unit: {}", what, text, names));
   }
-  MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, "burst"));
-  const double bytes = v * u->second;
-  if (bytes < kMinBurst || bytes > kMaxBurst) {
-    return InvalidArgumentError(
-        fmt::format("burst '{}' must be between 1600 bytes and 64 mb", text));
+  MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, what));
+  const double value = v * u->second;
+  if (value < lo || value > hi) {
+    return InvalidArgumentError(fmt::format("{} '{}' must be between {}", what, text, range));
   }
+  return value;
+}
+
+// tc's byte units: kb = 1024 bytes.
+StatusOr<uint64_t> ParseBurst(std::string_view text) {
+  MURMUR_ASSIGN_OR_RETURN(double bytes,
+                          WithUnit(text, {{"b", 1}, {"kb", 1024}, {"mb", 1024.0 * 1024}}, "burst",
+                                   kMinBurst, kMaxBurst, "1600 bytes and 64 mb"));
   return static_cast<uint64_t>(bytes);
 }
 
@@ -91,19 +101,9 @@ Status SetKey(NetworkSpec& spec, std::string_view key, std::string_view value) {
 }  // namespace
 
 StatusOr<uint64_t> ParseRate(std::string_view text) {
-  const auto [digits, unit] = SplitUnit(text);
-  const std::map<std::string, double> units = {
-      {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}};
-  const auto u = units.find(unit);
-  if (u == units.end()) {
-    return InvalidArgumentError(
-        fmt::format("rate '{}' needs a unit: bit, kbit, mbit or gbit", text));
-  }
-  MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, "rate"));
-  const double bps = v * u->second;
-  if (bps < kMinRate || bps > kMaxRate) {
-    return InvalidArgumentError(fmt::format("rate '{}' must be between 8kbit and 100gbit", text));
-  }
+  MURMUR_ASSIGN_OR_RETURN(
+      double bps, WithUnit(text, {{"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}}, "rate",
+                           kMinRate, kMaxRate, "8kbit and 100gbit"));
   return static_cast<uint64_t>(std::llround(bps));
 }
 
