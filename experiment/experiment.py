@@ -143,13 +143,20 @@ def matches(labels, rule):
                for k, v in rule.items())
 
 
-def only(runs, picks):
-    """The runs whose labels match every --only AXIS=LABEL[,LABEL...]."""
+def only_rule(scn, picks):
+    """--only AXIS=LABEL[,LABEL...] (repeatable) as a rule for matches(); ScenarioError naming
+    the pick that is not an axis of `scn` with its labels."""
     rule = {}
+    axis_names = [a for a, _ in scn["axes"]]
     for pick in picks:
-        axis, _, labels = pick.partition("=")
+        axis, eq, labels = pick.partition("=")
+        known = {label for n, values in scn["axes"] if n == axis for label, _ in values}
+        if not eq or axis not in axis_names or any(x not in known for x in labels.split(",")):
+            raise ScenarioError(f"--only {pick}: not AXIS=LABEL with an axis of "
+                                f"{', '.join(axis_names)} and its labels (here: "
+                                f"{', '.join(sorted(known))})")
         rule.setdefault(axis, []).extend(labels.split(","))
-    return [r for r in runs if matches(r["labels"], rule)]
+    return rule
 
 
 def grid(scn):
@@ -319,17 +326,12 @@ def main(argv=None):
         print(f"murmur experiment: {e}", file=sys.stderr)
         return 2
     runs = all_runs = grid(scn)
-    axis_names = [a for a, _ in scn["axes"]]
-    for pick in a.only:
-        axis, eq, labels = pick.partition("=")
-        known = {label for n, values in scn["axes"] if n == axis for label, _ in values}
-        bad = [x for x in labels.split(",") if x not in known]
-        if not eq or axis not in axis_names or bad:
-            print(f"murmur experiment: --only {pick}: not AXIS=LABEL with an axis of "
-                  f"{', '.join(axis_names)} and its labels (here: {', '.join(sorted(known))})",
-                  file=sys.stderr)
-            return 2
-    runs = only(runs, a.only) if a.only else runs
+    try:
+        rule = only_rule(scn, a.only)
+    except ScenarioError as e:
+        print(f"murmur experiment: {e}", file=sys.stderr)
+        return 2
+    runs = [r for r in runs if matches(r["labels"], rule)]
     if not runs:
         print("murmur experiment: --only leaves no cell to run", file=sys.stderr)
         return 2

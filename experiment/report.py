@@ -382,9 +382,9 @@ def time_by_link_rate(figs, runs, color, target):
         for rate in rates:
             times = [R.time_to(r["accuracy"] + ([r["final"]] if r.get("final") else []), target)
                      for x, r in rated if x == rate and r["labels"].get(color) == c]
-            mean, _, mx = stats(times)
             if not times:
                 continue
+            mean, _, mx = stats(times)
             if mean is None or any(t is None for t in times):
                 never.append((rate / 1e6, PALETTE[ci % len(PALETTE)]))
             if mean is not None:

@@ -23,14 +23,14 @@ constexpr const char* kNetnsDir = "/run/netns";
 Status Run(const std::vector<std::string>& argv) {
   int err[2];
   if (::pipe2(err, O_CLOEXEC) != 0) return InternalError("pipe failed");
+  std::vector<char*> args;  // made before fork: the child allocates nothing
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return InternalError("fork failed");
   if (pid == 0) {
     ::dup2(err[1], STDERR_FILENO);
     ::dup2(err[1], STDOUT_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     ::execvp(args[0], args.data());
     ::_exit(127);
   }

@@ -24,8 +24,8 @@ Status CheckCanBuild();
 // Removes the namespaces of runs whose process is gone (a killed run); returns their names.
 std::vector<std::string> RemoveLeftovers();
 
-// The namespaces' names this process made and has not yet removed, for tests and diagnosis:
-// every namespace whose name starts with `prefix` ("murmur-" for every run's).
+// The names of the namespaces under /run/netns that start with `prefix` ("murmur-": every
+// run's; "murmur-PID-": one run's), sorted.
 std::vector<std::string> ListNamespaces(const std::string& prefix);
 
 class NetnsNetwork {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "node/peer/straggler.h"
@@ -39,13 +41,17 @@ std::pair<std::string_view, std::string> SplitUnit(std::string_view text) {
 
 // `text` as a number times one of `units` (their names lower case, matched in any case), within
 // [lo, hi]; `what` and `range` name it in errors.
-StatusOr<double> WithUnit(std::string_view text, const std::map<std::string, double>& units,
+StatusOr<double> WithUnit(std::string_view text,
+                          const std::vector<std::pair<std::string, double>>& units,
                           std::string_view what, double lo, double hi, std::string_view range) {
   const auto [digits, unit] = SplitUnit(text);
-  const auto u = units.find(unit);
+  const auto u =
+      std::find_if(units.begin(), units.end(), [&](const auto& n) { return n.first == unit; });
   if (u == units.end()) {
     std::string names;
-    for (const auto& [name, scale] : units) names += (names.empty() ? "" : ", ") + name;
+    for (size_t i = 0; i < units.size(); ++i) {
+      names += (i == 0 ? "" : i + 1 == units.size() ? " or " : ", ") + units[i].first;
+    }
     return InvalidArgumentError(fmt::format("{} '{}' needs a unit: {}", what, text, names));
   }
   MURMUR_ASSIGN_OR_RETURN(double v, Number(digits, what));

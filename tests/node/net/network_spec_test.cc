@@ -69,7 +69,7 @@ TEST(NetworkSpecTest, RefusesWithTheReason) {
       {"netns:rate=1mbit,burst=1kb", "between 1600 bytes"},
       {"netns:rate=1mbit,burst=64", "needs a unit"},
       {"netns:rate=1mbit,latency=11s", "above 10 s"},
-      {"netns:rate=1mbit,latency=5", ""},
+      {"netns:rate=1mbit,latency=5", "needs a unit"},
   };
   for (const auto& [text, why] : cases) {
     auto spec = ParseNetworkSpec(text);
