@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string>
 
+#include "base/spec.h"
 #include "coding/compressor.h"
 #include "coding/operator_traits.h"
 #include "fmt/format.h"
@@ -13,17 +14,6 @@ namespace {
 using internal::HasRatio;
 using internal::HasTau;
 using internal::HasValueChoice;
-
-template <typename T>
-StatusOr<T> ParseNumber(std::string_view text, std::string_view what) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) {
-    return InvalidArgumentError(fmt::format("{} '{}' is not a number", what, text));
-  }
-  return value;
-}
 
 StatusOr<bool> ParseOnOff(std::string_view text, std::string_view what) {
   if (text == "on" || text == "true" || text == "1") return true;
@@ -40,17 +30,10 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
   auto error = [spec](std::string_view why) {
     return InvalidArgumentError(fmt::format("compression spec '{}': {}", spec, why));
   };
-  std::vector<std::string_view> parts;
-  for (size_t begin = 0;;) {
-    const size_t comma = spec.find(',', begin);
-    parts.push_back(spec.substr(begin, comma == std::string_view::npos ? comma : comma - begin));
-    if (comma == std::string_view::npos) break;
-    begin = comma + 1;
-  }
-  std::string_view head = parts[0];
-  std::string_view name = head.substr(0, head.find(':'));
-  std::optional<std::string_view> parameter;
-  if (head.find(':') != std::string_view::npos) parameter = head.substr(head.find(':') + 1);
+  auto split = SplitSpec(spec);
+  if (!split.ok()) return error(split.status().message());
+  const std::string_view name = split->name;
+  const std::optional<std::string_view> parameter = split->parameter;
 
   static constexpr std::pair<std::string_view, Operator> kNames[] = {
       {"none", Operator::kNone},           {"fp16", Operator::kFp16},
@@ -75,11 +58,7 @@ StatusOr<CompressorOptions> ParseCompressorSpec(std::string_view spec) {
       return error(fmt::format("{} takes no parameter", name));
     }
   }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const size_t eq = parts[i].find('=');
-    if (eq == std::string_view::npos) return error(fmt::format("'{}' is not key=value", parts[i]));
-    const std::string_view key = parts[i].substr(0, eq);
-    const std::string_view value = parts[i].substr(eq + 1);
+  for (const auto& [key, value] : split->options) {
     if (key == "values" && HasValueChoice(o.op)) {
       if (value == "fp32") {
         o.mantissa_bits = 23;

@@ -26,6 +26,7 @@ Status GossipNodeOptions::Validate() const {
   if (join_attempts < 1) return InvalidArgumentError("join_attempts must be at least 1");
   if (shard_rows < 1) return InvalidArgumentError("shard_rows must be at least 1");
   if (finish_wait.count() < 0) return InvalidArgumentError("finish_wait must not be negative");
+  if (outer.has_value()) MURMUR_RETURN_IF_ERROR(outer->Validate());
   return OkStatus();
 }
 
@@ -399,14 +400,19 @@ double GossipNode::ConsensusEstimate() const {
   return sum / n;
 }
 
+bool GossipNode::OuterActive() const {
+  return o_.outer.has_value() && s_.local_epoch >= o_.outer->start_epoch;
+}
+
 bool GossipNode::SparseSchedule() const {
-  if (o_.local_steps != 0) return false;
+  if (o_.local_steps != 0 || OuterActive()) return false;
   if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return false;
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
   return SparseScheduleFor(o_.compressor, view.size());
 }
 
 int GossipNode::CurrentH() const {
+  if (OuterActive()) return o_.outer->every;
   const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
                     ? o_.post_local_steps
                 : o_.local_steps == 0 ? (SparseSchedule() ? 2 : 1)
@@ -487,6 +493,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
 void GossipNode::AdoptReceivedModel() {
   if (received_model_->size() == x_.size()) {
     SetModel(*received_model_);
+    if (outer_.has_value()) outer_->Restart(x_);
     Emit(ResetOptimizer{});
     s_.step = std::max(s_.step, received_model_clock_);
   }
@@ -501,6 +508,7 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   for (NodeId id : mixing) clock = std::max(clock, sync_.ClockOf(id));
   // NeighbourAverage leaves x_ untouched when it has nothing to average.
   if (clock > s_.step && choco_->NeighbourAverage(view, x_)) {
+    if (outer_.has_value()) outer_->Restart(x_);
     Emit(ResetOptimizer{});
     MURMUR_LOG_DEBUG("node {}: caught up from step {} to {} with the neighbours' average", o_.self,
                      s_.step, clock);
@@ -540,10 +548,11 @@ void GossipNode::Round() {
     if (observer_ != nullptr) observer_->RoundPublished();
     choco_->Mix(x_, view, s_.rounds, damping, *stats);
   }
-  if (!stats.ok()) {
-    MURMUR_LOG_ERROR("node {}: {}", o_.self, stats.status().ToString());
+  Status outer = stats.ok() ? OuterRound() : stats.status();
+  if (!outer.ok()) {
+    MURMUR_LOG_ERROR("node {}: {}", o_.self, outer.ToString());
     phase_ = Phase::kOver;
-    Emit(RunOver{stats.status()});
+    Emit(RunOver{outer});
     return;
   }
   ++s_.rounds;
@@ -571,6 +580,18 @@ void GossipNode::Round() {
                     o_.self, choco_->options().guard_checks, stats->consensus_distance,
                     choco_->gamma());
   }
+}
+
+Status GossipNode::OuterRound() {
+  if (!OuterActive()) return OkStatus();
+  if (!outer_.has_value()) {
+    MURMUR_ASSIGN_OR_RETURN(outer_, OuterOptimizer::Create(*o_.outer, o_.device, x_));
+    return OkStatus();
+  }
+  MURMUR_ASSIGN_OR_RETURN(OuterStats stats, outer_->Step(x_));
+  ++s_.outer_rounds;
+  s_.outer_delta = stats.relative;
+  return OkStatus();
 }
 
 }  // namespace murmur::gossip

@@ -71,6 +71,7 @@
 #include "gossip/choco.h"
 #include "gossip/consensus_finish.h"
 #include "gossip/node_io.h"
+#include "gossip/outer_optimizer.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
 #include "kernels/device.h"
@@ -102,6 +103,10 @@ struct GossipNodeOptions {
   double post_local_epoch = -1;  // from this local epoch on, H = post_local_steps (< 0: never)
   int post_local_steps = 1;
   int64_t shard_rows = 1;       // this node's rows (local epochs)
+  // The outer optimizer (outer_optimizer.h): from its start epoch on, every round is an outer
+  // round every `outer->every` steps (local_steps, post_local_* and consensus control no longer
+  // set H). None: the rounds mix the model and nothing more.
+  std::optional<OuterOptions> outer;
   // The learning rate of each step, at the cluster's samples (every member at the same point of
   // the schedule); none: the trainer's own.
   std::optional<kernels::LrSchedule> lr_schedule;
@@ -192,6 +197,8 @@ struct GossipNodeState {
   double accuracy = -1;       // last evaluation (-1: none yet)
   uint64_t accuracy_step = 0;
   uint64_t rounds = 0;
+  uint64_t outer_rounds = 0;     // outer steps taken (GossipNodeOptions::outer)
+  double outer_delta = 0;        // ‖Δ̄‖ / ‖a‖ of the latest outer step
   uint64_t max_lag = 0;
   double consensus_distance = 0;
   double consensus_average = 0;  // over recent rounds (consensus control)
@@ -308,6 +315,10 @@ class GossipNode {
   // The mean of consensus_average and the mixing peers' latest estimates (consensus control).
   double ConsensusEstimate() const;
   int CurrentH() const;
+  // The outer optimizer runs from this step on (GossipNodeOptions::outer and its start epoch).
+  bool OuterActive() const;
+  // After the round's mix: the outer step (the first active round starts the anchor instead).
+  Status OuterRound();
   // local_steps 0: whether the small-cluster schedule (H 2, twice the kept fraction) applies now.
   bool SparseSchedule() const;
   // The model on the host: x_ itself on the CPU, else a copy in host_model_.
@@ -323,6 +334,7 @@ class GossipNode {
   bool from_initial_;
   SoftSync sync_;
   std::unique_ptr<ChocoGossip> choco_;
+  std::optional<OuterOptimizer> outer_;  // from the first outer round on
   std::unique_ptr<ConsensusFinish> finish_;  // from the start of training, unless finish_wait is 0
   GossipNodeObserver* observer_ = nullptr;
   GossipNodeState s_;

@@ -87,6 +87,18 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
   MURMUR_GPU_CALL(SquaredDistance(device, a, b, out));
 }
 
+Status OuterStep(const Device& device, double lr, double momentum, bool nesterov,
+                 std::span<float> anchor, std::span<float> velocity, std::span<float> x) {
+  [[maybe_unused]] constexpr const char* kOp = "OuterStep";
+  if (anchor.size() != velocity.size()) return Mismatch(kOp, anchor.size(), velocity.size());
+  if (anchor.size() != x.size()) return Mismatch(kOp, anchor.size(), x.size());
+  if (device.is_cpu()) {
+    cpu::OuterStep(lr, momentum, nesterov, anchor, velocity, x);
+    return OkStatus();
+  }
+  MURMUR_GPU_CALL(OuterStep(device, lr, momentum, nesterov, anchor, velocity, x));
+}
+
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,
                      std::span<const double> weights, std::span<const float> public_copy,

@@ -40,6 +40,14 @@ Status DivideInto(const Device& device, std::span<const double> acc, double divi
 Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
                        double* out);
 
+// The outer optimizer's step (gossip/outer_optimizer.h), in float arithmetic with l = float(lr)
+// and μ = float(momentum), one rounding per operation:
+//   d_k = a_k ⊖ x_k;  v_k = (μ ⊗ v_k) ⊕ d_k;  s_k = nesterov ? d_k ⊕ (μ ⊗ v_k) : v_k;
+//   a_k = a_k ⊖ (l ⊗ s_k);  x_k = a_k.
+// `anchor` is a, `velocity` v (the outer momentum buffer), `x` the model after the round's mix.
+Status OuterStep(const Device& device, double lr, double momentum, bool nesterov,
+                 std::span<float> anchor, std::span<float> velocity, std::span<float> x);
+
 // The consensus step of a CHOCO round (gossip/choco.h, step 5) and the norms the round reports,
 // in float arithmetic with g = float(gamma) and w_j = float(weights_j):
 //   x_k = x_k ⊕ (g ⊗ m_k),  m_k = (…((0 ⊕ w_1 ⊗ (c_1,k ⊖ p_k)) ⊕ w_2 ⊗ (c_2,k ⊖ p_k)) …)

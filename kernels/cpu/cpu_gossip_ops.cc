@@ -57,6 +57,20 @@ double SquaredDistance(std::span<const float> a, std::span<const float> b) {
   });
 }
 
+void OuterStep(double lr, double momentum, bool nesterov, std::span<float> anchor,
+               std::span<float> velocity, std::span<float> x) {
+  const auto l = static_cast<float>(lr);
+  const auto mu = static_cast<float>(momentum);
+  for (size_t k = 0; k < anchor.size(); ++k) {
+    const float d = anchor[k] - x[k];
+    const float v = mu * velocity[k] + d;
+    velocity[k] = v;
+    const float step = nesterov ? d + mu * v : v;
+    anchor[k] -= l * step;
+    x[k] = anchor[k];
+  }
+}
+
 namespace {
 
 #if defined(__AVX2__) && defined(__FMA__)

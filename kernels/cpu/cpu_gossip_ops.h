@@ -15,6 +15,8 @@ void AccumulateScaled(double w, std::span<const float> x, std::span<double> acc)
 double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x);
 void DivideInto(std::span<const double> acc, double divisor, std::span<float> out);
 double SquaredDistance(std::span<const float> a, std::span<const float> b);
+void OuterStep(double lr, double momentum, bool nesterov, std::span<float> anchor,
+               std::span<float> velocity, std::span<float> x);
 
 // kernels::ConsensusStep on the host, in one pass over the vectors.
 kernels::ConsensusSquares ConsensusStep(double gamma,

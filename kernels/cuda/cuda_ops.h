@@ -101,6 +101,8 @@ Status DivideInto(const Device& device, std::span<const double> acc, double divi
                   std::span<float> out);
 Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
                        double* out);
+Status OuterStep(const Device& device, double lr, double momentum, bool nesterov,
+                 std::span<float> anchor, std::span<float> velocity, std::span<float> x);
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,
                      std::span<const double> weights, std::span<const float> public_copy,

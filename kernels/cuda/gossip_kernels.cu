@@ -115,6 +115,27 @@ Status SquaredDistance(const Device& device, std::span<const float> a, std::span
   return OkStatus();
 }
 
+Status OuterStep(const Device& device, double lr, double momentum, bool nesterov,
+                 std::span<float> anchor, std::span<float> velocity, std::span<float> x) {
+  const auto l = static_cast<float>(lr);
+  const auto mu = static_cast<float>(momentum);
+  float* pa = anchor.data();
+  float* pv = velocity.data();
+  float* px = x.data();
+  return ForEach(
+      device, static_cast<int64_t>(anchor.size()),
+      [=] __device__(int64_t k) {
+        const float d = __fsub_rn(pa[k], px[k]);
+        const float v = __fadd_rn(__fmul_rn(mu, pv[k]), d);
+        pv[k] = v;
+        const float step = nesterov ? __fadd_rn(d, __fmul_rn(mu, v)) : v;
+        const float a = __fsub_rn(pa[k], __fmul_rn(l, step));
+        pa[k] = a;
+        px[k] = a;
+      },
+      "OuterStep");
+}
+
 Status ConsensusStep(const Device& device, double gamma,
                      std::span<const std::span<const float>> copies,
                      std::span<const double> weights, std::span<const float> public_copy,

@@ -185,6 +185,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::vector<double> accuracy;
   std::vector<int64_t> steps;
   std::vector<int64_t> rounds;  // gossip rounds each node ran (consensus control skips some)
+  std::vector<int64_t> outer_rounds;  // outer optimizer steps each node took
   std::vector<double> train_s;  // each node's time from its start of training to its end
   uint64_t bytes = 0;
   int64_t local_steps = 0;
@@ -214,6 +215,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     }
     steps.push_back(f["step"].get<int64_t>());
     rounds.push_back(f["rounds"].get<int64_t>());
+    outer_rounds.push_back(f.value("outer_rounds", int64_t{0}));
     train_s.push_back(f["elapsed_s"].get<double>());
     bytes += f["bytes_sent"].get<uint64_t>();
     local_steps += f["local_steps"].get<int64_t>();
@@ -272,6 +274,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["mean_accuracy"] = mean;
     j["steps"] = steps;
     j["rounds"] = rounds;
+    j["outer_rounds"] = outer_rounds;
     j["local_steps_total"] = local_steps;
     j["train_s"] = train_s;
     j["phases"] = breakdown.nodes;

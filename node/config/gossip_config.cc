@@ -56,6 +56,14 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "consensus control: how many times fewer rounds under the target (8 against 4: "
                  "the same accuracy at 4 and 8 nodes, 12 % fewer rounds at 4, a 2-node cluster "
                  "about 7 % faster; 16 costs 4 nodes 0.2 point)")
+        .Parsed("outer", &C::outer, "none",
+                "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH]",
+                "outer optimizer (DiLoCo's, decentralized): every H inner steps the round's mix "
+                "of the model with the neighbours' gives the averaged pseudo-gradient (anchor - "
+                "mixed model), an outer step (nesterov: lr 0.7, momentum 0.9 unless given) moves "
+                "the anchor and the next inner steps start from it. From local epoch `start` on; "
+                "then H is `every` and local_steps and consensus control no longer apply",
+                &gossip::ParseOuterSpec)
         .Real("gamma", &C::gamma, "0", 0, 1,
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
         .Choice("topology", &C::topology, "ring", {"ring", "exponential", "random"},
@@ -146,6 +154,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.node.gamma = c.gamma;
   o.node.consensus_target = c.consensus_target;
   o.node.consensus_slack = c.consensus_slack;
+  o.node.outer = c.outer;
   auto topology = gossip::ParseTopology(c.topology);
   if (!topology.ok()) return InvalidArgumentError("topology: " + std::string(topology.status().message()));
   o.node.sampling.topology = *topology;

@@ -4,6 +4,7 @@
 // of `murmur train` (minus its per-run ones) plus compression, averaging, local SGD, soft
 // synchronization, the cluster-wide budget, evaluation and straggler injection.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct GossipConfig {
   double finish_wait_s = 0;
   double consensus_target = 0;
   int consensus_slack = 0;
+  std::optional<gossip::OuterOptions> outer;
   int eval_every = 0;
   int eval_samples = 0;
   std::string straggle;

@@ -466,6 +466,44 @@ TEST_P(DeviceConformance, GossipKernelsMatchFormulasBitForBit) {
             StatusCode::kInvalidArgument);
 }
 
+// The outer step against its definition in float (kernels/gossip_ops.h: one rounding per
+// operation), Nesterov and plain momentum, bit for bit; x ends equal to the new anchor.
+TEST_P(DeviceConformance, OuterStepMatchesItsFormulaBitForBit) {
+  for (bool nesterov : {true, false}) {
+    for (int64_t size : Sizes()) {
+      SCOPED_TRACE(::testing::Message() << "size " << size << " nesterov " << nesterov);
+      const auto n = static_cast<size_t>(size);
+      const std::vector<float> anchor = Random(n, kSeed + 5 * n);
+      const std::vector<float> velocity = Random(n, kSeed + 5 * n + 1, 0.01);
+      std::vector<float> x = Random(n, kSeed + 5 * n + 2, 0.01);
+      for (size_t k = 0; k < n; ++k) x[k] += anchor[k];  // a model near its anchor
+      const float lr = 0.7f, mu = 0.9f;
+      std::vector<float> want_anchor = anchor, want_velocity = velocity;
+      for (size_t k = 0; k < n; ++k) {
+        volatile float d = anchor[k] - x[k];
+        volatile float decayed = mu * velocity[k];
+        volatile float v = decayed + d;
+        want_velocity[k] = v;
+        volatile float pushed = mu * v;
+        volatile float step = nesterov ? d + pushed : v;
+        volatile float moved = lr * step;
+        want_anchor[k] = anchor[k] - moved;
+      }
+      auto da = Up(anchor);
+      auto dv = Up(velocity);
+      auto dx = Up(x);
+      ASSERT_TRUE(OuterStep(device(), 0.7, 0.9, nesterov, da.span(), dv.span(), dx.span()).ok());
+      EXPECT_EQ(Down(da), want_anchor);
+      EXPECT_EQ(Down(dv), want_velocity);
+      EXPECT_EQ(Down(dx), want_anchor);
+    }
+  }
+  auto small = Poisoned<float>(3);
+  auto other = Poisoned<float>(4);
+  EXPECT_EQ(OuterStep(device(), 0.7, 0.9, true, small.span(), other.span(), small.span()).code(),
+            StatusCode::kInvalidArgument);
+}
+
 // The consensus step against its definition in float (kernels/gossip_ops.h: the terms summed from
 // +0 copy by copy, each operation rounded on its own): x bit for bit, the three sums to their
 // summation-order bound; 0 to 3 copies and 17 (past the host's vector path). Every 97th entry is

@@ -1,0 +1,92 @@
+#pragma once
+// The outer optimizer of local-update training (DiLoCo, Douillard et al. 2023, arXiv 2311.08105,
+// §2 and Algorithm 1), decentralized: the all-reduce of the pseudo-gradients is a CHOCO round
+// (choco.h), as NoLoCo (arXiv 2506.10911, §3) replaces it by averaging with peers.
+//
+// Every H inner steps, at a gossip round: the round mixes the model x with the neighbours'
+// public copies, x̄ = x + γ Σ_j w_ij d_j (x̂_j − x̂_i) (choco.h); the averaged pseudo-gradient is
+// Δ̄ = a − x̄, with a the anchor (the model at the previous outer step); then the outer step
+//   v ← μ v + Δ̄;   a ← a − η (Δ̄ + μ v)  (Nesterov)   or   a ← a − η v  (momentum, SGD: μ = 0)
+// and the next inner steps start from x = a. The inner optimizer's state stays local (DiLoCo §2).
+// With exact all-to-all averaging and equal anchors, Δ̄ is the mean of the members' Δ_i = a − x_i:
+// DiLoCo exactly. With η = 1 and μ = 0 it is local SGD with gossip (x = x̄).
+//
+// What the mix adds on a sparse graph. The neighbours' copies hold their anchors plus their inner
+// progress, so the mix also pulls this node's anchor toward theirs (NoLoCo's anchor pull, §3.2),
+// and a straggler's late progress is mixed when its update arrives, damped by its staleness
+// (soft_sync.h): an outer round never waits past the soft-sync rules, and a late pseudo-gradient
+// is applied in the round it reaches, with its weight scaled down (asynchronous local SGD, Liu et
+// al. 2024, arXiv 2401.09135, §3).
+//
+// The anchor and the momentum buffer live in the memory of the model's device; arithmetic there
+// (kernels::OuterStep). Not saved in checkpoints: a resumed or re-joined node restarts its anchor
+// from its model with zero momentum.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "kernels/device.h"
+#include "kernels/memory.h"
+
+namespace murmur::gossip {
+
+enum class OuterMethod : uint8_t { kNesterov, kMomentum, kSgd };
+
+struct OuterOptions {
+  OuterMethod method = OuterMethod::kNesterov;
+  int every = 20;          // H: inner steps per outer round
+  double lr = 0.7;         // η (DiLoCo §3: 0.7)
+  double momentum = 0.9;   // μ (DiLoCo §3: 0.9); kSgd: 0
+  // The local epoch from which outer rounds run; before it, plain CHOCO rounds at the node's own
+  // H (a dense warm-up while the models move fast, Kong et al. 2021 §5).
+  double start_epoch = 0;
+
+  Status Validate() const;
+};
+
+// "none" (no outer optimizer) or METHOD[:KEY=VALUE,...] with METHOD nesterov, momentum or sgd
+// and keys every (H, ≥ 1), lr (η, in (0, 10]), momentum (μ, in [0, 1); not for sgd) and start
+// (a local epoch, ≥ 0). kInvalidArgument naming the spec and the key otherwise.
+StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text);
+// The spec of `options` (what ParseOuterSpec reads back), for reports and logs.
+std::string OuterSpec(const std::optional<OuterOptions>& options);
+
+struct OuterStats {
+  double delta_norm = 0;  // ‖Δ̄‖
+  double relative = 0;    // ‖Δ̄‖ / ‖a‖ before the step (0 for a zero anchor)
+};
+
+class OuterOptimizer {
+ public:
+  // The anchor starts at `model` (device memory of `device`), the momentum at zero.
+  static StatusOr<OuterOptimizer> Create(const OuterOptions& options, const kernels::Device& device,
+                                         std::span<const float> model);
+
+  // One outer step on `x` (the mixed model, device memory): x becomes the new anchor.
+  // kInvalidArgument (nothing changed) when x has the wrong size or a NaN or infinity.
+  StatusOr<OuterStats> Step(std::span<float> x);
+
+  // The model was replaced (adopted from a peer, caught up, resumed): the anchor restarts from
+  // it; the momentum, the cluster's direction, is kept.
+  void Restart(std::span<const float> x);
+
+  const OuterOptions& options() const { return options_; }
+  uint64_t steps() const { return steps_; }
+  std::span<const float> anchor() const { return anchor_.span(); }
+  std::span<const float> velocity() const { return velocity_.span(); }
+
+ private:
+  OuterOptimizer(const OuterOptions& options, const kernels::Device& device)
+      : options_(options), device_(device) {}
+
+  OuterOptions options_;
+  kernels::Device device_;
+  kernels::Buffer<float> anchor_;
+  kernels::Buffer<float> velocity_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace murmur::gossip

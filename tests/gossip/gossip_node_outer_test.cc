@@ -1,0 +1,199 @@
+// GossipNode with an outer optimizer (GossipNodeOptions::outer, outer_optimizer.h) on the shared
+// fake network and a manual clock: outer rounds every H steps, the outer step moving the anchor
+// by more than the inner steps did, anchors of different models pulled together, a straggler's
+// late progress not holding the others' rounds, a crashed member not stopping them, and the
+// consensus finish after outer rounds. Every property over 20 seeds; a failure names its seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "gossip/gossip_node.h"
+#include "tests/testing/gossip_node_cluster.h"
+
+namespace murmur::gossip {
+namespace {
+
+using std::chrono::milliseconds;
+using Cluster = murmur::testing::NodeCluster<GossipNode>;
+
+constexpr uint64_t kSeeds = 20;
+
+GossipNodeOptions OuterOptions(std::string_view spec) {
+  GossipNodeOptions o = murmur::testing::GossipTestOptions();
+  o.outer = **ParseOuterSpec(spec);
+  o.shard_rows = 1000;
+  return o;
+}
+
+// Node i starts from model `start(i)` (not the cluster's common one: receivers ask for the
+// streams' first snapshots) and computes nothing unless `step` moves it.
+Cluster MakeOuterCluster(size_t n, uint64_t seed, const GossipNodeOptions& base,
+                         std::function<float(size_t)> start) {
+  return Cluster(n, murmur::testing::FastMembership(), seed,
+                 [base, start](size_t i, Cluster::Node& node, TimePoint now) {
+                   GossipNodeOptions o = base;
+                   o.self = Cluster::Id(i);
+                   o.incarnation = node.membership->incarnation();
+                   std::fill(node.x.begin(), node.x.end(), start(i));
+                   std::vector<float> initial(node.x.size(), 0.0f);
+                   auto m = GossipNode::Create(o, node.x, initial, /*from_initial=*/false, now);
+                   EXPECT_TRUE(m.ok()) << m.status().ToString();
+                   return *std::move(m);
+                 });
+}
+
+double Spread(Cluster& cluster, size_t n) {
+  double lo = 1e30, hi = -1e30;
+  for (size_t i = 0; i < n; ++i) {
+    for (float v : cluster.node(i).x) {
+      lo = std::min(lo, static_cast<double>(v));
+      hi = std::max(hi, static_cast<double>(v));
+    }
+  }
+  return hi - lo;
+}
+
+// Every round is an outer round, every H = 5 steps; and with no inner progress, models that
+// start apart meet (the mix pulls the anchors together, NoLoCo §3.2) inside their range. (Not at
+// their exact mean: a node mixes the copies it has, its own weight kept for one not ready yet,
+// and the outer momentum carries such an asymmetry on.)
+TEST(GossipNodeOuterTest, AnchorsOfDifferentModelsMeet) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = OuterOptions("nesterov:every=5");
+    base.compressor = *coding::ParseCompressorSpec("none");
+    base.gamma = 0;  // the operator's default: 1 for exact gossip
+    Cluster cluster =
+        MakeOuterCluster(4, seed, base, [](size_t i) { return 1.0f + 0.1f * static_cast<float>(i); });
+    cluster.compute = [](size_t, std::optional<double>) { return std::pair<double, int64_t>(1.0, 10); };
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(std::chrono::seconds(3));
+    for (size_t i = 0; i < 4; ++i) {
+      const GossipNodeState& s = cluster.machine(i).state();
+      EXPECT_GE(s.outer_rounds, 20u) << "node " << i;
+      // One round starts the anchor; every later round is an outer one, every 5 steps.
+      EXPECT_EQ(s.rounds, s.outer_rounds + 1) << "node " << i;
+      EXPECT_LE(s.local_steps, 5 * static_cast<int64_t>(s.rounds) + 4) << "node " << i;
+      EXPECT_GE(s.local_steps, 5 * static_cast<int64_t>(s.rounds)) << "node " << i;
+      for (float v : cluster.node(i).x) {
+        EXPECT_GE(v, 1.0f) << "node " << i;
+        EXPECT_LE(v, 1.3f) << "node " << i;
+      }
+    }
+    EXPECT_LT(Spread(cluster, 4), 0.003);  // from 0.3
+  }
+}
+
+// The outer step extrapolates the averaged progress (DiLoCo's outer momentum): when every node
+// moves the same way, the anchor travels further than the inner steps alone took it, and with
+// outer SGD at rate 1 (local SGD) exactly as far.
+TEST(GossipNodeOuterTest, OuterMomentumCarriesTheAveragedProgressFurther) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::map<std::string, double> travelled;
+    for (const char* spec : {"nesterov:every=4", "sgd:every=4"}) {
+      GossipNodeOptions base = OuterOptions(spec);
+      base.soft_sync.max_lead = 0;  // lock-step: the same number of steps everywhere
+      Cluster cluster = MakeOuterCluster(3, seed, base, [](size_t) { return 0.0f; });
+      cluster.compute = [&cluster](size_t i, std::optional<double>) {
+        for (float& v : cluster.node(i).x) v += 0.01f;  // a common direction
+        return std::pair<double, int64_t>(1.0, 10);
+      };
+      for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+      cluster.RunFor(std::chrono::seconds(2));
+      const GossipNodeState& s = cluster.machine(0).state();
+      ASSERT_GE(s.outer_rounds, 10u) << spec;
+      travelled[spec] = cluster.node(0).x[0] / (0.01 * static_cast<double>(s.local_steps));
+    }
+    // Mixed with the copies it has (a round late, compressed), local SGD keeps most of it.
+    EXPECT_NEAR(travelled["sgd:every=4"], 1.0, 0.15);
+    EXPECT_GT(travelled["nesterov:every=4"], 3.0);  // η (1 + μ) / (1 − μ) = 13.3 in the limit
+  }
+}
+
+// A node 4x slower than the others (its progress late) does not hold their outer rounds past the
+// soft-sync rules: they mark it a straggler and go on, its late rounds are still mixed, and the
+// models stay together.
+TEST(GossipNodeOuterTest, AStragglersLateRoundsDoNotHoldTheOthers) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = OuterOptions("nesterov:every=4");
+    base.soft_sync.max_lead = 4;
+    base.soft_sync.max_wait = milliseconds(60);
+    Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
+    cluster.node(3).step_time = milliseconds(8);  // 4x the others
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(std::chrono::seconds(4));
+    const uint64_t slow = cluster.machine(3).state().outer_rounds;
+    EXPECT_GE(slow, 10u);
+    for (size_t i = 0; i < 3; ++i) {
+      const GossipNodeState& s = cluster.machine(i).state();
+      EXPECT_GE(s.outer_rounds, 2 * slow) << "node " << i;
+      EXPECT_GE(s.verdicts.at("applied"), 1u) << "node " << i;
+    }
+    // Its ring neighbours (ids 1 and 3) waited for it at most W and marked it.
+    for (size_t i : {0, 2}) {
+      EXPECT_GE(cluster.machine(i).soft_sync().stragglers_detected(), 1u) << "node " << i;
+    }
+    // The fake steps pull node i toward i + 1; mixed, the models stay within that range.
+    for (size_t i = 0; i < 4; ++i) {
+      for (float v : cluster.node(i).x) {
+        EXPECT_TRUE(std::isfinite(v));
+        EXPECT_GT(v, 0.5f) << "node " << i;
+        EXPECT_LT(v, 4.5f) << "node " << i;
+      }
+    }
+  }
+}
+
+// A member that crashes stops nobody's outer rounds: the others go on past W.
+TEST(GossipNodeOuterTest, ACrashedMemberDoesNotStopTheOuterRounds) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = OuterOptions("nesterov:every=4");
+    base.soft_sync.max_lead = 2;
+    base.soft_sync.max_wait = milliseconds(150);
+    Cluster cluster = MakeOuterCluster(3, seed, base, [](size_t) { return 0.0f; });
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5), [&] {
+      return cluster.machine(2).state().outer_rounds >= 5;
+    }));
+    cluster.Crash(2);
+    std::vector<uint64_t> before = {cluster.machine(0).state().outer_rounds,
+                                    cluster.machine(1).state().outer_rounds};
+    cluster.RunFor(std::chrono::seconds(2));
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_GE(cluster.machine(i).state().outer_rounds, before[i] + 100) << "node " << i;
+      EXPECT_FALSE(cluster.node(i).over.has_value()) << "node " << i;
+    }
+  }
+}
+
+// After outer rounds, the consensus finish still leaves every node on one model.
+TEST(GossipNodeOuterTest, TheFinishAveragesAfterOuterRounds) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = OuterOptions("nesterov:every=4,lr=0.5");
+    base.budget_samples = 4000;  // 10 samples a step: 100 steps a node
+    base.finish_wait = std::chrono::seconds(2);
+    Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      for (size_t i = 0; i < 4; ++i) {
+        if (!cluster.node(i).over.has_value()) return false;
+      }
+      return true;
+    }));
+    for (size_t i = 0; i < 4; ++i) {
+      const GossipNodeState& s = cluster.machine(i).state();
+      EXPECT_GE(s.outer_rounds, 15u) << "node " << i;
+      EXPECT_EQ(s.finish, "averaged") << "node " << i;
+      EXPECT_EQ(cluster.node(i).x, cluster.node(0).x) << "node " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace murmur::gossip
