@@ -1,23 +1,22 @@
 #!/usr/bin/env python3
-"""How well gossip learns against exact all-reduce (issue 19), on loopback.
+"""How well each aggregation learns against exact all-reduce at its best learning rate, on loopback.
 
-Usage: bench/quality_bench.py [build/murmur] [--nodes 4,8,16] [--seeds 1,2,3] [--epochs 3]
-                              [--lr 0.05] [--schedule cosine] [--warmup 0.2] [--nesterov on]
+Usage: bench/quality_bench.py [build/murmur] [--nodes 4,8] [--epochs 3,10] [--seeds 1,2,3]
+                              [--modes ring,outer,choco] [--lrs MODE=LR,LR,...]... [--out FILE]
 
-For each N and seed, the same model (784-256-128-10 MLP), batch 64 per node, learning rate,
-schedule, optimizer (SGD momentum 0.9, Nesterov unless --nesterov off: the cluster modes'
-default) and sample budget (EPOCHS passes over the training set, all nodes together):
-  gossip top-1 %   murmur local --nodes N (CHOCO-SGD, top-1 % with fp16 values, ring topology)
-  gossip dense     the same with --compress none (exact gossip averaging)
-  ring             murmur local --mode ring --n N --L 1: synchronous ring all-reduce, the DDP
-                   equivalent, EPOCHS × 60000 / (64 N) iterations of global batch 64 N
-and once, single-node `murmur train` at the global batch 64 N of the largest N.
-Prints per row the mean over seeds of the accuracy (± half the range over seeds), the spread
-between the nodes of a run (max - min, mean over seeds), bytes sent per node (gossip: measured,
-the consensus finish included; ring: 2 (N-1)/N of the fp32 model per iteration, what a ring
-all-reduce moves) and the ratios against ring. A gossip run's accuracy is its cluster model's:
-the average every node adopts at the consensus finish; the node spread is of the nodes' own
-models just before it.
+For each N and epoch budget, every mode runs at every rate of its grid with every seed: the same
+model (784-256-128-10 MLP), batch 64 per node, schedule (cosine, warm-up 0.2 epochs), optimizer
+(SGD, Nesterov momentum 0.9) and sample budget (EPOCHS passes over the training set, all nodes
+together). A mode's row is its best rate: the highest mean accuracy over the seeds.
+  ring    murmur local --mode ring --n N --L 1: synchronous ring all-reduce, the DDP equivalent,
+          EPOCHS x 60000 / (64 N) iterations of global batch 64 N
+  outer   murmur local --nodes N with murmur's outer optimizer (--outer), its default settings
+  choco   murmur local --nodes N --outer none: CHOCO-SGD, top-1 % with fp16 values every step
+A gossip run's accuracy is its cluster model's: the average every node adopts at the consensus
+finish. Bytes per node: gossip's as measured (the finish included); ring's 2 (N - 1) / N of the
+fp32 model per iteration, what a ring all-reduce moves. Wall time is the run's, on this machine
+(loopback, shared cores: read time across rows of one N only).
+Prints every run as it ends and the table at the end (also to --out, with the command).
 """
 import argparse
 import json
@@ -28,6 +27,9 @@ import time
 
 TRAIN_ROWS = 60000
 PARAMS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10
+DEFAULT_LRS = {"ring": [0.05, 0.1, 0.2], "outer": [0.03, 0.05, 0.1], "choco": [0.05, 0.1, 0.2]}
+COMMON = ["--lr-schedule", "cosine", "--warmup-epochs", "0.2", "--nesterov=true",
+          "--progress", "none", "--json"]
 
 
 def run(cmd):
@@ -39,70 +41,80 @@ def run(cmd):
     return json.loads(lines[-1]), time.monotonic() - t0
 
 
-def summary(values):
-    mean = sum(values) / len(values)
-    return mean, (max(values) - min(values)) / 2
+def one(m, mode, n, epochs, lr, seed):
+    """(accuracy, MB per node, wall seconds) of one run."""
+    base = ["--seed", str(seed), "--lr", str(lr)] + COMMON
+    if mode == "ring":
+        iterations = math.ceil(epochs * TRAIN_ROWS / (64 * n))
+        r, wall = run([m, "local", "--mode", "ring", "--n", str(n), "--L", "1", "--iterations",
+                       str(iterations), "--global-batch", str(64 * n), "--eval-every", "0"] + base)
+        return r["accuracy"], iterations * 2 * (n - 1) / n * 4 * PARAMS / 1e6, wall
+    extra = ["--outer", "none"] if mode == "choco" else []
+    g, wall = run([m, "local", "--nodes", str(n), "--epochs", str(epochs)] + base + extra)
+    acc = g["cluster_accuracy"] if g.get("cluster_accuracy") is not None else g["mean_accuracy"]
+    return acc, g["bytes_sent_total"] / n / 1e6, wall
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("murmur", nargs="?", default="build/murmur")
-    p.add_argument("--nodes", default="4,8,16")
+    p.add_argument("--nodes", default="4,8")
+    p.add_argument("--epochs", default="3,10")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--epochs", type=float, default=3)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--schedule", default="cosine")
-    p.add_argument("--warmup", type=float, default=0.2)
-    p.add_argument("--nesterov", choices=["on", "off"], default="on")
+    p.add_argument("--modes", default="ring,outer,choco")
+    p.add_argument("--lrs", action="append", default=[],
+                   help="MODE=LR,LR,... (the mode's learning-rate grid)")
+    p.add_argument("--out", help="also write the table here (markdown)")
     a = p.parse_args()
-    m = a.murmur
-    sizes = [int(x) for x in a.nodes.split(",")]
+    grids = dict(DEFAULT_LRS)
+    for spec in a.lrs:
+        mode, _, rates = spec.partition("=")
+        if mode not in grids or not rates:
+            sys.exit(f"--lrs {spec}: MODE=LR,... with MODE one of {', '.join(grids)}")
+        grids[mode] = [float(x) for x in rates.split(",")]
+    modes = a.modes.split(",")
+    for mode in modes:
+        if mode not in grids:
+            sys.exit(f"--modes: unknown mode {mode} (one of {', '.join(grids)})")
     seeds = [int(x) for x in a.seeds.split(",")]
-    common = ["--lr", str(a.lr), "--lr-schedule", a.schedule, "--warmup-epochs", str(a.warmup),
-              "--nesterov=" + ("true" if a.nesterov == "on" else "false"),
-              "--progress", "none", "--json"]
-    print(f"quality bench: {a.epochs:g} epochs, batch 64 per node, lr {a.lr:g} {a.schedule} "
-          f"(warm-up {a.warmup:g} epochs), Nesterov {a.nesterov}, seeds {a.seeds}; "
-          f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
-          flush=True)
+    cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     command = " ".join(sys.argv)
+    print(f"quality bench: batch 64 per node, cosine (warm-up 0.2 epochs), Nesterov 0.9, "
+          f"seeds {a.seeds}, {cores} cores; grids {', '.join(f'{m} {grids[m]}' for m in modes)}",
+          flush=True)
     rows = []
-    for n in sizes:
-        iterations = math.ceil(a.epochs * TRAIN_ROWS / (64 * n))
-        ring_bytes = iterations * 2 * (n - 1) / n * 4 * PARAMS
-        result = {"gossip top-1 %": [], "gossip dense": [], "ring": []}
-        for seed in seeds:
-            local = [m, "local", "--nodes", str(n), "--seed", str(seed),
-                     "--epochs", str(a.epochs)] + common
-            for name, extra in (("gossip top-1 %", []), ("gossip dense", ["--compress", "none"])):
-                g, wall = run(local + extra)
-                acc = g["cluster_accuracy"] if g.get("cluster_accuracy") is not None else g["mean_accuracy"]
-                own = g.get("own_accuracy") or g["accuracy"]
-                result[name].append((acc, max(own) - min(own), g["bytes_sent_total"] / n))
-                print(f"  N={n} seed {seed} {name}: {acc:.4f} (own models before the finish "
-                      f"{min(own):.4f}-{max(own):.4f}, finish {sorted(set(g.get('finish', [])))}), "
-                      f"{g['bytes_sent_total'] / n / 1e6:.2f} MB/node, {wall:.0f} s", flush=True)
-            r, wall = run([m, "local", "--mode", "ring", "--n", str(n), "--L", "1", "--seed", str(seed),
-                           "--iterations", str(iterations), "--global-batch", str(64 * n),
-                           "--eval-every", "0"] + common)
-            result["ring"].append((r["accuracy"], 0.0, ring_bytes))
-            print(f"  N={n} seed {seed} ring: {r['accuracy']:.4f}, {wall:.0f} s", flush=True)
-        ring_acc = summary([x[0] for x in result["ring"]])[0]
-        for name, runs in result.items():
-            acc, half = summary([x[0] for x in runs])
-            spread = sum(x[1] for x in runs) / len(runs)
-            mb = sum(x[2] for x in runs) / len(runs)
-            rows.append((n, name, acc, half, spread, mb, acc - ring_acc, ring_bytes / mb))
-    t, _ = run([m, "train", "--epochs", str(int(math.ceil(a.epochs))), "--batch-size",
-                str(64 * max(sizes))] + common)
+    for n in [int(x) for x in a.nodes.split(",")]:
+        for epochs in [float(x) for x in a.epochs.split(",")]:
+            best = {}
+            for mode in modes:
+                for lr in grids[mode]:
+                    runs = []
+                    for seed in seeds:
+                        acc, mb, wall = one(a.murmur, mode, n, epochs, lr, seed)
+                        runs.append((acc, mb, wall))
+                        print(f"  N={n} {epochs:g} epochs {mode} lr {lr:g} seed {seed}: {acc:.4f}, "
+                              f"{mb:.2f} MB/node, {wall:.1f} s", flush=True)
+                    mean = sum(r[0] for r in runs) / len(runs)
+                    if mode not in best or mean > best[mode][1]:
+                        best[mode] = (lr, mean, runs)
+            ring = best.get("ring")
+            for mode in modes:
+                lr, mean, runs = best[mode]
+                half = (max(r[0] for r in runs) - min(r[0] for r in runs)) / 2
+                mb = sum(r[1] for r in runs) / len(runs)
+                wall = sum(r[2] for r in runs) / len(runs)
+                gap = f"{100 * (mean - ring[1]):+.2f} pt" if ring else "-"
+                fewer = f"{sum(r[1] for r in ring[2]) / len(ring[2]) / mb:.0f}×" if ring else "-"
+                rows.append(f"| {n} | {epochs:g} | {mode} | {lr:g} | {mean:.4f} ± {half:.4f} "
+                            f"| {gap} | {mb:.2f} | {fewer} | {wall:.1f} |")
+    table = ["| N | epochs | mode | best lr | accuracy (mean ± half range) | vs best ring "
+             "| MB sent per node | fewer bytes than ring | wall s |",
+             "|---|---|---|---|---|---|---|---|---|"] + rows
     print(f"\n{command}\n")
-    print("| N | mode | accuracy (mean ± half range over seeds) | node spread | MB sent per node "
-          "| vs ring: accuracy | vs ring: fewer bytes |")
-    print("|---|---|---|---|---|---|---|")
-    for n, name, acc, half, spread, mb, gap, ratio in rows:
-        print(f"| {n} | {name} | {acc:.4f} ± {half:.4f} | {spread:.4f} | {mb / 1e6:.2f} "
-              f"| {100 * gap:+.2f} pt | {ratio:.1f}× |")
-    print(f"| 1 | murmur train, batch {64 * max(sizes)} | {t['test_accuracy']:.4f} | - | 0 | - | - |")
+    print("\n".join(table))
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(f"`{command}` ({cores} cores)\n\n" + "\n".join(table) + "\n")
 
 
 if __name__ == "__main__":

@@ -261,15 +261,19 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
     return {ChocoVerdict::kRejected, s, failure};
   }
   const double norm = std::sqrt(coding::SquaredL2Norm(received_.values));
-  if (options_.outlier_factor > 0 && (copy.norms > 0 || own_norms_ > 0)) {
-    const double reference = copy.norms > 0 ? copy.norm_average : own_norm_average_;
+  // Before any norm is known (a stream's first update before this node's first round: with H
+  // local steps, or an outer optimizer's, that is H steps long) half of ‖x̂_i‖ alone bounds it.
+  if (options_.outlier_factor > 0 && (copy.norms > 0 || own_norms_ > 0 || public_norm_ > 0)) {
+    const double reference = copy.norms > 0 ? copy.norm_average
+                             : own_norms_ > 0 ? own_norm_average_
+                                              : 0.0;
     const double bound = std::max(options_.outlier_factor * reference, 0.5 * public_norm_);
     if (!(norm <= bound)) {
       return {ChocoVerdict::kOutlier,
               InvalidArgumentError("update norm " + std::to_string(norm) + " is beyond " +
                                    std::to_string(bound) + " (" +
                                    std::to_string(options_.outlier_factor) +
-                                   " x the recent update norms)"),
+                                   " x the recent update norms, and half the public copy's)"),
               coding::DecodeFailure::kNone};
     }
   }

@@ -34,7 +34,8 @@
 //
 // Robust mixing (issue 20): one faulty or hostile peer must not destroy the others' models. An
 // update whose norm exceeds `outlier_factor` × the sender's recent update norms (an exponential
-// average; for a stream's first update, this node's own) and half of ‖x̂_i‖ is refused
+// average; for a stream's first update, this node's own; before this node's first round, none)
+// and half of ‖x̂_i‖ is refused
 // (kOutlier) and leaves a gap in the stream, so the next update brings a snapshot request. A
 // public-copy snapshot is taken only when asked for, and only within `snapshot_distance` ×
 // ‖x̂_i‖ of this node's public copy (an honest copy is within a few percent; two independently

@@ -277,7 +277,12 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   // Announced before the round: the round's messages carry this step's clock, which is what a
   // neighbour's gate waits for (announced after, lock-step waited a round or a view refresh).
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
-  if (++steps_since_round_ >= s_.gossip_period) {
+  // Outer rounds fall on the step clock's multiples of H, the same steps on every member (a
+  // clock adopted on joining or catching up keeps them aligned): the members' updates of one
+  // round are what GateRound waits for.
+  const bool round_due = OuterActive() ? s_.step % static_cast<uint64_t>(o_.outer->every) == 0
+                                       : ++steps_since_round_ >= s_.gossip_period;
+  if (round_due) {
     steps_since_round_ = 0;
     Round();
     if (phase_ == Phase::kOver) return;
@@ -537,49 +542,53 @@ void GossipNode::AnnounceClock() {
 }
 
 void GossipNode::Round() {
-  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
   if (o_.local_steps == 0) {
     choco_->SetDensityFactor(SparseSchedule() ? 2 : 1);
     s_.density_factor = choco_->density_factor();
   }
   auto stats = choco_->Publish(x_, view, s_.rounds);
-  if (stats.ok()) {
-    if (observer_ != nullptr) observer_->RoundPublished();
-    choco_->Mix(x_, view, s_.rounds, damping, *stats);
-  }
-  Status outer = stats.ok() ? OuterRound() : stats.status();
-  if (!outer.ok()) {
-    MURMUR_LOG_ERROR("node {}: {}", o_.self, outer.ToString());
-    phase_ = Phase::kOver;
-    Emit(RunOver{outer});
-    return;
-  }
-  ++s_.rounds;
-  s_.consensus_distance = stats->consensus_distance;
-  s_.consensus_average = s_.rounds == 1 ? stats->consensus_distance
-                                        : 0.9 * s_.consensus_average + 0.1 * stats->consensus_distance;
+  if (!stats.ok()) return Fail(stats.status());
+  if (observer_ != nullptr) observer_->RoundPublished();
+  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
+  choco_->Mix(x_, view, s_.rounds, damping, *stats);
+  if (Status outer = OuterRound(); !outer.ok()) return Fail(outer);
+  RoundDone(view, *stats);
+  // The updates carry the consensus estimate of this round.
   for (ChocoOutgoing& out : choco_->TakeOutput()) {
     if (auto* u = std::get_if<UpdateHeader>(&out.payload)) {
       u->consensus = static_cast<float>(std::min(s_.consensus_average, kMaxConsensus));
     }
     Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
   }
+}
+
+void GossipNode::RoundDone(const std::vector<NodeId>& view, const ChocoRoundStats& stats) {
+  ++s_.rounds;
+  s_.consensus_distance = stats.consensus_distance;
+  s_.consensus_average = s_.rounds == 1 ? stats.consensus_distance
+                                        : 0.9 * s_.consensus_average + 0.1 * stats.consensus_distance;
   std::erase_if(peer_consensus_, [&](const auto& e) {
     return !std::binary_search(view.begin(), view.end(), e.first);
   });
   if (observer_ != nullptr) {
-    observer_->Round(static_cast<double>(stats->sent_values) / static_cast<double>(x_.size()),
-                     stats->residual_norm, stats->consensus_distance);
+    observer_->Round(static_cast<double>(stats.sent_values) / static_cast<double>(x_.size()),
+                     stats.residual_norm, stats.consensus_distance);
   }
   s_.gamma = choco_->gamma();
   s_.gamma_halvings = choco_->gamma_halvings();
-  if (stats->gamma_halved) {
+  if (stats.gamma_halved) {
     MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
                     "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
-                    o_.self, choco_->options().guard_checks, stats->consensus_distance,
+                    o_.self, choco_->options().guard_checks, stats.consensus_distance,
                     choco_->gamma());
   }
+}
+
+void GossipNode::Fail(const Status& status) {
+  MURMUR_LOG_ERROR("node {}: {}", o_.self, status.ToString());
+  phase_ = Phase::kOver;
+  Emit(RunOver{status});
 }
 
 Status GossipNode::OuterRound() {

@@ -296,8 +296,12 @@ class GossipNode {
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
   void AdoptReceivedModel();
+  // A round: CHOCO's publish and mix, the outer step, the updates out.
   void Round();
-  // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose
+  // A round's bookkeeping: its count, the consensus estimates, the observer, the guard's news.
+  void RoundDone(const std::vector<NodeId>& view, const ChocoRoundStats& stats);
+  // Logs `status` and ends the run with it.
+  void Fail(const Status& status);  // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose
   // soft-sync gates wait for it. A node learns its neighbours' clocks from their messages; with
   // H (or consensus control's stretch) above S they would otherwise wait for the membership
   // view's clocks, a probe period old, and spend most of their time waiting.

@@ -33,10 +33,12 @@ bool BeforeTraining(const std::string& activity) {
 
 // How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
 std::string GossipSchedule(const LocalConfig& c) {
+  if (c.gossip.outer.has_value()) {
+    return fmt::format("an outer round every {} steps", c.gossip.outer->every);
+  }
   const int h = c.gossip.local_steps;
   if (h > 1) return fmt::format("a round every {} steps", h);
-  const auto spec = coding::ParseCompressorSpec(c.gossip.compress);
-  if (h == 0 && spec.ok() && gossip::SparseScheduleFor(*spec, static_cast<size_t>(c.nodes))) {
+  if (h == 0 && gossip::SparseScheduleFor(GossipCompressor(c.gossip), static_cast<size_t>(c.nodes))) {
     return fmt::format("a round every 2nd step at twice the kept fraction ({} members or fewer)",
                        gossip::kSparseScheduleMembers);
   }
@@ -52,7 +54,7 @@ class GossipLocal : public LocalMode {
         dir_(std::move(dir)),
         devices_(std::move(devices)),
         what_(fmt::format(
-            "CHOCO-SGD {} on a {}, {}, on {}", config.gossip.compress, config.gossip.topology,
+            "{} on a {}, {}, on {}", GossipAveraging(config.gossip), config.gossip.topology,
             GossipSchedule(config),
             devices_.front() == "auto" ? "the program's device" : PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }

@@ -137,7 +137,7 @@ int RunGossipNode(const NodeConfig& config, const std::map<std::string, std::str
   hooks.run_identity =
       fmt::format("cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster,
                   config.gossip.train.task, config.shard_index, config.shard_count,
-                  config.gossip.train.shard_strategy, config.gossip.compress);
+                  config.gossip.train.shard_strategy, GossipAveraging(config.gossip));
   if (options->per_node_init) {
     hooks.started = [&, seed = options->init_seed](uint64_t id) {
       std::vector<float> own(static_cast<size_t>(model->NumParams()));

@@ -27,15 +27,16 @@ int Refuse(const std::string& why) {
   return 2;
 }
 
-std::string Describe(const SimConfig& c, const sim::ConsensusOptions& o, double gamma) {
+std::string Describe(const sim::ConsensusOptions& o, double gamma) {
   return fmt::format(
       "murmur sim: {} nodes, mode consensus, topology {}, compress {} (gamma {:g}), network {}, "
       "{} values computed ({:.0f} on the wire), seed {}",
-      o.nodes, gossip::TopologyName(o.sampling.topology), c.gossip.compress, gamma,
+      o.nodes, gossip::TopologyName(o.sampling.topology),
+      coding::CompressorSpec(o.compressor), gamma,
       o.link.ToString(), o.dimension, o.dimension * o.wire_scale, o.seed);
 }
 
-nlohmann::json Json(const SimConfig& c, const sim::ConsensusOptions& o,
+nlohmann::json Json(const sim::ConsensusOptions& o,
                     const sim::ConsensusResult& r) {
   nlohmann::json rounds = nlohmann::json::array();
   for (const sim::ConsensusRound& x : r.rounds) {
@@ -51,7 +52,7 @@ nlohmann::json Json(const SimConfig& c, const sim::ConsensusOptions& o,
   return {{"mode", "consensus"},
           {"nodes", o.nodes},
           {"topology", gossip::TopologyName(o.sampling.topology)},
-          {"compress", c.gossip.compress},
+          {"compress", coding::CompressorSpec(o.compressor)},
           {"gamma", r.gamma},
           {"gamma_halvings", r.gamma_halvings},
           {"network", o.link.ToString()},
@@ -148,7 +149,7 @@ int RunConsensusSim(const SimConfig& c) {
 
   SimProgressPrinter printer(ResolveProgressMode(c.progress, stderr), stderr);
   const double gamma = o.gamma > 0 ? o.gamma : gossip::DefaultGamma(o.compressor);
-  std::fprintf(stderr, "%s\n", Describe(c, o, gamma).c_str());
+  std::fprintf(stderr, "%s\n", Describe(o, gamma).c_str());
   auto result = sim::RunConsensus(o, [&](const sim::ConsensusRound& r) {
     printer.Line([&] {
       return fmt::format("consensus round {} / {} | error {:.3e} | {:.4f} s virtual", r.round,
@@ -170,9 +171,9 @@ int RunConsensusSim(const SimConfig& c) {
     }
   }
   if (c.json) {
-    std::printf("%s\n", Json(c, o, *result).dump().c_str());
+    std::printf("%s\n", Json(o, *result).dump().c_str());
   } else {
-    std::printf("%s", Text(Describe(c, o, result->gamma), o, *result).c_str());
+    std::printf("%s", Text(Describe(o, result->gamma), o, *result).c_str());
   }
   return result->rejected == 0 ? 0 : 1;
 }

@@ -17,6 +17,28 @@ Status GossipTrainerOptions::Validate() const {
   return node.Validate();
 }
 
+namespace {
+
+StatusOr<std::optional<coding::CompressorOptions>> ParseGossipCompress(std::string_view text) {
+  if (text == "auto") return std::optional<coding::CompressorOptions>();
+  MURMUR_ASSIGN_OR_RETURN(coding::CompressorOptions spec, coding::ParseCompressorSpec(text));
+  MURMUR_RETURN_IF_ERROR(coding::Compressor::Create(spec, 1).status());
+  return std::optional<coding::CompressorOptions>(spec);
+}
+
+}  // namespace
+
+coding::CompressorOptions GossipCompressor(const GossipConfig& c) {
+  if (c.compress.has_value()) return *c.compress;
+  return *coding::ParseCompressorSpec(c.outer.has_value() ? "int8" : "topk:0.01,values=fp16");
+}
+
+std::string GossipAveraging(const GossipConfig& c) {
+  const std::string choco = coding::CompressorSpec(GossipCompressor(c));
+  if (!c.outer.has_value()) return "CHOCO-SGD " + choco;
+  return "outer " + gossip::OuterSpec(c.outer) + " over CHOCO " + choco;
+}
+
 const ConfigSchema<GossipConfig>& GossipSchema() {
   static const ConfigSchema<GossipConfig>* schema = [] {
     using C = GossipConfig;
@@ -44,9 +66,10 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
-        .Text("compress", &C::compress, "topk:0.01,values=fp16",
-              "compression operator for the model differences CHOCO sends (see `murmur train "
-              "--help` for the syntax; error feedback is implicit)")
+        .Parsed("compress", &C::compress, "auto", "auto or an operator spec (see `murmur train --help`)",
+                "compression operator for the model differences CHOCO sends (error feedback is "
+                "implicit). auto: int8 under an outer optimizer, topk:0.01,values=fp16 without",
+                &ParseGossipCompress)
         .Real("consensus_target", &C::consensus_target, "0.04", 0, 10,
               "consensus control (Kong et al. 2021): while a node's estimate of the relative "
               "consensus distance (its own, averaged over recent rounds, and its mixing peers', "
@@ -56,7 +79,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "consensus control: how many times fewer rounds under the target (8 against 4: "
                  "the same accuracy at 4 and 8 nodes, 12 % fewer rounds at 4, a 2-node cluster "
                  "about 7 % faster; 16 costs 4 nodes 0.2 point)")
-        .Parsed("outer", &C::outer, "none",
+        .Parsed("outer", &C::outer, "nesterov:every=50,lr=0.5",
                 "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH]",
                 "outer optimizer (DiLoCo's, decentralized): every H inner steps the round's mix "
                 "of the model with the neighbours' gives the averaged pseudo-gradient (anchor - "
@@ -145,12 +168,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.train = TrainOptionsFrom(train);
   o.init_seed = c.train.seed;
   o.per_node_init = c.init == "per-node";
-  auto compressor = coding::ParseCompressorSpec(c.compress);
-  if (!compressor.ok()) return InvalidArgumentError("compress: " + std::string(compressor.status().message()));
-  if (auto check = coding::Compressor::Create(*compressor, 1); !check.ok()) {
-    return InvalidArgumentError("compress: " + std::string(check.status().message()));
-  }
-  o.node.compressor = *compressor;
+  o.node.compressor = GossipCompressor(c);
   o.node.gamma = c.gamma;
   o.node.consensus_target = c.consensus_target;
   o.node.consensus_slack = c.consensus_slack;

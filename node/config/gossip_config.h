@@ -21,7 +21,7 @@ namespace murmur::node {
 struct GossipConfig {
   TrainConfig train;  // task, data, model, optimizer, seed
   double epochs = 0;  // cluster-wide
-  std::string compress;
+  std::optional<coding::CompressorOptions> compress;  // none: auto (GossipCompressor)
   double gamma = 0;
   std::string topology;
   int random_peers = 0;
@@ -66,6 +66,14 @@ struct GossipTrainerOptions {
 };
 
 const ConfigSchema<GossipConfig>& GossipSchema();
+
+// The operator a gossip run compresses with: `compress`, or for auto int8 under an outer optimizer
+// (its pseudo-gradients every H steps, nearly lossless; top-k's γ of 0.05 left the members'
+// anchors apart) and top-1 % with fp16 values for plain CHOCO rounds every step.
+coding::CompressorOptions GossipCompressor(const GossipConfig& config);
+// What a run reports as its averaging: "outer nesterov:every=50,... over CHOCO int8" or
+// "CHOCO-SGD topk:0.01,values=fp16".
+std::string GossipAveraging(const GossipConfig& config);
 // Names of GossipSchema's keys (what `murmur local` forwards to its nodes).
 std::vector<std::string> GossipKeyNames();
 

@@ -239,6 +239,33 @@ TEST(ChocoTest, ANewLifeOfAPeerRestartsItsStreamAndOldMessagesAreStale) {
   EXPECT_EQ(c.nodes[0]->Step(old, c.now).verdict, ChocoVerdict::kStaleIncarnation);
 }
 
+// Before this node's first round (an outer optimizer's H steps, or local SGD's) no update norm
+// is known: a stream's first update is bounded by half of ‖x̂_i‖ alone. A forged +10 on every
+// parameter is refused; an honest-sized one is applied.
+TEST(ChocoTest, AFirstUpdateBeforeAnyRoundIsBoundedByTheModelsNorm) {
+  ChocoOptions o;
+  o.self = 10;
+  o.incarnation = 1;
+  o.dimension = 16;
+  o.compressor = *coding::ParseCompressorSpec("none");
+  const std::vector<float> model(16, 1.0f);  // ‖x̂_i‖ = 4
+  for (float value : {10.0f, 0.1f}) {
+    auto g = *ChocoGossip::Create(o, model, model, /*from_initial=*/true);
+    const std::vector<float> update(16, value);
+    std::vector<std::byte> frame;
+    coding::EncodeDense(update, frame);
+    ChocoIncoming in{11, 1, UpdateHeader{1, 0, 16, true, true}, frame};
+    const ChocoStepResult r = g->Step(in, TimePoint{});
+    if (value > 1) {
+      EXPECT_EQ(r.verdict, ChocoVerdict::kOutlier) << r.status.ToString();
+      for (float v : g->CopyOf(11)) EXPECT_EQ(v, 1.0f);  // nothing applied
+    } else {
+      EXPECT_EQ(r.verdict, ChocoVerdict::kApplied) << r.status.ToString();
+      EXPECT_FLOAT_EQ(g->CopyOf(11)[0], 1.1f);
+    }
+  }
+}
+
 TEST(ChocoTest, CorruptOrMismatchedUpdatesAreRejectedAndRecovered) {
   Cluster c(3, 16, "topk:0.25", 0.2, 2);
   c.SyncRound(0);

@@ -56,9 +56,9 @@ double Spread(Cluster& cluster, size_t n) {
 }
 
 // Every round is an outer round, every H = 5 steps; and with no inner progress, models that
-// start apart meet (the mix pulls the anchors together, NoLoCo §3.2) inside their range. (Not at
-// their exact mean: a node mixes the copies it has, its own weight kept for one not ready yet,
-// and the outer momentum carries such an asymmetry on.)
+// start apart meet (the mix pulls the anchors together, NoLoCo §3.2) near their mean. (Not at it
+// exactly: a node mixes the copies it has, its own weight kept for one not ready yet, and the
+// outer momentum carries such an asymmetry on, past the range they started in.)
 TEST(GossipNodeOuterTest, AnchorsOfDifferentModelsMeet) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -75,11 +75,12 @@ TEST(GossipNodeOuterTest, AnchorsOfDifferentModelsMeet) {
       EXPECT_GE(s.outer_rounds, 20u) << "node " << i;
       // One round starts the anchor; every later round is an outer one, every 5 steps.
       EXPECT_EQ(s.rounds, s.outer_rounds + 1) << "node " << i;
-      EXPECT_LE(s.local_steps, 5 * static_cast<int64_t>(s.rounds) + 4) << "node " << i;
+      // (The latest round may still wait for its peers.)
+      EXPECT_LE(s.local_steps, 5 * static_cast<int64_t>(s.rounds + 1) + 4) << "node " << i;
       EXPECT_GE(s.local_steps, 5 * static_cast<int64_t>(s.rounds)) << "node " << i;
       for (float v : cluster.node(i).x) {
-        EXPECT_GE(v, 1.0f) << "node " << i;
-        EXPECT_LE(v, 1.3f) << "node " << i;
+        EXPECT_GE(v, 1.0f - 0.3f) << "node " << i;  // within the starting range's width
+        EXPECT_LE(v, 1.3f + 0.3f) << "node " << i;
       }
     }
     EXPECT_LT(Spread(cluster, 4), 0.003);  // from 0.3
@@ -114,8 +115,8 @@ TEST(GossipNodeOuterTest, OuterMomentumCarriesTheAveragedProgressFurther) {
 }
 
 // A node 4x slower than the others (its progress late) does not hold their outer rounds past the
-// soft-sync rules: they mark it a straggler and go on, its late rounds are still mixed, and the
-// models stay together.
+// soft-sync rules: they wait for it at most W once it is S behind, mark it a straggler and go
+// on; its late rounds are still mixed, and the models stay together.
 TEST(GossipNodeOuterTest, AStragglersLateRoundsDoNotHoldTheOthers) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -126,8 +127,10 @@ TEST(GossipNodeOuterTest, AStragglersLateRoundsDoNotHoldTheOthers) {
     cluster.node(3).step_time = milliseconds(8);  // 4x the others
     for (size_t i = 0; i < 4; ++i) cluster.Start(i);
     cluster.RunFor(std::chrono::seconds(4));
+    // It takes outer rounds, or, once more than S behind, catches up with its neighbours' average
+    // (its anchor restarted there) and skips the rounds in between.
     const uint64_t slow = cluster.machine(3).state().outer_rounds;
-    EXPECT_GE(slow, 10u);
+    EXPECT_GE(slow + cluster.machine(3).state().catchups, 10u);
     for (size_t i = 0; i < 3; ++i) {
       const GossipNodeState& s = cluster.machine(i).state();
       EXPECT_GE(s.outer_rounds, 2 * slow) << "node " << i;
