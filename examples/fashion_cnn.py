@@ -11,10 +11,14 @@
     # on GPUs (murmur local places rank r on a GPU and says which in MURMUR_DEVICE):
     build/murmur local --nodes 4 --device cuda --exec "python3 examples/fashion_cnn.py"
 
+    # AdamW inner steps (under murmur, its outer optimizer's rounds every 50 of them):
+    build/murmur local --nodes 4 --epochs 3 --exec "python3 examples/fashion_cnn.py --optimizer adamw --lr 0.002"
+
 Reads the IDX files of Debian's dataset-fashion-mnist. Each process trains its shard (rank r of
-N takes every N-th training row from r) with SGD + momentum at batch --batch-size, on a cosine
-schedule with a linear warm-up over the cluster's samples. Prints one JSON line at the end:
-accuracy of the final model on the 10,000 test images, samples, bytes, seconds.
+N takes every N-th training row from r) with SGD + momentum (or AdamW) at batch --batch-size, on a
+cosine schedule with a linear warm-up over the cluster's samples. Prints one JSON line at the end:
+accuracy and mean cross-entropy of the final model on the 10,000 test images, samples, bytes,
+seconds.
 """
 
 import argparse
@@ -66,13 +70,21 @@ class Net(torch.nn.Module):
 
 
 def accuracy(model, xt, yt, rows=None):
+    return scores(model, xt, yt, rows)[0]
+
+
+def scores(model, xt, yt, rows=None):
+    """(accuracy, mean cross-entropy) on the first `rows` test images (all: None)."""
     model.eval()
+    correct, loss = 0, 0.0
     with torch.no_grad():
         n = len(yt) if rows is None else rows
-        correct = sum((model(xt[i:i + 1000]).argmax(1) == yt[i:i + 1000]).sum().item()
-                      for i in range(0, n, 1000))
+        for i in range(0, n, 1000):
+            logits = model(xt[i:i + 1000])
+            correct += (logits.argmax(1) == yt[i:i + 1000]).sum().item()
+            loss += F.cross_entropy(logits, yt[i:i + 1000], reduction="sum").item()
     model.train()
-    return correct / n
+    return correct / n, loss / n
 
 
 def cosine(lr, samples, total, warmup):
@@ -90,6 +102,9 @@ def main():
     p.add_argument("--warmup-epochs", type=float, default=0.2)
     p.add_argument("--nesterov", action=argparse.BooleanOptionalAction, default=False,
                    help="Nesterov momentum (0.9) instead of heavy ball")
+    p.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd",
+                   help="the (inner) optimizer: SGD with momentum 0.9, or AdamW (betas 0.9, 0.999)")
+    p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW's decoupled weight decay")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--device", default=os.environ.get("MURMUR_DEVICE", "cpu"),
@@ -147,7 +162,10 @@ def train(rank, args, port):
     shard = torch.arange(rank, len(ys), world, device=device)
     torch.manual_seed(args.seed)  # one initial model on every process
     model = Net().to(device)
-    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=args.nesterov)
+    if args.optimizer == "adamw":
+        sgd = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    else:
+        sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=args.nesterov)
     g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
     start = time.time()
     samples = 0
@@ -218,8 +236,9 @@ def train(rank, args, port):
         train_seconds = time.time() - first_step[0]
         if args.backend == "ddp":
             model = model.module
-    result.update(accuracy=accuracy(model, xt, yt), samples=samples, steps=steps,
-                  seconds=round(time.time() - start, 2))
+    final_accuracy, final_loss = scores(model, xt, yt)
+    result.update(accuracy=final_accuracy, test_loss=round(final_loss, 5), samples=samples,
+                  steps=steps, seconds=round(time.time() - start, 2), optimizer=args.optimizer)
     if args.backend == "ddp":
         # gloo's ring all-reduce: 2 (N - 1) / N of the fp32 gradient per step, each way.
         d = sum(p.numel() for p in model.parameters())

@@ -284,7 +284,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
                                        : ++steps_since_round_ >= s_.gossip_period;
   if (round_due) {
     steps_since_round_ = 0;
-    Round();
+    Round(now);
     if (phase_ == Phase::kOver) return;
     clock_sent_ = s_.step;
   } else {
@@ -437,6 +437,15 @@ int GossipNode::CurrentH() const {
 
 void GossipNode::AdvanceTraining(TimePoint now) {
   if (computing_ || evaluating_) return;
+  // A run that ends (budget, stop, a finished quorum) mixes what it has.
+  if (mix_pending_ && !BudgetSpent(now) && !RoundWaitOver(now)) {
+    Emit(Wait{std::min(now + std::chrono::milliseconds(1), round_wait_until_)});
+    return;
+  }
+  if (mix_pending_) {
+    MixRound();
+    if (phase_ == Phase::kOver) return;
+  }
   if (BudgetSpent(now)) return Finish(now);
   if (evaluate_now_ && !peer_finished_) {
     evaluate_now_ = false;
@@ -541,7 +550,7 @@ void GossipNode::AnnounceClock() {
   for (NodeId to : choco_->Trackers(view, s_.rounds)) Emit(SendTo{to, NoPayload{}, nullptr});
 }
 
-void GossipNode::Round() {
+void GossipNode::Round(TimePoint now) {
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
   if (o_.local_steps == 0) {
     choco_->SetDensityFactor(SparseSchedule() ? 2 : 1);
@@ -550,11 +559,27 @@ void GossipNode::Round() {
   auto stats = choco_->Publish(x_, view, s_.rounds);
   if (!stats.ok()) return Fail(stats.status());
   if (observer_ != nullptr) observer_->RoundPublished();
-  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
-  choco_->Mix(x_, view, s_.rounds, damping, *stats);
-  if (Status outer = OuterRound(); !outer.ok()) return Fail(outer);
-  RoundDone(view, *stats);
-  // The updates carry the consensus estimate of this round.
+  round_stats_ = *stats;
+  round_view_ = view;
+  round_clock_ = s_.step;
+  // An outer round goes out at once and mixes once its mixing peers have sent theirs of the same
+  // round, waiting at most a quarter of a round's steps (RoundWaitOver); a CHOCO round mixes at
+  // once, and its updates then carry this round's consensus estimate.
+  if (outer_.has_value() && OuterActive() && o_.soft_sync.max_lead >= 0) {
+    const double reach_s = 0.25 * o_.outer->every * sync_.step_seconds();
+    round_wait_until_ =
+        now + std::min(sync_.EffectiveWait(),
+                       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(reach_s)));
+    mix_pending_ = true;
+    EmitRoundOutput();
+    return;
+  }
+  MixRound();
+  if (phase_ == Phase::kOver) return;
+  EmitRoundOutput();
+}
+
+void GossipNode::EmitRoundOutput() {
   for (ChocoOutgoing& out : choco_->TakeOutput()) {
     if (auto* u = std::get_if<UpdateHeader>(&out.payload)) {
       u->consensus = static_cast<float>(std::min(s_.consensus_average, kMaxConsensus));
@@ -563,7 +588,24 @@ void GossipNode::Round() {
   }
 }
 
-void GossipNode::RoundDone(const std::vector<NodeId>& view, const ChocoRoundStats& stats) {
+bool GossipNode::RoundWaitOver(TimePoint now) const {
+  if (now >= round_wait_until_) return true;
+  for (NodeId id : MixingPeers(round_view_)) {
+    const uint64_t clock = sync_.ClockOf(id);
+    if (clock == 0 || clock >= round_clock_ || sync_.IsStraggler(id, now)) continue;
+    if (std::find(finished_ids_.begin(), finished_ids_.end(), id) != finished_ids_.end()) continue;
+    return false;
+  }
+  return true;
+}
+
+void GossipNode::MixRound() {
+  mix_pending_ = false;
+  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
+  choco_->Mix(x_, round_view_, s_.rounds, damping, round_stats_);
+  if (Status outer = OuterRound(); !outer.ok()) return Fail(outer);
+  const ChocoRoundStats& stats = round_stats_;
+  const std::vector<NodeId>& view = round_view_;
   ++s_.rounds;
   s_.consensus_distance = stats.consensus_distance;
   s_.consensus_average = s_.rounds == 1 ? stats.consensus_distance

@@ -296,10 +296,15 @@ class GossipNode {
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
   void AdoptReceivedModel();
-  // A round: CHOCO's publish and mix, the outer step, the updates out.
-  void Round();
-  // A round's bookkeeping: its count, the consensus estimates, the observer, the guard's news.
-  void RoundDone(const std::vector<NodeId>& view, const ChocoRoundStats& stats);
+  // A round: CHOCO's publish, the updates out, and its mix with the outer step (MixRound): at
+  // once, or for an outer round once RoundWaitOver.
+  void Round(TimePoint now);
+  void MixRound();
+  void EmitRoundOutput();
+  // Whether the pending outer round may mix: every mixing peer that is not a marked straggler
+  // (nor finished) reached the round's step, or round_wait_until_ passed. The wait marks nobody:
+  // a peer that falls S behind is marked by the soft-sync gate as always.
+  bool RoundWaitOver(TimePoint now) const;
   // Logs `status` and ends the run with it.
   void Fail(const Status& status);  // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose
   // soft-sync gates wait for it. A node learns its neighbours' clocks from their messages; with
@@ -339,6 +344,12 @@ class GossipNode {
   SoftSync sync_;
   std::unique_ptr<ChocoGossip> choco_;
   std::optional<OuterOptimizer> outer_;  // from the first outer round on
+  // An outer round published and not mixed yet (RoundWaitOver).
+  bool mix_pending_ = false;
+  ChocoRoundStats round_stats_;
+  std::vector<NodeId> round_view_;
+  uint64_t round_clock_ = 0;
+  TimePoint round_wait_until_{};
   std::unique_ptr<ConsensusFinish> finish_;  // from the start of training, unless finish_wait is 0
   GossipNodeObserver* observer_ = nullptr;
   GossipNodeState s_;

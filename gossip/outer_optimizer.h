@@ -12,11 +12,13 @@
 // DiLoCo exactly. With η = 1 and μ = 0 it is local SGD with gossip (x = x̄).
 //
 // What the mix adds on a sparse graph. The neighbours' copies hold their anchors plus their inner
-// progress, so the mix also pulls this node's anchor toward theirs (NoLoCo's anchor pull, §3.2),
-// and a straggler's late progress is mixed when its update arrives, damped by its staleness
-// (soft_sync.h): an outer round never waits past the soft-sync rules, and a late pseudo-gradient
-// is applied in the round it reaches, with its weight scaled down (asynchronous local SGD, Liu et
-// al. 2024, arXiv 2401.09135, §3).
+// progress, so the mix also pulls this node's anchor toward theirs (NoLoCo's anchor pull, §3.2).
+// Rounds fall on the same steps of every member (the step clock's multiples of H), and a node
+// mixes once its neighbours' updates of the same round are in, waiting at most a quarter of a
+// round's steps (GossipNode::RoundWaitOver); a later pseudo-gradient is mixed in the round it
+// reaches, its weight scaled down by its staleness (soft_sync.h; asynchronous local SGD, Liu et
+// al. 2024, arXiv 2401.09135, §3). That wait marks nobody: a peer that falls S behind is marked
+// a straggler by the soft-sync gate, and is not waited for at rounds either.
 //
 // The anchor and the momentum buffer live in the memory of the model's device; arithmetic there
 // (kernels::OuterStep). Not saved in checkpoints: a resumed or re-joined node restarts its anchor

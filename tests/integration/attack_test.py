@@ -61,7 +61,7 @@ class Cluster:
             "--mode", "gossip", "--id", str(i + 1), "--listen", self.endpoints[i], "--seeds", seeds,
             "--cluster", "attack", "--shard-index", str(i), "--shard-count", str(N),
             "--expect-members", str(N), "--epochs", str(EPOCHS), "--batch-size", "64",
-            "--seed", str(seed), "--compress", "topk:0.01,values=fp16", "--eval-every", "0",
+            "--seed", str(seed), "--eval-every", "0",
             # A cosine decay ends every node near the same model, so the comparison with the
             # undisturbed run is not lost in the last steps' noise (0.6 point at a constant rate).
             "--lr-schedule", "cosine", "--warmup-epochs", "0.2",
