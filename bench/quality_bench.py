@@ -3,6 +3,7 @@
 
 Usage: bench/quality_bench.py [build/murmur] [--nodes 4,8] [--epochs 3,10] [--seeds 1,2,3]
                               [--modes ring,outer,choco] [--lrs MODE=LR,LR,...]... [--out FILE]
+                              [--backend local|sim]
 
 For each N and epoch budget, every mode runs at every rate of its grid with every seed: the same
 model (784-256-128-10 MLP), batch 64 per node, schedule (cosine, warm-up 0.2 epochs), optimizer
@@ -17,6 +18,10 @@ finish. Bytes per node: gossip's as measured (the finish included); ring's 2 (N 
 fp32 model per iteration, what a ring all-reduce moves. Wall time is the run's, on this machine
 (loopback, shared cores: read time across rows of one N only).
 Prints every run as it ends and the table at the end (also to --out, with the command).
+
+--backend sim runs the same modes in `murmur sim --fidelity training` (every node's real Trainer
+in virtual time, one process, 1 Gbit/s links): clusters larger than the machine (16), the members
+in step as on N machines of equal speed; its wall time is the simulator's, not the cluster's.
 """
 import argparse
 import json
@@ -41,8 +46,28 @@ def run(cmd):
     return json.loads(lines[-1]), time.monotonic() - t0
 
 
-def one(m, mode, n, epochs, lr, seed):
+def one_sim(m, mode, n, epochs, lr, seed):
+    """(accuracy, MB per node, wall seconds) of one simulated run."""
+    base = ["sim", "--fidelity", "training", "--seed", str(seed), "--lr", str(lr),
+            "--lr-schedule", "cosine", "--warmup-epochs", "0.2", "--nesterov=true", "--json"]
+    if mode == "ring":
+        iterations = math.ceil(epochs * TRAIN_ROWS / (64 * n))
+        r, wall = run([m] + base + ["--mode", "ring", "--n", str(n), "--L", "1", "--iterations",
+                                    str(iterations), "--global-batch", str(64 * n)])
+    else:
+        extra = ["--outer", "none"] if mode == "choco" else []
+        r, wall = run([m] + base + ["--nodes", str(n), "--epochs", str(epochs)] + extra)
+    nodes = r["per_node"]
+    if not r.get("succeeded", False):
+        sys.exit(f"simulated {mode} run failed: {r.get('description')}")
+    acc = sum(x["accuracy"] for x in nodes) / len(nodes)
+    return acc, sum(x["bytes_sent"] for x in nodes) / len(nodes) / 1e6, wall
+
+
+def one(m, mode, n, epochs, lr, seed, backend="local"):
     """(accuracy, MB per node, wall seconds) of one run."""
+    if backend == "sim":
+        return one_sim(m, mode, n, epochs, lr, seed)
     base = ["--seed", str(seed), "--lr", str(lr)] + COMMON
     if mode == "ring":
         iterations = math.ceil(epochs * TRAIN_ROWS / (64 * n))
@@ -65,6 +90,8 @@ def main():
     p.add_argument("--lrs", action="append", default=[],
                    help="MODE=LR,LR,... (the mode's learning-rate grid)")
     p.add_argument("--out", help="also write the table here (markdown)")
+    p.add_argument("--backend", choices=["local", "sim"], default="local",
+                   help="local: murmur local on this machine; sim: murmur sim --fidelity training")
     a = p.parse_args()
     grids = dict(DEFAULT_LRS)
     for spec in a.lrs:
@@ -79,7 +106,7 @@ def main():
     seeds = [int(x) for x in a.seeds.split(",")]
     cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     command = " ".join(sys.argv)
-    print(f"quality bench: batch 64 per node, cosine (warm-up 0.2 epochs), Nesterov 0.9, "
+    print(f"quality bench ({a.backend}): batch 64 per node, cosine (warm-up 0.2 epochs), Nesterov 0.9, "
           f"seeds {a.seeds}, {cores} cores; grids {', '.join(f'{m} {grids[m]}' for m in modes)}",
           flush=True)
     rows = []
@@ -90,7 +117,7 @@ def main():
                 for lr in grids[mode]:
                     runs = []
                     for seed in seeds:
-                        acc, mb, wall = one(a.murmur, mode, n, epochs, lr, seed)
+                        acc, mb, wall = one(a.murmur, mode, n, epochs, lr, seed, a.backend)
                         runs.append((acc, mb, wall))
                         print(f"  N={n} {epochs:g} epochs {mode} lr {lr:g} seed {seed}: {acc:.4f}, "
                               f"{mb:.2f} MB/node, {wall:.1f} s", flush=True)

@@ -590,9 +590,15 @@ void GossipNode::EmitRoundOutput() {
 
 bool GossipNode::RoundWaitOver(TimePoint now) const {
   if (now >= round_wait_until_) return true;
+  const uint64_t reach = static_cast<uint64_t>(std::max(o_.outer->every / 4, 1));
   for (NodeId id : MixingPeers(round_view_)) {
     const uint64_t clock = sync_.ClockOf(id);
-    if (clock == 0 || clock >= round_clock_ || sync_.IsStraggler(id, now)) continue;
+    // Not waited for: a peer already there, one further behind than a quarter round (it could
+    // not arrive within the wait at this node's pace), a marked straggler, a finished member.
+    if (clock == 0 || clock >= round_clock_ || clock + reach < round_clock_ ||
+        sync_.IsStraggler(id, now)) {
+      continue;
+    }
     if (std::find(finished_ids_.begin(), finished_ids_.end(), id) != finished_ids_.end()) continue;
     return false;
   }

@@ -26,7 +26,11 @@
 //             every H-th step (consensus_slack × H while the consensus estimate is under
 //             consensus_target) a CHOCO round on the model, and between rounds the step clock
 //             alone to the trackers every S/2 steps (AnnounceClock); the progress announced, a
-//             periodic Evaluate.
+//             periodic Evaluate. With an outer optimizer (`outer`, outer_optimizer.h) every round
+//             is an outer round on the step clock's multiples of H: the update goes out at once,
+//             the mix waits (before the next step) until the mixing peers within H / 4 steps of
+//             the round reached it, at most H / 4 of this node's step times, and the outer
+//             step follows the mix; an adopted model (catch-up, snapshot) restarts the anchor.
 //             "finished" from other members is believed from a quorum only (half the cluster:
 //             live members and finished ones); a single finished member makes a node with a
 //             target accuracy evaluate its own model at once and decide by that.
@@ -301,9 +305,10 @@ class GossipNode {
   void Round(TimePoint now);
   void MixRound();
   void EmitRoundOutput();
-  // Whether the pending outer round may mix: every mixing peer that is not a marked straggler
-  // (nor finished) reached the round's step, or round_wait_until_ passed. The wait marks nobody:
-  // a peer that falls S behind is marked by the soft-sync gate as always.
+  // Whether the pending outer round may mix: every mixing peer within a quarter round (H / 4
+  // steps) of the round's step that is not a marked straggler (nor finished) reached it, or
+  // round_wait_until_ passed. The wait marks nobody: a peer that falls S behind is marked by the
+  // soft-sync gate as always.
   bool RoundWaitOver(TimePoint now) const;
   // Logs `status` and ends the run with it.
   void Fail(const Status& status);  // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose

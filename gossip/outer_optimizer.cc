@@ -22,6 +22,12 @@ const char* MethodName(OuterMethod method) {
   return "?";
 }
 
+template <typename T>
+Status ReadNumber(std::string_view text, std::string_view key, T& out) {
+  MURMUR_ASSIGN_OR_RETURN(out, ParseNumber<T>(text, key));
+  return OkStatus();
+}
+
 }  // namespace
 
 Status OuterOptions::Validate() const {
@@ -59,26 +65,12 @@ StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text) {
     return error(fmt::format("unknown method '{}' (none, {})", parts->name, kMethods));
   }
   for (const auto& [key, value] : parts->options) {
-    Status parsed;
-    if (key == "every") {
-      auto v = ParseNumber<int>(value, "every");
-      parsed = v.status();
-      if (v.ok()) o.every = *v;
-    } else if (key == "lr") {
-      auto v = ParseNumber<double>(value, "lr");
-      parsed = v.status();
-      if (v.ok()) o.lr = *v;
-    } else if (key == "momentum") {
-      auto v = ParseNumber<double>(value, "momentum");
-      parsed = v.status();
-      if (v.ok()) o.momentum = *v;
-    } else if (key == "start") {
-      auto v = ParseNumber<double>(value, "start");
-      parsed = v.status();
-      if (v.ok()) o.start_epoch = *v;
-    } else {
-      return error(fmt::format("unknown key '{}' (every, lr, momentum, start)", key));
-    }
+    const Status parsed = key == "every"      ? ReadNumber(value, key, o.every)
+                          : key == "lr"       ? ReadNumber(value, key, o.lr)
+                          : key == "momentum" ? ReadNumber(value, key, o.momentum)
+                          : key == "start"    ? ReadNumber(value, key, o.start_epoch)
+                                              : InvalidArgumentError(fmt::format(
+                                                    "unknown key '{}' (every, lr, momentum, start)", key));
     if (!parsed.ok()) return error(parsed.message());
   }
   if (Status valid = o.Validate(); !valid.ok()) return error(valid.message());

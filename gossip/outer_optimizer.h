@@ -15,7 +15,7 @@
 // progress, so the mix also pulls this node's anchor toward theirs (NoLoCo's anchor pull, §3.2).
 // Rounds fall on the same steps of every member (the step clock's multiples of H), and a node
 // mixes once its neighbours' updates of the same round are in, waiting at most a quarter of a
-// round's steps (GossipNode::RoundWaitOver); a later pseudo-gradient is mixed in the round it
+// round's steps and only for neighbours within a quarter round of it (GossipNode::RoundWaitOver); a later pseudo-gradient is mixed in the round it
 // reaches, its weight scaled down by its staleness (soft_sync.h; asynchronous local SGD, Liu et
 // al. 2024, arXiv 2401.09135, §3). That wait marks nobody: a peer that falls S behind is marked
 // a straggler by the soft-sync gate, and is not waited for at rounds either.

@@ -168,6 +168,15 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.train = TrainOptionsFrom(train);
   o.init_seed = c.train.seed;
   o.per_node_init = c.init == "per-node";
+  // Under an outer optimizer its `every` is H: the keys that set CHOCO's own rounds would be
+  // ignored, so a value other than their default (GossipSchema's) is refused.
+  if (c.outer.has_value() && (c.local_steps != 0 || c.post_local_epoch != -1 ||
+                              c.consensus_target != 0.04 || c.consensus_slack != 8)) {
+    return InvalidArgumentError(
+        "local_steps, post_local_epoch, consensus_target and consensus_slack set plain CHOCO "
+        "rounds (--outer none); under --outer " + gossip::OuterSpec(c.outer) +
+        " a round is every H steps (its every=)");
+  }
   o.node.compressor = GossipCompressor(c);
   o.node.gamma = c.gamma;
   o.node.consensus_target = c.consensus_target;

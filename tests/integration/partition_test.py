@@ -95,7 +95,7 @@ def main():
                 "--mode", "gossip", "--id", str(i + 1), "--listen", f"tcp://{ADDR[i]}:{PORT}",
                 "--seeds", seeds, "--cluster", "partition", "--shard-index", str(i),
                 "--shard-count", str(N), "--expect-members", str(N), "--epochs", "0",
-                "--time-limit-s", "120", "--compress", "topk:0.01,values=fp16",
+                "--time-limit-s", "120",
                 "--eval-every", "0", "--max-wait-ms", "500", "--probe-interval-ms", "200",
                 "--probe-timeout-ms", "80", "--report", "json", "--report-interval-ms", "100",
                 "--straggle", "delay=5ms"], logdir, prefix=["ip", "netns", "exec", NS[i]]))

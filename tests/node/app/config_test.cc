@@ -174,6 +174,44 @@ TEST(ConfigTest, ClusterModesDefaultToNesterovAndSayWhatMomentumZeroNeeds) {
   EXPECT_FALSE(h.Parse({})->nesterov);  // murmur train: PyTorch's heavy ball
 }
 
+// Gossip's defaults: the outer optimizer over int8 CHOCO rounds; --outer none is CHOCO with
+// top-1 %. Under the outer optimizer, a key of CHOCO's own rounds set to anything but its
+// default is refused (it would be ignored); the defaults themselves pass.
+TEST(ConfigTest, GossipDefaultsToTheOuterOptimizerAndRefusesChocoRoundKeysUnderIt) {
+  auto parse = [](const std::vector<std::string>& args) { return ParseArgs(GossipSchema(), args); };
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  auto outer = GossipOptionsFrom(*defaults);
+  ASSERT_TRUE(outer.ok()) << outer.status();
+  ASSERT_TRUE(outer->node.outer.has_value());
+  EXPECT_EQ(outer->node.outer->every, 50);
+  EXPECT_DOUBLE_EQ(outer->node.outer->lr, 0.5);
+  EXPECT_EQ(coding::CompressorSpec(outer->node.compressor), coding::CompressorSpec(
+                                                                *coding::ParseCompressorSpec("int8")));
+  auto choco = GossipOptionsFrom(*parse({"--outer", "none"}));
+  ASSERT_TRUE(choco.ok()) << choco.status();
+  EXPECT_FALSE(choco->node.outer.has_value());
+  EXPECT_EQ(coding::CompressorSpec(choco->node.compressor),
+            coding::CompressorSpec(*coding::ParseCompressorSpec("topk:0.01,values=fp16")));
+  auto given = GossipOptionsFrom(*parse({"--compress", "fp16"}));
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(coding::CompressorSpec(given->node.compressor), "fp16");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--local-steps", "4"}, {"--post-local-epoch", "1"},
+        {"--consensus-target", "0.1"}, {"--consensus-slack", "2"}}) {
+    const Status refused = GossipOptionsFrom(*parse(args)).status();
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << args[0];
+    EXPECT_NE(refused.message().find("(--outer none)"), std::string_view::npos) << refused;
+    std::vector<std::string> with_none = args;
+    with_none.insert(with_none.end(), {"--outer", "none"});
+    EXPECT_TRUE(GossipOptionsFrom(*parse(with_none)).ok()) << args[0];
+  }
+  auto bad = parse({"--outer", "nesterov:every=0"});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("every=0 (at least 1)"), std::string_view::npos)
+      << bad.status();
+}
+
 TEST(ConfigTest, EveryKeyHasAValidDefaultAndHelp) {
   for (const auto& key : TrainSchema().keys()) {
     TrainConfig c;
