@@ -60,8 +60,11 @@ def one_sim(m, mode, n, epochs, lr, seed):
     nodes = r["per_node"]
     if not r.get("succeeded", False):
         sys.exit(f"simulated {mode} run failed: {r.get('description')}")
-    acc = sum(x["accuracy"] for x in nodes) / len(nodes)
-    return acc, sum(x["bytes_sent"] for x in nodes) / len(nodes) / 1e6, wall
+    # Every node that evaluates (a synchronous mode's root does not) holds the final model.
+    scored = [x["accuracy"] for x in nodes if x["accuracy"] is not None]
+    workers = [x for x in nodes if x["accuracy"] is not None]
+    return (sum(scored) / len(scored), sum(x["bytes_sent"] for x in workers) / len(workers) / 1e6,
+            wall)
 
 
 def one(m, mode, n, epochs, lr, seed, backend="local"):
