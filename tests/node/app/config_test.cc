@@ -195,7 +195,8 @@ TEST(ConfigTest, GossipDefaultsToTheOuterOptimizerAndRefusesChocoRoundKeysUnderI
             coding::CompressorSpec(*coding::ParseCompressorSpec("topk:0.01,values=fp16")));
   auto given = GossipOptionsFrom(*parse({"--compress", "fp16"}));
   ASSERT_TRUE(given.ok());
-  EXPECT_EQ(coding::CompressorSpec(given->node.compressor), "fp16");
+  EXPECT_EQ(coding::CompressorSpec(given->node.compressor),
+            coding::CompressorSpec(*coding::ParseCompressorSpec("fp16")));
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--local-steps", "4"}, {"--post-local-epoch", "1"},
         {"--consensus-target", "0.1"}, {"--consensus-slack", "2"}}) {
