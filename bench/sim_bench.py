@@ -325,62 +325,120 @@ def real(murmur, seed):
     print()
 
 
-def links(murmur, seed):
+def links(murmur, seed, reps=3, only_modes=("gossip", "ring")):
     """Real runs on shaped links (murmur local --network netns:..., root) against murmur sim on
     the same link rates: time to 75 % and bytes per node, 8 nodes, one epoch."""
     import tempfile
-    sys.path.insert(0, os.path.join(ROOT, "experiment"))
-    import runs as R
     if os.geteuid() != 0:
         print("## Real links against simulated ones: not run (a network of namespaces needs root)\n")
         return
-    p = subprocess.run([murmur, "train", "--epochs", "1", "--json", "--progress", "none"],
-                       capture_output=True, text=True, check=True)
-    cost_us = 1e6 / json.loads(p.stdout.strip().splitlines()[-1])["samples_per_second"]
     cores = os.cpu_count() or 1
     # A target the one-epoch runs cross on their way up, not one they end near (gossip ends at
     # about 0.81 here, where a hundredth of accuracy is twenty steps).
     target = 0.75
+    cal = calibrate(murmur, seed)
     print(f"## Real links against simulated ones (8 nodes, one epoch, time to {target:.0%} from "
           "launch, and in brackets from the first step)\n")
     print(f"Real: `murmur local --network netns:rate=R` (tc tbf each way per node). Simulated: `murmur sim "
-          f"--fidelity training --network 1GbE,bandwidth=R --cores {cores} --sample-cost {cost_us:.2f}us` "
-          "(one process's cost per sample, murmur train). Bytes: every message, per node.\n")
+          f"--fidelity training --network 1GbE,bandwidth=R --cores {cores}` with its costs calibrated on "
+          f"loopback, never on the shaped runs: {cal['sample']:.2f} us per sample, {cal['step']:.0f} us per "
+          f"gossip step beyond it (mix, compress, apply, send) and {cal['eval']:.2f} us per evaluated row, "
+          f"from 2 gossip nodes on {cores} cores (a core each); {1e3 * cal['start']:.0f} ms from launch to "
+          "the first step, from 8 gossip nodes. Bytes: every message, per node.\n")
+    print(f"Real: {reps} runs per cell, their mean (and range); the simulator is deterministic.\n")
     print("| mode | link | real time to target | simulated | ratio | real MB per node | simulated | ratio |")
     print("|---|---|---|---|---|---|---|---|")
-    modes = {"gossip": ["--nodes", 8, "--epochs", 1, "--eval-every", 6, "--finish-wait-s", 0],
+    # Gossip as thin_links.toml runs it: CHOCO every step (a one-epoch budget is two rounds of the
+    # outer optimizer).
+    modes = {"gossip": ["--nodes", 8, "--epochs", 1, "--eval-every", 6, "--finish-wait-s", 0, "--outer", "none"],
              "ring": ["--mode", "ring", "--global-batch", 512, "--iterations", 117, "--lr", 0.2,
                       "--lr-schedule", "cosine", "--eval-every", 10]}
+    mean = lambda v: sum(v) / len(v)
     for rate in ("100mbit", "10mbit"):
         for mode, flags in modes.items():
+            if mode not in only_modes:
+                continue
+            reals = [real_link_run(murmur, mode, flags, rate, seed, target) for _ in range(reps)]
             with tempfile.TemporaryDirectory() as tmp:
-                real_flags = [*map(str, flags), "--seed", str(seed)] + (["--nodes", "8"] if mode == "ring" else [])
-                r = subprocess.run([murmur, "local", *real_flags, "--network", f"netns:rate={rate}",
-                                    "--run-dir", f"{tmp}/run", "--json", "--progress", "none"],
-                                   capture_output=True, text=True)
-                if r.returncode != 0:
-                    sys.exit(f"murmur local failed: {r.stderr[-2000:]}")
-                run = R.load_run(f"{tmp}/run")
-                real_t = R.time_to(run["accuracy"] + ([run["final"]] if run.get("final") else []), target)
-                steps = [line["time"] for lines in run["series"].values() for line in lines
-                         if (line.get("step") or line.get("iteration") or 0) > 0]
-                real_first = min(steps) - run["t0"] if steps else 0.0
-                real_mb = R.run_row(run, target)["bytes_per_node"] / 1e6
                 sim_flags = [*flags, "--seed", seed] + (["--n", 8, "--L", 1] if mode == "ring" else [])
                 s = sim(murmur, *sim_flags, "--fidelity", "training", "--network",
                         f"1GbE,bandwidth={rate[:-4]}Mbit", "--cores", cores, "--sample-cost",
-                        f"{cost_us:.2f}us", "--csv", f"{tmp}/sim.csv", "--probe-interval-ms", 200,
-                        "--probe-timeout-ms", 80)
+                        f"{cal['sample']:.2f}us", "--step-cost",
+                        f"{cal['step'] if mode == 'gossip' else 0:.1f}us", "--eval-cost",
+                        f"{cal['eval']:.2f}us", "--start-cost", f"{1e3 * cal['start']:.1f}ms",
+                        "--csv", f"{tmp}/sim.csv", "--probe-interval-ms", 200, "--probe-timeout-ms", 80)
                 nodes = {1} if mode == "ring" else set(range(1, 9))
                 sim_t = time_to(f"{tmp}/sim.csv", target, nodes)
                 sim_mb = sum(n["bytes_sent"] for n in s["per_node"]) / len(s["per_node"]) / 1e6
             sim_first = s["first_step_s"]
+            times = [r[0] for r in reals if r[0] is not None]
+            firsts = [r[1] for r in reals if r[0] is not None]
+            mbs = [r[2] for r in reals]
+            real_t = mean(times) if len(times) == reps else None
+            real_first = mean(firsts) if firsts else 0.0
+            real_mb = mean(mbs)
             t = lambda v, first: f"{v:.2f} s ({v - first:.2f} s)" if v is not None else "never"
+            spread = (f" [{min(times):.2f}-{max(times):.2f}]" if real_t is not None and reps > 1 else "")
             ratio = (f"{sim_t / real_t:.2f} ({(sim_t - sim_first) / (real_t - real_first):.2f})"
                      if real_t and sim_t else "-")
-            print(f"| {mode} | {rate} | {t(real_t, real_first)} | {t(sim_t, sim_first)} | {ratio} | "
-                  f"{real_mb:.2f} | {sim_mb:.2f} | {sim_mb / real_mb:.2f} |", flush=True)
+            mb_spread = f" [{min(mbs):.2f}-{max(mbs):.2f}]" if reps > 1 else ""
+            print(f"| {mode} | {rate} | {t(real_t, real_first)}{spread} | {t(sim_t, sim_first)} | {ratio} | "
+                  f"{real_mb:.2f}{mb_spread} | {sim_mb:.2f} | {sim_mb / real_mb:.2f} |", flush=True)
     print()
+
+
+def calibrate(murmur, seed):
+    """The simulator's costs, measured on loopback: per sample, per gossip step beyond its batch,
+    per evaluated row (2 gossip nodes on 2+ cores: no core shared, so CPU time as the simulator's
+    shared cores take it), and from launch to the first step (8 gossip nodes: the start of the
+    cluster the comparison runs)."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "experiment"))
+    import runs as R
+    eval_every = 6
+    flags = ["--epochs", "1", "--outer", "none", "--eval-every", str(eval_every), "--seed", str(seed),
+             "--json", "--progress", "none"]
+    p = subprocess.run([murmur, "local", "--nodes", "2", *flags], capture_output=True, text=True)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
+    phases = json.loads(lines[-1])["phases"]
+    samples = sum(ph["samples"] for ph in phases)
+    steps = samples / 64
+    evaluated_rows = sum(ph["samples"] / 64 // eval_every for ph in phases) * 1000
+    beyond = sum(ph["apply_s"] + ph["compress_s"] + ph["mix_s"] + ph["other_s"] + ph["send_s"] for ph in phases)
+    out = {"sample": 1e6 * sum(ph["compute_s"] for ph in phases) / samples,
+           "step": 1e6 * beyond / steps,
+           "eval": 1e6 * sum(ph["evaluate_s"] for ph in phases) / evaluated_rows}
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([murmur, "local", "--nodes", "8", *flags, "--finish-wait-s", "0", "--run-dir",
+                            f"{tmp}/run"], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"murmur local failed: {p.stderr[-2000:]}")
+        run = R.load_run(f"{tmp}/run")
+        out["start"] = min(line["time"] for lines in run["series"].values() for line in lines
+                           if (line.get("step") or 0) > 0) - run["t0"]
+    return out
+
+
+def real_link_run(murmur, mode, flags, rate, seed, target):
+    """One real run on shaped links: (time to target from launch or None, first step, MB per node)."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "experiment"))
+    import runs as R
+    with tempfile.TemporaryDirectory() as tmp:
+        real_flags = [*map(str, flags), "--seed", str(seed)] + (["--nodes", "8"] if mode == "ring" else [])
+        r = subprocess.run([murmur, "local", *real_flags, "--network", f"netns:rate={rate}",
+                            "--run-dir", f"{tmp}/run", "--json", "--progress", "none"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"murmur local failed: {r.stderr[-2000:]}")
+        run = R.load_run(f"{tmp}/run")
+        real_t = R.time_to(run["accuracy"] + ([run["final"]] if run.get("final") else []), target)
+        steps = [line["time"] for lines in run["series"].values() for line in lines
+                 if (line.get("step") or line.get("iteration") or 0) > 0]
+        first = min(steps) - run["t0"] if steps else 0.0
+        return real_t, first, R.run_row(run, target)["bytes_per_node"] / 1e6
 
 
 def main():

@@ -42,7 +42,7 @@ std::vector<std::string> Envelopes() {
       gossip::Ack{18, {members[0]}}, gossip::PingReq{19, 42, "tcp://10.0.0.9:7070", members},
       gossip::Join{Entry(9, MemberState::kAlive)}, gossip::Digest{members, true}, gossip::Leave{},
       gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f}, gossip::SnapshotRequest{77, true},
-      gossip::SnapshotReply{8, 1000, true},
+      gossip::SnapshotRequest{12, false, true}, gossip::SnapshotReply{8, 1000, true},
       gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
       gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};
   std::vector<std::string> out;

@@ -55,6 +55,7 @@ const char* ChocoVerdictName(ChocoVerdict verdict) {
     case ChocoVerdict::kAwaitingSnapshot: return "awaiting_snapshot";
     case ChocoVerdict::kStaleIncarnation: return "stale_incarnation";
     case ChocoVerdict::kSnapshotServed: return "snapshot_served";
+    case ChocoVerdict::kReplayServed: return "replay_served";
     case ChocoVerdict::kRejected: return "rejected";
     case ChocoVerdict::kOutlier: return "outlier";
     case ChocoVerdict::kNotTracked: return "not_tracked";
@@ -165,7 +166,49 @@ void ChocoGossip::RequestSnapshot(NodeId id, Copy& copy, TimePoint now) {
   copy.requested = true;
   copy.snapshots_asked = std::min(copy.snapshots_asked + 1, 8);
   copy.requested_at = now;
-  output_.push_back({id, SnapshotRequest{copy.version, false}, nullptr});
+  output_.push_back({id, SnapshotRequest{copy.valid ? copy.version : 0, false, copy.valid}, nullptr});
+}
+
+void ChocoGossip::Log(const UpdateHeader& header, std::shared_ptr<const std::vector<std::byte>> bytes) {
+  // Never more than a dense snapshot (4 bytes a value): a longer replay would cost more than it.
+  const size_t bound = sizeof(float) * static_cast<size_t>(options_.dimension);
+  log_bytes_ += bytes->size();
+  log_.push_back({header, std::move(bytes)});
+  while (!log_.empty() && log_bytes_ > bound) {
+    log_bytes_ -= log_.front().bytes->size();
+    log_.pop_front();
+  }
+}
+
+ChocoStepResult ChocoGossip::ServeRequest(const ChocoIncoming& m, const SnapshotRequest& request,
+                                          TimePoint now) {
+  if (request.model) {
+    return {ChocoVerdict::kRejected,
+            InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
+            coding::DecodeFailure::kNone};
+  }
+  if (!snapshots_served_.Take(now)) {
+    return {ChocoVerdict::kRateLimited, ResourceExhaustedError("public-copy snapshots beyond the rate"),
+            coding::DecodeFailure::kNone};
+  }
+  // The log holds versions (version_ − log_.size(), version_]: a replay from f needs f + 1 in it.
+  const uint64_t first_logged = version_ - log_.size() + 1;
+  if (request.replay && request.from_sequence < version_ && request.from_sequence + 1 >= first_logged) {
+    for (const Logged& entry : log_) {
+      if (entry.header.round > request.from_sequence) {
+        output_.push_back({m.from, entry.header, entry.bytes});
+      }
+    }
+    return {ChocoVerdict::kReplayServed, OkStatus(), coding::DecodeFailure::kNone};
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  if (device_.is_cpu()) {
+    coding::EncodeDense(public_.span(), *bytes);
+  } else {
+    coding::EncodeDense(PublicCopyOnHost(), *bytes);
+  }
+  output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
+  return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
 }
 
 ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
@@ -174,23 +217,7 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
             coding::DecodeFailure::kNone};
   }
   if (const auto* request = std::get_if<SnapshotRequest>(&m.payload)) {
-    if (request->model) {
-      return {ChocoVerdict::kRejected,
-              InvalidArgumentError("model snapshots are served by the node, not by CHOCO"),
-              coding::DecodeFailure::kNone};
-    }
-    if (!snapshots_served_.Take(now)) {
-      return {ChocoVerdict::kRateLimited, ResourceExhaustedError("public-copy snapshots beyond the rate"),
-              coding::DecodeFailure::kNone};
-    }
-    auto bytes = std::make_shared<std::vector<std::byte>>();
-    if (device_.is_cpu()) {
-      coding::EncodeDense(public_.span(), *bytes);
-    } else {
-      coding::EncodeDense(PublicCopyOnHost(), *bytes);
-    }
-    output_.push_back({m.from, SnapshotReply{version_, options_.dimension, false}, std::move(bytes)});
-    return {ChocoVerdict::kSnapshotServed, OkStatus(), coding::DecodeFailure::kNone};
+    return ServeRequest(m, *request, now);
   }
   auto it = copies_.find(m.from);
   if (it == copies_.end() && !AdmitCopy(m.from)) {
@@ -235,23 +262,21 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
                                  std::to_string(h.round) + ": a stream advances by one"),
             coding::DecodeFailure::kNone};
   }
-  if (copy.ready && h.round <= copy.version) {
+  if (copy.valid && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
-  if (!copy.ready && h.from_initial && h.base_sequence == 0) {
+  if (!copy.valid && h.from_initial) {
+    // Version 0 of this stream is the seeded initial model, which this node holds: a stream
+    // joined late needs only the updates after it (a replay).
     Assign(copy.values, initial_.span());
     copy.version = 0;
-    copy.ready = true;
-    copy.requested = false;
+    copy.valid = true;
   }
-  if (!copy.ready) {
+  if (!copy.valid || h.base_sequence != copy.version) {
     if (copy.requested && now - copy.requested_at < options_.snapshot_retry) {
+      copy.ready = false;
       return {ChocoVerdict::kAwaitingSnapshot, OkStatus(), coding::DecodeFailure::kNone};
     }
-    RequestSnapshot(m.from, copy, now);
-    return {ChocoVerdict::kGap, OkStatus(), coding::DecodeFailure::kNone};
-  }
-  if (h.base_sequence != copy.version) {
     RequestSnapshot(m.from, copy, now);
     return {ChocoVerdict::kGap, OkStatus(), coding::DecodeFailure::kNone};
   }
@@ -281,6 +306,8 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
   ++copy.norms;
   Add(received_, copy.values.span());
   copy.version = h.round;
+  copy.ready = true;
+  copy.requested = false;
   return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
 }
 
@@ -304,7 +331,7 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
             coding::DecodeFailure::kNone};
   }
   --copy.snapshots_asked;
-  if (copy.ready && h.round <= copy.version) {
+  if (copy.valid && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
   // Staged in the buffer a previous snapshot left behind (swapped out below), so a stream's
@@ -331,6 +358,7 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
   copy.norms = 0;  // a new start of the stream's history
   std::swap(copy.values, incoming_);
   copy.version = h.round;
+  copy.valid = true;
   copy.ready = true;
   copy.requested = false;
   return {ChocoVerdict::kApplied, OkStatus(), coding::DecodeFailure::kNone};
@@ -383,14 +411,11 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
   stats.sent_values = q_.count();
   const std::vector<NodeId> trackers = Trackers(view, round);
   stats.trackers = trackers.size();
-  if (!trackers.empty()) {
-    stats.encoded_bytes = encoded ? bytes->size() : coding::EncodeUpdate(q_, *bytes);
-    for (NodeId to : trackers) {
-      output_.push_back({to, UpdateHeader{version_, version_ - 1, options_.dimension, q_.dense,
-                                          from_initial_},
-                         bytes});
-    }
-  }
+  // Encoded with no tracker too: the update stays in the replay log for a reader that comes later.
+  stats.encoded_bytes = encoded ? bytes->size() : coding::EncodeUpdate(q_, *bytes);
+  const UpdateHeader header{version_, version_ - 1, options_.dimension, q_.dense, from_initial_};
+  for (NodeId to : trackers) output_.push_back({to, header, bytes});
+  Log(header, std::move(bytes));
   return stats;
 }
 

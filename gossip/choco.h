@@ -14,11 +14,19 @@
 // Streams. A public copy is a stream owned by (node, incarnation) whose version grows by one per
 // update; an update names the version it applies to. A receiver applies an update only at that
 // version. Anything else — a gap (the transport dropped an update under back-pressure, a peer
-// that was not a neighbour before, a restart, a corrupt message) — makes it ask the owner for a
-// dense snapshot of its public copy and drop the stream's updates until the snapshot arrives
-// (re-asking every `snapshot_retry`). Tracking never silently drifts. A stream whose version 0
-// is the cluster's seeded initial model (every node that started with the run) says so, and
-// receivers then start it from that model without a snapshot.
+// that was not a neighbour before, a restart, a corrupt message) — makes it ask the owner for
+// its public copy and drop the stream's updates until the answer arrives (re-asking every
+// `snapshot_retry`); the copy is not mixed meanwhile. Tracking never silently drifts. A stream
+// whose version 0 is the cluster's seeded initial model (every node that started with the run)
+// says so, and receivers then start it from that model without a snapshot.
+//
+// Replay: the owner keeps its latest updates' encoded bytes, at most a dense snapshot's worth. A
+// requester that still holds the copy at some version (or the seeded initial model, version 0)
+// says so, and when the log holds every update after it the owner sends those updates again
+// instead of the dense snapshot, which costs more: a stream joined a few rounds late (a
+// neighbour learned of after the first rounds) or a dropped update on a thin link then costs a
+// few compressed updates, not a dense model (as a replicated log ships its entries and falls
+// back to a snapshot only once they are compacted away). Replays share the snapshots' rate.
 //
 // Trackers: a node sends q_i to every node that may mix x̂_i: the union of PeersFor's send_to
 // over one period of the topology (ring and random: the neighbours of the current view; the
@@ -56,6 +64,7 @@
 // Thread safety: none; one thread (the node's training thread) drives it.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -141,13 +150,14 @@ enum class ChocoVerdict : uint8_t {
   kGap,               // the copy is not at the update's base version: a snapshot was requested
   kAwaitingSnapshot,  // dropped while a snapshot of that stream is on its way
   kStaleIncarnation,  // from an older life of the sender
-  kSnapshotServed,    // a snapshot request answered
+  kSnapshotServed,    // a snapshot request answered with a dense snapshot
+  kReplayServed,      // a snapshot request answered with the updates after the requester's version
   kRejected,          // undecodable or inconsistent (see `status` and `failure`)
   kOutlier,           // refused by robust mixing (see the header comment)
   kNotTracked,        // a new stream while max_copies are held and the sender is not mixed
   kRateLimited,       // a snapshot request beyond the snapshot rate
 };
-inline constexpr int kChocoVerdictCount = 10;
+inline constexpr int kChocoVerdictCount = 11;
 const char* ChocoVerdictName(ChocoVerdict verdict);
 
 struct ChocoStepResult {
@@ -239,7 +249,8 @@ class ChocoGossip {
   struct Copy {
     Incarnation incarnation = 0;
     uint64_t version = 0;
-    bool ready = false;
+    bool valid = false;  // `values` hold the sender's public copy at `version`
+    bool ready = false;  // valid and not behind a gap: mixed
     bool requested = false;
     TimePoint requested_at{};
     int snapshots_asked = 0;      // requests not answered yet (at most 8 counted)
@@ -259,6 +270,9 @@ class ChocoGossip {
   bool AdmitCopy(NodeId from);
   ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);
   ChocoStepResult OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy);
+  ChocoStepResult ServeRequest(const ChocoIncoming& m, const SnapshotRequest& request, TimePoint now);
+  // Appends an update to the replay log, dropping the oldest beyond a dense snapshot's bytes.
+  void Log(const UpdateHeader& header, std::shared_ptr<const std::vector<std::byte>> bytes);
   void RequestSnapshot(NodeId id, Copy& copy, TimePoint now);
   bool Guard(double distance, double relative);
 
@@ -274,6 +288,13 @@ class ChocoGossip {
   kernels::Buffer<float> initial_;
   std::map<NodeId, Copy> copies_;
   std::vector<ChocoOutgoing> output_;
+  // The replay log: consecutive updates ending at version_, oldest first.
+  struct Logged {
+    UpdateHeader header;
+    std::shared_ptr<const std::vector<std::byte>> bytes;
+  };
+  std::deque<Logged> log_;
+  size_t log_bytes_ = 0;
   // Scratch, on the device: x − x̂ (device compressor only), NeighbourAverage's sum, the
   // consensus step's terms (GPU only).
   kernels::Buffer<float> diff_;

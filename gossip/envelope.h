@@ -102,11 +102,12 @@ struct UpdateHeader {
   float consensus = -1;
   bool operator==(const UpdateHeader&) const = default;
 };
-// Asks the receiver for a dense snapshot of its public copy (after a gap, a new neighbour, or a
-// restart).
+// Asks the receiver for its public copy (after a gap, a new neighbour, or a restart): the updates
+// after `from_sequence` when `replay` and the receiver still holds them, else a dense snapshot.
 struct SnapshotRequest {
   uint64_t from_sequence = 0;  // the last version the requester applied from the receiver
   bool model = false;          // the receiver's model itself (join, catch-up), not its public copy
+  bool replay = false;         // the requester holds the public copy at from_sequence
   bool operator==(const SnapshotRequest&) const = default;
 };
 // A dense snapshot; frame 0 holds the parameters.

@@ -131,6 +131,7 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
           auto b = p.initSnapshotRequest();
           b.setFromSequence(v.from_sequence);
           b.setModel(v.model);
+          b.setReplay(v.replay);
         } else if constexpr (std::is_same_v<P, gossip::SnapshotReply>) {
           auto b = p.initSnapshotReply();
           b.setRound(v.round);
@@ -196,7 +197,7 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
     }
     case W::SNAPSHOT_REQUEST: {
       auto r = p.getSnapshotRequest();
-      return gossip::SnapshotRequest{r.getFromSequence(), r.getModel()};
+      return gossip::SnapshotRequest{r.getFromSequence(), r.getModel(), r.getReplay()};
     }
     case W::SNAPSHOT_REPLY: {
       auto r = p.getSnapshotReply();

@@ -107,23 +107,10 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     o.nodes = static_cast<size_t>(c.nodes);
     o.duration = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(c.duration));
     MURMUR_ASSIGN_OR_RETURN(o.link, sim::ParseLink(c.network));
-    auto cost = ParseDurationText(c.sample_cost);
-    if (!cost.ok())
-      return InvalidArgumentError("sample_cost: " + std::string(cost.status().message()));
-    o.cost_per_sample = *cost;
-    auto step_cost = ParseDurationText(c.step_cost);
-    if (!step_cost.ok())
-      return InvalidArgumentError("step_cost: " + std::string(step_cost.status().message()));
-    o.cost_per_step = *step_cost;
-    if (c.eval_cost == "auto") {
-      o.cost_per_eval_row = o.cost_per_sample / 3;
-    } else {
-      auto eval_cost = ParseDurationText(c.eval_cost);
-      if (!eval_cost.ok())
-        return InvalidArgumentError("eval_cost: " + std::string(eval_cost.status().message()) +
-                                    " (or auto)");
-      o.cost_per_eval_row = *eval_cost;
-    }
+    o.cost_per_sample = c.sample_cost;
+    o.cost_per_step = c.step_cost;
+    o.cost_per_eval_row = c.eval_cost.value_or(c.sample_cost / 3);
+    o.start_cost = c.start_cost;
     o.cores = c.cores;
     o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
     o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
@@ -248,16 +235,28 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   }
 
   static std::string Describe(const SimConfig& c, const sim::SimOptions& o) {
+    const auto us = [](Duration d) {
+      const double v = std::chrono::duration<double, std::micro>(d).count();
+      return v >= 1e6 ? fmt::format("{:g}s", v / 1e6)
+             : v >= 1e3 ? fmt::format("{:g}ms", v / 1e3)
+                        : fmt::format("{:g}us", v);
+    };
     std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode,
                                   o.link.ToString());
     if (o.kind != SimKind::kMembership && c.fidelity == "protocol") {
       out +=
           fmt::format(", protocol fidelity ({} values computed, {:.0f} on the wire), {} per sample",
-                      c.dimension, static_cast<double>(c.dimension) * o.wire_scale, c.sample_cost);
+                      c.dimension, static_cast<double>(c.dimension) * o.wire_scale,
+                      us(o.cost_per_sample));
     } else if (o.kind != SimKind::kMembership) {
       out += fmt::format(", training fidelity ({} on {}), {} per sample", c.gossip.train.task,
-                         "the CPU", c.sample_cost);
+                         "the CPU", us(o.cost_per_sample));
     }
+    if (o.kind != SimKind::kMembership) {
+      if (o.cost_per_step.count() > 0) out += fmt::format(", {} per step", us(o.cost_per_step));
+      out += fmt::format(", {} per evaluated row", us(o.cost_per_eval_row));
+    }
+    if (o.start_cost.count() > 0) out += fmt::format(", {} to start", us(o.start_cost));
     if (o.cores > 0) out += fmt::format(", {} shared cores", o.cores);
     out += fmt::format(", seed {}", o.seed);
     return out;

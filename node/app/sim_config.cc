@@ -3,7 +3,20 @@
 #include <algorithm>
 #include <vector>
 
+#include "node/peer/straggler.h"
+
 namespace murmur::node {
+namespace {
+
+constexpr char kDurationSpec[] = "a duration with its unit: us, ms or s";
+
+StatusOr<std::optional<Duration>> ParseEvalCost(std::string_view text) {
+  if (text == "auto") return std::optional<Duration>();
+  MURMUR_ASSIGN_OR_RETURN(Duration d, ParseDurationText(text));
+  return std::optional<Duration>(d);
+}
+
+}  // namespace
 
 const ConfigSchema<SimConfig>& SimSchema() {
   static const ConfigSchema<SimConfig>* schema = [] {
@@ -41,18 +54,26 @@ const ConfigSchema<SimConfig>& SimSchema() {
                  "consensus: rounds at most")
         .Real("consensus_tolerance", &C::consensus_tolerance, "1e-6", 0, 1,
               "consensus: stop once the relative consensus error is at most this")
-        .Text("sample_cost", &C::sample_cost, "10us",
-              "compute time per sample of a step or partial gradient (this machine's MLP: about "
-              "10us); a straggler's injection applies on top")
-        .Text("step_cost", &C::step_cost, "0us",
-              "CPU time a step costs beyond its samples (the real node's mixing, compression and "
-              "applying arrivals; `murmur local --json` reports them per node as mix_s, "
-              "compress_s, apply_s); not scaled by a straggler's slowdown")
-        .Text("eval_cost", &C::eval_cost, "auto",
-              "CPU time per test row of an evaluation, spent on the node's training thread "
-              "before its next step (as the real node evaluates between steps); auto: a third of "
-              "sample_cost (a forward pass; a training sample costs a forward and a backward "
-              "pass of twice its work)")
+        .Parsed("sample_cost", &C::sample_cost, "10us", kDurationSpec,
+                "compute time per sample of a step or partial gradient (this machine's MLP: about "
+                "10us); a straggler's injection applies on top",
+                &ParseDurationText)
+        .Parsed("step_cost", &C::step_cost, "0us", kDurationSpec,
+                "CPU time a step costs beyond its samples (the real node's mixing, compression and "
+                "applying arrivals; `murmur local --json` reports them per node as mix_s, "
+                "compress_s, apply_s); not scaled by a straggler's slowdown",
+                &ParseDurationText)
+        .Parsed("eval_cost", &C::eval_cost, "auto", "auto, or " + std::string(kDurationSpec),
+                "CPU time per test row of an evaluation, spent on the node's training thread "
+                "before its next step (as the real node evaluates between steps); auto: a third of "
+                "sample_cost (a forward pass; a training sample costs a forward and a backward "
+                "pass of twice its work)",
+                &ParseEvalCost)
+        .Parsed("start_cost", &C::start_cost, "0s", kDurationSpec,
+                "time from a process's launch to its first tick (exec, loading the data, opening "
+                "its sockets: `murmur local` reports it as first_step_s); every start pays it, "
+                "late joins and restarts included",
+                &ParseDurationText)
         .Integer("cores", &C::cores, 0, 0, 1000000,
                  "cores the simulated nodes share (a computation slows while more nodes compute "
                  "than there are cores, and an injected delay frees its core, as for `murmur "
@@ -100,7 +121,7 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
         "mode",     "nodes",       "duration",          "network",          "crash",
         "join",     "probe_interval_ms", "probe_timeout_ms", "tick_ms",   "view_interval_ms",
         "sample_ms", "csv",        "json",              "progress",         "log_level",
-        "seed"};
+        "seed",     "start_cost"};
     UnreadKeys unread{{}, "--mode membership does not use it (only SWIM membership: nothing is "
                           "computed or trained)"};
     for (const auto& key : SimSchema().keys()) {
@@ -111,7 +132,10 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
     out.push_back(std::move(unread));
     return out;
   }
-  if (c.mode != "consensus") {
+  if (c.mode == "consensus") {
+    out.push_back({{"sample_cost", "step_cost", "eval_cost", "start_cost", "cores"},
+                   "--mode consensus runs synchronous rounds with no time in them"});
+  } else {
     out.push_back({{"consensus_rounds", "consensus_tolerance"},
                    "a key of --mode consensus; --mode " + c.mode + " does not use it"});
     if (c.fidelity == "training") {

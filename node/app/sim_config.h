@@ -4,9 +4,11 @@
 // and the gossip and coded keys of `murmur local`, which mean the same thing here.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "node/config/coded_config.h"
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
@@ -23,9 +25,10 @@ struct SimConfig {
   int64_t model_dimension = 0;
   int consensus_rounds = 0;
   double consensus_tolerance = 0;
-  std::string sample_cost;
-  std::string step_cost;
-  std::string eval_cost;  // "auto": sample_cost / 3
+  Duration sample_cost{0};
+  Duration step_cost{0};
+  std::optional<Duration> eval_cost;  // "auto" (none): sample_cost / 3
+  Duration start_cost{0};
   int cores = 0;
   std::string straggle;
   std::string crash;

@@ -12,8 +12,10 @@ Status SimOptions::Validate() const {
   }
   if (duration.count() <= 0) return InvalidArgumentError("sim: duration must be positive");
   if (wire_scale <= 0) return InvalidArgumentError("sim: wire_scale must be positive");
-  if (cost_per_sample.count() < 0 || cost_per_step.count() < 0) {
-    return InvalidArgumentError("sim: costs per sample and per step must not be negative");
+  if (cost_per_sample.count() < 0 || cost_per_step.count() < 0 || cost_per_eval_row.count() < 0 ||
+      start_cost.count() < 0) {
+    return InvalidArgumentError("sim: costs per sample, step, evaluated row and start must not be "
+                                "negative");
   }
   if (cores < 0) return InvalidArgumentError("sim: cores must be 0 (one per node) or more");
   if (kind == SimKind::kSync && !plan.has_value()) {

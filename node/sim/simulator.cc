@@ -473,12 +473,12 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
   for (const SimJoin& j : s.o.joins) {
     late[j.node] = true;
     ++s.pending_starts;
-    s.Push(Event{start + j.at, 0, EventKind::kStart, j.node, 0, nullptr});
+    s.Push(Event{start + j.at + s.o.start_cost, 0, EventKind::kStart, j.node, 0, nullptr});
   }
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     if (!late[i]) {
       ++s.pending_starts;
-      s.Push(Event{start, 0, EventKind::kStart, i, 0, nullptr});
+      s.Push(Event{start + s.o.start_cost, 0, EventKind::kStart, i, 0, nullptr});
     }
   }
   for (const SimCrash& c : s.o.crashes)
@@ -530,7 +530,8 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
           for (const SimCrash& c : s.o.crashes) {
             if (c.node == e.node && c.down.count() > 0 && start + c.at == s.now) {
               ++s.pending_starts;
-              s.Push(Event{s.now + c.down, 0, EventKind::kRestart, e.node, 0, nullptr});
+              s.Push(Event{s.now + c.down + s.o.start_cost, 0, EventKind::kRestart, e.node, 0,
+                           nullptr});
             }
           }
         }

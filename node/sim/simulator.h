@@ -91,6 +91,9 @@ struct SimOptions {
   // on the training thread between steps: the time is added to the node's next computation
   // (the result itself is handed to the machine at once).
   Duration cost_per_eval_row{0};
+  // Time from a process's launch to its first tick (exec, data, sockets): every start of a node
+  // (the run's, a late join's, a restart's) begins this much after it is launched.
+  Duration start_cost{0};
   // The cores the nodes' computations share (cpu.h: processor sharing; an injected delay frees
   // its core); 0: every node has its own, as on a machine per node.
   int cores = 0;

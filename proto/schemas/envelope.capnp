@@ -71,6 +71,7 @@ struct UpdateHeader {
 struct SnapshotRequest {
   fromSequence @0 :UInt64;
   model @1 :Bool;        # the sender's model itself (join, catch-up), not its public copy
+  replay @2 :Bool;       # the requester holds the public copy at fromSequence: the updates after it suffice
 }
 
 struct SnapshotReply {

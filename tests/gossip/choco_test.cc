@@ -162,7 +162,7 @@ TEST(ChocoTest, EveryCopyOfAPublicCopyIsBitwiseEqualAfterEveryRound) {
   }
 }
 
-TEST(ChocoTest, ALostUpdateBringsASnapshotAndTrackingResumes) {
+TEST(ChocoTest, ALostUpdateIsReplayedAndTrackingResumes) {
   Cluster c(5, 64, "topk:0.1", 0.2, 9);
   for (uint64_t r = 0; r < 5; ++r) c.SyncRound(r);
   int dropped = 0;
@@ -172,12 +172,77 @@ TEST(ChocoTest, ALostUpdateBringsASnapshotAndTrackingResumes) {
     return lose;
   };
   c.SyncRound(5);
-  c.SyncRound(6);  // node 12 now sees a gap from each neighbour and asks for snapshots
+  c.SyncRound(6);  // node 12 now sees a gap from each neighbour and asks for what it missed
   EXPECT_EQ(dropped, 2);
   EXPECT_GE(c.verdicts[ChocoVerdict::kGap], 1);
-  EXPECT_GE(c.verdicts[ChocoVerdict::kSnapshotServed], 1);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kReplayServed], 1);
+  EXPECT_EQ(c.verdicts[ChocoVerdict::kSnapshotServed], 0) << "the log held the lost updates";
   for (uint64_t r = 7; r < 20; ++r) c.SyncRound(r);
+  c.ExpectCopiesConsistent("after the replay");
+}
+
+TEST(ChocoTest, AGapLongerThanTheReplayLogBringsADenseSnapshot) {
+  // top-k 10 % of 64 values: 6 entries, 8 bytes each and a header, against a 256-byte dense model:
+  // the log holds a few updates. Node 12 misses every update for 12 rounds.
+  Cluster c(5, 64, "topk:0.1", 0.2, 9);
+  for (uint64_t r = 0; r < 3; ++r) c.SyncRound(r);
+  bool cut = true;
+  c.drop = [&](const ChocoOutgoing& out) {
+    return cut && std::holds_alternative<UpdateHeader>(out.payload) && out.to == 12;
+  };
+  for (uint64_t r = 3; r < 15; ++r) c.SyncRound(r);
+  cut = false;
+  c.verdicts.clear();
+  c.SyncRound(15);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kGap], 1);
+  EXPECT_EQ(c.verdicts[ChocoVerdict::kReplayServed], 0);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kSnapshotServed], 1);
+  for (uint64_t r = 16; r < 20; ++r) c.SyncRound(r);
   c.ExpectCopiesConsistent("after the snapshot");
+}
+
+TEST(ChocoTest, AStreamJoinedLateFromTheInitialModelIsReplayedNotSnapshotted) {
+  // Node 12 hears nothing of the first rounds (as a neighbour learned of late): the seeded
+  // initial model is version 0 of every stream, so the updates after it are all it needs.
+  Cluster c(5, 64, "topk:0.1", 0.2, 9);
+  c.drop = [&](const ChocoOutgoing& out) {
+    return out.to == 12 && c.now < TimePoint{} + std::chrono::milliseconds(20);
+  };
+  for (uint64_t r = 0; r < 4; ++r) c.SyncRound(r);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kReplayServed], 1);
+  EXPECT_EQ(c.verdicts[ChocoVerdict::kSnapshotServed], 0);
+  for (uint64_t r = 4; r < 10; ++r) c.SyncRound(r);
+  c.ExpectCopiesConsistent("after the replay");
+}
+
+TEST(ChocoTest, AReplayIsRefusedForVersionsTheLogNoLongerHoldsOrNeverHad) {
+  Cluster c(3, 64, "topk:0.1", 0.2, 9);
+  for (uint64_t r = 0; r < 30; ++r) c.SyncRound(r);
+  ChocoGossip& owner = *c.nodes[0];
+  const uint64_t v = owner.version();
+  for (uint64_t from : {uint64_t{0}, v, v + 1, ~uint64_t{0}}) {
+    ChocoIncoming in{11, 1, SnapshotRequest{from, false, true}, {}};
+    c.now += std::chrono::seconds(1);
+    const auto r = owner.Step(in, c.now);
+    const auto out = owner.TakeOutput();
+    if (from == 0) {  // compacted away: a dense snapshot
+      EXPECT_EQ(r.verdict, ChocoVerdict::kSnapshotServed);
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_TRUE(std::holds_alternative<SnapshotReply>(out[0].payload));
+    } else {  // nothing after it, or a version it never had: a dense snapshot too
+      EXPECT_EQ(r.verdict, ChocoVerdict::kSnapshotServed) << from;
+    }
+  }
+  // One version back: exactly the last update, as it was sent.
+  ChocoIncoming in{11, 1, SnapshotRequest{v - 1, false, true}, {}};
+  c.now += std::chrono::seconds(1);
+  EXPECT_EQ(owner.Step(in, c.now).verdict, ChocoVerdict::kReplayServed);
+  const auto out = owner.TakeOutput();
+  ASSERT_EQ(out.size(), 1u);
+  const auto* h = std::get_if<UpdateHeader>(&out[0].payload);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->round, v);
+  EXPECT_EQ(h->base_sequence, v - 1);
 }
 
 TEST(ChocoTest, SnapshotRequestsAreRetriedUntilOneArrives) {

@@ -106,6 +106,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # Bad input: exit 2 naming the problem.
 for args, text in [(["--network", "fast"], "network"),
                    (["--sample-cost", "10"], "sample_cost"),
+                   (["--start-cost", "-5ms"], "start_cost"),
+                   (["--eval-cost", "fast"], "eval_cost"),
+                   (["--mode", "consensus", "--cores", "2"], "--cores=2: --mode consensus"),
                    (["--mode", "membership", "--straggle", "node=1,slowdown=2"], "straggle"),
                    (["--mode", "ring", "--crash", "node=1,at=1s"], "crash"),
                    (["--mode", "ring", "--local-steps", "4"], "--local-steps=4: a gossip key"),

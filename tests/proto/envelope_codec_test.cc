@@ -47,7 +47,7 @@ std::vector<gossip::Payload> EveryPayload() {
           gossip::Digest{gossip, true},
           gossip::Leave{},
           gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f},
-          gossip::SnapshotRequest{77, true},
+          gossip::SnapshotRequest{77, true, true},
           gossip::SnapshotReply{8, 1000, true},
           gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
           gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};

@@ -125,6 +125,35 @@ TEST(SimulatorTest, GossipRunsToTheConsensusFinishDeterministically) {
               static_cast<unsigned long long>(a.messages), a.virtual_s, a.wall_s);
 }
 
+// A start cost delays every process's start: the whole run happens that much later, the same
+// run otherwise (the same steps, messages and ends).
+TEST(SimulatorTest, AStartCostDelaysTheRunByItsLength) {
+  constexpr uint64_t kSeed = 5;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  auto run = [&](Duration start_cost) {
+    SyntheticWorkload w(4, 1000, 6000, 64, 0.5, kSeed);
+    SimOptions o = GossipOptions(4, 10 * 6000);
+    o.seed = kSeed;
+    o.start_cost = start_cost;
+    auto sim = Simulator::Create(o, &w);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    return (*sim)->Run();
+  };
+  const SimResult now = run(Duration(0));
+  const SimResult later = run(milliseconds(250));
+  ASSERT_TRUE(now.all_over && later.all_over);
+  EXPECT_NEAR(later.first_step_s - now.first_step_s, 0.25, 1e-9);
+  EXPECT_NEAR(later.virtual_s - now.virtual_s, 0.25, 1e-9);
+  EXPECT_EQ(later.messages, now.messages);
+  for (size_t i = 0; i < now.nodes.size(); ++i) {
+    EXPECT_EQ(later.nodes[i].steps, now.nodes[i].steps) << i;
+    EXPECT_NEAR(later.nodes[i].over_s - now.nodes[i].over_s, 0.25, 1e-9) << i;
+  }
+  SimOptions bad = GossipOptions(4, 6000);
+  bad.start_cost = -milliseconds(1);
+  EXPECT_FALSE(bad.Validate().ok());
+}
+
 // A workload whose evaluations cost test rows (TrainerWorkload's are the test set's), counting
 // the periodic ones.
 class EvaluatingWorkload final : public Workload {
