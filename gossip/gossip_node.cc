@@ -462,7 +462,9 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
   const uint64_t clock_before = s_.step;
-  if (sync_.ShouldCatchUp(s_.step, best_clock_)) CatchUp(view, mixing, now);
+  if (sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.sampling, view.size()))) {
+    CatchUp(view, mixing, now);
+  }
   if (received_model_.has_value()) {
     AdoptReceivedModel();
     ++s_.catchups;

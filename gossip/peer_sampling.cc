@@ -142,4 +142,12 @@ std::vector<std::vector<double>> MixingMatrix(const PeerSamplingOptions& options
   return w;
 }
 
+int HopsAcross(const PeerSamplingOptions& options, size_t members) {
+  if (members <= 1) return 0;
+  if (options.topology == Topology::kRing) return static_cast<int>(members / 2);
+  int hops = 0;
+  while ((size_t{1} << hops) < members) ++hops;
+  return hops;
+}
+
 }  // namespace murmur::gossip

@@ -56,6 +56,10 @@ struct RoundPeers {
 RoundPeers PeersFor(const PeerSamplingOptions& options, const std::vector<NodeId>& view,
                     NodeId self, uint64_t round);
 
+// Hops a step clock may need to cross the mixing graph of `members` nodes, a bound on its
+// diameter: a ring's n/2; the exponential graph's and the random graph's ceil(log2 n).
+int HopsAcross(const PeerSamplingOptions& options, size_t members);
+
 // W_t over `view` (row i: what node view[i] mixes), for tests and analysis.
 std::vector<std::vector<double>> MixingMatrix(const PeerSamplingOptions& options,
                                               const std::vector<NodeId>& view, uint64_t round);

@@ -125,9 +125,9 @@ SoftSync::Decision SoftSync::Decide(uint64_t self_clock, const std::vector<NodeI
   return d;
 }
 
-bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock) const {
+bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops) const {
   return options_.max_lead >= 0 &&
-         best_clock > self_clock + static_cast<uint64_t>(options_.max_lead);
+         best_clock > self_clock + static_cast<uint64_t>(std::max<int64_t>(options_.max_lead, hops));
 }
 
 uint64_t SoftSync::Lag(uint64_t self_clock, NodeId id) const {

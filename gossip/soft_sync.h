@@ -62,8 +62,11 @@ class SoftSync {
   // the first call that finds a peer too far behind and ends after W.
   Decision Gate(uint64_t self_clock, const std::vector<NodeId>& peers, TimePoint now);
 
-  // True when this node is more than S behind `best_clock` (the most advanced live peer).
-  bool ShouldCatchUp(uint64_t self_clock, uint64_t best_clock) const;
+  // True when this node is more than max(S, hops) behind `best_clock` (the most advanced live
+  // peer), `hops` the mixing graph's diameter: a node trails the most advanced member by up to
+  // one step per hop with nobody slow (a gate opens one step at a time), so in lock-step (S = 0)
+  // a lag under it is the graph's ripple, not a node left behind.
+  bool ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops = 0) const;
   // d_j for the consensus step.
   double Damping(uint64_t self_clock, NodeId id) const;
   uint64_t Lag(uint64_t self_clock, NodeId id) const;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -160,6 +161,16 @@ TEST(PeerSamplingTest, RandomGraphGivesExactlyKPeersAndIsConnected) {
         }
       }
     }
+  }
+}
+
+TEST(PeerSamplingTest, HopsAcrossBoundTheMixingGraphsDiameter) {
+  for (size_t n : {1, 2, 3, 8, 9, 64, 1000}) {
+    const int ring = HopsAcross({.topology = Topology::kRing}, n);
+    const int exponential = HopsAcross({.topology = Topology::kExponential}, n);
+    EXPECT_EQ(ring, static_cast<int>(n / 2)) << n;
+    EXPECT_EQ(exponential, n <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(static_cast<double>(n))))) << n;
+    EXPECT_EQ(HopsAcross({.topology = Topology::kRandom}, n), exponential) << n;
   }
 }
 

@@ -1,4 +1,5 @@
 #include "gossip/soft_sync.h"
+#include "gossip/peer_sampling.h"
 
 #include <gtest/gtest.h>
 
@@ -118,6 +119,103 @@ TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) 
   EXPECT_LT(fixed_slow, slow);
   // A peer as fast as this node is never marked, scaled or not.
   EXPECT_EQ(StepsUntilMarked(scaled, milliseconds(2), 1, 5000), 0u);
+}
+
+TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
+  SoftSync s({.max_lead = 4, .max_wait = milliseconds(500), .straggler_hold = milliseconds(2000)});
+  TimePoint now{};
+  s.Observe(2, 10);
+  s.Observe(3, 14);
+  EXPECT_TRUE(s.Gate(14, {2, 3}, now).proceed);  // 4 ahead of 2: allowed
+  auto d = s.Gate(15, {2, 3}, now);
+  EXPECT_FALSE(d.proceed);
+  EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
+  now += milliseconds(300);
+  EXPECT_FALSE(s.Gate(15, {2, 3}, now).proceed);
+  now += milliseconds(250);
+  d = s.Gate(15, {2, 3}, now);
+  EXPECT_TRUE(d.proceed);
+  EXPECT_EQ(d.newly_marked, std::vector<NodeId>{2});
+  EXPECT_TRUE(s.IsStraggler(2, now));
+  EXPECT_EQ(s.stragglers_detected(), 1u);
+  // The hold expires: 2 is waited for again.
+  now += milliseconds(2100);
+  s.Observe(3, 40);
+  d = s.Gate(40, {2, 3}, now);
+  EXPECT_FALSE(d.proceed);
+  EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
+}
+
+// A peer that is slow but never W late at a stretch (it paces the others by short waits) is
+// marked once the waits add up to W within the window; one that costs little time never is.
+
+TEST(SoftSyncTest, ManyShortWaitsForThePeerAddUpToAMark) {
+  auto run = [](double waited_fraction, int cycles) {
+    SoftSync s({.max_lead = 0, .max_wait = milliseconds(500), .straggler_hold = std::chrono::seconds(30),
+                .straggler_wait_fraction = 0.1});
+    TimePoint now{};
+    uint64_t self = 1;
+    const auto wait = milliseconds(static_cast<int64_t>(100 * waited_fraction));
+    for (int c = 0; c < cycles; ++c) {
+      s.Observe(2, self);  // the peer reaches this node's clock...
+      EXPECT_TRUE(s.Gate(self, {2}, now).proceed);
+      ++self;  // ...this node steps ahead and must wait for it
+      now += milliseconds(100) - wait;
+      auto d = s.Gate(self, {2}, now);
+      if (d.proceed) {
+        EXPECT_EQ(d.newly_marked, std::vector<NodeId>{2});
+        return c;
+      }
+      now += wait;
+    }
+    return -1;
+  };
+  const int marked_after = run(0.8, 1000);  // waits 80 ms of every 100 ms
+  EXPECT_GT(marked_after, 3) << "a single 80 ms wait is far below W";
+  EXPECT_LT(marked_after, 20) << "the waits add up to W = 500 ms within ~1 s";
+  EXPECT_EQ(run(0.05, 1000), -1) << "waiting 5 % of the time (below the 10 % fraction) over 100 s";
+}
+
+TEST(SoftSyncTest, AFastPeerCatchingUpEndsTheWait) {
+  SoftSync s({.max_lead = 0, .max_wait = milliseconds(500)});
+  TimePoint now{};
+  s.Observe(2, 3);
+  EXPECT_FALSE(s.Gate(4, {2}, now).proceed);  // lock-step: wait
+  s.Observe(2, 4);
+  now += milliseconds(100);
+  EXPECT_TRUE(s.Gate(4, {2}, now).proceed);
+  EXPECT_EQ(s.stragglers_detected(), 0u);
+  EXPECT_GE(s.total_wait(), milliseconds(100));
+}
+
+TEST(SoftSyncTest, UnboundedLeadNeverWaitsAndUnstartedPeersAreNotWaitedFor) {
+  SoftSync async({.max_lead = -1});
+  async.Observe(2, 1);
+  EXPECT_TRUE(async.Gate(1000000, {2}, TimePoint{}).proceed);
+  EXPECT_FALSE(async.ShouldCatchUp(0, 1000000));
+  SoftSync s({.max_lead = 2});
+  EXPECT_TRUE(s.Gate(100, {5}, TimePoint{}).proceed) << "clock 0: never heard of, or just started";
+  EXPECT_TRUE(s.ShouldCatchUp(10, 13));
+  EXPECT_FALSE(s.ShouldCatchUp(10, 12));
+  // Lock-step: a lag within the graph's diameter is the ripple of gates opening one step at a
+  // time, not a node left behind (a ring of 8: 4 hops).
+  SoftSync lockstep({.max_lead = 0});
+  const int hops = HopsAcross({.topology = Topology::kRing}, 8);
+  EXPECT_EQ(hops, 4);
+  EXPECT_FALSE(lockstep.ShouldCatchUp(10, 14, hops));
+  EXPECT_TRUE(lockstep.ShouldCatchUp(10, 15, hops));
+  EXPECT_TRUE(lockstep.ShouldCatchUp(10, 11)) << "without the graph's hops, any lag";
+  EXPECT_TRUE(s.ShouldCatchUp(10, 13, 1)) << "S above the hops: S decides";
+}
+
+TEST(SoftSyncTest, DampingHalvesAtTheStalenessScale) {
+  SoftSync s({.staleness_scale = 16});
+  s.Observe(2, 84);
+  s.Observe(3, 120);
+  EXPECT_DOUBLE_EQ(s.Damping(100, 2), 0.5);
+  EXPECT_DOUBLE_EQ(s.Damping(100, 3), 1.0) << "peers ahead are not damped";
+  s.Observe(2, 50);  // clocks never go back
+  EXPECT_EQ(s.ClockOf(2), 84u);
 }
 
 }  // namespace
