@@ -42,4 +42,23 @@ StatusOr<SpecParts> SplitSpec(std::string_view text, bool options_after_colon) {
   return parts;
 }
 
+StatusOr<Duration> ParseDuration(std::string_view text) {
+  double scale = 0;
+  std::string_view number = text;
+  if (text.ends_with("us")) {
+    scale = 1e3, number.remove_suffix(2);
+  } else if (text.ends_with("ms")) {
+    scale = 1e6, number.remove_suffix(2);
+  } else if (text.ends_with("s")) {
+    scale = 1e9, number.remove_suffix(1);
+  } else {
+    return InvalidArgumentError("duration '" + std::string(text) + "' needs a unit: us, ms or s");
+  }
+  MURMUR_ASSIGN_OR_RETURN(double v, ParseNumber<double>(number, "duration"));
+  if (!(v >= 0 && v <= 86400.0 * 1e9 / scale)) {
+    return InvalidArgumentError("duration '" + std::string(text) + "' must be between 0 and a day");
+  }
+  return Duration(static_cast<int64_t>(v * scale));
+}
+
 }  // namespace murmur

@@ -1,7 +1,8 @@
 #pragma once
 // The text of a spec, as the command line and config files write them:
 //   name[:parameter][,key=value]...      e.g. "topk:0.01,values=fp16", "nesterov:every=20,lr=0.7"
-// SplitSpec cuts it into its parts (no meaning attached); ParseNumber reads one number. Each
+// SplitSpec cuts it into its parts (no meaning attached); ParseNumber reads one number and
+// ParseDuration one duration with its unit. Each
 // spec's own parser (coding/compressor.h, gossip/outer_optimizer.h, …) gives the parts meaning
 // and names the spec in its errors.
 
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 
 namespace murmur {
@@ -39,5 +41,9 @@ StatusOr<T> ParseNumber(std::string_view text, std::string_view what) {
   }
   return value;
 }
+
+// "<number>us", "<number>ms" or "<number>s", from 0 to a day; kInvalidArgument naming `text`
+// otherwise ("needs a unit: us, ms or s", "must be between 0 and a day").
+StatusOr<Duration> ParseDuration(std::string_view text);
 
 }  // namespace murmur

@@ -20,6 +20,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "base/spec.h"
 #include "gossip/transport/curve_keys.h"
 #include "node/config/config_schema.h"
 #include "node/config/secrets.h"
@@ -538,7 +539,7 @@ StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nod
         plan.index = static_cast<int>(*k) - 1;
         have_node = true;
       } else if (key == "at" || (with_down && key == "down")) {
-        auto v = ParseDurationText(value);
+        auto v = ParseDuration(value);
         if (!v.ok())
           return InvalidArgumentError(fmt::format("{}: {}: {}", what, key, v.status().message()));
         (key == "at" ? plan.at : plan.down) = std::chrono::duration<double>(*v).count();

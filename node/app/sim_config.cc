@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "node/peer/straggler.h"
+#include "base/spec.h"
 
 namespace murmur::node {
 namespace {
@@ -12,7 +12,7 @@ constexpr char kDurationSpec[] = "a duration with its unit: us, ms or s";
 
 StatusOr<std::optional<Duration>> ParseEvalCost(std::string_view text) {
   if (text == "auto") return std::optional<Duration>();
-  MURMUR_ASSIGN_OR_RETURN(Duration d, ParseDurationText(text));
+  MURMUR_ASSIGN_OR_RETURN(Duration d, ParseDuration(text));
   return std::optional<Duration>(d);
 }
 
@@ -57,12 +57,12 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Parsed("sample_cost", &C::sample_cost, "10us", kDurationSpec,
                 "compute time per sample of a step or partial gradient (this machine's MLP: about "
                 "10us); a straggler's injection applies on top",
-                &ParseDurationText)
+                &ParseDuration)
         .Parsed("step_cost", &C::step_cost, "0us", kDurationSpec,
                 "CPU time a step costs beyond its samples (the real node's mixing, compression and "
                 "applying arrivals; `murmur local --json` reports them per node as mix_s, "
                 "compress_s, apply_s); not scaled by a straggler's slowdown",
-                &ParseDurationText)
+                &ParseDuration)
         .Parsed("eval_cost", &C::eval_cost, "auto", "auto, or " + std::string(kDurationSpec),
                 "CPU time per test row of an evaluation, spent on the node's training thread "
                 "before its next step (as the real node evaluates between steps); auto: a third of "
@@ -73,7 +73,7 @@ const ConfigSchema<SimConfig>& SimSchema() {
                 "time from a process's launch to its first tick (exec, loading the data, opening "
                 "its sockets: `murmur local` reports it as first_step_s); every start pays it, "
                 "late joins and restarts included",
-                &ParseDurationText)
+                &ParseDuration)
         .Integer("cores", &C::cores, 0, 0, 1000000,
                  "cores the simulated nodes share (a computation slows while more nodes compute "
                  "than there are cores, and an injected delay frees its core, as for `murmur "

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "node/peer/straggler.h"
+#include "base/spec.h"
 
 namespace murmur::node::net {
 namespace {
@@ -86,7 +86,7 @@ Status SetKey(NetworkSpec& spec, std::string_view key, std::string_view value) {
       return InvalidArgumentError(fmt::format("topology '{}' is not star or two-racks", value));
     }
   } else if (key == "latency") {
-    MURMUR_ASSIGN_OR_RETURN(spec.latency, ParseDurationText(value));
+    MURMUR_ASSIGN_OR_RETURN(spec.latency, ParseDuration(value));
     if (spec.latency > kMaxLatency) return InvalidArgumentError("latency above 10 s");
   } else if (key.starts_with("node")) {
     int id = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/spec.h"
 
 namespace murmur::node {
 namespace {
@@ -86,7 +87,7 @@ class WorkerPool final : public httplib::TaskQueue {
 // A duration setting: "20ms" / "1.5s" / "40us", or a number of seconds.
 StatusOr<std::string> DurationSetting(const std::string& key, const nlohmann::json& v) {
   if (v.is_string()) {
-    auto d = ParseDurationText(v.get<std::string>());
+    auto d = ParseDuration(v.get<std::string>());
     if (!d.ok()) return InvalidArgumentError(fmt::format("{}: {}", key, d.status().message()));
     return v.get<std::string>();
   }
@@ -132,7 +133,7 @@ StatusOr<StraggleRequest> ParseStraggleRequest(std::string_view body) {
   for (const auto& [key, value] : j.items()) {
     if (key == "for") {
       MURMUR_ASSIGN_OR_RETURN(std::string text, DurationSetting("for", value));
-      MURMUR_ASSIGN_OR_RETURN(request.for_duration, ParseDurationText(text));
+      MURMUR_ASSIGN_OR_RETURN(request.for_duration, ParseDuration(text));
       if (request.for_duration.count() <= 0) {
         return InvalidArgumentError("for: must be above 0 (leave it out to keep the injection "
                                     "until changed)");

@@ -1,6 +1,7 @@
 #include "node/peer/straggler.h"
 
 #include "base/log.h"
+#include "base/spec.h"
 #include "node/peer/peer_node.h"
 
 #include <charconv>
@@ -34,25 +35,6 @@ bool StragglerOptions::active() const {
          send_delay.count() > 0 || drop > 0;
 }
 
-StatusOr<Duration> ParseDurationText(std::string_view text) {
-  double scale = 0;
-  std::string_view number = text;
-  if (text.ends_with("us")) {
-    scale = 1e3, number.remove_suffix(2);
-  } else if (text.ends_with("ms")) {
-    scale = 1e6, number.remove_suffix(2);
-  } else if (text.ends_with("s")) {
-    scale = 1e9, number.remove_suffix(1);
-  } else {
-    return InvalidArgumentError(fmt::format("duration '{}' needs a unit: us, ms or s", text));
-  }
-  MURMUR_ASSIGN_OR_RETURN(double v, Number(number, "duration"));
-  if (v < 0 || v > 86400.0 * 1e9 / scale) {
-    return InvalidArgumentError(fmt::format("duration '{}' must be between 0 and a day", text));
-  }
-  return Duration(static_cast<int64_t>(v * scale));
-}
-
 StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
   StragglerOptions o;
   if (spec == "none") return o;  // spelled out where an empty value cannot be (compose defaults)
@@ -67,7 +49,7 @@ StatusOr<StragglerOptions> ParseStraggle(std::string_view spec) {
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     auto duration = [&](Duration& out) -> Status {
-      auto d = ParseDurationText(value);
+      auto d = ParseDuration(value);
       if (!d.ok()) return InvalidArgumentError(fmt::format("straggle: {}: {}", key, d.status().message()));
       out = *d;
       return OkStatus();

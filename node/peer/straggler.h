@@ -49,8 +49,6 @@ struct StragglerOptions {
 StatusOr<StragglerOptions> ParseStraggle(std::string_view spec);
 // The canonical spec ("" when nothing is injected); parses back to the same options.
 std::string StraggleSpec(const StragglerOptions& options);
-// "250ms", "1.5s", "40us" -> Duration.
-StatusOr<Duration> ParseDurationText(std::string_view text);
 
 class StragglerInjector {
  public:

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "base/spec.h"
 #include "coding/update_codec.h"
-#include "node/peer/straggler.h"
 
 namespace murmur::sim {
 
@@ -98,7 +98,7 @@ StatusOr<LinkSpec> ParseLink(std::string_view text) {
         continue;
       }
       if (item.starts_with("wan:")) {
-        auto d = node::ParseDurationText(item.substr(4));
+        auto d = ParseDuration(item.substr(4));
         if (!d.ok()) return fail(d.status().message());
         link = LinkSpec{*d, 100e6, 0};
         continue;
@@ -108,7 +108,7 @@ StatusOr<LinkSpec> ParseLink(std::string_view text) {
     const std::string_view key = eq == std::string_view::npos ? "" : item.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? item : item.substr(eq + 1);
     if (key == "latency") {
-      auto d = node::ParseDurationText(value);
+      auto d = ParseDuration(value);
       if (!d.ok()) return fail(d.status().message());
       link.latency = *d;
     } else if (key == "bandwidth" || (key.empty() && value.ends_with("bit"))) {

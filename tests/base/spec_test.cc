@@ -66,5 +66,26 @@ TEST(SpecTest, NumbersAreWholeAndInRange) {
   EXPECT_FALSE(ParseNumber<uint8_t>("300", "small").ok());  // out of range
 }
 
+TEST(SpecTest, DurationsNeedAUnitAndLieWithinADay) {
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  EXPECT_EQ(*ParseDuration("250ms"), milliseconds(250));
+  EXPECT_EQ(*ParseDuration("1.5s"), milliseconds(1500));
+  EXPECT_EQ(*ParseDuration("40us"), microseconds(40));
+  EXPECT_EQ(*ParseDuration("0s"), Duration(0));
+  EXPECT_EQ(*ParseDuration("86400s"), seconds(86400));
+  for (const char* bad : {"5", "", "ms", "5 ms", "5min"}) {
+    auto d = ParseDuration(bad);
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseDuration("5").status().message().find("needs a unit: us, ms or s"), std::string::npos);
+  for (const char* bad : {"-1ms", "86401s", "86400001ms", "infs", "nanms"}) {
+    auto d = ParseDuration(bad);
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(d.status().message().find("between 0 and a day"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace murmur
