@@ -66,7 +66,7 @@ class MurmurLink : public Link {
   void Send(char kind, uint64_t value, const Frame* payload) override {
     std::string h(9, kind);
     std::memcpy(h.data() + 1, &value, 8);
-    Message m{Frame::FromString(h), {}, murmur::transport::Traffic::kUpdate};
+    Message m{Frame::FromString(h), {}, murmur::transport::Traffic::kUpdate, std::nullopt};
     if (payload != nullptr) m.frames.push_back(*payload);
     t_->Send(peer_, std::move(m));
   }

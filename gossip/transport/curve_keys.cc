@@ -2,8 +2,11 @@
 
 #include <zmq.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+
+#include "base/spec.h"
 
 namespace murmur::transport {
 namespace {
@@ -99,16 +102,46 @@ StatusOr<CurveKeyPair> ParseKeyFile(std::string_view text) {
   return pair;
 }
 
-StatusOr<std::vector<std::string>> ParseAllowedKeys(std::string_view text) {
-  std::vector<std::string> keys;
+StatusOr<std::vector<AllowedKey>> ParseAllowedKeys(std::string_view text) {
+  std::vector<AllowedKey> keys;
   Status s = ForEachLine(text, [&](size_t number, std::string_view l) {
-    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(l, "line " + std::to_string(number)));
-    keys.emplace_back(l);
+    const std::string where = "line " + std::to_string(number);
+    AllowedKey key;
+    std::string_view k = l;
+    if (const size_t space = l.find_first_of(" \t"); space != std::string_view::npos) {
+      MURMUR_ASSIGN_OR_RETURN(const uint64_t id,
+                              ParseNumber<uint64_t>(l.substr(0, space), where + ": the member id"));
+      if (id == 0) return InvalidArgumentError(where + ": member ids start at 1");
+      key.member = id;
+      k = Trim(l.substr(space + 1));
+    }
+    MURMUR_RETURN_IF_ERROR(ValidateCurveKey(k, where));
+    key.public_key = k;
+    for (const AllowedKey& earlier : keys) {
+      if (earlier.public_key == key.public_key) {
+        return InvalidArgumentError(where + ": the key is listed twice (a key speaks for one member)");
+      }
+    }
+    keys.push_back(std::move(key));
     return OkStatus();
   });
   MURMUR_RETURN_IF_ERROR(s);
   if (keys.empty()) return InvalidArgumentError("the allowlist holds no key");
   return keys;
+}
+
+bool CurveOptions::identities_bound() const {
+  return enabled() && only_allowed &&
+         std::all_of(allowed_clients.begin(), allowed_clients.end(),
+                     [](const AllowedKey& k) { return k.member.has_value(); });
+}
+
+std::optional<uint64_t> CurveOptions::Admit(std::string_view public_key) const {
+  for (const AllowedKey& k : allowed_clients) {
+    if (k.public_key == public_key) return k.member.value_or(0);
+  }
+  if (!only_allowed && public_key == server.public_key) return 0;
+  return std::nullopt;
 }
 
 }  // namespace murmur::transport

@@ -8,12 +8,21 @@
 // transport's ZAP handler admits a client only if its public key is the cluster's or on the
 // allowlist; everything else is refused at the handshake and counted.
 //
+// Identity: an allowlist line "ID KEY" binds the key to member ID. The ZAP handler hands the
+// bound id to ZeroMQ as the connection's User-Id (RFC 27), and every message received over that
+// connection carries it (Message::speaker), so the node above can refuse a message whose
+// envelope names another sender. The cluster key, and an allowlist line without an id, speak
+// for any member: every holder can pose as every other.
+//
 // A key file (what `murmur keygen` writes, mode 0600):
 //   # murmur CURVE keypair
 //   public-key = <40 Z85 characters>
 //   secret-key = <40 Z85 characters>
-// An allowlist file: one Z85 public key per line; blank lines and '#' comments are skipped.
+// An allowlist file: one public key per line, "ID KEY" (bound to member ID) or "KEY" (unbound);
+// blank lines and '#' comments are skipped.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,15 +36,28 @@ struct CurveKeyPair {
   std::string secret_key;  // Z85
 };
 
+// A client key the ZAP handler admits, and the one member it may speak for (none: any).
+struct AllowedKey {
+  std::string public_key;        // Z85
+  std::optional<uint64_t> member;
+  bool operator==(const AllowedKey&) const = default;
+};
+
 // What a transport needs to run CURVE; disabled (plaintext) when server_secret is empty.
 struct CurveOptions {
   CurveKeyPair server;  // the cluster keypair
   CurveKeyPair client;  // this node as a client: the cluster keypair or its own
   // Client public keys the ZAP handler admits besides the cluster's; with `only_allowed`, the
   // cluster's own public key is not admitted as a client (node keys only).
-  std::vector<std::string> allowed_clients;
+  std::vector<AllowedKey> allowed_clients;
   bool only_allowed = false;
   bool enabled() const { return !server.secret_key.empty(); }
+  // True when every admitted client key is bound to one member: no member can speak for
+  // another. False for plaintext, the cluster key, or an allowlist line without an id.
+  bool identities_bound() const;
+  // The admitted client key `public_key` (Z85): nullopt when it is not admitted; otherwise the
+  // member it is bound to, or 0 when it speaks for any member.
+  std::optional<uint64_t> Admit(std::string_view public_key) const;
 };
 
 // A fresh keypair from libsodium's randomness (through ZeroMQ).
@@ -50,7 +72,8 @@ std::string FormatKeyFile(const CurveKeyPair& pair);
 // Parses a key file; the secret key is required, a public key (if present) must match it.
 // kInvalidArgument saying what is wrong (never echoing the secret).
 StatusOr<CurveKeyPair> ParseKeyFile(std::string_view text);
-// Parses an allowlist file.
-StatusOr<std::vector<std::string>> ParseAllowedKeys(std::string_view text);
+// Parses an allowlist file. A key listed twice is refused (it would be bound twice); one member
+// may have several keys (rotation). Ids start at 1.
+StatusOr<std::vector<AllowedKey>> ParseAllowedKeys(std::string_view text);
 
 }  // namespace murmur::transport

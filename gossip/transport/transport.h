@@ -65,6 +65,9 @@ struct Message {
   Frame header;
   std::vector<Frame> frames;
   Traffic traffic = Traffic::kControl;
+  // Received only: the member the sender's authenticated CURVE key is bound to (curve_keys.h
+  // "Identity"); nullopt when the link is plaintext or the key speaks for any member.
+  std::optional<uint64_t> speaker;
   size_t bytes() const;
 };
 

@@ -7,10 +7,12 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -294,6 +296,7 @@ class ZmqTransport final : public Transport {
       };
       Message m;
       m.header = frame(1);
+      m.speaker = Speaker((*parts)[1]);
       m.frames.reserve(n - 2);
       for (size_t i = 2; i < n; ++i) m.frames.push_back(frame(i));
       moved_bytes += m.bytes();
@@ -301,9 +304,21 @@ class ZmqTransport final : public Transport {
     }
   }
 
+  // The member bound to the connection's key (the User-Id the ZAP handler gave it), if any.
+  std::optional<uint64_t> Speaker(zmq::message_t& part) const {
+    if (!options_.curve.enabled()) return std::nullopt;
+    const char* user_id = zmq_msg_gets(part.handle(), "User-Id");
+    if (user_id == nullptr) return std::nullopt;
+    const std::string_view text(user_id);
+    uint64_t id = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || end != text.data() + text.size() || id == 0) return std::nullopt;
+    return id;
+  }
+
   // ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, key] in,
   // [version, request id, status, text, user id, metadata] out. Admits the cluster's client key
-  // (unless only_allowed) and the allowlist.
+  // (unless only_allowed) and the allowlist (CurveOptions::Admit).
   void AnswerZap() {
     for (int batch = 0; batch < 64; ++batch) {
       std::vector<zmq::message_t> parts;
@@ -315,27 +330,27 @@ class ZmqTransport final : public Transport {
         (void)zap_.recv(next, zmq::recv_flags::none);
         parts.push_back(std::move(next));
       }
-      bool admitted = false;
+      std::optional<uint64_t> member;
       if (parts.size() >= 7 && parts[5].to_string_view() == "CURVE" && parts[6].size() == 32) {
         std::array<char, 41> key{};
         zmq_z85_encode(key.data(), static_cast<const uint8_t*>(parts[6].data()), 32);
-        const std::string_view k(key.data(), 40);
-        const CurveOptions& c = options_.curve;
-        admitted = (!c.only_allowed && k == c.server.public_key) ||
-                   std::find(c.allowed_clients.begin(), c.allowed_clients.end(), k) !=
-                       c.allowed_clients.end();
+        member = options_.curve.Admit(std::string_view(key.data(), 40));
       }
+      const bool admitted = member.has_value();
       if (!admitted) {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.refused_auth;
       }
+      // The user id: the bound member's id, which ZeroMQ attaches to every message of the
+      // connection; empty for a key that speaks for any member.
+      const std::string user_id = member.value_or(0) != 0 ? std::to_string(*member) : std::string();
       const std::string request_id = parts.size() >= 2 ? parts[1].to_string() : std::string();
       zap_.send(zmq::buffer(std::string_view("1.0")), zmq::send_flags::sndmore);
       zap_.send(zmq::buffer(request_id), zmq::send_flags::sndmore);
       zap_.send(zmq::buffer(std::string_view(admitted ? "200" : "400")), zmq::send_flags::sndmore);
       zap_.send(zmq::buffer(std::string_view(admitted ? "OK" : "key not admitted")),
                 zmq::send_flags::sndmore);
-      zap_.send(zmq::buffer(std::string_view("")), zmq::send_flags::sndmore);
+      zap_.send(zmq::buffer(user_id), zmq::send_flags::sndmore);
       zap_.send(zmq::buffer(std::string_view("")), zmq::send_flags::none);
     }
   }

@@ -61,8 +61,9 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
         .Text("node_key_file", &C::node_key_file, "",
               "this node's own CURVE keypair, admitted by its peers' --allowed-keys-file")
         .Text("allowed_keys_file", &C::allowed_keys_file, "",
-              "public keys (one per line) of the nodes admitted as clients; without it, "
-              "holders of the cluster key are")
+              "file or directory of the public keys admitted as clients, one per line: "
+              "\"ID KEY\" binds the key to member ID (it speaks for no other), \"KEY\" speaks "
+              "for any; without it, holders of the cluster key are, and speak for any member")
         .Bool("plaintext", &C::plaintext, false,
               "peer links without CURVE: anyone who reaches the port can join, send updates and "
               "read the model. For experiments on a network you trust")
@@ -112,6 +113,7 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
   o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
   MURMUR_ASSIGN_OR_RETURN(o.transport.curve, LoadCurveOptions(c.cluster_key_file, c.node_key_file,
                                                               c.allowed_keys_file, c.plaintext));
+  MURMUR_RETURN_IF_ERROR(CheckOwnIdentity(o.transport.curve, o.id));
   o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
   o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
   o.membership.suspicion_multiplier = c.suspicion_multiplier;

@@ -41,6 +41,7 @@ std::string SnapshotJson(const PeerSnapshot& s, double uptime_s) {
   for (size_t r = 1; r < s.rejected.size(); ++r) {
     rejected[std::string(proto::RejectionName(static_cast<proto::Rejection>(r)))] = s.rejected[r];
   }
+  rejected[std::string(kSenderKeyMismatch)] = s.sender_key_mismatch;
   j["rejected"] = rejected;
   j["id_conflicts"] = s.id_conflicts;
   j["messages"] = {{"received", s.received},

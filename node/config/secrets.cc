@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "base/file.h"
 #include "base/log.h"
@@ -22,6 +24,28 @@ bool InOwnGroups(gid_t gid) {
   const int n = ::getgroups(static_cast<int>(groups.size()), groups.data());
   const auto end = groups.begin() + std::max(n, 0);
   return std::find(groups.begin(), end, gid) != end;
+}
+
+// The allowlist's text: the file, or every file of the directory (a mounted Kubernetes Secret,
+// one key per member) but those whose name starts with '.', in name order.
+StatusOr<std::string> ReadAllowlist(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return ReadSecretFile(path, "allowed_keys_file");
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with('.') && std::filesystem::is_regular_file(entry.path(), ec)) {
+      names.push_back(name);
+    }
+  }
+  if (ec) return InvalidArgumentError("allowed_keys_file: cannot list '" + path + "': " + ec.message());
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const std::string& name : names) {
+    MURMUR_ASSIGN_OR_RETURN(std::string one, ReadSecretFile(path + "/" + name, "allowed_keys_file"));
+    text += one + "\n";
+  }
+  return text;
 }
 
 }  // namespace
@@ -82,7 +106,7 @@ StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_ke
     curve.client = *node;
   }
   if (!allowed_keys_file.empty()) {
-    MURMUR_ASSIGN_OR_RETURN(std::string list, ReadSecretFile(allowed_keys_file, "allowed_keys_file"));
+    MURMUR_ASSIGN_OR_RETURN(std::string list, ReadAllowlist(allowed_keys_file));
     auto keys = transport::ParseAllowedKeys(list);
     if (!keys.ok()) {
       return InvalidArgumentError("allowed_keys_file '" + allowed_keys_file +
@@ -127,6 +151,28 @@ StatusOr<std::string> NewAdminToken() {
     token += kHex[b & 15];
   }
   return token;
+}
+
+Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id) {
+  if (!curve.enabled()) return OkStatus();
+  const std::optional<uint64_t> bound = curve.Admit(curve.client.public_key);
+  if (!bound.has_value()) {
+    return InvalidArgumentError("node_key_file: its public key " + curve.client.public_key +
+                                " is not on the allowlist, so every peer would refuse this node");
+  }
+  if (*bound != 0 && *bound != id) {
+    return InvalidArgumentError(
+        "node_key_file: the allowlist binds its key to member " + std::to_string(*bound) +
+        (id == 0 ? ", and this node has no --id" : ", not to this node's id " + std::to_string(id)) +
+        " (give each node the key of its own id)");
+  }
+  if (!curve.identities_bound()) {
+    MURMUR_LOG_WARN("peer links: {} speak for any member, so a holder can pose as any other "
+                    "(bind a key to each member: `murmur keygen --node ID`, and an allowlist of "
+                    "\"ID KEY\" lines)",
+                    curve.only_allowed ? "allowlist keys without an id" : "the cluster key's holders");
+  }
+  return OkStatus();
 }
 
 }  // namespace murmur::node

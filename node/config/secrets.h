@@ -27,6 +27,14 @@ StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_ke
                                                    const std::string& allowed_keys_file,
                                                    bool plaintext);
 
+// `allowed_keys_file` is a file or a directory of files (a mounted Kubernetes Secret), each
+// with "ID KEY" or "KEY" lines (transport::ParseAllowedKeys).
+//
+// kInvalidArgument when this node's own client key would be refused by its peers (not on the
+// allowlist) or is bound to another member than `id`. Logs a warning when members can speak for
+// each other (the cluster key, or an allowlist line without an id). OK for plaintext.
+Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id);
+
 // The admin bearer token: the file's first line, at least 16 characters, printable ASCII.
 StatusOr<std::string> LoadAdminToken(const std::string& path);
 // A fresh random token (32 hex characters from /dev/urandom).

@@ -185,6 +185,7 @@ void NodeTelemetry::PullLocked() {
       RaiseTo(m_->Reason(kTransportFrames), static_cast<double>(t.refused_too_many_frames));
       RaiseTo(m_->Reason(kAuthRefused), static_cast<double>(t.refused_auth));
       RaiseTo(m_->Reason(kHandshakeFailed), static_cast<double>(t.handshake_failures));
+      RaiseTo(m_->Reason(kSenderKeyMismatch), static_cast<double>(s.sender_key_mismatch));
       for (const auto& [reason, count] : s.membership_rejected) {
         RaiseTo(m_->Reason("membership_" + reason), static_cast<double>(count));
       }

@@ -61,7 +61,8 @@ inline std::array<Duration, 10> PhaseDurations(const StepTimes& t) {
 // murmur_rejected_messages_total{reason}: the envelope's reasons (proto::RejectionName), the
 // payload's (coding::DecodeFailureName), the machines' (gossip/node_io.h, gossip/membership.h;
 // membership's prefixed "membership_"), and the transport's ("transport_empty_header",
-// "transport_too_many_frames", "auth_refused", "handshake_failed").
+// "transport_too_many_frames", "auth_refused", "handshake_failed") and the peer's
+// ("sender_key_mismatch": a sender other than the member its link's key is bound to).
 // murmur_dropped_messages_total{where}: "send_queue_update", "send_queue_control", "inbox",
 // "training_queue" (bounded queues that dropped their oldest message).
 

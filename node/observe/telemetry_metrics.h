@@ -311,7 +311,8 @@ struct NodeTelemetry::Metrics {
     for (std::string_view reason :
          {gossip::kRejectWrongMode, gossip::kRejectUnknownSender, gossip::kRejectProtocol,
           gossip::kRejectFrames, gossip::kRejectOutlier, gossip::kRejectIncarnation,
-          gossip::kRejectClock, kTransportEmpty, kTransportFrames, kAuthRefused, kHandshakeFailed}) {
+          gossip::kRejectClock, kTransportEmpty, kTransportFrames, kAuthRefused, kHandshakeFailed,
+          kSenderKeyMismatch}) {
       Reason(reason);
     }
     for (std::string_view reason :

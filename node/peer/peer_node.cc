@@ -78,6 +78,7 @@ PeerSnapshot PeerNode::Snapshot() const {
   s.view_epoch = membership_->view_epoch();
   s.members = membership_->Members();
   s.rejected = rejected_;
+  s.sender_key_mismatch = sender_key_mismatch_;
   s.membership_rejected = membership_->rejected();
   s.received = received_;
   s.sent = sent_;
@@ -157,7 +158,7 @@ void PeerNode::Emit(const std::string& address, gossip::Payload payload,
   e.payload = std::move(payload);
   const MessageKind kind = KindOf(e.payload);
   transport::Message m{transport::Frame::FromString(proto::EncodeEnvelope(e)), std::move(frames),
-                       traffic};
+                       traffic, std::nullopt};
   ++sent_;
   TrafficCount& count = sent_by_kind_[static_cast<size_t>(kind)];
   ++count.messages;
@@ -193,6 +194,16 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
   if (!envelope.ok()) return Reject(why, envelope.status());
   if (Status s = proto::CheckPayloadFrames(*envelope, message.frames.size(), &why); !s.ok()) {
     return Reject(why, s);
+  }
+  if (message.speaker.has_value() && *message.speaker != envelope->sender_id) {
+    // The sender's key is bound to another member: it speaks only for itself.
+    const uint64_t count = ++sender_key_mismatch_;
+    if (count == 1 || count % 1000 == 0) {
+      MURMUR_LOG_WARN("node {}: refused a message naming sender {} over a link whose key is "
+                      "member {}'s ({}, {} so far)", id_, envelope->sender_id, *message.speaker,
+                      kSenderKeyMismatch, count);
+    }
+    return;
   }
   ++received_;
   const gossip::Payload& p = envelope->payload;

@@ -45,6 +45,9 @@ struct PeerNodeOptions {
   size_t max_training_queue = 4096;  // training messages waiting for the training thread
 };
 
+// murmur_rejected_messages_total's reason for PeerSnapshot::sender_key_mismatch.
+inline constexpr std::string_view kSenderKeyMismatch = "sender_key_mismatch";
+
 // Message kinds for the traffic counters (a bounded metric label); every kind but kMembership goes
 // to the node's machine (its training queue). kUpdate includes the step-clock announcements.
 enum class MessageKind : uint8_t { kMembership, kUpdate, kSnapshot, kCoded, kFinish, kCount };
@@ -64,6 +67,8 @@ struct PeerSnapshot {
   uint64_t view_epoch = 0;
   std::vector<gossip::MemberEntry> members;  // this node first
   std::array<uint64_t, static_cast<size_t>(proto::Rejection::kCount)> rejected{};
+  // Messages whose envelope named another sender than the member their link's key is bound to.
+  uint64_t sender_key_mismatch = 0;
   // Membership messages refused by their content (gossip::Membership::Check), by reason.
   std::map<std::string, uint64_t, std::less<>> membership_rejected;
   uint64_t received = 0;  // messages accepted
@@ -135,6 +140,7 @@ class PeerNode {
   mutable std::mutex mu_;  // guards membership_ and the counters
   std::unique_ptr<gossip::Membership> membership_;
   std::array<uint64_t, static_cast<size_t>(proto::Rejection::kCount)> rejected_{};
+  uint64_t sender_key_mismatch_ = 0;
   uint64_t received_ = 0;
   uint64_t sent_ = 0;
   uint64_t id_conflicts_ = 0;

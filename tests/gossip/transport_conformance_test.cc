@@ -62,7 +62,7 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
                           std::vector<Frame> frames = {}) {
     std::string header(8, '\0');
     std::memcpy(header.data(), &n, 8);
-    return {Frame::FromString(header), std::move(frames), traffic};
+    return {Frame::FromString(header), std::move(frames), traffic, std::nullopt};
   }
   static uint64_t NumberOf(const Message& m) {
     uint64_t n = 0;

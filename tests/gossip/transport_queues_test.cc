@@ -11,7 +11,7 @@ namespace murmur::transport {
 namespace {
 
 Message Sized(size_t bytes, char tag) {
-  return {Frame::FromString(std::string(bytes, tag)), {}, Traffic::kUpdate};
+  return {Frame::FromString(std::string(bytes, tag)), {}, Traffic::kUpdate, std::nullopt};
 }
 
 TEST(InboxTest, HoldsAtMostItsBytesKeepingTheNewest) {

@@ -46,7 +46,7 @@ bool WaitFor(const std::function<bool()>& cond, milliseconds limit = millisecond
 }
 
 Message Header(const std::string& bytes, std::vector<Frame> frames = {}) {
-  return {Frame::FromString(bytes), std::move(frames), transport::Traffic::kControl};
+  return {Frame::FromString(bytes), std::move(frames), transport::Traffic::kControl, std::nullopt};
 }
 
 TEST(PeerNodeTest, RejectsEveryMalformedOrForeignMessageAndKeepsServing) {
