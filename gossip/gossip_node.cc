@@ -123,13 +123,19 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   std::deque<Deferred> waiting;
   waiting.swap(deferred_);
   for (Deferred& d : waiting) {
-    if (std::binary_search(view_.begin(), view_.end(), d.message.from)) {
+    const std::string_view why = Check(d.message);
+    if (!MayPassLater(why)) {
       d.message.frame = d.bytes;
       Step(d.message, now);
     } else if (now < d.expires && !KnownGone(d.message.from, d.message.incarnation)) {
       deferred_.push_back(std::move(d));
     } else {
-      Reject(kRejectUnknownSender, d.message.from, "not a live member");
+      Reject(why, d.message.from,
+             why == kRejectUnknownSender
+                 ? "not a live member"
+                 : "incarnation " + std::to_string(d.message.incarnation) +
+                       " never confirmed by the membership (it holds " +
+                       std::to_string(ViewIncarnation(d.message.from)) + ")");
     }
   }
   Advance(now);
@@ -145,11 +151,19 @@ bool GossipNode::KnownGone(NodeId id, Incarnation incarnation) const {
   return false;
 }
 
+Incarnation GossipNode::ViewIncarnation(NodeId id) const {
+  for (const MemberEntry& m : members_) {
+    if (m.id == id) return m.incarnation;
+  }
+  return 0;
+}
+
 std::string_view GossipNode::Check(const Incoming& m) const {
   if (!std::binary_search(view_.begin(), view_.end(), m.from) || m.from == o_.self) {
     return kRejectUnknownSender;
   }
   if (m.incarnation >= kMaxIncarnation) return kRejectIncarnation;
+  if (m.incarnation > ViewIncarnation(m.from)) return kRejectUnconfirmedIncarnation;
   if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
       u != nullptr &&
       !(u->consensus == -1 || (u->consensus >= 0 && u->consensus <= kMaxConsensus))) {
@@ -166,7 +180,7 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     // A member that just joined (or restarted) may send before this node's view has it: its
     // messages wait, a bounded few and briefly, for the view instead of being refused. A
     // member this node holds dead or gone is refused at once.
-    if (why == kRejectUnknownSender && m.from != o_.self && !KnownGone(m.from, m.incarnation) &&
+    if (MayPassLater(why) && m.from != o_.self && !KnownGone(m.from, m.incarnation) &&
         deferred_.size() < kMaxDeferred) {
       Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
       d.message.frame = {};

@@ -319,9 +319,16 @@ class GossipNode {
   void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
   void ServeModel(NodeId to);
   void Reject(std::string_view reason, NodeId from, const std::string& why);
-  // Why `m` must not change state (kRejectUnknownSender, kRejectIncarnation, kRejectClock,
-  // kRejectConsensus); empty when it may.
+  // Why `m` must not change state (kRejectUnknownSender, kRejectUnconfirmedIncarnation,
+  // kRejectIncarnation, kRejectClock, kRejectConsensus); empty when it may.
   std::string_view Check(const Incoming& m) const;
+  // A message that may still pass once the view catches up: its sender not in the view yet (a
+  // member that just joined), or at a life the view has not confirmed yet (a restart).
+  static bool MayPassLater(std::string_view why) {
+    return why == kRejectUnknownSender || why == kRejectUnconfirmedIncarnation;
+  }
+  // The sender's incarnation in the latest view (0 when it is not there).
+  Incarnation ViewIncarnation(NodeId id) const;
   // Dead or left in the latest view at `incarnation` or later.
   bool KnownGone(NodeId id, Incarnation incarnation) const;
   void Emit(NodeAction action);
@@ -378,7 +385,7 @@ class GossipNode {
   int64_t steps_since_round_ = 0;
   uint64_t clock_sent_ = 0;          // the step of the latest round or clock announcement
   int64_t own_samples_at_view_ = 0;  // s_.samples when the latest view came
-  // Messages from senders not in the view yet (a member that just joined), at most kMaxDeferred.
+  // Messages that may pass once the view catches up (MayPassLater), at most kMaxDeferred.
   struct Deferred {
     Incoming message;  // frame empty; the bytes are below
     std::vector<std::byte> bytes;

@@ -32,6 +32,11 @@ inline constexpr std::string_view kRejectOutlier = "outlier_update";  // robust 
 // Per-sender state is bounded (choco.h max_copies) and snapshots are rate-limited.
 inline constexpr std::string_view kRejectUntracked = "untracked_sender";
 inline constexpr std::string_view kRejectSnapshotRate = "snapshot_rate_limited";
+// A training message from a life of its sender the membership has not confirmed (a newer
+// incarnation than the view's): incarnations advance through the membership protocol only
+// (its refutation, or a restarted member's join), never from a data message, which could
+// otherwise reset the sender's public copy at will (a forged "new life" starting from zero).
+inline constexpr std::string_view kRejectUnconfirmedIncarnation = "unconfirmed_incarnation";
 
 // ---- Inputs ----
 

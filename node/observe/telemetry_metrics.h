@@ -310,6 +310,7 @@ struct NodeTelemetry::Metrics {
     }
     for (std::string_view reason :
          {gossip::kRejectWrongMode, gossip::kRejectUnknownSender, gossip::kRejectProtocol,
+          gossip::kRejectUnconfirmedIncarnation,
           gossip::kRejectFrames, gossip::kRejectOutlier, gossip::kRejectIncarnation,
           gossip::kRejectClock, kTransportEmpty, kTransportFrames, kAuthRefused, kHandshakeFailed,
           kSenderKeyMismatch}) {

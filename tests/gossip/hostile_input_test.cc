@@ -289,6 +289,35 @@ TEST(HostileGossipNodeTest, AForgedClockOrIncarnationFromAMemberIsRefused) {
   EXPECT_TRUE(run.ModelsSane());
 }
 
+// A "new life" of a live member that only a data message claims (issue 63's posing attack: a
+// zero update from the initial model under member 1's id at a newer incarnation) waits for the
+// membership to confirm that life, is refused when it does not, and leaves member 1's public
+// copy and its stream alone: its real updates keep being applied, none is stale.
+TEST(HostileGossipNodeTest, ANewLifeOnlyADataMessageClaimsIsHeldThenRefused) {
+  for (uint64_t seed = 23; seed <= 25; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Attacked run(seed);
+    const uint32_t d = run.dimension();
+    const auto zero = run.Dense(0.0f);
+    const auto before = run.cluster.machine(0).state().verdicts;
+    const auto count = [](const auto& verdicts, const char* name) {
+      auto it = verdicts.find(name);
+      return it == verdicts.end() ? uint64_t{0} : it->second;
+    };
+    Envelope e = run.Member(1, UpdateHeader{1, 0, d, true, true});
+    e.incarnation += 1;
+    e.payload_frames = 1;
+    run.cluster.Inject(0, e, zero);
+    EXPECT_EQ(run.Refused(0, kRejectUnconfirmedIncarnation), 0u) << "held while the view may catch up";
+    run.cluster.RunFor(seconds(2));
+    EXPECT_EQ(run.Refused(0, kRejectUnconfirmedIncarnation), 1u);
+    const auto after = run.cluster.machine(0).state().verdicts;
+    EXPECT_EQ(count(after, "stale_incarnation"), count(before, "stale_incarnation"));
+    EXPECT_GT(count(after, "applied"), count(before, "applied") + 10);
+    EXPECT_TRUE(run.ModelsSane());
+  }
+}
+
 // A consensus estimate no honest node sends (not finite, negative, beyond 100) is refused before
 // any part of the update is read: the CHOCO machine never sees it.
 TEST(HostileGossipNodeTest, AnImplausibleConsensusEstimateIsRefused) {
