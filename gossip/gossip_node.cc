@@ -1,5 +1,7 @@
 #include "gossip/gossip_node.h"
 
+#include "gossip/claims.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -8,6 +10,7 @@
 #include "base/log.h"
 #include "coding/update_codec.h"
 #include "coding/vector_ops.h"
+#include "gossip/claims.h"
 #include "gossip/membership.h"
 #include "kernels/gossip_ops.h"
 #include "kernels/memory.h"
@@ -84,21 +87,22 @@ void GossipNode::Reject(std::string_view reason, NodeId from, const std::string&
 void GossipNode::Step(const MemberView& view, TimePoint now) {
   members_ = view.members;
   view_ = LiveIds(view, o_.self);
-  best_clock_ = 0;
-  s_.cluster_samples = 0;
   s_.live_members = 1;
   size_t finished = 0, finished_gone = 0;
   finished_ids_.clear();
+  // Every member's sample claim (its work counts toward the budget even after it left) and the
+  // live members' clocks, this node's first in each, bounded below (claims.h).
+  std::vector<uint64_t> claims{static_cast<uint64_t>(std::max<int64_t>(s_.samples, 0))};
+  std::vector<uint64_t> clocks{s_.step};
   for (const MemberEntry& m : members_) {
     if (m.id == o_.self) {
-      s_.cluster_samples += s_.samples;
       own_samples_at_view_ = s_.samples;
       continue;
     }
     // Samples follow steps computed (an adopted clock adds none); 4x covers members whose
     // batch is larger than this node's.
     const uint64_t plausible = m.step_clock * static_cast<uint64_t>(4 * max_batch_);
-    s_.cluster_samples += static_cast<int64_t>(std::min(m.samples, plausible));
+    claims.push_back(std::min(m.samples, plausible));
     const bool live = m.state == MemberState::kAlive || m.state == MemberState::kSuspect;
     if (m.finished) {
       ++finished;
@@ -108,12 +112,13 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
     if (live) {
       ++s_.live_members;
       sync_.Observe(m.id, m.step_clock);
-      best_clock_ = std::max(best_clock_, sync_.ClockOf(m.id));
+      clocks.push_back(sync_.ClockOf(m.id));
     } else {
       sync_.Forget(m.id);
       if (choco_) choco_->Forget(m.id);
     }
   }
+  BoundClaims(claims, clocks);
   // Quorum: half of the cluster (live members and those that finished and left).
   if (finished > 0 && 2 * finished >= s_.live_members + finished_gone) peer_finished_ = true;
   if (finished > finished_members_ && o_.target_accuracy > 0) evaluate_now_ = true;
@@ -139,6 +144,40 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
     }
   }
   Advance(now);
+}
+
+void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vector<uint64_t>& clocks) {
+  const uint64_t bound = ClaimBound(claims);
+  s_.cluster_samples = 0;
+  for (uint64_t c : claims) s_.cluster_samples += static_cast<int64_t>(std::min(c, bound));
+  best_clock_ = QuorumClock(clocks);
+  const uint64_t top_clock = clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());
+  const uint64_t catch_up_gap = static_cast<uint64_t>(
+      std::max<int64_t>(o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.sampling, view_.size()))));
+  // Each member whose word the bounds set aside is counted once per life.
+  size_t i = 1;  // claims[0] is this node's own
+  for (const MemberEntry& m : members_) {
+    if (m.id == o_.self) continue;
+    const uint64_t claim = claims[i++];
+    const bool live = m.state == MemberState::kAlive || m.state == MemberState::kSuspect;
+    // Counted when far beyond the bound (an honest member a little ahead of the rest is only
+    // trimmed): more than twice it and 64 batches.
+    const bool samples_refused =
+        claim / 2 > bound && claim - 2 * bound > static_cast<uint64_t>(max_batch_) * 64;
+    const bool clock_refused = live && sync_.ClockOf(m.id) == top_clock &&
+                               top_clock > best_clock_ + catch_up_gap && best_clock_ > 0;
+    if (refused_claims_.size() >= kMaxRefusedClaims) refused_claims_.clear();
+    if (samples_refused && refused_claims_.insert({m.id, m.incarnation, true}).second) {
+      Reject(kRejectUnconfirmedSamples, m.id,
+             "claims " + std::to_string(claim) + " samples; believed " + std::to_string(bound) +
+                 " (claims.h)");
+    }
+    if (clock_refused && refused_claims_.insert({m.id, m.incarnation, false}).second) {
+      Reject(kRejectUnconfirmedClock, m.id,
+             "claims step " + std::to_string(top_clock) + "; no other member is within " +
+                 std::to_string(catch_up_gap) + " steps of it");
+    }
+  }
 }
 
 bool GossipNode::KnownGone(NodeId id, Incarnation incarnation) const {

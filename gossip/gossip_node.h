@@ -61,6 +61,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <set>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <optional>
@@ -327,6 +329,10 @@ class GossipNode {
   static bool MayPassLater(std::string_view why) {
     return why == kRejectUnknownSender || why == kRejectUnconfirmedIncarnation;
   }
+  // The cluster's sample estimate and the clock to catch up to from the view's claims (claims.h):
+  // `claims` is this node's samples, then each other member's in members_ order; `clocks` this
+  // node's step and the live members'. Counts each member whose claim is set aside, once per life.
+  void BoundClaims(const std::vector<uint64_t>& claims, const std::vector<uint64_t>& clocks);
   // The sender's incarnation in the latest view (0 when it is not there).
   Incarnation ViewIncarnation(NodeId id) const;
   // Dead or left in the latest view at `incarnation` or later.
@@ -394,6 +400,9 @@ class GossipNode {
   static constexpr size_t kMaxDeferred = 64;
   static constexpr size_t kMaxRefusedModels = 64;
   std::deque<Deferred> deferred_;
+  // (member, incarnation, samples or clock) whose claims were set aside and counted.
+  static constexpr size_t kMaxRefusedClaims = 4096;
+  std::set<std::tuple<NodeId, Incarnation, bool>> refused_claims_;
   std::vector<MemberEntry> members_;
   std::vector<NodeId> view_;      // live ids, sorted, with this node
   uint64_t best_clock_ = 0;

@@ -37,6 +37,10 @@ inline constexpr std::string_view kRejectSnapshotRate = "snapshot_rate_limited";
 // (its refutation, or a restarted member's join), never from a data message, which could
 // otherwise reset the sender's public copy at will (a forged "new life" starting from zero).
 inline constexpr std::string_view kRejectUnconfirmedIncarnation = "unconfirmed_incarnation";
+// A member's own claims that no other member's confirm (claims.h): samples beyond the
+// second-highest claim and twice the median, or a clock that alone would make this node catch up.
+inline constexpr std::string_view kRejectUnconfirmedSamples = "unconfirmed_samples";
+inline constexpr std::string_view kRejectUnconfirmedClock = "unconfirmed_clock";
 
 // ---- Inputs ----
 

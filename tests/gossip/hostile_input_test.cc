@@ -404,5 +404,27 @@ TEST(HostileGossipNodeTest, ForgedSamplesAndOneForgedFinishDoNotEndTheRun) {
   }
 }
 
+// Issue 63's inflated claims: a member that announces a clock 90,000 steps ahead (under the
+// lead limit) and samples of clock x 256 (under the batch cap) neither ends the budget nor
+// makes the others catch up; both are counted once.
+TEST(HostileGossipNodeTest, OneMembersInflatedClockAndSamplesDecideNothing) {
+  Attacked run(29, /*budget_samples=*/100000000);
+  const uint64_t clock = run.cluster.machine(1).state().step + 90000;
+  MemberEntry inflated = Entry(Cluster::Id(1), run.cluster.node(1).membership->incarnation(),
+                               MemberState::kAlive, clock);
+  inflated.address = Cluster::Address(1);
+  inflated.samples = clock * 256;
+  const uint64_t catchups = run.cluster.machine(0).state().catchups;
+  run.cluster.Inject(0, From(Cluster::Id(1), inflated.incarnation, Digest{{inflated}, false}));
+  run.cluster.RunFor(seconds(1));
+  EXPECT_FALSE(run.cluster.node(0).finished.has_value()) << run.cluster.node(0).finished.value_or("");
+  EXPECT_LT(run.cluster.machine(0).state().cluster_samples, 1000000);
+  EXPECT_LT(run.cluster.machine(0).best_clock(), clock - 80000);
+  EXPECT_EQ(run.cluster.machine(0).state().catchups, catchups);
+  EXPECT_EQ(run.Refused(0, kRejectUnconfirmedSamples), 1u);
+  EXPECT_EQ(run.Refused(0, kRejectUnconfirmedClock), 1u);
+  EXPECT_TRUE(run.ModelsSane());
+}
+
 }  // namespace
 }  // namespace murmur::gossip
