@@ -8,15 +8,16 @@
 //   times the median claim (a colluding few cannot exceed what the typical member does). With
 //   an honest majority both are honest figures, so liars add at most a few members' worth of
 //   work to the estimate instead of ending the run at once; an honest member faster than the
-//   rest is undercounted, which makes the run longer, never shorter. The same trimming as
-//   Byzantine-robust aggregation's (Yin et al., ICML 2018: coordinate-wise median and trimmed
-//   mean), applied to a scalar claim.
+//   rest is undercounted, which makes the run longer, never shorter. A claim is believed up to
+//   the bound *when it is made* (GossipNode keeps what it believed of each member's latest
+//   claim): a claim that stops growing does not rise with the honest members' progress. The
+//   same trimming as Byzantine-robust aggregation's (Yin et al., ICML 2018: coordinate-wise
+//   median and trimmed mean), applied to a scalar claim.
 // - Clocks: the clock a node catches up to is QuorumClock: the highest that two members (this
 //   node among them) reach once there are three or more, so one member alone cannot make every
 //   other one drop its training for an adoption.
 // The budget then ends by this node's own accounting (ReportedSamples) or by the finished
-// members' quorum (gossip_node.cc), never by one member's claim. Pure functions: the node keeps
-// no state for them beyond what it counts.
+// members' quorum (gossip_node.cc), never by one member's claim. Pure functions.
 
 #include <cstdint>
 #include <span>

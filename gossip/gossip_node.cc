@@ -1,7 +1,5 @@
 #include "gossip/gossip_node.h"
 
-#include "gossip/claims.h"
-
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -148,8 +146,26 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
 
 void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vector<uint64_t>& clocks) {
   const uint64_t bound = ClaimBound(claims);
-  s_.cluster_samples = 0;
-  for (uint64_t c : claims) s_.cluster_samples += static_cast<int64_t>(std::min(c, bound));
+  // A member's claim is believed up to the bound when it is made: a claim that stops growing
+  // (its member left, died, or repeats one figure) keeps what it was believed then, instead of
+  // rising with the bound as the honest members progress.
+  std::map<NodeId, Believed> believed;
+  s_.cluster_samples = static_cast<int64_t>(claims[0]);
+  size_t k = 1;
+  for (const MemberEntry& m : members_) {
+    if (m.id == o_.self) continue;
+    const uint64_t claim = claims[k++];
+    Believed b;
+    if (auto it = believed_.find(m.id); it != believed_.end() && it->second.incarnation == m.incarnation) {
+      b = it->second;
+    }
+    b.incarnation = m.incarnation;
+    if (claim != b.claim) b.samples = std::max(b.samples, std::min(claim, bound));
+    b.claim = claim;
+    s_.cluster_samples += static_cast<int64_t>(b.samples);
+    believed[m.id] = b;
+  }
+  believed_ = std::move(believed);  // members forgotten by the view are dropped
   best_clock_ = QuorumClock(clocks);
   const uint64_t top_clock = clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());
   const uint64_t catch_up_gap = static_cast<uint64_t>(

@@ -403,6 +403,13 @@ class GossipNode {
   // (member, incarnation, samples or clock) whose claims were set aside and counted.
   static constexpr size_t kMaxRefusedClaims = 4096;
   std::set<std::tuple<NodeId, Incarnation, bool>> refused_claims_;
+  // What each member's sample claim is believed to be (BoundClaims), per member of the view.
+  struct Believed {
+    Incarnation incarnation = 0;
+    uint64_t claim = 0;    // the latest claim
+    uint64_t samples = 0;  // what is believed of it
+  };
+  std::map<NodeId, Believed> believed_;
   std::vector<MemberEntry> members_;
   std::vector<NodeId> view_;      // live ids, sorted, with this node
   uint64_t best_clock_ = 0;

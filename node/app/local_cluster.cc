@@ -98,11 +98,21 @@ Status LocalCluster::Spawn() {
   if (len <= 0) return InternalError("cannot find the murmur executable (/proc/self/exe)");
   exe[len] = '\0';
   std::vector<std::string> secrets;
+  std::vector<std::string> node_keys;  // --secure: each node's own key, bound to its id
   if (config_.secure) {
     MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair key, transport::GenerateCurveKeyPair());
     const std::string path = (dir_ / "cluster.key").string();
     MURMUR_RETURN_IF_ERROR(WriteSecretFile(path, transport::FormatKeyFile(key), true));
-    secrets = {"--cluster-key-file", path};
+    std::string allowlist;
+    for (int i = 0; i < n; ++i) {
+      MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair node_key, transport::GenerateCurveKeyPair());
+      node_keys.push_back((dir_ / ("node-" + std::to_string(i + 1) + ".key")).string());
+      MURMUR_RETURN_IF_ERROR(WriteSecretFile(node_keys.back(), transport::FormatKeyFile(node_key), true));
+      allowlist += std::to_string(i + 1) + " " + node_key.public_key + "\n";
+    }
+    const std::string allowed = (dir_ / "allowed.keys").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(allowed, allowlist, true));
+    secrets = {"--cluster-key-file", path, "--allowed-keys-file", allowed};
   } else {
     secrets = {"--plaintext"};
   }
@@ -119,7 +129,7 @@ Status LocalCluster::Spawn() {
   }
   if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
   std::fprintf(stderr, "murmur local: peer links %s\n",
-               config_.secure ? "CURVE (a fresh cluster key)"
+               config_.secure ? "CURVE (a fresh cluster key, and a key per node bound to its id)"
                : config_.network != nullptr ? "plaintext on the run's own network (--secure for CURVE)"
                                             : "plaintext on loopback (--secure for CURVE)");
   const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
@@ -133,6 +143,7 @@ Status LocalCluster::Spawn() {
     if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
     if (!config_.run_dir.empty()) args.insert(args.end(), {"--run-dir", config_.run_dir});
     args.insert(args.end(), secrets.begin(), secrets.end());
+    if (!node_keys.empty()) args.insert(args.end(), {"--node-key-file", node_keys[i]});
     if (extra_args_) {
       for (auto& a : extra_args_(i)) args.push_back(std::move(a));
     } else {

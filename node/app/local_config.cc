@@ -58,8 +58,9 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "--token-file); created with a fresh token when it does not exist; empty: a fresh "
               "token in the run's temporary directory, printed at the start")
         .Bool("secure", &C::secure, false,
-              "CURVE on every peer link with a fresh cluster key (default: plaintext, since "
-              "every node is on this machine's loopback)")
+              "CURVE on every peer link with a fresh cluster key and a key per node bound to its "
+              "id, so no node can speak for another (default: plaintext, since every node is on "
+              "this machine's loopback)")
         .Text("prometheus_targets", &C::prometheus_targets, "",
               "write the nodes' admin ports to this file as Prometheus file_sd targets, e.g. "
               "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "

@@ -26,26 +26,48 @@ bool InOwnGroups(gid_t gid) {
   return std::find(groups.begin(), end, gid) != end;
 }
 
-// The allowlist's text: the file, or every file of the directory (a mounted Kubernetes Secret,
-// one key per member) but those whose name starts with '.', in name order.
-StatusOr<std::string> ReadAllowlist(const std::string& path) {
+// The keys of an allowlist: the file, or every file of the directory (a mounted Kubernetes
+// Secret, one member per file) but those whose name starts with '.', in name order. Public keys:
+// no secret, so no permission check. A key listed twice, in one file or two, is refused.
+StatusOr<std::vector<transport::AllowedKey>> LoadAllowlist(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) return ReadSecretFile(path, "allowed_keys_file");
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with('.') && std::filesystem::is_regular_file(entry.path(), ec)) {
-      names.push_back(name);
+  std::vector<std::string> files;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with('.') && std::filesystem::is_regular_file(entry.path(), ec)) {
+        files.push_back(entry.path().string());
+      }
+    }
+    if (ec) return InvalidArgumentError("allowed_keys_file: cannot list '" + path + "': " + ec.message());
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  std::vector<transport::AllowedKey> keys;
+  for (const std::string& file : files) {
+    auto text = ReadWholeFile(file, 1 << 20);
+    if (!text.ok()) {
+      return InvalidArgumentError("allowed_keys_file: cannot read '" + file + "' (" +
+                                  std::string(text.status().message()) + ")");
+    }
+    auto parsed = transport::ParseAllowedKeys(*text);
+    if (!parsed.ok()) {
+      return InvalidArgumentError("allowed_keys_file '" + file + "': " +
+                                  std::string(parsed.status().message()));
+    }
+    for (transport::AllowedKey& key : *parsed) {
+      for (const transport::AllowedKey& earlier : keys) {
+        if (earlier.public_key == key.public_key) {
+          return InvalidArgumentError("allowed_keys_file '" + file + "': the key " +
+                                      key.public_key + " is listed twice (a key speaks for one member)");
+        }
+      }
+      keys.push_back(std::move(key));
     }
   }
-  if (ec) return InvalidArgumentError("allowed_keys_file: cannot list '" + path + "': " + ec.message());
-  std::sort(names.begin(), names.end());
-  std::string text;
-  for (const std::string& name : names) {
-    MURMUR_ASSIGN_OR_RETURN(std::string one, ReadSecretFile(path + "/" + name, "allowed_keys_file"));
-    text += one + "\n";
-  }
-  return text;
+  if (keys.empty()) return InvalidArgumentError("allowed_keys_file '" + path + "': holds no key");
+  return keys;
 }
 
 }  // namespace
@@ -106,13 +128,7 @@ StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_ke
     curve.client = *node;
   }
   if (!allowed_keys_file.empty()) {
-    MURMUR_ASSIGN_OR_RETURN(std::string list, ReadAllowlist(allowed_keys_file));
-    auto keys = transport::ParseAllowedKeys(list);
-    if (!keys.ok()) {
-      return InvalidArgumentError("allowed_keys_file '" + allowed_keys_file +
-                                  "': " + std::string(keys.status().message()));
-    }
-    curve.allowed_clients = *keys;
+    MURMUR_ASSIGN_OR_RETURN(curve.allowed_clients, LoadAllowlist(allowed_keys_file));
     curve.only_allowed = true;
   } else if (!node_key_file.empty()) {
     return InvalidArgumentError("node_key_file: a node key is admitted only through an allowlist "

@@ -424,6 +424,17 @@ TEST(HostileGossipNodeTest, OneMembersInflatedClockAndSamplesDecideNothing) {
   EXPECT_EQ(run.Refused(0, kRejectUnconfirmedSamples), 1u);
   EXPECT_EQ(run.Refused(0, kRejectUnconfirmedClock), 1u);
   EXPECT_TRUE(run.ModelsSane());
+  // The claim no longer grows: it keeps what it was believed when made, while the others train
+  // on (it would otherwise count as much as the most advanced honest member at every view).
+  const GossipNodeState& s = run.cluster.machine(0).state();
+  const int64_t others_then = s.samples + run.cluster.machine(2).state().samples;
+  const int64_t believed_then = s.cluster_samples - others_then;
+  run.cluster.RunFor(seconds(3));
+  const int64_t others = s.samples + run.cluster.machine(2).state().samples;
+  std::printf("member 1 believed at %lld samples; nodes 0 and 2 did %lld, then %lld\n",
+              static_cast<long long>(believed_then), static_cast<long long>(others_then),
+              static_cast<long long>(others));
+  EXPECT_LE(run.cluster.machine(0).state().cluster_samples - others, believed_then + 64 * 4);
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ struct Cluster {
 std::optional<Message> SendUntilReceived(Transport& from, Transport& to) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
-    from.Send(to.endpoint(), Message{Frame::FromString("hello"), {}, Traffic::kControl, std::nullopt});
+    from.Send(to.endpoint(),
+              Message{Frame::FromString("hello"), {}, Traffic::kControl, std::nullopt});
     if (auto m = to.Receive(milliseconds(50))) return m;
   }
   return std::nullopt;
@@ -66,8 +67,10 @@ TEST(TransportIdentityTest, ABoundKeyNamesItsMemberOnEveryMessage) {
   ASSERT_TRUE(m->speaker.has_value());
   EXPECT_EQ(*m->speaker, 3u);
   // A second message on the same connection carries it too.
-  sender->Send(receiver->endpoint(), Message{Frame::FromString("again"), {Frame::FromString("x")},
-                                             Traffic::kUpdate, std::nullopt});
+  sender->Send(
+      receiver->endpoint(),
+      Message{
+          Frame::FromString("again"), {Frame::FromString("x")}, Traffic::kUpdate, std::nullopt});
   std::optional<Message> again;
   for (int i = 0; i < 100 && !(again && again->header.view() == "again"); ++i) {
     again = receiver->Receive(milliseconds(50));
@@ -93,9 +96,11 @@ TEST(TransportIdentityTest, KeysNotAdmittedDeliverNothingAndAreCounted) {
   for (const CurveKeyPair* client : {&c.stranger, &c.cluster}) {
     const uint64_t before = receiver->Stats().refused_auth;
     auto sender = c.Make(*client, true);
-    sender->Send(receiver->endpoint(), Message{Frame::FromString("x"), {}, Traffic::kControl, std::nullopt});
+    sender->Send(receiver->endpoint(),
+                 Message{Frame::FromString("x"), {}, Traffic::kControl, std::nullopt});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (receiver->Stats().refused_auth == before && std::chrono::steady_clock::now() < deadline) {
+    while (receiver->Stats().refused_auth == before &&
+           std::chrono::steady_clock::now() < deadline) {
       EXPECT_FALSE(receiver->Receive(milliseconds(20)).has_value());
     }
     EXPECT_GT(receiver->Stats().refused_auth, before);

@@ -2,12 +2,15 @@
 // (issue 20), over real ZeroMQ. Used by attack_test.py (every attack against a live cluster,
 // keys off and on) and flood_test.py (memory under invented senders).
 //
-//   murmur_attack [--cluster-public KEY] ENDPOINT CLUSTER DIMENSION ATTACK...
+//   murmur_attack [--cluster-public KEY | --cluster-key-file F [--node-key-file F]]
+//                 ENDPOINT CLUSTER DIMENSION ATTACK...
 //
 // The attacker listens on a loopback port of its own and answers every Ping there, so with keys
 // off it can become a real member (it owns the address it claims). With --cluster-public it runs
 // CURVE with a keypair of its own against the cluster's public key (refused by the ZAP handler);
-// without it, against a CURVE node, it speaks plaintext (refused at the handshake).
+// without it, against a CURVE node, it speaks plaintext (refused at the handshake). With
+// --cluster-key-file it holds the cluster's keypair (an insider: admitted like any member), and
+// with --node-key-file too it presents that node's key (bound to that node's id by the allowlist).
 //
 // ATTACK, run in order:
 //   join         Join as member 424242 and answer the verification Ping (admitted: the node's
@@ -20,14 +23,21 @@
 //   leave-snapshot  a Leave, then a request for the node's model
 //   invented:N   N invented ids (closed ports on 127.0.0.0/8), each a Join, a sparse update and
 //                a model snapshot request
+//   pose:ID      posing as live member ID: zero updates "from the initial model" under ID's id at
+//                its next incarnation (which would reset ID's public copy at the receiver)
+//   inflate      its own entry announcing a clock 90,000 steps ahead of the cluster's and samples
+//                of clock x 256, kept in every answer from then on
 // At the end one JSON line: what came back (admitted, model snapshots served after leaving,
 // messages sent).
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -69,11 +79,12 @@ class Attacker {
   }
 
   void Send(gossip::NodeId sender, gossip::Payload payload, uint64_t clock,
-            const std::vector<std::byte>* frame = nullptr, const std::string* address = nullptr) {
+            const std::vector<std::byte>* frame = nullptr, const std::string* address = nullptr,
+            gossip::Incarnation incarnation = 1) {
     gossip::Envelope e;
     e.cluster_id = cluster_;
     e.sender_id = sender;
-    e.incarnation = 1;
+    e.incarnation = incarnation;
     e.step_clock = clock;
     e.sequence = ++sequence_;
     e.payload = std::move(payload);
@@ -135,6 +146,24 @@ class Attacker {
       Send(kAttacker, gossip::Digest{{e}, false}, Clock());
     }
   }
+  void Pose(gossip::NodeId id) {
+    gossip::Incarnation incarnation = WallMilliseconds();
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = members_.find(id); it != members_.end()) incarnation = it->second.incarnation + 1;
+    }
+    std::vector<std::byte> frame;
+    coding::EncodeDense(std::vector<float>(dimension_, 0.0f), frame);
+    for (int i = 0; i < 10; ++i) {
+      Send(id, gossip::UpdateHeader{1, 0, dimension_, true, true}, Clock(), &frame, nullptr,
+           incarnation);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  void Inflate() {
+    inflate_ = true;
+    Send(kAttacker, gossip::Digest{{Self()}, false}, Clock());
+  }
   void ClockJump() {
     Send(kAttacker, gossip::SnapshotRequest{0, false}, 1000000000);
     Send(kAttacker, gossip::SnapshotRequest{0, false}, ~uint64_t{0});
@@ -187,6 +216,10 @@ class Attacker {
   MemberEntry Self() {
     std::lock_guard lock(mu_);
     self_.step_clock = Clock();
+    if (inflate_) {
+      self_.step_clock += 90000;
+      self_.samples = self_.step_clock * 256;
+    }
     ++self_.heartbeat;
     return self_;
   }
@@ -233,7 +266,7 @@ class Attacker {
   MemberEntry self_;
   std::map<gossip::NodeId, MemberEntry> members_;
   std::atomic<uint64_t> clock_{0};
-  std::atomic<bool> stop_{false}, admitted_{false}, left_{false};
+  std::atomic<bool> stop_{false}, admitted_{false}, left_{false}, inflate_{false};
   std::atomic<int> served_after_leave_{0};
   std::atomic<uint64_t> sequence_{0};
   std::thread listener_;
@@ -241,9 +274,10 @@ class Attacker {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: murmur_attack [--cluster-public KEY] ENDPOINT CLUSTER DIMENSION ATTACK...\n"
+               "usage: murmur_attack [--cluster-public KEY | --cluster-key-file F [--node-key-file F]] "
+               "ENDPOINT CLUSTER DIMENSION ATTACK...\n"
                "ATTACK: join | dense | finished | accuse:ID | clock | leave-snapshot | invented:N | "
-               "huge:N:MB\n");
+               "huge:N:MB | pose:ID | inflate\n");
   return 2;
 }
 
@@ -263,6 +297,32 @@ int main(int argc, char** argv) {
     options.curve.server = {argv[at + 1], server->secret_key};
     options.curve.client = *client;
     at += 2;
+  }
+  // An insider's keys: the cluster's keypair (it serves with it, so nodes can verify its
+  // address), and as a client either that or one node's own key.
+  auto read_key = [](const char* path) -> std::optional<transport::CurveKeyPair> {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto pair = transport::ParseKeyFile(text.str());
+    if (!pair.ok()) {
+      std::fprintf(stderr, "murmur_attack: %s: %s\n", path, pair.status().ToString().c_str());
+      return std::nullopt;
+    }
+    return *pair;
+  };
+  if (at + 1 < argc && std::string(argv[at]) == "--cluster-key-file") {
+    auto cluster_key = read_key(argv[at + 1]);
+    if (!cluster_key) return 2;
+    options.curve.server = *cluster_key;
+    options.curve.client = *cluster_key;
+    at += 2;
+    if (at + 1 < argc && std::string(argv[at]) == "--node-key-file") {
+      auto node_key = read_key(argv[at + 1]);
+      if (!node_key) return 2;
+      options.curve.client = *node_key;
+      at += 2;
+    }
   }
   if (argc - at < 4) return Usage();
   const std::string to = argv[at], cluster = argv[at + 1];
@@ -292,6 +352,10 @@ int main(int argc, char** argv) {
       const long count = std::strtol(attack.c_str() + 5, &end, 10);
       if (*end != ':') return Usage();
       attacker.Huge(static_cast<int>(count), std::strtoull(end + 1, nullptr, 10));
+    } else if (attack.starts_with("pose:")) {
+      attacker.Pose(std::strtoull(attack.c_str() + 5, nullptr, 10));
+    } else if (attack == "inflate") {
+      attacker.Inflate();
     } else if (attack.starts_with("invented:")) {
       attacker.Invented(std::strtoull(attack.c_str() + 9, nullptr, 10));
     } else {

@@ -315,6 +315,21 @@ check "node with a malformed key exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" no
 contains "malformed key says why" "$tmp/err" "must be 40 Z85 characters"
 check "node with a key and --plaintext exits 2" 2 "$murmur" node --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key"
 contains "key and plaintext says why" "$tmp/err" "cannot be combined with a key file"
+# Node keys bound to ids: keygen --node prints the allowlist line; a node whose key is bound to
+# another id, or not on the allowlist, exits 2 with the reason.
+check "keygen --node writes a node key" 0 "$murmur" keygen --node 2 --out "$tmp/node2.key"
+grep -qE "^2 .{40}$" "$tmp/out" && echo "ok   keygen --node prints its allowlist line" || { echo "FAIL keygen --node output: $(cat "$tmp/out")"; fail=1; }
+cp "$tmp/out" "$tmp/allowed.keys"
+check "a node key bound to another id exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --id 3 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.keys"
+contains "bound to another id says why" "$tmp/err" "binds its key to member 2, not to this node's id 3"
+check "a node key not on the allowlist exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --id 3 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/cluster.key" --allowed-keys-file "$tmp/allowed.keys"
+contains "not on the allowlist says why" "$tmp/err" "is not on the allowlist"
+# A directory (a mounted Kubernetes Secret): its files, dot-files left out.
+mkdir -p "$tmp/allowed.d" && cp "$tmp/allowed.keys" "$tmp/allowed.d/node-2" && echo "not a key" > "$tmp/allowed.d/..data"
+check "an allowlist directory admits its node" 0 env -u MURMUR_PLAINTEXT "$murmur" node --mode membership --id 2 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.d" --duration 0.3
+cp "$tmp/allowed.keys" "$tmp/allowed.d/node-2-again"
+check "an allowlist listing a key twice exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --mode membership --id 2 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.d" --duration 0.3
+contains "a key listed twice says why" "$tmp/err" "is listed twice (a key speaks for one member)"
 check "node with a missing token file exits 2" 2 "$murmur" node --mode membership --listen tcp://127.0.0.1:0 --admin 127.0.0.1:0 --admin-token-file "$tmp/none"
 contains "missing token says why" "$tmp/err" "admin_token_file: cannot read"
 check "node with a bad seed exits 2" 2 "$murmur" node --seeds "host-without-port"
