@@ -125,12 +125,14 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   // Deferred messages whose sender came alive are handled now; the rest wait out their time.
   std::deque<Deferred> waiting;
   waiting.swap(deferred_);
+  deferred_bytes_ = 0;
   for (Deferred& d : waiting) {
     const std::string_view why = Check(d.message);
     if (!MayPassLater(why)) {
       d.message.frame = d.bytes;
       Step(d.message, now);
     } else if (now < d.expires && !KnownGone(d.message.from, d.message.incarnation)) {
+      deferred_bytes_ += d.bytes.size();
       deferred_.push_back(std::move(d));
     } else {
       Reject(why, d.message.from,
@@ -235,10 +237,13 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
     // A member that just joined (or restarted) may send before this node's view has it: its
     // messages wait, a bounded few and briefly, for the view instead of being refused. A
     // member this node holds dead or gone is refused at once.
+    // Held: at most kMaxDeferred messages and two dense models' bytes.
     if (MayPassLater(why) && m.from != o_.self && !KnownGone(m.from, m.incarnation) &&
-        deferred_.size() < kMaxDeferred) {
+        deferred_.size() < kMaxDeferred &&
+        deferred_bytes_ + m.frame.size() <= 2 * x_.size() * sizeof(float)) {
       Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
       d.message.frame = {};
+      deferred_bytes_ += d.bytes.size();
       deferred_.push_back(std::move(d));
       return;
     }

@@ -400,6 +400,7 @@ class GossipNode {
   static constexpr size_t kMaxDeferred = 64;
   static constexpr size_t kMaxRefusedModels = 64;
   std::deque<Deferred> deferred_;
+  size_t deferred_bytes_ = 0;  // their frames' bytes
   // (member, incarnation, samples or clock) whose claims were set aside and counted.
   static constexpr size_t kMaxRefusedClaims = 4096;
   std::set<std::tuple<NodeId, Incarnation, bool>> refused_claims_;

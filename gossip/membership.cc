@@ -341,6 +341,8 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
       MergeAll(entries, now);
     } else if (const MemberEntry* own = OwnEntry(sender, entries)) {
       Verify(*own, false, now);
+    } else if (!entries.empty()) {
+      CountRejection(kRejectStrangerGossip);  // a stranger's word about others only
     }
   };
   const bool handled = std::visit(

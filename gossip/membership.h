@@ -116,6 +116,8 @@ inline constexpr std::string_view kRejectJoinBacklog = "join_backlog";
 // A claim about itself (a Join, or a stranger's own entry) whose claimed address did not answer
 // the verification Ping within a probe period: not admitted.
 inline constexpr std::string_view kRejectUnverified = "unverified_member";
+// Entries from a sender that is not a member and says nothing about itself: not merged.
+inline constexpr std::string_view kRejectStrangerGossip = "stranger_gossip";
 
 // A message for the transport: send `payload` to `address` in an Envelope carrying this node's
 // id and current incarnation().

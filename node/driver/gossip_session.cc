@@ -90,12 +90,13 @@ void GossipSession::AddPhases(const StepTimes& t) {
   p.other += t.other;
 }
 
-void BoundTransportByModel(size_t dimension, transport::TransportOptions& o) {
+void BoundPeerByModel(size_t dimension, PeerNodeOptions& o) {
   // The largest frame a member sends: a dense update (fp32 values, a bitmap at most, the
   // codec's header), a snapshot or a final model; the rest is slack for headers.
   const size_t frame = dimension * sizeof(float) + dimension / 8 + 64 * 1024;
-  o.max_frame_bytes = std::min(o.max_frame_bytes, frame);
-  o.max_inbox_bytes = std::min(o.max_inbox_bytes, kInboxModels * frame);
+  o.transport.max_frame_bytes = std::min(o.transport.max_frame_bytes, frame);
+  o.transport.max_inbox_bytes = std::min(o.transport.max_inbox_bytes, kInboxModels * frame);
+  o.max_training_queue_bytes = std::min(o.max_training_queue_bytes, kInboxModels * frame);
 }
 
 Status GossipSession::Start() {
@@ -104,7 +105,7 @@ Status GossipSession::Start() {
                                             o_.initial.size(), work_.params().size()));
   }
   p_.budget_samples = o_.budget_samples;
-  BoundTransportByModel(work_.params().size(), o_.peer.transport);
+  BoundPeerByModel(work_.params().size(), o_.peer);
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
   for (const std::string& seed : o_.peer.seeds) {
     if (seed == peer_->endpoint() || "tcp://" + seed == peer_->endpoint()) continue;

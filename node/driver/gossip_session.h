@@ -110,12 +110,13 @@ struct GossipProgress : gossip::GossipNodeState {
 
 using GossipProgressFn = std::function<void(const GossipProgress&)>;
 
-// How many of the largest frames a gossip node's inbox holds at most.
+// How many of the largest frames a gossip node's inbox, and its training queue, hold at most.
 inline constexpr size_t kInboxModels = 32;
 // Bounds `o` by what a member of a model of `dimension` values legitimately sends: a frame above
-// a dense model's encoding is refused by the socket before it is read, and the inbox holds at
-// most kInboxModels of them (a flood of large frames costs bounded memory).
-void BoundTransportByModel(size_t dimension, transport::TransportOptions& o);
+// a dense model's encoding is refused by the socket before it is read, and the transport's inbox
+// and the peer's training queue each hold at most kInboxModels of them (a flood of large frames
+// costs bounded memory).
+void BoundPeerByModel(size_t dimension, PeerNodeOptions& o);
 
 class GossipSession : public gossip::GossipNodeObserver {
  public:

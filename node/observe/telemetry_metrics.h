@@ -319,7 +319,8 @@ struct NodeTelemetry::Metrics {
     }
     for (std::string_view reason :
          {gossip::kRejectIncarnation, gossip::kRejectClock, gossip::kRejectMemberLimit,
-          gossip::kRejectImpersonation, gossip::kRejectMalformedMember}) {
+          gossip::kRejectImpersonation, gossip::kRejectMalformedMember, gossip::kRejectJoinBacklog,
+          gossip::kRejectUnverified, gossip::kRejectStrangerGossip}) {
       Reason("membership_" + std::string(reason));
     }
     for (std::string_view where :

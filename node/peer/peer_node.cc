@@ -94,6 +94,16 @@ PeerSnapshot PeerNode::Snapshot() const {
   return s;
 }
 
+namespace {
+
+size_t FrameBytes(const std::vector<transport::Frame>& frames) {
+  size_t bytes = 0;
+  for (const transport::Frame& f : frames) bytes += f.size();
+  return bytes;
+}
+
+}  // namespace
+
 std::optional<TrainingMessage> PeerNode::TakeTraining(Duration timeout) {
   std::unique_lock<std::mutex> lock(training_mu_);
   if (training_.empty() && timeout.count() > 0) {
@@ -102,6 +112,7 @@ std::optional<TrainingMessage> PeerNode::TakeTraining(Duration timeout) {
   if (training_.empty()) return std::nullopt;
   TrainingMessage m = std::move(training_.front());
   training_.pop_front();
+  training_bytes_ -= FrameBytes(m.frames);
   return m;
 }
 
@@ -213,10 +224,15 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
   for (const auto& f : message.frames) count.bytes += f.bytes().size();
   if (KindOf(p) != MessageKind::kMembership) {
     std::lock_guard<std::mutex> lock(training_mu_);
-    if (training_.size() >= options_.max_training_queue) {
-      training_.pop_front();  // the protocols repair holes (snapshots); never block the driver
+    const size_t bytes = FrameBytes(message.frames);
+    // The protocols repair holes (replays, snapshots); never block the driver.
+    while (!training_.empty() && (training_.size() >= options_.max_training_queue ||
+                                  training_bytes_ + bytes > options_.max_training_queue_bytes)) {
+      training_bytes_ -= FrameBytes(training_.front().frames);
+      training_.pop_front();
       ++training_dropped_;
     }
+    training_bytes_ += bytes;
     training_.push_back({std::move(*envelope), message.frames});
     ++training_received_;
     training_cv_.notify_one();

@@ -43,6 +43,9 @@ struct PeerNodeOptions {
   transport::TransportOptions transport;  // listen is filled in
   std::chrono::seconds reresolve_seeds{5};
   size_t max_training_queue = 4096;  // training messages waiting for the training thread
+  // Their frames' bytes; beyond it the oldest are dropped too (a flood of large frames from
+  // members holds at most this much between the transport and the training thread).
+  size_t max_training_queue_bytes = size_t{1} << 30;
 };
 
 // murmur_rejected_messages_total's reason for PeerSnapshot::sender_key_mismatch.
@@ -168,6 +171,7 @@ class PeerNode {
   std::deque<TrainingMessage> training_;  // guarded by training_mu_
   uint64_t training_received_ = 0;
   uint64_t training_dropped_ = 0;
+  size_t training_bytes_ = 0;  // frames' bytes in training_, guarded by training_mu_
   std::thread thread_;
 };
 

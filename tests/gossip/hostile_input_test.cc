@@ -85,6 +85,11 @@ TEST(HostileMembershipTest, AMemberIsAdmittedOnlyAfterAnsweringAtItsAddress) {
   // What a stranger says about others is not merged; about itself, it is verified first.
   m.Step(From(7, 5, Digest{{Entry(7, 5, MemberState::kAlive), Entry(6, 5, MemberState::kAlive)}, false}), now);
   EXPECT_EQ(m.Members().size(), 1u);
+  // A stranger's plausible digest about others only is dropped and counted.
+  EXPECT_EQ(m.rejected().count(std::string(kRejectStrangerGossip)), 0u);
+  m.Step(From(5, 5, Digest{{Entry(6, 5, MemberState::kAlive), Entry(4, 5, MemberState::kDead)}, false}), now);
+  EXPECT_EQ(m.rejected().at(std::string(kRejectStrangerGossip)), 1u);
+  EXPECT_EQ(m.Members().size(), 1u);
   // The answer from the claimed address admits it, and a joiner gets the digest.
   m.TakeOutput();
   m.Step(From(9, 5, Ack{probe, {Entry(9, 5, MemberState::kAlive)}}), now);

@@ -1,5 +1,6 @@
 // A gossip node's transport is bounded by its model (node/driver/gossip_session.h): no frame
-// above a dense model's encoding, and an inbox of at most kInboxModels of them.
+// above a dense model's encoding, and an inbox and a training queue of at most kInboxModels of
+// them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +16,9 @@ namespace {
 TEST(TransportBoundTest, TheLargestLegitimateFrameFitsAndTheBoundOnlyTightens) {
   for (size_t d : {size_t{1}, size_t{7}, size_t{235146}, size_t{10'000'000}}) {
     SCOPED_TRACE(d);
-    transport::TransportOptions o;
-    BoundTransportByModel(d, o);
+    PeerNodeOptions peer;
+    BoundPeerByModel(d, peer);
+    const transport::TransportOptions& o = peer.transport;
     // A dense fp32 update of d values, and a sparse one of all but one (a bitmap index): the
     // largest frames the codec makes for this model.
     coding::Update dense;
@@ -33,12 +35,16 @@ TEST(TransportBoundTest, TheLargestLegitimateFrameFitsAndTheBoundOnlyTightens) {
     EXPECT_LE(o.max_frame_bytes, d * sizeof(float) + d / 8 + 64 * 1024);
     EXPECT_EQ(o.max_inbox_bytes, std::min(transport::TransportOptions{}.max_inbox_bytes,
                                           kInboxModels * o.max_frame_bytes));
-    transport::TransportOptions tight;
-    tight.max_frame_bytes = 100;
-    tight.max_inbox_bytes = 1000;
-    BoundTransportByModel(d, tight);
-    EXPECT_EQ(tight.max_frame_bytes, 100u) << "a tighter setting stays";
-    EXPECT_EQ(tight.max_inbox_bytes, 1000u);
+    EXPECT_EQ(peer.max_training_queue_bytes, std::min(PeerNodeOptions{}.max_training_queue_bytes,
+                                                      kInboxModels * o.max_frame_bytes));
+    PeerNodeOptions tight;
+    tight.transport.max_frame_bytes = 100;
+    tight.transport.max_inbox_bytes = 1000;
+    tight.max_training_queue_bytes = 2000;
+    BoundPeerByModel(d, tight);
+    EXPECT_EQ(tight.transport.max_frame_bytes, 100u) << "a tighter setting stays";
+    EXPECT_EQ(tight.transport.max_inbox_bytes, 1000u);
+    EXPECT_EQ(tight.max_training_queue_bytes, 2000u);
   }
 }
 
