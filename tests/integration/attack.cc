@@ -109,8 +109,8 @@ class Attacker {
   }
   // `count` updates from invented senders, each with a frame of `mb` megabytes (garbage: what
   // matters is what the receiver holds before it looks).
-  void Huge(int count, size_t mb) {
-    const std::vector<std::byte> frame(mb << 20, std::byte{7});
+  void Huge(int count, double mb) {
+    const std::vector<std::byte> frame(static_cast<size_t>(mb * (1 << 20)), std::byte{7});
     for (int i = 0; i < count; ++i) {
       Send(kAttacker + 1000 + static_cast<gossip::NodeId>(i), gossip::UpdateHeader{1, 0, dimension_, true, true},
            Clock(), &frame);
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       const long count = std::strtol(attack.c_str() + 5, &end, 10);
       if (*end != ':') return Usage();
-      attacker.Huge(static_cast<int>(count), std::strtoull(end + 1, nullptr, 10));
+      attacker.Huge(static_cast<int>(count), std::strtod(end + 1, nullptr));
     } else if (attack.starts_with("pose:")) {
       attacker.Pose(std::strtoull(attack.c_str() + 5, nullptr, 10));
     } else if (attack == "inflate") {

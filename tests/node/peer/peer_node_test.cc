@@ -167,5 +167,62 @@ TEST(PeerNodeTest, LeaveIsSeenByThePeerAndBadOptionsAreRefused) {
   EXPECT_NE(in_use.message().find("Address already in use"), std::string::npos) << in_use;
 }
 
+// Training messages wait for the training thread in a queue bounded in bytes as well as in
+// count: the oldest go first.
+TEST(PeerNodeTest, TheTrainingQueueIsBoundedInBytes) {
+  PeerNodeOptions options = Options(1, {});
+  options.max_training_queue_bytes = 3 * 10000;
+  auto a = PeerNode::Start(options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto sender = transport::CreateZmqTransport(transport::TransportOptions{});
+  ASSERT_TRUE(sender.ok());
+  for (uint64_t round = 1; round <= 10; ++round) {
+    gossip::Envelope e;
+    e.cluster_id = "test-cluster";
+    e.sender_id = 7;
+    e.sequence = round;
+    e.payload = gossip::UpdateHeader{round, round - 1, 2500, false, true};
+    e.payload_frames = 1;
+    (*sender)->Send((*a)->endpoint(), Header(proto::EncodeEnvelope(e), {Frame::FromString(std::string(10000, 'x'))}));
+  }
+  ASSERT_TRUE(WaitFor([&] { return (*a)->Snapshot().training_received == 10; }));
+  EXPECT_EQ((*a)->Snapshot().training_dropped, 7u);
+  for (uint64_t round = 8; round <= 10; ++round) {
+    auto m = (*a)->TakeTraining(Duration(0));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(std::get<gossip::UpdateHeader>(m->envelope.payload).round, round);
+  }
+  EXPECT_FALSE((*a)->TakeTraining(Duration(0)).has_value());
+}
+
+// With node keys bound to ids, a message over member 2's link that names another sender is
+// refused and counted; one in its own name is taken.
+TEST(PeerNodeTest, ABoundKeySpeaksOnlyForItsMember) {
+  auto cluster = transport::GenerateCurveKeyPair();
+  auto k1 = transport::GenerateCurveKeyPair();
+  auto k2 = transport::GenerateCurveKeyPair();
+  ASSERT_TRUE(cluster.ok() && k1.ok() && k2.ok());
+  PeerNodeOptions options = Options(1, {});
+  options.transport.curve = {*cluster, *k1, {{k1->public_key, 1}, {k2->public_key, 2}}, true};
+  auto a = PeerNode::Start(options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  transport::TransportOptions o;
+  o.curve = {*cluster, *k2, {}, true};
+  auto member2 = transport::CreateZmqTransport(o);
+  ASSERT_TRUE(member2.ok()) << member2.status();
+  for (gossip::NodeId sender : {gossip::NodeId{7}, gossip::NodeId{2}}) {
+    gossip::Envelope e;
+    e.cluster_id = "test-cluster";
+    e.sender_id = sender;
+    e.payload = gossip::NoPayload{};  // a clock announcement: training traffic
+    (*member2)->Send((*a)->endpoint(), Header(proto::EncodeEnvelope(e)));
+  }
+  ASSERT_TRUE(WaitFor([&] { return (*a)->Snapshot().training_received == 1; }));
+  EXPECT_EQ((*a)->Snapshot().sender_key_mismatch, 1u);
+  auto m = (*a)->TakeTraining(Duration(0));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->envelope.sender_id, 2u);
+}
+
 }  // namespace
 }  // namespace murmur::node
