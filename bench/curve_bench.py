@@ -4,7 +4,8 @@
     bench/curve_bench.py [--murmur build/murmur] [--repeats 3] [--nodes 4] [--epochs 3]
 
 Runs the main job, `murmur local --nodes 4` (gossip, Fashion-MNIST, its defaults), alternately in
-plaintext and with `--secure` (CURVE with a fresh cluster key on every peer link), `--repeats`
+plaintext and with `--secure` (CURVE on every peer link: a fresh cluster key to serve with, and
+each node's own key, bound to its id by the allowlist, to dial with), `--repeats`
 times each, and prints the medians of:
 - time per step: the nodes' training time (each node's elapsed_s, from its start of training to
   its end) summed, over the local steps of all nodes;

@@ -112,6 +112,7 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   const double norm = coding::SquaredL2Norm(o.model);
   s_.finish = "averaged";
   s_.finish_contributors = o.contributors;
+  s_.finish_collector = o.collector;
   s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;
   SetModel(o.model);
   Emit(ResetOptimizer{});

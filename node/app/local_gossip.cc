@@ -197,6 +197,14 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
   std::vector<std::string> finishes;  // each node's finish outcome
   double cluster_accuracy = -1;       // of the model the averaged nodes adopted
   uint32_t contributors = 0;
+  // The consensus finish's results by collector: more than one means the nodes ended on as many
+  // models (their views disagreed on who collects); `missed` kept their own.
+  struct FinishGroup {
+    uint32_t contributors = 0;
+    std::vector<size_t> nodes;
+  };
+  std::map<uint64_t, FinishGroup> finish_groups;
+  std::vector<size_t> missed;
   std::vector<const nlohmann::json*> finals(n, nullptr);
   int64_t trained = 0, budget = 0;  // samples the finished nodes trained; the budget
   std::map<std::string, std::vector<size_t>> ends;  // end reason -> the node ids that gave it
@@ -212,8 +220,16 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     const nlohmann::json own_accuracy = finish.value("own_accuracy", nlohmann::json());
     own.push_back(own_accuracy.is_number() ? own_accuracy.get<double>() : accuracy.back());
     if (finishes.back() == "averaged") {
-      cluster_accuracy = accuracy.back();
-      contributors = std::max(contributors, finish.value("contributors", uint32_t{0}));
+      FinishGroup& g = finish_groups[finish.value("collector", uint64_t{0})];
+      g.contributors = std::max(g.contributors, finish.value("contributors", uint32_t{0}));
+      g.nodes.push_back(i + 1);
+      // The cluster model is the average of the most members' models.
+      if (g.contributors >= contributors) {
+        contributors = g.contributors;
+        cluster_accuracy = accuracy.back();
+      }
+    } else if (finishes.back() == "missed") {
+      missed.push_back(i + 1);
     }
     steps.push_back(f["step"].get<int64_t>());
     rounds.push_back(f["rounds"].get<int64_t>());
@@ -294,6 +310,13 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["cluster_accuracy"] =
         cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
     j["finish_contributors"] = contributors;
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& [collector, g] : finish_groups) {
+      groups.push_back({{"collector", collector}, {"contributors", g.contributors}, {"nodes", g.nodes}});
+    }
+    j["finish_groups"] = groups;
+    j["finish_missed"] = missed;
+    j["finish_models"] = finish_groups.size() + missed.size();
     nlohmann::json crashes = nlohmann::json::array();
     for (const Child& c : cluster.children()) crashes.push_back(c.crashes);
     j["crashes"] = crashes;
@@ -344,6 +367,20 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
         "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
         "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
         contributors, averaged, n, cluster_accuracy, *lo, *hi);
+  }
+  if (finish_groups.size() + missed.size() > 1) {
+    std::printf("  the run ended on %zu models, not one:", finish_groups.size() + missed.size());
+    for (const auto& [collector, g] : finish_groups) {
+      std::printf(" node %llu's average of %u (adopted by nodes %s);",
+                  static_cast<unsigned long long>(collector), g.contributors,
+                  fmt::format("{}", fmt::join(g.nodes, ", ")).c_str());
+    }
+    if (!missed.empty()) {
+      std::printf(" their own model (nodes %s, which missed the finish: see their logs);",
+                  fmt::format("{}", fmt::join(missed, ", ")).c_str());
+    }
+    std::printf("\n  (more than one average: the nodes' views disagreed on the collector, the "
+                "lowest live id, when their training ended)\n");
   }
   if (averaged < accuracy.size()) {
     std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");

@@ -101,6 +101,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   if (!p.finish.empty()) {
     j["finish"] = {{"outcome", p.finish},
                    {"contributors", p.finish_contributors},
+                   {"collector", p.finish_collector},
                    {"moved", p.finish_moved},
                    {"own_accuracy", p.own_accuracy >= 0 ? nlohmann::json(p.own_accuracy)
                                                         : nlohmann::json(nullptr)},
