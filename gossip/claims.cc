@@ -18,11 +18,12 @@ uint64_t ClaimBound(std::span<const uint64_t> claims) {
   return std::min(sorted[1], by_median);
 }
 
-uint64_t QuorumClock(std::span<const uint64_t> clocks) {
+uint64_t QuorumClock(std::span<const uint64_t> clocks, uint64_t max_gap) {
   if (clocks.empty()) return 0;
   std::vector<uint64_t> sorted(clocks.begin(), clocks.end());
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  return sorted.size() >= 3 ? sorted[1] : sorted[0];
+  if (sorted.size() < 3 || sorted[0] - sorted[1] <= max_gap) return sorted[0];
+  return sorted[1];
 }
 
 }  // namespace murmur::gossip

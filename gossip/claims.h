@@ -13,9 +13,10 @@
 //   claim): a claim that stops growing does not rise with the honest members' progress. The
 //   same trimming as Byzantine-robust aggregation's (Yin et al., ICML 2018: coordinate-wise
 //   median and trimmed mean), applied to a scalar claim.
-// - Clocks: the clock a node catches up to is QuorumClock: the highest that two members (this
-//   node among them) reach once there are three or more, so one member alone cannot make every
-//   other one drop its training for an adoption.
+// - Clocks: the clock a node catches up to is QuorumClock: the highest live clock, unless it
+//   leads every other member's by more than a gap (4 x max(S, the graph's diameter) steps,
+//   where a trailing node would ask for a whole model): then the highest that two members (this
+//   node among them) reach. One member alone can pull the others at most that far.
 // The budget then ends by this node's own accounting (ReportedSamples) or by the finished
 // members' quorum (gossip_node.cc), never by one member's claim. Pure functions.
 
@@ -30,8 +31,9 @@ inline constexpr uint64_t kClaimSlack = 2;
 // included): min(second-highest, kClaimSlack x median); the only claim when there is one.
 uint64_t ClaimBound(std::span<const uint64_t> claims);
 
-// The highest clock that two of `clocks` (every live member's, this node's own included) reach:
-// the second-highest when there are three or more, the highest otherwise; 0 when empty.
-uint64_t QuorumClock(std::span<const uint64_t> clocks);
+// The clock to catch up to from every live member's (this node's own included): the highest,
+// or the second-highest when there are three or more and the highest leads it by more than
+// `max_gap`; 0 when empty.
+uint64_t QuorumClock(std::span<const uint64_t> clocks, uint64_t max_gap);
 
 }  // namespace murmur::gossip

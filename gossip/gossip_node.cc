@@ -168,10 +168,11 @@ void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vec
     believed[m.id] = b;
   }
   believed_ = std::move(believed);  // members forgotten by the view are dropped
-  best_clock_ = QuorumClock(clocks);
+  const uint64_t catch_up_gap = static_cast<uint64_t>(std::max<int64_t>(
+      o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.sampling, view_.size()))));
+  const uint64_t far = 4 * std::max<uint64_t>(catch_up_gap, 1);
+  best_clock_ = QuorumClock(clocks, far);
   const uint64_t top_clock = clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());
-  const uint64_t catch_up_gap = static_cast<uint64_t>(
-      std::max<int64_t>(o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.sampling, view_.size()))));
   // Each member whose word the bounds set aside is counted once per life.
   size_t i = 1;  // claims[0] is this node's own
   for (const MemberEntry& m : members_) {
@@ -182,8 +183,7 @@ void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vec
     // trimmed): more than twice it and 64 batches.
     const bool samples_refused =
         claim / 2 > bound && claim - 2 * bound > static_cast<uint64_t>(max_batch_) * 64;
-    const bool clock_refused = live && sync_.ClockOf(m.id) == top_clock &&
-                               top_clock > best_clock_ + catch_up_gap && best_clock_ > 0;
+    const bool clock_refused = live && sync_.ClockOf(m.id) == top_clock && top_clock > best_clock_;
     if (refused_claims_.size() >= kMaxRefusedClaims) refused_claims_.clear();
     if (samples_refused && refused_claims_.insert({m.id, m.incarnation, true}).second) {
       Reject(kRejectUnconfirmedSamples, m.id,
@@ -193,7 +193,7 @@ void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vec
     if (clock_refused && refused_claims_.insert({m.id, m.incarnation, false}).second) {
       Reject(kRejectUnconfirmedClock, m.id,
              "claims step " + std::to_string(top_clock) + "; no other member is within " +
-                 std::to_string(catch_up_gap) + " steps of it");
+                 std::to_string(far) + " steps of it");
     }
   }
 }

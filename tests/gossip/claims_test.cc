@@ -40,18 +40,19 @@ TEST(ClaimsTest, HonestSpreadIsKeptAndAFasterMemberOnlyTrimmed) {
   EXPECT_EQ(ClaimBound(std::vector<uint64_t>{0, 0, 5}), 0u);
 }
 
-TEST(ClaimsTest, TheClockToCatchUpToNeedsTwoMembersOnceThereAreThree) {
-  // This node's clock first, then the live members'.
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{}), 0u);
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{90000}), 90000u);
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 90000}), 90000u);  // two nodes: no quorum
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 90000, 80}), 80u);
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{0, 500, 400}), 400u);  // a joiner still catches up
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 90000, 60}), 60u);
-  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{90000, 90000, 60}), 90000u);
+TEST(ClaimsTest, OneMemberAlonePullsTheClockToCatchUpToOnlyByTheGap) {
+  // This node's clock first, then the live members'; a gap of 128 steps.
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{}, 128), 0u);
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{90000}, 128), 90000u);
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 90000}, 128), 90000u);  // two nodes: no quorum
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 90000, 80}, 128), 80u);
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 208, 80}, 128), 208u);  // at the gap: believed
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{50, 209, 80}, 128), 80u);   // one beyond: not
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{0, 500, 400}, 128), 500u);  // a joiner catches up
+  EXPECT_EQ(QuorumClock(std::vector<uint64_t>{90000, 90000, 60}, 128), 90000u);
   std::vector<uint64_t> many(63, 100);
   many[17] = 1u << 30;
-  EXPECT_EQ(QuorumClock(many), 100u);
+  EXPECT_EQ(QuorumClock(many, 128), 100u);
 }
 
 }  // namespace
