@@ -146,7 +146,8 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   Advance(now);
 }
 
-void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vector<uint64_t>& clocks) {
+void GossipNode::BoundClaims(const std::vector<uint64_t>& claims,
+                             const std::vector<uint64_t>& clocks) {
   const uint64_t bound = ClaimBound(claims);
   // A member's claim is believed up to the bound when it is made: a claim that stops growing
   // (its member left, died, or repeats one figure) keeps what it was believed then, instead of
@@ -158,7 +159,8 @@ void GossipNode::BoundClaims(const std::vector<uint64_t>& claims, const std::vec
     if (m.id == o_.self) continue;
     const uint64_t claim = claims[k++];
     Believed b;
-    if (auto it = believed_.find(m.id); it != believed_.end() && it->second.incarnation == m.incarnation) {
+    if (auto it = believed_.find(m.id);
+        it != believed_.end() && it->second.incarnation == m.incarnation) {
       b = it->second;
     }
     b.incarnation = m.incarnation;

@@ -61,18 +61,18 @@
 
 #include <cstdint>
 #include <deque>
-#include <set>
-#include <tuple>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/clock.h"
-#include "base/token_bucket.h"
 #include "base/status.h"
+#include "base/token_bucket.h"
 #include "coding/compressor.h"
 #include "gossip/choco.h"
 #include "gossip/consensus_finish.h"

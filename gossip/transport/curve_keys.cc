@@ -119,7 +119,8 @@ StatusOr<std::vector<AllowedKey>> ParseAllowedKeys(std::string_view text) {
     key.public_key = k;
     for (const AllowedKey& earlier : keys) {
       if (earlier.public_key == key.public_key) {
-        return InvalidArgumentError(where + ": the key is listed twice (a key speaks for one member)");
+        return InvalidArgumentError(where +
+                                    ": the key is listed twice (a key speaks for one member)");
       }
     }
     keys.push_back(std::move(key));

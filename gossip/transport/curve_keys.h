@@ -38,7 +38,7 @@ struct CurveKeyPair {
 
 // A client key the ZAP handler admits, and the one member it may speak for (none: any).
 struct AllowedKey {
-  std::string public_key;        // Z85
+  std::string public_key;  // Z85
   std::optional<uint64_t> member;
   bool operator==(const AllowedKey&) const = default;
 };

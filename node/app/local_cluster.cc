@@ -107,7 +107,8 @@ Status LocalCluster::Spawn() {
     for (int i = 0; i < n; ++i) {
       MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair node_key, transport::GenerateCurveKeyPair());
       node_keys.push_back((dir_ / ("node-" + std::to_string(i + 1) + ".key")).string());
-      MURMUR_RETURN_IF_ERROR(WriteSecretFile(node_keys.back(), transport::FormatKeyFile(node_key), true));
+      MURMUR_RETURN_IF_ERROR(
+          WriteSecretFile(node_keys.back(), transport::FormatKeyFile(node_key), true));
       allowlist += std::to_string(i + 1) + " " + node_key.public_key + "\n";
     }
     const std::string allowed = (dir_ / "allowed.keys").string();
@@ -130,8 +131,9 @@ Status LocalCluster::Spawn() {
   if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
   std::fprintf(stderr, "murmur local: peer links %s\n",
                config_.secure ? "CURVE (a fresh cluster key, and a key per node bound to its id)"
-               : config_.network != nullptr ? "plaintext on the run's own network (--secure for CURVE)"
-                                            : "plaintext on loopback (--secure for CURVE)");
+               : config_.network != nullptr
+                   ? "plaintext on the run's own network (--secure for CURVE)"
+                   : "plaintext on loopback (--secure for CURVE)");
   const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> args = {

@@ -312,7 +312,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
     j["finish_contributors"] = contributors;
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& [collector, g] : finish_groups) {
-      groups.push_back({{"collector", collector}, {"contributors", g.contributors}, {"nodes", g.nodes}});
+      groups.push_back(
+          {{"collector", collector}, {"contributors", g.contributors}, {"nodes", g.nodes}});
     }
     j["finish_groups"] = groups;
     j["finish_missed"] = missed;
@@ -379,8 +380,9 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
       std::printf(" their own model (nodes %s, which missed the finish: see their logs);",
                   fmt::format("{}", fmt::join(missed, ", ")).c_str());
     }
-    std::printf("\n  (more than one average: the nodes' views disagreed on the collector, the "
-                "lowest live id, when their training ended)\n");
+    std::printf(
+        "\n  (more than one average: the nodes' views disagreed on the collector, the "
+        "lowest live id, when their training ended)\n");
   }
   if (averaged < accuracy.size()) {
     std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");

@@ -12,11 +12,11 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
     using C = NodeConfig;
     auto* s = new ConfigSchema<NodeConfig>();
     s->Enum("mode", &C::mode, "gossip", ModeChoices(),
-              "gossip: train with CHOCO-SGD over compressed gossip; coded-tree: CodedReduce tree "
-              "aggregation; tree, gc, ring: its baselines (uncoded tree, flat gradient coding, "
-              "ring all-reduce); membership: only keep membership (no training)")
+            "gossip: train with CHOCO-SGD over compressed gossip; coded-tree: CodedReduce tree "
+            "aggregation; tree, gc, ring: its baselines (uncoded tree, flat gradient coding, "
+            "ring all-reduce); membership: only keep membership (no training)")
         .Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
-               "node id, unique in the cluster; 0 derives one from the advertised address")
+                 "node id, unique in the cluster; 0 derives one from the advertised address")
         .Text("listen", &C::listen, "tcp://127.0.0.1:7070",
               "endpoint to bind: tcp://HOST:PORT (port 0: any free one) or ipc://PATH")
         .Text("advertise", &C::advertise, "",
@@ -82,7 +82,8 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
               "gossip: keep this node's checkpoint here (model, momentum, public copy, clocks, "
               "RNG), written atomically every checkpoint_every steps and on SIGTERM; a restart "
               "resumes from it. Empty: none")
-        .Integer("checkpoint_every", &C::checkpoint_every, int64_t{200}, int64_t{0}, int64_t{1} << 40,
+        .Integer("checkpoint_every", &C::checkpoint_every, int64_t{200}, int64_t{0},
+                 int64_t{1} << 40,
                  "gossip: local steps between checkpoints; 0: only when the run ends or stops")
         .Embed(CodedSchema(), &C::coded, {});
     return s;

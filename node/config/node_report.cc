@@ -103,8 +103,8 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
                    {"contributors", p.finish_contributors},
                    {"collector", p.finish_collector},
                    {"moved", p.finish_moved},
-                   {"own_accuracy", p.own_accuracy >= 0 ? nlohmann::json(p.own_accuracy)
-                                                        : nlohmann::json(nullptr)},
+                   {"own_accuracy",
+                    p.own_accuracy >= 0 ? nlohmann::json(p.own_accuracy) : nlohmann::json(nullptr)},
                    {"verdicts", p.finish_verdicts}};
   }
   return j.dump();

@@ -39,7 +39,8 @@ StatusOr<std::vector<transport::AllowedKey>> LoadAllowlist(const std::string& pa
         files.push_back(entry.path().string());
       }
     }
-    if (ec) return InvalidArgumentError("allowed_keys_file: cannot list '" + path + "': " + ec.message());
+    if (ec)
+      return InvalidArgumentError("allowed_keys_file: cannot list '" + path + "': " + ec.message());
     std::sort(files.begin(), files.end());
   } else {
     files.push_back(path);
@@ -53,14 +54,15 @@ StatusOr<std::vector<transport::AllowedKey>> LoadAllowlist(const std::string& pa
     }
     auto parsed = transport::ParseAllowedKeys(*text);
     if (!parsed.ok()) {
-      return InvalidArgumentError("allowed_keys_file '" + file + "': " +
-                                  std::string(parsed.status().message()));
+      return InvalidArgumentError("allowed_keys_file '" + file +
+                                  "': " + std::string(parsed.status().message()));
     }
     for (transport::AllowedKey& key : *parsed) {
       for (const transport::AllowedKey& earlier : keys) {
         if (earlier.public_key == key.public_key) {
           return InvalidArgumentError("allowed_keys_file '" + file + "': the key " +
-                                      key.public_key + " is listed twice (a key speaks for one member)");
+                                      key.public_key +
+                                      " is listed twice (a key speaks for one member)");
         }
       }
       keys.push_back(std::move(key));
@@ -177,16 +179,18 @@ Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id) {
                                 " is not on the allowlist, so every peer would refuse this node");
   }
   if (*bound != 0 && *bound != id) {
-    return InvalidArgumentError(
-        "node_key_file: the allowlist binds its key to member " + std::to_string(*bound) +
-        (id == 0 ? ", and this node has no --id" : ", not to this node's id " + std::to_string(id)) +
-        " (give each node the key of its own id)");
+    return InvalidArgumentError("node_key_file: the allowlist binds its key to member " +
+                                std::to_string(*bound) +
+                                (id == 0 ? ", and this node has no --id"
+                                         : ", not to this node's id " + std::to_string(id)) +
+                                " (give each node the key of its own id)");
   }
   if (!curve.identities_bound()) {
-    MURMUR_LOG_WARN("peer links: {} speak for any member, so a holder can pose as any other "
-                    "(bind a key to each member: `murmur keygen --node ID`, and an allowlist of "
-                    "\"ID KEY\" lines)",
-                    curve.only_allowed ? "allowlist keys without an id" : "the cluster key's holders");
+    MURMUR_LOG_WARN(
+        "peer links: {} speak for any member, so a holder can pose as any other "
+        "(bind a key to each member: `murmur keygen --node ID`, and an allowlist of "
+        "\"ID KEY\" lines)",
+        curve.only_allowed ? "allowlist keys without an id" : "the cluster key's holders");
   }
   return OkStatus();
 }

@@ -311,10 +311,9 @@ struct NodeTelemetry::Metrics {
     for (std::string_view reason :
          {gossip::kRejectWrongMode, gossip::kRejectUnknownSender, gossip::kRejectProtocol,
           gossip::kRejectUnconfirmedIncarnation, gossip::kRejectUnconfirmedSamples,
-          gossip::kRejectUnconfirmedClock,
-          gossip::kRejectFrames, gossip::kRejectOutlier, gossip::kRejectIncarnation,
-          gossip::kRejectClock, kTransportEmpty, kTransportFrames, kAuthRefused, kHandshakeFailed,
-          kSenderKeyMismatch}) {
+          gossip::kRejectUnconfirmedClock, gossip::kRejectFrames, gossip::kRejectOutlier,
+          gossip::kRejectIncarnation, gossip::kRejectClock, kTransportEmpty, kTransportFrames,
+          kAuthRefused, kHandshakeFailed, kSenderKeyMismatch}) {
       Reason(reason);
     }
     for (std::string_view reason :

@@ -210,9 +210,10 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
     // The sender's key is bound to another member: it speaks only for itself.
     const uint64_t count = ++sender_key_mismatch_;
     if (count == 1 || count % 1000 == 0) {
-      MURMUR_LOG_WARN("node {}: refused a message naming sender {} over a link whose key is "
-                      "member {}'s ({}, {} so far)", id_, envelope->sender_id, *message.speaker,
-                      kSenderKeyMismatch, count);
+      MURMUR_LOG_WARN(
+          "node {}: refused a message naming sender {} over a link whose key is "
+          "member {}'s ({}, {} so far)",
+          id_, envelope->sender_id, *message.speaker, kSenderKeyMismatch, count);
     }
     return;
   }

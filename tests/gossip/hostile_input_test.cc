@@ -87,7 +87,9 @@ TEST(HostileMembershipTest, AMemberIsAdmittedOnlyAfterAnsweringAtItsAddress) {
   EXPECT_EQ(m.Members().size(), 1u);
   // A stranger's plausible digest about others only is dropped and counted.
   EXPECT_EQ(m.rejected().count(std::string(kRejectStrangerGossip)), 0u);
-  m.Step(From(5, 5, Digest{{Entry(6, 5, MemberState::kAlive), Entry(4, 5, MemberState::kDead)}, false}), now);
+  m.Step(From(5, 5,
+              Digest{{Entry(6, 5, MemberState::kAlive), Entry(4, 5, MemberState::kDead)}, false}),
+         now);
   EXPECT_EQ(m.rejected().at(std::string(kRejectStrangerGossip)), 1u);
   EXPECT_EQ(m.Members().size(), 1u);
   // The answer from the claimed address admits it, and a joiner gets the digest.
@@ -313,7 +315,8 @@ TEST(HostileGossipNodeTest, ANewLifeOnlyADataMessageClaimsIsHeldThenRefused) {
     e.incarnation += 1;
     e.payload_frames = 1;
     run.cluster.Inject(0, e, zero);
-    EXPECT_EQ(run.Refused(0, kRejectUnconfirmedIncarnation), 0u) << "held while the view may catch up";
+    EXPECT_EQ(run.Refused(0, kRejectUnconfirmedIncarnation), 0u)
+        << "held while the view may catch up";
     run.cluster.RunFor(seconds(2));
     EXPECT_EQ(run.Refused(0, kRejectUnconfirmedIncarnation), 1u);
     const auto after = run.cluster.machine(0).state().verdicts;
@@ -422,7 +425,8 @@ TEST(HostileGossipNodeTest, OneMembersInflatedClockAndSamplesDecideNothing) {
   const uint64_t catchups = run.cluster.machine(0).state().catchups;
   run.cluster.Inject(0, From(Cluster::Id(1), inflated.incarnation, Digest{{inflated}, false}));
   run.cluster.RunFor(seconds(1));
-  EXPECT_FALSE(run.cluster.node(0).finished.has_value()) << run.cluster.node(0).finished.value_or("");
+  EXPECT_FALSE(run.cluster.node(0).finished.has_value())
+      << run.cluster.node(0).finished.value_or("");
   EXPECT_LT(run.cluster.machine(0).state().cluster_samples, 1000000);
   EXPECT_LT(run.cluster.machine(0).best_clock(), clock - 80000);
   EXPECT_EQ(run.cluster.machine(0).state().catchups, catchups);

@@ -150,7 +150,8 @@ class Attacker {
     gossip::Incarnation incarnation = WallMilliseconds();
     {
       std::lock_guard lock(mu_);
-      if (auto it = members_.find(id); it != members_.end()) incarnation = it->second.incarnation + 1;
+      if (auto it = members_.find(id); it != members_.end())
+        incarnation = it->second.incarnation + 1;
     }
     std::vector<std::byte> frame;
     coding::EncodeDense(std::vector<float>(dimension_, 0.0f), frame);
@@ -273,11 +274,12 @@ class Attacker {
 };
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: murmur_attack [--cluster-public KEY | --cluster-key-file F [--node-key-file F]] "
-               "ENDPOINT CLUSTER DIMENSION ATTACK...\n"
-               "ATTACK: join | dense | finished | accuse:ID | clock | leave-snapshot | invented:N | "
-               "huge:N:MB | pose:ID | inflate\n");
+  std::fprintf(
+      stderr,
+      "usage: murmur_attack [--cluster-public KEY | --cluster-key-file F [--node-key-file F]] "
+      "ENDPOINT CLUSTER DIMENSION ATTACK...\n"
+      "ATTACK: join | dense | finished | accuse:ID | clock | leave-snapshot | invented:N | "
+      "huge:N:MB | pose:ID | inflate\n");
   return 2;
 }
 

@@ -183,7 +183,8 @@ TEST(PeerNodeTest, TheTrainingQueueIsBoundedInBytes) {
     e.sequence = round;
     e.payload = gossip::UpdateHeader{round, round - 1, 2500, false, true};
     e.payload_frames = 1;
-    (*sender)->Send((*a)->endpoint(), Header(proto::EncodeEnvelope(e), {Frame::FromString(std::string(10000, 'x'))}));
+    (*sender)->Send((*a)->endpoint(),
+                    Header(proto::EncodeEnvelope(e), {Frame::FromString(std::string(10000, 'x'))}));
   }
   ASSERT_TRUE(WaitFor([&] { return (*a)->Snapshot().training_received == 10; }));
   EXPECT_EQ((*a)->Snapshot().training_dropped, 7u);
