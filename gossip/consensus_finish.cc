@@ -71,7 +71,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   if (collector_ != o_.self) {
     // Contributions sent here while this node still trained (dropped with `pending`) were meant
     // for a collector it is not.
-    Contribute();
+    Contribute(now);
     return;
   }
   for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
@@ -88,8 +88,9 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   MaybePublish(now);
 }
 
-void ConsensusFinish::Contribute() {
+void ConsensusFinish::Contribute(TimePoint now) {
   sent_to_.insert(collector_);
+  contributed_at_ = now;
   out_.push_back(SendTo{collector_,
                         FinishMessage{FinishMessage::Kind::kContribution, o_.dimension, 0},
                         own_frame_});
@@ -186,7 +187,7 @@ void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
     // The collector left the view before answering: the next lowest collects.
     collector_ = live_.front();
     if (collector_ != o_.self) {
-      Contribute();
+      Contribute(now);
       return;
     }
     for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
@@ -196,6 +197,9 @@ void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
 
 void ConsensusFinish::Tick(TimePoint now) {
   if (!started_ || outcome_.has_value()) return;
+  if (collector_ != o_.self && o_.resend.count() > 0 && now - contributed_at_ >= o_.resend) {
+    Contribute(now);
+  }
   MaybePublish(now);
   if (!outcome_.has_value() && now >= deadline_) {
     outcome_ = FinishOutcome{false, 0, collector_, {},

@@ -23,6 +23,7 @@
 //               lowest live id of its view (a result may come before its own Start: a member
 //               still finishing its last step adopts it at Start). A member with no result
 //               `result_wait` after its Start keeps its own model, and the outcome says so.
+//               Until then it sends its contribution again every `resend`.
 // Cost: one dense fp16 model up and one down per member (2 bytes × d each way); the collector
 // sends N − 1 results, once.
 // Members of a finished run agree on their views (membership converges in (log2 N + 4) periods);
@@ -57,6 +58,10 @@ struct ConsensusFinishOptions {
   uint32_t dimension = 0;
   Duration collect_wait = std::chrono::seconds(5);  // the collector, from its Start
   Duration result_wait = std::chrono::seconds(10);  // a member, from its Start
+  // A member without a result sends its contribution again this often: one lost or refused on
+  // the way (a collector that restarted and did not know the member yet) would otherwise be
+  // missing from the average. The collector counts a member once.
+  Duration resend = std::chrono::seconds(1);
   // A model (contribution or result) farther than this × ‖own model‖ from the own model is
   // refused (0: no check). Honest models of one run are within a few percent of each other.
   double max_distance = 4;
@@ -121,7 +126,7 @@ class ConsensusFinish {
   TimePoint deadline() const { return deadline_; }
 
  private:
-  void Contribute();
+  void Contribute(TimePoint now);
   void MaybePublish(TimePoint now);
   void SendResult(NodeId to);
   // Decodes a dense model of the right dimension.
@@ -136,6 +141,7 @@ class ConsensusFinish {
   std::vector<NodeId> live_;
   NodeId collector_ = 0;
   std::set<NodeId> sent_to_;  // collectors this node contributed to
+  TimePoint contributed_at_{};  // the latest contribution sent
   std::vector<float> own_half_;  // this node's model as contributed (fp16 values)
   std::shared_ptr<const std::vector<std::byte>> own_frame_;
   // Collector state, from its Start (what comes before waits in pending_).

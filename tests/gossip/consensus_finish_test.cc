@@ -28,13 +28,15 @@ std::vector<float> Model(uint64_t seed) {
 
 // A member per id, with its own model; messages are delivered by hand.
 struct Members {
-  explicit Members(std::vector<NodeId> ids) : live(std::move(ids)) {
+  explicit Members(std::vector<NodeId> ids, Duration resend = std::chrono::seconds(1))
+      : live(std::move(ids)) {
     for (NodeId id : live) {
       ConsensusFinishOptions o;
       o.self = id;
       o.dimension = kDim;
       o.collect_wait = milliseconds(500);
       o.result_wait = milliseconds(1000);
+      o.resend = resend;
       finish.emplace(id, ConsensusFinish(o));
       finish.at(id).View(live, TimePoint{});  // as GossipNode does from the start of training
       model.emplace(id, Model(id));
@@ -294,6 +296,24 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
 
 // A result that came before Start from a member that is no longer the lowest when this node
 // starts is not kept: the new collector's result is adopted.
+// A contribution lost on the way (a collector that restarted and did not know the member yet
+// refuses it) is sent again, so the average still holds every member's model.
+TEST(ConsensusFinishTest, ALostContributionIsSentAgainBeforeTheCollectorGivesUp) {
+  Members m({1, 2, 3}, milliseconds(200));
+  TimePoint now{};
+  for (NodeId id : {1, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  m.dead.insert(1);  // member 3's contribution is lost
+  m.finish.at(3).Start(m.model.at(3), m.live, now);
+  m.Deliver(now);
+  EXPECT_FALSE(m.finish.at(1).outcome().has_value()) << "the collector waits for member 3";
+  m.dead.clear();
+  now += milliseconds(250);  // past resend (200 ms), before collect_wait (500 ms)
+  for (NodeId id : {3, 2, 1}) m.finish.at(id).Tick(now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+}
+
 TEST(ConsensusFinishTest, EarlyResultFromAFormerCollectorGivesWayToTheNewOne) {
   Members m({1, 2, 3});
   TimePoint now{};
