@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does the consensus finish complete on a loaded machine and after a kill? (issue 63)
 
-    bench/finish_bench.py [--murmur build/murmur] [--runs 20] [--nodes 4] [--epochs 1]
+    bench/finish_bench.py [--murmur build/murmur] [--runs 20] [--nodes 4] [--epochs 1] [--cases load,kill]
 
 Runs `murmur local --nodes N --epochs E --admin` `--runs` times under load, alternating two
 cases, and checks each run's report:
@@ -108,10 +108,14 @@ def main():
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--epochs", type=float, default=1)
     ap.add_argument("--connections", type=int, default=600)
+    ap.add_argument("--cases", default="load,kill", help="which cases, alternated: load, kill")
     args = ap.parse_args()
     rows = {"load": [], "kill": []}
+    if any(c not in rows for c in args.cases.split(",")):
+        ap.error(f"--cases: load, kill or both, not {args.cases}")
     for r in range(args.runs):
-        case = "kill" if r % 2 else "load"
+        cases = args.cases.split(",")
+        case = cases[r % len(cases)]
         x = run(args.murmur, args.nodes, args.epochs, case == "kill", args.connections)
         rows[case].append(x)
         print(f"run {r + 1:2d} {case}: {x.get('models', '?')} model(s), finish {x.get('finish')}, "
@@ -123,6 +127,8 @@ def main():
           "on several, said | several, not said |")
     print("|---|---|---|---|---|")
     for case, xs in rows.items():
+        if not xs:
+            continue
         one = sum(1 for x in xs if x.get("models") == 1 and x["ok"])
         said = sum(1 for x in xs if x.get("models", 0) > 1 and x["ok"])
         bad = sum(1 for x in xs if not x["ok"])

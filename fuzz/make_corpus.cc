@@ -44,7 +44,7 @@ std::vector<std::string> Envelopes() {
       gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f}, gossip::SnapshotRequest{77, true},
       gossip::SnapshotRequest{12, false, true}, gossip::SnapshotReply{8, 1000, true},
       gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
-      gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};
+      gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7, 5}};
   std::vector<std::string> out;
   for (const auto& payload : payloads) {
     gossip::Envelope e;

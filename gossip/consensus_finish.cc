@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "coding/update.h"
@@ -38,6 +39,7 @@ std::string_view FinishVerdictName(FinishVerdict verdict) {
     case FinishVerdict::kOutlier: return "outlier";
     case FinishVerdict::kRejected: return "rejected";
     case FinishVerdict::kDeferred: return "deferred";
+    case FinishVerdict::kRelayed: return "relayed";
   }
   return "unknown";
 }
@@ -48,15 +50,17 @@ ConsensusFinish::ConsensusFinish(const ConsensusFinishOptions& options)
 }
 
 void ConsensusFinish::Start(std::span<const float> model, const std::vector<NodeId>& live,
-                            TimePoint now) {
+                            TimePoint now, bool trained) {
   MURMUR_CHECK(!started_ && model.size() == o_.dimension) << "Start once, with the model";
   started_ = true;
+  own_counts_ = trained;
+  SetLive(live, now);
   started_at_ = now;
   deadline_ = now + o_.result_wait;
-  live_ = live.empty() ? std::vector<NodeId>{o_.self} : live;
   std::map<NodeId, std::vector<float>> pending = std::exchange(pending_, {});
+  std::set<NodeId> abstained = std::exchange(abstained_, {});
   if (early_result_.has_value() && early_result_->collector == live_.front()) {
-    FinishStepResult r = Within(early_result_->model, model);
+    FinishStepResult r = JudgeResult(early_result_->model, model);
     if (r.verdict == FinishVerdict::kAccepted) {
       outcome_ = std::move(early_result_);
       early_result_.reset();
@@ -72,9 +76,16 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     // Contributions sent here while this node still trained (dropped with `pending`) were meant
     // for a collector it is not.
     Contribute(now);
+    MaybeAdoptRelayed();
     return;
   }
-  for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
+  AddOwn();
+  abstained_ = std::move(abstained);
+  if (!own_counts_) {  // judged when it publishes (JudgeHeld)
+    for (const auto& [from, values] : pending) contributors_.insert(from);
+    pending_ = std::move(pending);
+    pending.clear();
+  }
   // What came before Start, judged against the final model now.
   for (auto& [from, values] : pending) {
     FinishStepResult r = Within(values, model);
@@ -85,6 +96,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
     contributors_.insert(from);
   }
+  MaybeAdoptRelayed();
   MaybePublish(now);
 }
 
@@ -92,7 +104,8 @@ void ConsensusFinish::Contribute(TimePoint now) {
   sent_to_.insert(collector_);
   contributed_at_ = now;
   out_.push_back(SendTo{collector_,
-                        FinishMessage{FinishMessage::Kind::kContribution, o_.dimension, 0},
+                        FinishMessage{FinishMessage::Kind::kContribution, o_.dimension,
+                                      own_counts_ ? 1u : 0u},
                         own_frame_});
 }
 
@@ -140,13 +153,27 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
       return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
               FailedPreconditionError("a contribution to a node that is not the collector")};
     }
-    if (contributors_.contains(from)) return Verdict(FinishVerdict::kDuplicate);
+    if (contributors_.contains(from) || abstained_.contains(from)) {
+      return Verdict(FinishVerdict::kDuplicate);
+    }
     std::vector<float> values;
     FinishStepResult r = Decode(frame, values);
     if (r.verdict != FinishVerdict::kAccepted) return r;
+    if (header.contributors == 0) {  // trained nothing: waited for, not averaged
+      pending_.erase(from);
+      abstained_.insert(from);
+      MaybePublish(now);
+      return r;
+    }
     if (!started_) {
       pending_[from] = std::move(values);
       return Verdict(FinishVerdict::kDeferred);
+    }
+    if (!own_counts_) {  // no model of its own to judge by: judged when it publishes
+      pending_[from] = std::move(values);
+      contributors_.insert(from);
+      MaybePublish(now);
+      return r;
     }
     r = Within(values, own);
     if (r.verdict != FinishVerdict::kAccepted) return r;
@@ -157,31 +184,102 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
   }
   // A result.
   if (outcome_.has_value() || early_result_.has_value()) return Verdict(FinishVerdict::kDuplicate);
-  const bool asked = sent_to_.contains(from);
-  const bool lowest = !live_.empty() && live_.front() == from;
-  if (!asked && !lowest) {
-    return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
-            FailedPreconditionError("a finish result from a member that is not the collector")};
-  }
   if (header.contributors == 0) {
     return {FinishVerdict::kRejected, coding::DecodeFailure::kNone,
             InvalidArgumentError("a finish result of no contributors")};
   }
+  const bool asked = sent_to_.contains(from);
+  const bool lowest = !live_.empty() && live_.front() == from;
+  if (!asked && !lowest) return Relayed(from, header, frame);
   std::vector<float> values;
   FinishStepResult r = Decode(frame, values);
   if (r.verdict != FinishVerdict::kAccepted) return r;
-  FinishOutcome o{true, header.contributors, from, std::move(values), {}};
+  FinishOutcome o{true, header.contributors, header.collector != 0 ? header.collector : from,
+                  std::move(values), {}};
   if (!started_) {  // judged against the final model at Start
     early_result_ = std::move(o);
     return Verdict(FinishVerdict::kDeferred);
   }
-  r = Within(o.model, own);
-  if (r.verdict == FinishVerdict::kAccepted) outcome_ = std::move(o);
+  r = JudgeResult(o.model, own);
+  if (r.verdict == FinishVerdict::kAccepted) {
+    outcome_ = std::move(o);
+    RelayToLowest();
+  }
   return r;
 }
 
+FinishStepResult ConsensusFinish::Relayed(NodeId from, const FinishMessage& header,
+                                          std::span<const std::byte> frame) {
+  for (const Relay& relay : relayed_) {
+    if (relay.by.contains(from)) return Verdict(FinishVerdict::kDuplicate);
+  }
+  std::vector<float> values;
+  FinishStepResult r = Decode(frame, values);
+  if (r.verdict != FinishVerdict::kAccepted) return r;
+  const NodeId collector = header.collector != 0 ? header.collector : from;
+  auto same = std::find_if(relayed_.begin(), relayed_.end(), [&](const Relay& relay) {
+    return relay.contributors == header.contributors && relay.collector == collector &&
+           relay.model == values;
+  });
+  if (same == relayed_.end()) {
+    if (relayed_.size() >= kMaxRelayed) {
+      return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
+              ResourceExhaustedError("a relayed finish result beyond " +
+                                     std::to_string(kMaxRelayed) + " different ones")};
+    }
+    relayed_.push_back(Relay{header.contributors, collector, std::move(values), {}});
+    same = relayed_.end() - 1;
+  }
+  same->by.insert(from);
+  MaybeAdoptRelayed();
+  return Verdict(FinishVerdict::kRelayed);
+}
+
+void ConsensusFinish::MaybeAdoptRelayed() {
+  if (!started_ || outcome_.has_value() || relayed_.empty()) return;
+  const size_t others = live_.size() - 1;
+  for (Relay& relay : relayed_) {
+    size_t live = 0;
+    for (NodeId id : relay.by) live += std::binary_search(live_.begin(), live_.end(), id) ? 1 : 0;
+    if (2 * live <= others) continue;
+    // Judged against this node's final model, as a result from its collector is.
+    if (JudgeResult(relay.model, own_half_).verdict != FinishVerdict::kAccepted) continue;
+    outcome_ = FinishOutcome{true, relay.contributors, relay.collector, relay.model, {}};
+    if (collector_ == o_.self && result_frame_ == nullptr) {
+      // Members that contributed here get the adopted result, as they would a published one.
+      result_frame_ = EncodeHalf(relay.model);
+      result_contributors_ = relay.contributors;
+      result_collector_ = relay.collector;
+      for (NodeId id : contributors_) SendResult(id);
+      answered_ = contributors_;
+      answered_.insert(relay.by.begin(), relay.by.end());
+      sum_ = {};
+    }
+    relayed_.clear();
+    return;
+  }
+}
+
+void ConsensusFinish::RelayToLowest() {
+  if (!outcome_.has_value() || !outcome_->averaged || live_.empty()) return;
+  const NodeId lowest = live_.front();
+  if (lowest == o_.self || lowest >= outcome_->collector || !relayed_to_.insert(lowest).second) {
+    return;
+  }
+  if (relay_frame_ == nullptr) {
+    std::vector<float> values = outcome_->model;  // fp16 values already: encoded unchanged
+    relay_frame_ = EncodeHalf(values);
+  }
+  out_.push_back(SendTo{lowest,
+                        FinishMessage{FinishMessage::Kind::kResult, o_.dimension,
+                                      outcome_->contributors, outcome_->collector},
+                        relay_frame_});
+}
+
 void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
-  live_ = live.empty() ? std::vector<NodeId>{o_.self} : live;
+  SetLive(live, now);
+  RelayToLowest();
+  MaybeAdoptRelayed();
   if (!started_ || outcome_.has_value()) return;
   if (collector_ != o_.self && collector_ != live_.front()) {
     // The collector left the view before answering: the next lowest collects.
@@ -190,7 +288,7 @@ void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
       Contribute(now);
       return;
     }
-    for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
+    AddOwn();
   }
   MaybePublish(now);
 }
@@ -219,14 +317,28 @@ bool ConsensusFinish::Settled() const {
 void ConsensusFinish::MaybePublish(TimePoint now) {
   if (!started_ || collector_ != o_.self || result_frame_ != nullptr) return;
   bool everyone = true;
-  for (NodeId id : live_) everyone &= id == o_.self || contributors_.contains(id);
-  if (!everyone && now < started_at_ + o_.collect_wait) return;
-  const uint32_t count = static_cast<uint32_t>(contributors_.size() + 1);
+  for (NodeId id : live_) {
+    everyone &= id == o_.self || contributors_.contains(id) || abstained_.contains(id);
+  }
+  // A collector that trained nothing restarted late: its view may not hold every member yet, so
+  // it waits until its view held still for `resend` (a member it did not see yet resends).
+  const bool view_still = own_counts_ || now >= view_changed_at_ + o_.resend;
+  if ((!everyone || !view_still) && now < started_at_ + o_.collect_wait) return;
+  JudgeHeld();
+  uint32_t count = static_cast<uint32_t>(contributors_.size()) + (own_counts_ ? 1 : 0);
+  if (count == 0) {
+    if (!everyone) return;  // a trained model may still come, until the deadline
+    own_counts_ = true;     // nobody trained: every model is the initial one, this one as good
+    AddOwn();
+    count = 1;
+  }
   std::vector<float> average(o_.dimension);
   for (size_t k = 0; k < average.size(); ++k) average[k] = static_cast<float>(sum_[k] / count);
   result_frame_ = EncodeHalf(average);  // rounds `average` to what every member adopts
   result_contributors_ = count;
+  result_collector_ = o_.self;
   std::set<NodeId> to = contributors_;
+  to.insert(abstained_.begin(), abstained_.end());
   to.insert(live_.begin(), live_.end());
   to.erase(o_.self);
   for (NodeId id : to) SendResult(id);
@@ -235,9 +347,58 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   sum_ = {};
 }
 
+FinishStepResult ConsensusFinish::JudgeResult(std::span<const float> values,
+                                              std::span<const float> own) const {
+  // A member that trained nothing has no model of the run's to judge a result by: it takes its
+  // collector's, as every member that contributed does (or a majority's relay).
+  return own_counts_ ? Within(values, own) : Verdict(FinishVerdict::kAccepted);
+}
+
+void ConsensusFinish::JudgeHeld() {
+  if (own_counts_ || pending_.empty()) return;
+  // A collector that trained nothing judges the contributions against the one closest to the
+  // others (the medoid of the first kMedoidOf, in id order): honest models of one run lie within
+  // a few percent of each other, so with an honest majority the reference is an honest model.
+  std::vector<const std::vector<float>*> first;
+  for (const auto& [from, values] : pending_) {
+    if (first.size() == kMedoidOf) break;
+    first.push_back(&values);
+  }
+  size_t best = 0;
+  double best_sum = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < first.size(); ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < first.size(); ++j) {
+      sum += std::sqrt(coding::SquaredL2Distance(*first[i], *first[j]));
+    }
+    if (sum < best_sum) best = i, best_sum = sum;
+  }
+  const std::vector<float> reference = *first[best];
+  for (auto& [from, values] : std::exchange(pending_, {})) {
+    FinishStepResult r = Within(values, reference);
+    if (r.verdict != FinishVerdict::kAccepted) {
+      contributors_.erase(from);
+      refusals_.emplace_back(from, std::move(r));
+      continue;
+    }
+    for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+  }
+}
+
+void ConsensusFinish::SetLive(const std::vector<NodeId>& live, TimePoint now) {
+  std::vector<NodeId> next = live.empty() ? std::vector<NodeId>{o_.self} : live;
+  if (next != live_) view_changed_at_ = now;
+  live_ = std::move(next);
+}
+
+void ConsensusFinish::AddOwn() {
+  if (!own_counts_) return;
+  for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
+}
+
 void ConsensusFinish::SendResult(NodeId to) {
   out_.push_back(SendTo{to, FinishMessage{FinishMessage::Kind::kResult, o_.dimension,
-                                          result_contributors_},
+                                          result_contributors_, result_collector_},
                         result_frame_});
 }
 

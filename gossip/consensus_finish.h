@@ -6,7 +6,11 @@
 //
 // Protocol:
 //   contribute  Start: the member sends its final model (dense, fp16 values) to its collector,
-//               the lowest live id of its view. A member whose collector dies (leaves its
+//               the lowest live id of its view. A member that trained no step (a restart that
+//               found the run over) holds no model of the run's: its contribution says so
+//               (weight 0) and only asks for the result; a collector that trained none averages
+//               the others' models without its own, once its view held still for `resend`
+//               (its view, a late restart's, may not hold every member yet). A member whose collector dies (leaves its
 //               view) before answering sends its model to the new lowest live id.
 //   collect     The collector sums the models that come in — from live members (the caller's
 //               check), one per member, each within `max_distance` × ‖own model‖ of its own
@@ -24,6 +28,14 @@
 //               still finishing its last step adopts it at Start). A member with no result
 //               `result_wait` after its Start keeps its own model, and the outcome says so.
 //               Until then it sends its contribution again every `resend`.
+//   relay       A member that holds an average and sees a live member lower than that average's
+//               collector (one that restarted, or came back into view, after the average was
+//               published, and would otherwise collect alone) sends it the result, once. A node
+//               without an outcome adopts a relayed result once more than half of the other live
+//               members of its view sent it the same one: no one member makes a node adopt a
+//               model it did not collect (a member speaks only for itself), and the late lowest
+//               ends on the run's model instead of an average of its own. A collector that adopts
+//               one answers its contributors with it.
 // Cost: one dense fp16 model up and one down per member (2 bytes × d each way); the collector
 // sends N − 1 results, once.
 // Members of a finished run agree on their views (membership converges in (log2 N + 4) periods);
@@ -33,7 +45,8 @@
 // Trust: a message changes nothing until it passed every check (dimension, a dense finite
 // decode, the distance bound, a sender that may send it); refusals are returned, for the caller
 // to count. State is one sum of d doubles, the set of contributors (live members only), before
-// Start one pending model per live member, and the result, whatever the senders do.
+// Start one pending model per live member, the result, and at most `kMaxRelayed` different
+// relayed results (one per member), whatever the senders do.
 // Thread safety: none; one driver thread.
 
 #include <cstdint>
@@ -75,6 +88,8 @@ enum class FinishVerdict : uint8_t {
   kOutlier,     // beyond max_distance
   kRejected,    // wrong dimension, not a dense finite model
   kDeferred,    // before Start: held, judged against the final model at Start (TakeRefusals)
+  kRelayed,     // a result relayed by a member that is not the collector: held until a majority
+                // of the live members relayed the same one
 };
 std::string_view FinishVerdictName(FinishVerdict verdict);
 
@@ -97,14 +112,17 @@ class ConsensusFinish {
   explicit ConsensusFinish(const ConsensusFinishOptions& options);
 
   // This member's training is over; `model` is its final model; `live`: the live ids of its
-  // view, sorted, with itself.
-  void Start(std::span<const float> model, const std::vector<NodeId>& live, TimePoint now);
+  // view, sorted, with itself; `trained`: whether `model` is one of the run's (false: left out
+  // of the average).
+  void Start(std::span<const float> model, const std::vector<NodeId>& live, TimePoint now,
+             bool trained = true);
   // A finish message from a live member (the caller checked the sender). `own`: this node's model
   // now; before Start the distance bound is not judged against it (kDeferred).
   FinishStepResult Step(NodeId from, const FinishMessage& header, std::span<const std::byte> frame,
                         std::span<const float> own, TimePoint now);
-  // Models held from before Start that Start refused (beyond the bound of the final model), for
-  // the caller to count; emptied by the call.
+  // Models held from before Start that Start refused (beyond the bound of the final model), or
+  // that a collector that trained nothing refused when it published, for the caller to count;
+  // emptied by the call.
   std::vector<std::pair<NodeId, FinishStepResult>> TakeRefusals() {
     return std::exchange(refusals_, {});
   }
@@ -129,6 +147,20 @@ class ConsensusFinish {
   void Contribute(TimePoint now);
   void MaybePublish(TimePoint now);
   void SendResult(NodeId to);
+  void SetLive(const std::vector<NodeId>& live, TimePoint now);
+  // Adds this node's model to the collector's sum, when it trained.
+  void AddOwn();
+  // Within() of a result, for a member that trained (one that did not has nothing to judge by).
+  FinishStepResult JudgeResult(std::span<const float> values, std::span<const float> own) const;
+  // A collector that trained nothing: the held contributions judged against their medoid, and
+  // the ones within the bound added to the sum.
+  void JudgeHeld();
+  static constexpr size_t kMedoidOf = 16;
+  FinishStepResult Relayed(NodeId from, const FinishMessage& header,
+                           std::span<const std::byte> frame);
+  void MaybeAdoptRelayed();
+  // Sends the outcome to the lowest live id when it is lower than the outcome's collector.
+  void RelayToLowest();
   // Decodes a dense model of the right dimension.
   FinishStepResult Decode(std::span<const std::byte> frame, std::vector<float>& values) const;
   // Whether `values` lies within the distance bound of `own`.
@@ -139,6 +171,7 @@ class ConsensusFinish {
   TimePoint started_at_{};
   TimePoint deadline_{};
   std::vector<NodeId> live_;
+  TimePoint view_changed_at_{};
   NodeId collector_ = 0;
   std::set<NodeId> sent_to_;  // collectors this node contributed to
   TimePoint contributed_at_{};  // the latest contribution sent
@@ -147,14 +180,31 @@ class ConsensusFinish {
   // Collector state, from its Start (what comes before waits in pending_).
   std::vector<double> sum_;
   std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
-  std::map<NodeId, std::vector<float>> pending_;  // contributions before Start, not yet judged
+  std::set<NodeId> abstained_;     // members that trained nothing: waited for, not averaged
+  bool own_counts_ = true;
+  // Contributions not yet judged: before Start; at a collector that trained nothing, until it
+  // publishes.
+  std::map<NodeId, std::vector<float>> pending_;
   std::vector<std::pair<NodeId, FinishStepResult>> refusals_;
   std::shared_ptr<const std::vector<std::byte>> result_frame_;
   std::set<NodeId> answered_;  // members the result went to (each gets it once)
   uint32_t result_contributors_ = 0;
+  NodeId result_collector_ = 0;
   // A result that came before Start, from the then lowest live member.
   std::optional<FinishOutcome> early_result_;
   std::optional<FinishOutcome> outcome_;
+  // Results relayed to this node, one entry per different model, each with the members that
+  // relayed it.
+  struct Relay {
+    uint32_t contributors = 0;
+    NodeId collector = 0;
+    std::vector<float> model;
+    std::set<NodeId> by;
+  };
+  static constexpr size_t kMaxRelayed = 4;
+  std::vector<Relay> relayed_;
+  std::set<NodeId> relayed_to_;  // lower members this node relayed its outcome to
+  std::shared_ptr<const std::vector<std::byte>> relay_frame_;
   std::vector<SendTo> out_;
 };
 

@@ -134,7 +134,10 @@ struct FinishMessage {
   enum class Kind : uint8_t { kContribution = 0, kResult = 1 };
   Kind kind = Kind::kContribution;
   uint32_t dimension = 0;
-  uint32_t contributors = 0;  // kResult: how many members' models the average holds
+  // kResult: how many members' models the average holds; kContribution: 1, or 0 when the member
+  // trained nothing and only asks for the result.
+  uint32_t contributors = 0;
+  NodeId collector = 0;       // kResult: the member that averaged them (0: the sender)
   bool operator==(const FinishMessage&) const = default;
 };
 

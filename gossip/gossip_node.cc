@@ -297,15 +297,7 @@ void GossipNode::StartTraining(TimePoint now) {
     return;
   }
   choco_ = *std::move(choco);
-  if (o_.finish_wait.count() > 0) {
-    ConsensusFinishOptions f;
-    f.self = o_.self;
-    f.dimension = static_cast<uint32_t>(x_.size());
-    f.result_wait = o_.finish_wait;
-    f.collect_wait = o_.finish_wait / 2;
-    finish_ = std::make_unique<ConsensusFinish>(f);
-    finish_->View(view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
-  }
+  EnsureFinish(now);
   s_.gamma = choco_->gamma();
   phase_ = Phase::kTraining;
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});

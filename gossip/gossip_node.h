@@ -300,6 +300,9 @@ class GossipNode {
   void AdvanceFinishing(TimePoint now);
   void OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now);
   void EmitFinishOutput();
+  // Creates the consensus finish (when it is on) before training, or when a member's finish
+  // message comes while this node still joins (a restarted collector): held, not refused.
+  void EnsureFinish(TimePoint now);
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
   bool AskForModel(TimePoint now);  // of the most advanced live member; false when none
   void AdoptReceivedModel();

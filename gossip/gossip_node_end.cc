@@ -78,11 +78,15 @@ void GossipNode::Finish(TimePoint now) {
   }
   phase_ = Phase::kFinishing;
   final_model_ = HostModel();  // stays as it is until the finish ends: training is over
-  finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
-  for (const auto& [from, refused] : finish_->TakeRefusals()) {
-    ++s_.finish_verdicts[std::string(FinishVerdictName(refused.verdict))];
-    Reject(kRejectOutlier, from, "finish: " + refused.status.ToString());
+  // A node that trained nothing (a restart that found the run over) holds no model of the run's:
+  // it takes the average without adding to it.
+  const bool trained = s_.local_steps > 0;
+  if (!trained) {
+    MURMUR_LOG_INFO("node {}: trained no step: its model is left out of the consensus finish",
+                    o_.self);
   }
+  finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now,
+                 trained);
   EmitFinishOutput();
   Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
 }
@@ -125,7 +129,19 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   Emit(Evaluate{true, x_});
 }
 
+void GossipNode::EnsureFinish(TimePoint now) {
+  if (finish_ != nullptr || o_.finish_wait.count() <= 0) return;
+  ConsensusFinishOptions f;
+  f.self = o_.self;
+  f.dimension = static_cast<uint32_t>(x_.size());
+  f.result_wait = o_.finish_wait;
+  f.collect_wait = o_.finish_wait / 2;
+  finish_ = std::make_unique<ConsensusFinish>(f);
+  finish_->View(view_.empty() ? std::vector<NodeId>{o_.self} : view_, now);
+}
+
 void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now) {
+  EnsureFinish(now);
   if (finish_ == nullptr) {
     return Reject(kRejectProtocol, m.from, "a finish message while this node does not finish");
   }
@@ -146,6 +162,10 @@ void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header,
 }
 
 void GossipNode::EmitFinishOutput() {
+  for (const auto& [from, refused] : finish_->TakeRefusals()) {
+    ++s_.finish_verdicts[std::string(FinishVerdictName(refused.verdict))];
+    Reject(kRejectOutlier, from, "finish: " + refused.status.ToString());
+  }
   for (SendTo& send : finish_->TakeOutput()) Emit(std::move(send));
 }
 

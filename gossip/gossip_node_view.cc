@@ -49,7 +49,10 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   if (finished > 0 && 2 * finished >= s_.live_members + finished_gone) peer_finished_ = true;
   if (finished > finished_members_ && o_.target_accuracy > 0) evaluate_now_ = true;
   finished_members_ = finished;
-  if (finish_ != nullptr) finish_->View(view_, now);
+  if (finish_ != nullptr) {
+    finish_->View(view_, now);
+    EmitFinishOutput();  // a relayed result (consensus_finish.h), in any phase
+  }
   // Deferred messages whose sender came alive are handled now; the rest wait out their time.
   std::deque<Deferred> waiting;
   waiting.swap(deferred_);

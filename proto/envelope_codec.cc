@@ -148,6 +148,7 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
           b.setKind(static_cast<wire::FinishMessage::Kind>(v.kind));
           b.setDimension(v.dimension);
           b.setContributors(v.contributors);
+          b.setCollector(v.collector);
         } else {
           static_assert(sizeof(P) == 0, "every payload kind needs a wire form");
         }
@@ -222,7 +223,7 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
                       InvalidArgumentError("finish message has unknown kind " + std::to_string(kind))};
       }
       return gossip::FinishMessage{static_cast<gossip::FinishMessage::Kind>(kind), r.getDimension(),
-                                   r.getContributors()};
+                                   r.getContributors(), r.getCollector()};
     }
   }
   throw Refusal{Rejection::kUnknownPayload,

@@ -100,6 +100,7 @@ struct FinishMessage {
   kind @0 :Kind;
   dimension @1 :UInt32;
   contributors @2 :UInt32;
+  collector @3 :UInt64;  # result: the member that averaged (0: the sender)
 }
 
 struct Envelope {

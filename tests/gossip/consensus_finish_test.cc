@@ -198,7 +198,7 @@ TEST(ConsensusFinishTest, LateContributionIsAnsweredOnceWithTheSameResult) {
   m.Deliver(now);
   EXPECT_EQ(m.verdicts["answered"], 1);
   ExpectAdopted(m, {1, 2, 3}, 2, Average(m, {1, 2}));
-  const auto again = m.finish.at(1).Step(3, {FinishMessage::Kind::kContribution, kDim, 0},
+  const auto again = m.finish.at(1).Step(3, {FinishMessage::Kind::kContribution, kDim, 1},
                                          std::vector<std::byte>{}, m.model.at(1), now);
   EXPECT_EQ(again.verdict, FinishVerdict::kDuplicate) << "answered once per member";
   EXPECT_TRUE(m.finish.at(1).TakeOutput().empty());
@@ -256,12 +256,12 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
   TimePoint now{};
   ConsensusFinish& c = m.finish.at(1);
   const auto& own = m.model.at(1);
-  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 0};
+  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 1};
   std::vector<float> far = own;
   for (float& v : far) v *= 10;  // 9 ‖x‖ away: beyond 4 ‖x‖
   // Before Start it is held (kDeferred), and judged against the final model at Start.
   EXPECT_EQ(c.Step(2, contribution, Frame(far), own, now).verdict, FinishVerdict::kDeferred);
-  EXPECT_EQ(c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 0}, Frame(own), own, now).verdict,
+  EXPECT_EQ(c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 1}, Frame(own), own, now).verdict,
             FinishVerdict::kRejected);
   EXPECT_EQ(c.Step(2, contribution, Frame(own, /*dense=*/false), own, now).verdict,
             FinishVerdict::kRejected);
@@ -270,10 +270,11 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
   const auto r = c.Step(2, contribution, corrupt, own, now);
   EXPECT_EQ(r.verdict, FinishVerdict::kRejected);
   EXPECT_EQ(r.failure, coding::DecodeFailure::kChecksumMismatch);
-  // A result from a member that is neither this node's collector nor the lowest live id.
+  // A result from a member that is neither this node's collector nor the lowest live id is a
+  // relay: held, and not adopted on the word of one of the two other members.
   m.finish.at(3).Start(m.model.at(3), m.live, now);
   EXPECT_EQ(m.finish.at(3).Step(2, {FinishMessage::Kind::kResult, kDim, 2}, Frame(own), own, now).verdict,
-            FinishVerdict::kNotExpected);
+            FinishVerdict::kRelayed);
   EXPECT_EQ(m.finish.at(3).Step(1, {FinishMessage::Kind::kResult, kDim, 0}, Frame(own), own, now).verdict,
             FinishVerdict::kRejected) << "a result of no contributors";
   EXPECT_FALSE(m.finish.at(3).outcome().has_value());
@@ -314,6 +315,143 @@ TEST(ConsensusFinishTest, ALostContributionIsSentAgainBeforeTheCollectorGivesUp)
   ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
 }
 
+// A member that trained no step (a restart that found the run over: its model is its
+// initializer's) is not averaged in, and is not waited for past its say-so; a collector that
+// trained nothing averages the others'. When nobody trained, the collector's model is as good.
+TEST(ConsensusFinishTest, AMemberThatTrainedNothingTakesTheAverageWithoutAddingToIt) {
+  for (NodeId untrained : {3, 1}) {
+    SCOPED_TRACE("untrained member " + std::to_string(untrained));
+    Members m({1, 2, 3}, milliseconds(200));
+    TimePoint now{};
+    for (NodeId id : {3, 2, 1}) {
+      m.finish.at(id).Start(m.model.at(id), m.live, now, /*trained=*/id != untrained);
+      m.Deliver(now);
+    }
+    std::vector<NodeId> trained = untrained == 1 ? std::vector<NodeId>{2, 3}
+                                                 : std::vector<NodeId>{1, 2};
+    if (untrained == 1) {
+      // A collector that trained nothing (a late restart) waits until its view held still for
+      // `resend` (200 ms here, before collect_wait): its view may not hold every member yet.
+      now += milliseconds(199);
+      m.finish.at(1).Tick(now);
+      EXPECT_FALSE(m.finish.at(1).outcome().has_value());
+      now += milliseconds(1);
+      m.finish.at(1).Tick(now);
+      m.Deliver(now);
+    }
+    ExpectAdopted(m, {1, 2, 3}, 2, Average(m, trained));
+  }
+  Members none({1, 2});
+  TimePoint now{};
+  for (NodeId id : {2, 1}) none.finish.at(id).Start(none.model.at(id), none.live, now, false);
+  none.Deliver(now);
+  now += milliseconds(500);
+  none.finish.at(1).Tick(now);
+  none.Deliver(now);
+  ExpectAdopted(none, {1, 2}, 1, Average(none, {1}));
+  // A collector that trained nothing has no model to judge by: it judges what came against the
+  // model closest to the others, so an outlier among honest models is refused and counted.
+  Members judged({1, 2, 3, 4});
+  judged.finish.at(1).Start(std::vector<float>(kDim, 0.0f), judged.live, now, false);
+  for (NodeId id : {2, 3}) judged.finish.at(id).Start(judged.model.at(id), judged.live, now);
+  judged.Deliver(now);
+  std::vector<float> far = judged.model.at(4);
+  for (float& v : far) v *= 10;
+  EXPECT_EQ(judged.finish.at(1)
+                .Step(4, {FinishMessage::Kind::kContribution, kDim, 1}, Frame(far), {}, now)
+                .verdict,
+            FinishVerdict::kAccepted) << "held until it publishes";
+  now += milliseconds(500);
+  judged.finish.at(1).Tick(now);
+  const auto refused = judged.finish.at(1).TakeRefusals();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].first, 4u);
+  EXPECT_EQ(refused[0].second.verdict, FinishVerdict::kOutlier);
+  judged.Deliver(now);
+  ExpectAdopted(judged, {1, 2, 3}, 2, Average(judged, {2, 3}));
+  // A collector that trained nothing and got no trained model averages nothing.
+  Members alone({1, 2});
+  alone.finish.at(1).Start(alone.model.at(1), alone.live, {}, false);
+  alone.finish.at(1).Tick(TimePoint{} + milliseconds(1000));
+  ASSERT_TRUE(alone.finish.at(1).outcome().has_value());
+  EXPECT_FALSE(alone.finish.at(1).outcome()->averaged);
+}
+
+// A collector that restarts, or comes back into view, after the others adopted an average
+// without it (the split seen after a kill under load: it averaged alone or with one straggler)
+// is sent that average by the members that hold it, and adopts it once a majority of the other
+// live members sent the same one — whether it still trained when they came or already waited
+// for contributions.
+TEST(ConsensusFinishTest, ALateLowestAdoptsTheAverageAMajorityRelays) {
+  for (bool started_first : {false, true}) {
+    SCOPED_TRACE(started_first ? "the late lowest waits as collector" : "it still trains");
+    Members m({1, 2, 3, 4});
+    TimePoint now{};
+    for (NodeId id : {2, 3, 4}) m.finish.at(id).View({2, 3, 4}, now);
+    for (NodeId id : {2, 3, 4}) m.finish.at(id).Start(m.model.at(id), {2, 3, 4}, now);
+    m.Deliver(now);
+    ExpectAdopted(m, {2, 3, 4}, 3, Average(m, {2, 3, 4}));
+    now += milliseconds(100);
+    if (started_first) m.finish.at(1).Start(m.model.at(1), m.live, now);
+    for (NodeId id : {2, 3, 4}) m.finish.at(id).View(m.live, now);  // 1 is back
+    m.Deliver(now);
+    if (!started_first) {
+      EXPECT_FALSE(m.finish.at(1).outcome().has_value()) << "judged at Start";
+      m.finish.at(1).Start(m.model.at(1), m.live, now);
+      m.Deliver(now);
+      EXPECT_EQ(m.verdicts["relayed"], 3);
+    } else {
+      EXPECT_EQ(m.verdicts["relayed"], 2) << "adopted at the second of three";
+      EXPECT_EQ(m.verdicts["duplicate"], 1);
+    }
+    ExpectAdopted(m, {1, 2, 3, 4}, 3, Average(m, {2, 3, 4}));
+    for (NodeId id : {1, 2, 3, 4}) EXPECT_EQ(m.finish.at(id).outcome()->collector, 2u);
+    // Relayed once per member: a later view change sends nothing again.
+    for (NodeId id : {2, 3, 4}) m.finish.at(id).View(m.live, now);
+    for (NodeId id : {2, 3, 4}) EXPECT_TRUE(m.finish.at(id).TakeOutput().empty());
+  }
+}
+
+// A relayed result is one member's word: one member, or a minority, cannot make a collector
+// adopt a model; the different relayed models a node holds are bounded; a relayed model beyond
+// the distance bound is not adopted even by a majority.
+TEST(ConsensusFinishTest, AMinorityCannotMakeANodeAdoptARelayedResult) {
+  Members m({1, 2, 3, 4, 5, 6, 7});
+  TimePoint now{};
+  ConsensusFinish& c = m.finish.at(1);
+  c.Start(m.model.at(1), m.live, now);
+  for (NodeId from : {2, 3, 4, 5, 6}) {
+    std::vector<float> forged = m.model.at(1);
+    forged[from] += 1.0f;  // a different model from each
+    const auto r = c.Step(from, {FinishMessage::Kind::kResult, kDim, 6, 9}, Frame(forged),
+                          m.model.at(1), now);
+    EXPECT_EQ(r.verdict, from <= 5 ? FinishVerdict::kRelayed : FinishVerdict::kNotExpected)
+        << "from " << from << ": " << r.status.ToString();
+    EXPECT_EQ(c.Step(from, {FinishMessage::Kind::kResult, kDim, 6, 9}, Frame(m.model.at(1)),
+                     m.model.at(1), now)
+                  .verdict,
+              from <= 5 ? FinishVerdict::kDuplicate : FinishVerdict::kNotExpected)
+        << "one relay per member";
+  }
+  EXPECT_FALSE(c.outcome().has_value());
+  std::vector<float> far = m.model.at(1);
+  for (float& v : far) v *= 10;
+  Members outlier({1, 2, 3});
+  outlier.finish.at(1).Start(outlier.model.at(1), outlier.live, now);
+  for (NodeId from : {2, 3}) {
+    EXPECT_EQ(outlier.finish.at(1)
+                  .Step(from, {FinishMessage::Kind::kResult, kDim, 2, 9}, Frame(far), far, now)
+                  .verdict,
+              FinishVerdict::kRelayed);
+  }
+  EXPECT_FALSE(outlier.finish.at(1).outcome().has_value()) << "beyond the distance bound";
+  // The honest members' contributions still make the run's average.
+  for (NodeId id : {2, 3, 4, 5, 6, 7}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3, 4, 5, 6, 7}, 7, Average(m, {1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(c.outcome()->collector, 1u);
+}
+
 TEST(ConsensusFinishTest, EarlyResultFromAFormerCollectorGivesWayToTheNewOne) {
   Members m({1, 2, 3});
   TimePoint now{};
@@ -335,7 +473,7 @@ TEST(ConsensusFinishTest, EarlyResultFromAFormerCollectorGivesWayToTheNewOne) {
 TEST(ConsensusFinishTest, AnEarlyContributionIsJudgedAgainstTheFinalModel) {
   Members m({1, 2});
   TimePoint now{};
-  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 0};
+  const FinishMessage contribution{FinishMessage::Kind::kContribution, kDim, 1};
   const std::vector<float> zero(kDim, 0.0f);
   std::vector<float> stale = m.model.at(2);
   for (float& v : stale) v *= 100;  // replaced below, so never counted

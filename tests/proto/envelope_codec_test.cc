@@ -50,7 +50,7 @@ std::vector<gossip::Payload> EveryPayload() {
           gossip::SnapshotRequest{77, true, true},
           gossip::SnapshotReply{8, 1000, true},
           gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
-          gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7}};
+          gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7, 5}};
 }
 
 TEST(EnvelopeCodecTest, RoundTripsEveryPayload) {
