@@ -114,7 +114,7 @@ StatusOr<PeerNodeOptions> NodeOptionsFrom(const NodeConfig& c) {
   o.incarnation = static_cast<gossip::Incarnation>(c.incarnation);
   MURMUR_ASSIGN_OR_RETURN(o.transport.curve, LoadCurveOptions(c.cluster_key_file, c.node_key_file,
                                                               c.allowed_keys_file, c.plaintext));
-  MURMUR_RETURN_IF_ERROR(CheckOwnIdentity(o.transport.curve, o.id));
+  MURMUR_ASSIGN_OR_RETURN(o.id, OwnIdentity(o.transport.curve, o.id));
   o.membership.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
   o.membership.probe_timeout = std::chrono::milliseconds(c.probe_timeout_ms);
   o.membership.suspicion_multiplier = c.suspicion_multiplier;

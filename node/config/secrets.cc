@@ -171,19 +171,22 @@ StatusOr<std::string> NewAdminToken() {
   return token;
 }
 
-Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id) {
-  if (!curve.enabled()) return OkStatus();
+StatusOr<uint64_t> OwnIdentity(const transport::CurveOptions& curve, uint64_t id) {
+  if (!curve.enabled()) return id;
   const std::optional<uint64_t> bound = curve.Admit(curve.client.public_key);
   if (!bound.has_value()) {
     return InvalidArgumentError("node_key_file: its public key " + curve.client.public_key +
                                 " is not on the allowlist, so every peer would refuse this node");
   }
+  if (*bound != 0 && id == 0) {
+    MURMUR_LOG_INFO("node: member {}, the id the allowlist binds its key to", *bound);
+    return *bound;
+  }
   if (*bound != 0 && *bound != id) {
     return InvalidArgumentError("node_key_file: the allowlist binds its key to member " +
-                                std::to_string(*bound) +
-                                (id == 0 ? ", and this node has no --id"
-                                         : ", not to this node's id " + std::to_string(id)) +
-                                " (give each node the key of its own id)");
+                                std::to_string(*bound) + ", not to this node's id " +
+                                std::to_string(id) +
+                                " (give each node the key of its own id, or no --id)");
   }
   if (!curve.identities_bound()) {
     MURMUR_LOG_WARN(
@@ -192,7 +195,7 @@ Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id) {
         "\"ID KEY\" lines)",
         curve.only_allowed ? "allowlist keys without an id" : "the cluster key's holders");
   }
-  return OkStatus();
+  return id;
 }
 
 }  // namespace murmur::node

@@ -30,10 +30,12 @@ StatusOr<transport::CurveOptions> LoadCurveOptions(const std::string& cluster_ke
 // `allowed_keys_file` is a file or a directory of files (a mounted Kubernetes Secret), each
 // with "ID KEY" or "KEY" lines (transport::ParseAllowedKeys).
 //
+// This node's member id: `id`, or, when `id` is 0 (none given), the member the allowlist binds
+// its key to (so a pod given its own key needs no id of its own); 0 when neither says.
 // kInvalidArgument when this node's own client key would be refused by its peers (not on the
 // allowlist) or is bound to another member than `id`. Logs a warning when members can speak for
-// each other (the cluster key, or an allowlist line without an id). OK for plaintext.
-Status CheckOwnIdentity(const transport::CurveOptions& curve, uint64_t id);
+// each other (the cluster key, or an allowlist line without an id). `id` for plaintext.
+StatusOr<uint64_t> OwnIdentity(const transport::CurveOptions& curve, uint64_t id);
 
 // The admin bearer token: the file's first line, at least 16 characters, printable ASCII.
 StatusOr<std::string> LoadAdminToken(const std::string& path);

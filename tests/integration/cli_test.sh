@@ -327,6 +327,9 @@ contains "not on the allowlist says why" "$tmp/err" "is not on the allowlist"
 # A directory (a mounted Kubernetes Secret): its files, dot-files left out.
 mkdir -p "$tmp/allowed.d" && cp "$tmp/allowed.keys" "$tmp/allowed.d/node-2" && echo "not a key" > "$tmp/allowed.d/..data"
 check "an allowlist directory admits its node" 0 env -u MURMUR_PLAINTEXT "$murmur" node --mode membership --id 2 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.d" --duration 0.3
+# No --id: the node is the member its key is bound to (a pod given its own key).
+check "a node key without --id takes the id it is bound to" 0 env -u MURMUR_PLAINTEXT "$murmur" node --mode membership --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.d" --duration 0.3 --log-level info
+contains "the bound id is said" "$tmp/err" "node: member 2, the id the allowlist binds its key to"
 cp "$tmp/allowed.keys" "$tmp/allowed.d/node-2-again"
 check "an allowlist listing a key twice exits 2" 2 env -u MURMUR_PLAINTEXT "$murmur" node --mode membership --id 2 --listen tcp://127.0.0.1:0 --cluster-key-file "$tmp/cluster.key" --node-key-file "$tmp/node2.key" --allowed-keys-file "$tmp/allowed.d" --duration 0.3
 contains "a key listed twice says why" "$tmp/err" "is listed twice (a key speaks for one member)"

@@ -99,6 +99,17 @@ MURMUR_CLUSTER_KEY_FILE="$WORK/cluster.key" MURMUR_ADMIN_TOKEN_FILE="$WORK/admin
   MURMUR_ADMIN=127.0.0.1:0 MURMUR_ADVERTISE= "$MURMUR" node --duration 0.3 --log-level warn \
   || fail "murmur node rejects the ConfigMap's node.toml"
 echo "ok: murmur node accepts the compose environment and the ConfigMap's node.toml"
+# The node-keys overlay's pod: its own key (copied by the init container), the allowlist Secret
+# as a directory, no MURMUR_ID: the node is the member its key is bound to.
+MURMUR="$MURMUR" "$ROOT/ops/k8s/make-node-keys.sh" 3 "$WORK/node-keys" > /dev/null || fail "make-node-keys.sh"
+MURMUR_CLUSTER_KEY_FILE="$WORK/cluster.key" MURMUR_ADMIN_TOKEN_FILE="$WORK/admin.token" \
+  MURMUR_CONFIG="$WORK/node.toml" MURMUR_MODE=membership MURMUR_LISTEN=tcp://127.0.0.1:0 \
+  MURMUR_ADMIN=127.0.0.1:0 MURMUR_ADVERTISE= MURMUR_NODE_KEY_FILE="$WORK/node-keys/keys/node-2.key" \
+  MURMUR_ALLOWED_KEYS_FILE="$WORK/node-keys/allowlist" "$MURMUR" node --duration 0.3 --log-level info \
+  2> "$WORK/node-keys.log" || { cat "$WORK/node-keys.log"; fail "murmur node rejects the node-keys overlay's environment"; }
+grep -q "member 3, the id the allowlist binds its key to" "$WORK/node-keys.log" \
+  || { cat "$WORK/node-keys.log"; fail "pod 2's node did not take member id 3 from its key"; }
+echo "ok: the node-keys overlay's pod 2 runs as member 3, from its key alone"
 
 cd "$ROOT/ops/k8s"
 command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed for the schema check"
@@ -106,13 +117,26 @@ cp validate/package.json validate/package-lock.json validate/validate-k8s.mjs "$
 # The npm cache keeps repeated runs offline-friendly; the lock file pins every version.
 (cd "$WORK" && npm ci --no-audit --no-fund --loglevel=error > npm.log 2>&1) || { cat "$WORK/npm.log"; fail "npm ci"; }
 if command -v kubectl >/dev/null; then
-  for d in base overlays/gpu; do
+  for d in base overlays/gpu overlays/node-keys; do
     kubectl kustomize "$d" > "$WORK/$(basename "$d").yaml" || fail "kubectl kustomize $d"
     (cd "$WORK" && node validate-k8s.mjs "$(basename "$d").yaml") || fail "schema check of $d"
   done
   grep -q "nvidia.com/gpu: 1" "$WORK/gpu.yaml" || fail "the GPU overlay does not request nvidia.com/gpu"
   grep -q "podManagementPolicy: Parallel" "$WORK/base.yaml" || fail "StatefulSet is not Parallel"
   grep -q "publishNotReadyAddresses: true" "$WORK/base.yaml" || fail "Service does not publish not-ready pods"
+  # The node's container mounts its own key only; the init container all of them.
+  python3 - "$WORK/node-keys.yaml" <<'PY' || fail "node-keys overlay: the node container must mount its own key only"
+import sys, yaml
+sts = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "StatefulSet")
+spec = sts["spec"]["template"]["spec"]
+node = next(c for c in spec["containers"] if c["name"] == "node")
+mounts = {m["name"] for m in node["volumeMounts"]}
+assert "node-keys" not in mounts and {"own-key", "allowlist"} <= mounts, mounts
+env = {e["name"]: e.get("value") for e in node["env"]}
+assert env["MURMUR_NODE_KEY_FILE"] == "/etc/murmur-own-key/node.key" and "MURMUR_ID" not in env, env
+init = spec["initContainers"][0]
+assert "node-keys" in {m["name"] for m in init["volumeMounts"]}
+PY
 else
   echo "note: no kubectl here; checking the base manifests one by one (overlays not rendered)"
   (cd "$WORK" && node validate-k8s.mjs "$ROOT"/ops/k8s/base/[a-jl-z]*.yaml) || fail "schema check"
@@ -120,7 +144,7 @@ fi
 # The check must catch an invalid manifest.
 sed 's/replicas: 4/replicas: four/' base/statefulset.yaml > "$WORK/bad.yaml"
 if (cd "$WORK" && node validate-k8s.mjs bad.yaml > /dev/null); then fail "the schema check passed replicas: four"; fi
-echo "ok: Kubernetes manifests (base and GPU overlay) valid; an invalid one is caught"
+echo "ok: Kubernetes manifests (base, GPU and node-keys overlays) valid; an invalid one is caught"
 
 # The dashboard parses and every panel has a query (the queries are run against a real
 # Prometheus by prometheus_test.py).
