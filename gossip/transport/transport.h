@@ -109,6 +109,9 @@ struct TransportStats {
   uint64_t refused_too_many_frames = 0;
   uint64_t refused_auth = 0;          // CURVE clients whose key is not admitted (ZAP)
   uint64_t handshake_failures = 0;    // connections that failed their handshake (no key, wrong key)
+  // Inbound connections that ended: the peer closed, or ZeroMQ closed it on a frame beyond
+  // max_frame_bytes (ZeroMQ reports no reason, so the two are one count).
+  uint64_t inbound_disconnects = 0;
   uint64_t peers = 0;                 // peers with a connection or a queue
 };
 

@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -18,6 +17,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/spec.h"
 #include "gossip/transport/queues.h"
 
 namespace murmur::transport {
@@ -309,11 +309,9 @@ class ZmqTransport final : public Transport {
     if (!options_.curve.enabled()) return std::nullopt;
     const char* user_id = zmq_msg_gets(part.handle(), "User-Id");
     if (user_id == nullptr) return std::nullopt;
-    const std::string_view text(user_id);
-    uint64_t id = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-    if (ec != std::errc() || end != text.data() + text.size() || id == 0) return std::nullopt;
-    return id;
+    const StatusOr<uint64_t> id = ParseNumber<uint64_t>(user_id, "User-Id");
+    if (!id.ok() || *id == 0) return std::nullopt;
+    return *id;
   }
 
   // ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, key] in,
@@ -368,6 +366,9 @@ class ZmqTransport final : public Transport {
                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)) {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.handshake_failures;
+      } else if (id & ZMQ_EVENT_DISCONNECTED) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.inbound_disconnects;
       }
     }
   }
@@ -378,10 +379,8 @@ class ZmqTransport final : public Transport {
       items.clear();
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
       const bool secure = options_.curve.enabled();
-      if (secure) {
-        items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
-        items.push_back({monitor_.handle(), 0, ZMQ_POLLIN, 0});
-      }
+      items.push_back({monitor_.handle(), 0, ZMQ_POLLIN, 0});
+      if (secure) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
       {
         std::lock_guard<std::mutex> sockets(sockets_mu_);
         for (auto& [endpoint, peer] : peers_) {
@@ -400,8 +399,8 @@ class ZmqTransport final : public Transport {
         uint64_t count;
         [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof(count));
       }
-      if (secure && (items[1].revents & ZMQ_POLLIN)) AnswerZap();
-      if (secure && (items[2].revents & ZMQ_POLLIN)) ReadMonitor();
+      if (items[1].revents & ZMQ_POLLIN) ReadMonitor();
+      if (secure && (items[2].revents & ZMQ_POLLIN)) AnswerZap();
       // Cleared before the commands are taken: a Send after this point wakes the thread again.
       wake_pending_.store(false, std::memory_order_release);
       {
@@ -422,7 +421,7 @@ class ZmqTransport final : public Transport {
   const TransportOptions options_;
   zmq::context_t context_;
   zmq::socket_t zap_;      // CURVE only: the ZAP handler (inproc://zeromq.zap.01)
-  zmq::socket_t monitor_;  // CURVE only: the ROUTER's handshake failures
+  zmq::socket_t monitor_;  // the ROUTER's disconnects and (CURVE) handshake failures
   std::timed_mutex router_mu_;  // held by the Receive caller that reads router_
   zmq::socket_t router_;
   const std::string endpoint_;
@@ -477,16 +476,16 @@ StatusOr<std::unique_ptr<Transport>> CreateZmqTransport(const TransportOptions& 
       router.set(zmq::sockopt::curve_server, 1);
       router.set(zmq::sockopt::curve_secretkey, curve.server.secret_key);
       router.set(zmq::sockopt::zap_domain, "murmur");
-      const std::string monitor_endpoint = "inproc://murmur-router-monitor";
-      if (zmq_socket_monitor(router.handle(), monitor_endpoint.c_str(),
-                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
-        return InternalError("transport: cannot monitor the ROUTER socket");
-      }
-      monitor = zmq::socket_t(context, zmq::socket_type::pair);
-      monitor.connect(monitor_endpoint);
     }
+    const std::string monitor_endpoint = "inproc://murmur-router-monitor";
+    if (zmq_socket_monitor(router.handle(), monitor_endpoint.c_str(),
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
+      return InternalError("transport: cannot monitor the ROUTER socket");
+    }
+    monitor = zmq::socket_t(context, zmq::socket_type::pair);
+    monitor.connect(monitor_endpoint);
     router.bind(listen);
     std::string endpoint = router.get(zmq::sockopt::last_endpoint);
     const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -197,6 +197,7 @@ void NodeTelemetry::PullLocked() {
     RaiseTo(*m_->dropped_at["training_queue"], static_cast<double>(s.training_dropped));
     RaiseTo(*m_->injected_send, s.injected_send_delay_s);
     RaiseTo(m_->injected_drops, static_cast<double>(s.injected_drops));
+    RaiseTo(m_->inbound_disconnects, static_cast<double>(s.transport.inbound_disconnects));
   }
   const uint64_t version = straggler_.version();
   if (version != m_->shown_injection_version) {

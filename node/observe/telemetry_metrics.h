@@ -233,6 +233,13 @@ struct NodeTelemetry::Metrics {
                            .Help("Outgoing messages lost to straggler injection")
                            .Register(r)
                            .Add({})),
+        inbound_disconnects(BuildCounter()
+                                .Name("murmur_transport_inbound_disconnects_total")
+                                .Help("Inbound peer connections that ended: closed by the peer, "
+                                      "or by the socket on a frame beyond the size limit "
+                                      "(ZeroMQ gives no reason)")
+                                .Register(r)
+                                .Add({})),
         injection(BuildGauge()
                       .Name("murmur_injection")
                       .Help("The injection in force, by setting: active (0/1), slowdown "
@@ -401,6 +408,7 @@ struct NodeTelemetry::Metrics {
   Counter* injected_compute = nullptr;
   Counter* injected_send = nullptr;
   Counter& injected_drops;
+  Counter& inbound_disconnects;
   prometheus::Family<Gauge>& injection;
   std::map<std::string, Gauge*> injection_settings;
   Counter& process_cpu;
