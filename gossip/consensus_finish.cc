@@ -103,10 +103,10 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
 void ConsensusFinish::Contribute(TimePoint now) {
   sent_to_.insert(collector_);
   contributed_at_ = now;
-  out_.push_back(SendTo{collector_,
-                        FinishMessage{FinishMessage::Kind::kContribution, o_.dimension,
-                                      own_counts_ ? 1u : 0u},
-                        own_frame_});
+  out_.push_back(
+      SendTo{collector_,
+             FinishMessage{FinishMessage::Kind::kContribution, o_.dimension, own_counts_ ? 1u : 0u},
+             own_frame_});
 }
 
 FinishStepResult ConsensusFinish::Decode(std::span<const std::byte> frame,
@@ -194,8 +194,11 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
   std::vector<float> values;
   FinishStepResult r = Decode(frame, values);
   if (r.verdict != FinishVerdict::kAccepted) return r;
-  FinishOutcome o{true, header.contributors, header.collector != 0 ? header.collector : from,
-                  std::move(values), {}};
+  FinishOutcome o{true,
+                  header.contributors,
+                  header.collector != 0 ? header.collector : from,
+                  std::move(values),
+                  {}};
   if (!started_) {  // judged against the final model at Start
     early_result_ = std::move(o);
     return Verdict(FinishVerdict::kDeferred);
@@ -397,8 +400,9 @@ void ConsensusFinish::AddOwn() {
 }
 
 void ConsensusFinish::SendResult(NodeId to) {
-  out_.push_back(SendTo{to, FinishMessage{FinishMessage::Kind::kResult, o_.dimension,
-                                          result_contributors_, result_collector_},
+  out_.push_back(SendTo{to,
+                        FinishMessage{FinishMessage::Kind::kResult, o_.dimension,
+                                      result_contributors_, result_collector_},
                         result_frame_});
 }
 

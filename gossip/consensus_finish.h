@@ -10,8 +10,9 @@
 //               found the run over) holds no model of the run's: its contribution says so
 //               (weight 0) and only asks for the result; a collector that trained none averages
 //               the others' models without its own, once its view held still for `resend`
-//               (its view, a late restart's, may not hold every member yet). A member whose collector dies (leaves its
-//               view) before answering sends its model to the new lowest live id.
+//               (its view, a late restart's, may not hold every member yet). A member whose
+//               collector dies (leaves its view) before answering sends its model to the new lowest
+//               live id.
 //   collect     The collector sums the models that come in — from live members (the caller's
 //               check), one per member, each within `max_distance` × ‖own model‖ of its own
 //               final model (one that comes before its Start waits for it, replaced by a later
@@ -81,15 +82,15 @@ struct ConsensusFinishOptions {
 };
 
 enum class FinishVerdict : uint8_t {
-  kAccepted,    // a contribution counted, or a result adopted
-  kAnswered,    // a contribution after publishing: answered with the result
-  kDuplicate,   // a second contribution from a member, or a result after the outcome
-  kNotExpected, // a result from a member that is not this node's collector
-  kOutlier,     // beyond max_distance
-  kRejected,    // wrong dimension, not a dense finite model
-  kDeferred,    // before Start: held, judged against the final model at Start (TakeRefusals)
-  kRelayed,     // a result relayed by a member that is not the collector: held until a majority
-                // of the live members relayed the same one
+  kAccepted,     // a contribution counted, or a result adopted
+  kAnswered,     // a contribution after publishing: answered with the result
+  kDuplicate,    // a second contribution from a member, or a result after the outcome
+  kNotExpected,  // a result from a member that is not this node's collector
+  kOutlier,      // beyond max_distance
+  kRejected,     // wrong dimension, not a dense finite model
+  kDeferred,     // before Start: held, judged against the final model at Start (TakeRefusals)
+  kRelayed,      // a result relayed by a member that is not the collector: held until a majority
+                 // of the live members relayed the same one
 };
 std::string_view FinishVerdictName(FinishVerdict verdict);
 

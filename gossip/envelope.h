@@ -137,7 +137,7 @@ struct FinishMessage {
   // kResult: how many members' models the average holds; kContribution: 1, or 0 when the member
   // trained nothing and only asks for the result.
   uint32_t contributors = 0;
-  NodeId collector = 0;       // kResult: the member that averaged them (0: the sender)
+  NodeId collector = 0;  // kResult: the member that averaged them (0: the sender)
   bool operator==(const FinishMessage&) const = default;
 };
 

@@ -85,8 +85,7 @@ void GossipNode::Finish(TimePoint now) {
     MURMUR_LOG_INFO("node {}: trained no step: its model is left out of the consensus finish",
                     o_.self);
   }
-  finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now,
-                 trained);
+  finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now, trained);
   EmitFinishOutput();
   Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
 }

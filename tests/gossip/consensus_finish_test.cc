@@ -261,8 +261,9 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
   for (float& v : far) v *= 10;  // 9 ‖x‖ away: beyond 4 ‖x‖
   // Before Start it is held (kDeferred), and judged against the final model at Start.
   EXPECT_EQ(c.Step(2, contribution, Frame(far), own, now).verdict, FinishVerdict::kDeferred);
-  EXPECT_EQ(c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 1}, Frame(own), own, now).verdict,
-            FinishVerdict::kRejected);
+  EXPECT_EQ(
+      c.Step(2, {FinishMessage::Kind::kContribution, kDim + 1, 1}, Frame(own), own, now).verdict,
+      FinishVerdict::kRejected);
   EXPECT_EQ(c.Step(2, contribution, Frame(own, /*dense=*/false), own, now).verdict,
             FinishVerdict::kRejected);
   std::vector<std::byte> corrupt = Frame(own);
@@ -273,8 +274,9 @@ TEST(ConsensusFinishTest, RefusesWhatIsNotAnHonestModelAndChangesNothing) {
   // A result from a member that is neither this node's collector nor the lowest live id is a
   // relay: held, and not adopted on the word of one of the two other members.
   m.finish.at(3).Start(m.model.at(3), m.live, now);
-  EXPECT_EQ(m.finish.at(3).Step(2, {FinishMessage::Kind::kResult, kDim, 2}, Frame(own), own, now).verdict,
-            FinishVerdict::kRelayed);
+  EXPECT_EQ(
+      m.finish.at(3).Step(2, {FinishMessage::Kind::kResult, kDim, 2}, Frame(own), own, now).verdict,
+      FinishVerdict::kRelayed);
   EXPECT_EQ(m.finish.at(3).Step(1, {FinishMessage::Kind::kResult, kDim, 0}, Frame(own), own, now).verdict,
             FinishVerdict::kRejected) << "a result of no contributors";
   EXPECT_FALSE(m.finish.at(3).outcome().has_value());
@@ -327,8 +329,8 @@ TEST(ConsensusFinishTest, AMemberThatTrainedNothingTakesTheAverageWithoutAddingT
       m.finish.at(id).Start(m.model.at(id), m.live, now, /*trained=*/id != untrained);
       m.Deliver(now);
     }
-    std::vector<NodeId> trained = untrained == 1 ? std::vector<NodeId>{2, 3}
-                                                 : std::vector<NodeId>{1, 2};
+    std::vector<NodeId> trained =
+        untrained == 1 ? std::vector<NodeId>{2, 3} : std::vector<NodeId>{1, 2};
     if (untrained == 1) {
       // A collector that trained nothing (a late restart) waits until its view held still for
       // `resend` (200 ms here, before collect_wait): its view may not hold every member yet.
@@ -360,7 +362,8 @@ TEST(ConsensusFinishTest, AMemberThatTrainedNothingTakesTheAverageWithoutAddingT
   EXPECT_EQ(judged.finish.at(1)
                 .Step(4, {FinishMessage::Kind::kContribution, kDim, 1}, Frame(far), {}, now)
                 .verdict,
-            FinishVerdict::kAccepted) << "held until it publishes";
+            FinishVerdict::kAccepted)
+      << "held until it publishes";
   now += milliseconds(500);
   judged.finish.at(1).Tick(now);
   const auto refused = judged.finish.at(1).TakeRefusals();
@@ -423,8 +426,8 @@ TEST(ConsensusFinishTest, AMinorityCannotMakeANodeAdoptARelayedResult) {
   for (NodeId from : {2, 3, 4, 5, 6}) {
     std::vector<float> forged = m.model.at(1);
     forged[from] += 1.0f;  // a different model from each
-    const auto r = c.Step(from, {FinishMessage::Kind::kResult, kDim, 6, 9}, Frame(forged),
-                          m.model.at(1), now);
+    const auto r =
+        c.Step(from, {FinishMessage::Kind::kResult, kDim, 6, 9}, Frame(forged), m.model.at(1), now);
     EXPECT_EQ(r.verdict, from <= 5 ? FinishVerdict::kRelayed : FinishVerdict::kNotExpected)
         << "from " << from << ": " << r.status.ToString();
     EXPECT_EQ(c.Step(from, {FinishMessage::Kind::kResult, kDim, 6, 9}, Frame(m.model.at(1)),
