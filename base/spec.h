@@ -7,9 +7,11 @@
 // and names the spec in its errors.
 
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,14 +31,17 @@ struct SpecParts {
 // ("nesterov:every=20,lr=0.7"); otherwise it is one parameter ("topk:0.01,values=fp16").
 StatusOr<SpecParts> SplitSpec(std::string_view text, bool options_after_colon = false);
 
-// The whole of `text` as a T (std::from_chars: no sign but '-', no spaces); kInvalidArgument
-// "<what> '<text>' is not a number" otherwise.
+// The whole of `text` as a T (std::from_chars: no sign but '-', no spaces; a floating T finite);
+// kInvalidArgument "<what> '<text>' is not a number" otherwise. The one number parser of the
+// project: callers add their range and their own words.
 template <typename T>
 StatusOr<T> ParseNumber(std::string_view text, std::string_view what) {
   T value{};
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) {
+  bool ok = ec == std::errc() && ptr == end && !text.empty();
+  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(value);
+  if (!ok) {
     return InvalidArgumentError(std::string(what) + " '" + std::string(text) + "' is not a number");
   }
   return value;

@@ -1,8 +1,8 @@
 #include "kernels/device.h"
 
-#include <charconv>
 
 #include "base/config.h"
+#include "base/spec.h"
 #if MURMUR_WITH_CUDA
 #include "kernels/cuda/cuda_device.h"
 #endif
@@ -39,8 +39,9 @@ StatusOr<Device> ResolveDevice(std::string_view spec) {
   int index = 0;
   if (spec.starts_with("cuda:")) {
     std::string_view digits = spec.substr(5);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || index < 0) {
+    const StatusOr<int> parsed = ParseNumber<int>(digits, "device");
+    if (parsed.ok()) index = *parsed;
+    if (!parsed.ok() || index < 0) {
       return InvalidArgumentError("device '" + std::string(spec) +
                                   "': expected cuda:N with N a GPU ordinal");
     }

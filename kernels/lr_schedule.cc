@@ -4,20 +4,20 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <numbers>
+
+#include "base/spec.h"
 
 namespace murmur::kernels {
 namespace {
 
 StatusOr<double> Number(std::string_view text, std::string_view what) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+  const StatusOr<double> v = ParseNumber<double>(text, what);
+  if (!v.ok()) {
     return InvalidArgumentError(fmt::format("lr schedule: {} '{}' is not a number", what, text));
   }
-  return v;
+  return *v;
 }
 
 std::vector<std::string_view> SplitComma(std::string_view text) {

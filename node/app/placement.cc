@@ -1,20 +1,19 @@
 #include "node/app/placement.h"
 
-#include <charconv>
 #include <map>
 
+#include "base/spec.h"
 #include "fmt/format.h"
 
 namespace murmur::node {
 namespace {
 
 StatusOr<int> ParseOrdinal(std::string_view text, std::string_view what) {
-  int value = -1;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+  const StatusOr<int> value = ParseNumber<int>(text, what);
+  if (!value.ok() || *value < 0) {
     return InvalidArgumentError(fmt::format("{}: '{}' is not a GPU ordinal (0, 1, ...)", what, text));
   }
-  return value;
+  return *value;
 }
 
 Status NotVisible(std::string_view what, int ordinal, int visible) {

@@ -4,12 +4,12 @@
 #include <toml++/toml.h>
 
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <optional>
 #include <sstream>
 
 #include "base/file.h"
+#include "base/spec.h"
 
 namespace murmur::node {
 
@@ -40,23 +40,17 @@ std::string TomlLine(std::string_view key, std::string_view text, bool bare) {
 }
 
 StatusOr<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return InvalidArgumentError("not an integer");
-  }
-  if (v < lo || v > hi) return InvalidArgumentError("out of range");
-  return v;
+  const StatusOr<int64_t> v = ParseNumber<int64_t>(text, "integer");
+  if (!v.ok()) return InvalidArgumentError("not an integer");
+  if (*v < lo || *v > hi) return InvalidArgumentError("out of range");
+  return *v;
 }
 
 StatusOr<double> ParseReal(std::string_view text, double lo, double hi) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return InvalidArgumentError("not a number");
-  }
-  if (!std::isfinite(v) || v < lo || v > hi) return InvalidArgumentError("out of range");
-  return v;
+  const StatusOr<double> v = ParseNumber<double>(text, "number");
+  if (!v.ok()) return InvalidArgumentError("not a number");
+  if (*v < lo || *v > hi) return InvalidArgumentError("out of range");
+  return *v;
 }
 
 StatusOr<bool> ParseBool(std::string_view text) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -21,12 +20,11 @@ constexpr uint64_t kMaxBurst = 64ull << 20;
 constexpr auto kMaxLatency = std::chrono::seconds(10);
 
 StatusOr<double> Number(std::string_view text, std::string_view what) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v <= 0) {
+  const StatusOr<double> v = ParseNumber<double>(text, what);
+  if (!v.ok() || *v <= 0) {
     return InvalidArgumentError(fmt::format("{} '{}' is not a positive number", what, text));
   }
-  return v;
+  return *v;
 }
 
 // `text` split into its number and its unit suffix (lower case).
@@ -89,14 +87,12 @@ Status SetKey(NetworkSpec& spec, std::string_view key, std::string_view value) {
     MURMUR_ASSIGN_OR_RETURN(spec.latency, ParseDuration(value));
     if (spec.latency > kMaxLatency) return InvalidArgumentError("latency above 10 s");
   } else if (key.starts_with("node")) {
-    int id = 0;
-    const auto digits = key.substr(4);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
-    if (ec != std::errc() || end != digits.data() + digits.size() || id < 1 || id > 256) {
+    const StatusOr<int> id = ParseNumber<int>(key.substr(4), "node");
+    if (!id.ok() || *id < 1 || *id > 256) {
       return InvalidArgumentError(
           fmt::format("'{}': a node's own rate is nodeK=RATE, K in 1..256", key));
     }
-    MURMUR_ASSIGN_OR_RETURN(spec.node_rate_bps[id], ParseRate(value));
+    MURMUR_ASSIGN_OR_RETURN(spec.node_rate_bps[*id], ParseRate(value));
   } else {
     return InvalidArgumentError(fmt::format(
         "unknown part '{}' (known: rate, burst, topology, uplink, latency, nodeK)", key));

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <charconv>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -179,12 +178,11 @@ StatusOr<std::pair<std::string, int>> ParseHostPort(std::string_view address) {
     return InvalidArgumentError(fmt::format("admin address '{}' must be HOST:PORT", address));
   }
   const std::string_view port_text = address.substr(colon + 1);
-  int port = -1;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+  const StatusOr<int> port = ParseNumber<int>(port_text, "port");
+  if (!port.ok() || *port < 0 || *port > 65535) {
     return InvalidArgumentError(fmt::format("admin address '{}': port must be 0 to 65535", address));
   }
-  return std::make_pair(std::string(address.substr(0, colon)), port);
+  return std::make_pair(std::string(address.substr(0, colon)), *port);
 }
 
 struct AdminServer::Impl {

@@ -4,7 +4,6 @@
 #include "base/spec.h"
 #include "node/peer/peer_node.h"
 
-#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -15,12 +14,9 @@ namespace {
 constexpr double kMaxPauseStep = 281474976710656.0;
 
 StatusOr<double> Number(std::string_view text, std::string_view key) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-    return InvalidArgumentError(fmt::format("straggle: {}='{}' is not a number", key, text));
-  }
-  return v;
+  const StatusOr<double> v = ParseNumber<double>(text, key);
+  if (!v.ok()) return InvalidArgumentError(fmt::format("straggle: {}='{}' is not a number", key, text));
+  return *v;
 }
 
 std::string DurationText(Duration d) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "base/spec.h"
@@ -25,12 +24,9 @@ constexpr std::string_view kAllowed =
     "latency=D, bandwidth=B, loss=P (e.g. 'wan:50ms,100Mbit', '1GbE,loss=0.01')";
 
 StatusOr<double> Number(std::string_view text) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-    return InvalidArgumentError(fmt::format("'{}' is not a number", text));
-  }
-  return v;
+  const StatusOr<double> v = ParseNumber<double>(text, "");
+  if (!v.ok()) return InvalidArgumentError(fmt::format("'{}' is not a number", text));
+  return *v;
 }
 
 // "100Mbit" -> 1e8 bits per second.
