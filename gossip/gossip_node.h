@@ -81,7 +81,7 @@
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
 #include "kernels/device.h"
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 
 namespace murmur::gossip {
 
@@ -115,7 +115,7 @@ struct GossipNodeOptions {
   std::optional<OuterOptions> outer;
   // The learning rate of each step, at the cluster's samples (every member at the same point of
   // the schedule); none: the trainer's own.
-  std::optional<kernels::LrSchedule> lr_schedule;
+  std::optional<LrSchedule> lr_schedule;
   // Consensus control (Kong et al., ICML 2021, §4 and §5.1): below a critical consensus distance
   // decentralized SGD tracks centralized SGD, and more gossip buys nothing. While the estimate of
   // the consensus distance is under `consensus_target`, a node gossips every `consensus_slack` ×

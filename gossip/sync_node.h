@@ -55,7 +55,7 @@
 #include "gossip/mode.h"
 #include "gossip/node_io.h"
 #include "kernels/device.h"
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 #include "kernels/memory.h"
 
 namespace murmur::gossip {
@@ -80,7 +80,7 @@ struct SyncNodeOptions {
   Duration time_limit{0};      // 0: none
   double lr = 0.1;
   // The learning rate at iteration × batch samples; none: `lr` throughout.
-  std::optional<kernels::LrSchedule> lr_schedule;
+  std::optional<LrSchedule> lr_schedule;
   double momentum = 0;
   bool nesterov = false;  // REQUIRES momentum > 0 (kernels::SgdOptions)
   double weight_decay = 0;

@@ -84,9 +84,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
       !c.device.starts_with("cuda:")) {
     return InvalidArgumentError("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
   }
-  if (auto schedule = kernels::LrSchedule::Parse(c.lr_schedule, c.lr); !schedule.ok()) {
+  if (auto schedule = LrSchedule::Parse(c.lr_schedule, c.lr); !schedule.ok()) {
     return InvalidArgumentError("lr_schedule: " + std::string(schedule.status().message()));
-  } else if (schedule->kind != kernels::LrScheduleKind::kConstant && c.epochs <= 0) {
+  } else if (schedule->kind != LrScheduleKind::kConstant && c.epochs <= 0) {
     return InvalidArgumentError("lr_schedule " + c.lr_schedule +
                                 " needs an epoch budget (it decays over the budget's samples)");
   }

@@ -21,7 +21,7 @@ struct TrainConfig {
   int epochs = 0;
   int64_t batch_size = 0;
   double lr = 0;
-  std::string lr_schedule;        // kernels/lr_schedule.h
+  std::string lr_schedule;        // base/lr_schedule.h
   double warmup_epochs = 0;
   int64_t lr_reference_batch = 0;  // linear scaling rule (0: off)
   double momentum = 0;

@@ -29,7 +29,7 @@
 #include "base/status.h"
 #include "gossip/gossip_node.h"
 #include "kernels/device.h"
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
@@ -67,7 +67,7 @@ struct GossipSessionOptions {
   gossip::GossipNodeOptions node;
   int64_t shard_rows = 1;      // samples of one local epoch (the machine's local_epoch)
   int64_t budget_samples = 0;  // the cluster's samples to train (0: another budget ends the run)
-  std::optional<kernels::LrSchedule> lr_schedule;  // over the cluster's samples; none: the caller's
+  std::optional<LrSchedule> lr_schedule;  // over the cluster's samples; none: the caller's
   // The cluster's common initial model (`from_initial`: every member starts from exactly these
   // values, so no first snapshot is needed), or this node's own starting model.
   std::vector<float> initial;

@@ -291,7 +291,7 @@ std::pair<double, double> MeanAndP95(std::vector<double> values) {
   return {mean, values[std::min(k, values.size() - 1)]};
 }
 
-StatusOr<kernels::LrSchedule> CodedSchedule(const CodedTrainerOptions& o, int64_t train_rows) {
+StatusOr<LrSchedule> CodedSchedule(const CodedTrainerOptions& o, int64_t train_rows) {
   const int64_t batch = o.global_batch > 0 ? o.global_batch : train_rows;
   TrainOptions lr = o.schedule;
   lr.sgd.learning_rate = o.node.lr;

@@ -75,7 +75,7 @@ struct CodedProgress : gossip::SyncNodeState {
 
 // The learning-rate schedule of a run over `train_rows` rows: iterations × global batch samples
 // (the whole set when global_batch is 0). kInvalidArgument when the options cannot make one.
-StatusOr<kernels::LrSchedule> CodedSchedule(const CodedTrainerOptions& options, int64_t train_rows);
+StatusOr<LrSchedule> CodedSchedule(const CodedTrainerOptions& options, int64_t train_rows);
 
 // Blocks until the run ends. `train` and `test` are the whole data sets (every node derives its
 // part from its rank). `on_progress` is called about every `report_interval` and once at the

@@ -305,9 +305,9 @@ StatusOr<Batch<float>> Trainer::Gather(int64_t begin, int64_t count) {
   return batch;
 }
 
-StatusOr<kernels::LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
+StatusOr<LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
                                           int64_t epoch_samples, int64_t global_batch) {
-  auto o = kernels::LrSchedule::Parse(options.lr_schedule_spec, options.sgd.learning_rate);
+  auto o = LrSchedule::Parse(options.lr_schedule_spec, options.sgd.learning_rate);
   if (!o.ok()) return o.status();
   if (options.lr_reference_batch > 0) {
     o->base_lr *= static_cast<double>(global_batch) / static_cast<double>(options.lr_reference_batch);
@@ -315,7 +315,7 @@ StatusOr<kernels::LrSchedule> ScheduleFor(const TrainOptions& options, int64_t t
   o->total_samples = std::max<int64_t>(total_samples, 0);
   o->warmup_samples =
       static_cast<int64_t>(std::llround(options.warmup_epochs * static_cast<double>(epoch_samples)));
-  return kernels::LrSchedule::Create(*o);
+  return LrSchedule::Create(*o);
 }
 
 StatusOr<float> Trainer::Step(std::optional<double> lr) {

@@ -14,7 +14,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 #include "kernels/memory.h"
 #include "kernels/ops.h"
 #include "node/train/dataset.h"
@@ -26,13 +26,13 @@ struct TrainOptions {
   int epochs = 3;
   int64_t batch_size = 64;
   kernels::SgdOptions sgd;  // sgd.learning_rate: the schedule's base rate
-  // The learning-rate schedule (kernels/lr_schedule.h) as configured; ScheduleFor turns it into
+  // The learning-rate schedule (base/lr_schedule.h) as configured; ScheduleFor turns it into
   // one for a budget. Run and Step() follow `lr_schedule` when set (at steps × batch_size
   // samples), else sgd.learning_rate.
   std::string lr_schedule_spec = "constant";
   double warmup_epochs = 0;          // linear warm-up, in epochs of `epoch_samples`
   int64_t lr_reference_batch = 0;    // linear scaling rule: lr × global batch / this (0: off)
-  std::optional<kernels::LrSchedule> lr_schedule;
+  std::optional<LrSchedule> lr_schedule;
   uint64_t seed = 1;
   int64_t eval_batch_size = 1000;
   // Called with each mini-batch gradient before the optimizer step; may rewrite it in place
@@ -85,7 +85,7 @@ struct TrainerState {
 
 // The schedule `options` describe for a run of `total_samples` (0: none, constant only) whose
 // epochs are `epoch_samples` and whose steps average `global_batch` samples over the cluster.
-StatusOr<kernels::LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
+StatusOr<LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
                                           int64_t epoch_samples, int64_t global_batch);
 
 // Accuracy and mean loss of `params` (memory of the model's device) on `data` (host), in batches;

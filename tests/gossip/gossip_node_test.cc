@@ -371,11 +371,11 @@ TEST(GossipNodeTest, StepsFollowTheLearningRateScheduleAtTheClustersSamples) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = BaseOptions();
     base.budget_samples = 6000;  // 10 samples a step over 4 nodes: ~150 steps each
-    auto spec = kernels::LrSchedule::Parse("cosine", 0.1);
+    auto spec = LrSchedule::Parse("cosine", 0.1);
     ASSERT_TRUE(spec.ok());
     spec->total_samples = base.budget_samples;
     spec->warmup_samples = 600;
-    base.lr_schedule = *kernels::LrSchedule::Create(*spec);
+    base.lr_schedule = *LrSchedule::Create(*spec);
     Cluster cluster = MakeCluster(4, seed, base);
     // Each step's rate against the rate at the cluster's true samples when it was asked for
     // (the digests that carry the counts are a period old; the node's estimate is not).

@@ -21,7 +21,7 @@
 
 #include "base/status.h"
 
-namespace murmur::kernels {
+namespace murmur {
 
 enum class LrScheduleKind : uint8_t { kConstant, kStep, kCosine };
 
@@ -53,4 +53,4 @@ class LrSchedule {
   LrScheduleOptions o_;
 };
 
-}  // namespace murmur::kernels
+}  // namespace murmur

@@ -1,4 +1,4 @@
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,7 +9,7 @@
 
 #include "base/spec.h"
 
-namespace murmur::kernels {
+namespace murmur {
 namespace {
 
 StatusOr<double> Number(std::string_view text, std::string_view what) {
@@ -161,4 +161,4 @@ std::string LrSchedule::ToString() const {
   return s;
 }
 
-}  // namespace murmur::kernels
+}  // namespace murmur

@@ -1,11 +1,11 @@
-#include "kernels/lr_schedule.h"
+#include "base/lr_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
 
-namespace murmur::kernels {
+namespace murmur {
 namespace {
 
 LrSchedule Make(std::string_view spec, double lr, int64_t total, int64_t warmup) {
@@ -88,4 +88,4 @@ TEST(LrScheduleTest, RefusesWhatItCannotFollowWithTheReason) {
 }
 
 }  // namespace
-}  // namespace murmur::kernels
+}  // namespace murmur
