@@ -143,46 +143,56 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
     return {FinishVerdict::kRejected, coding::DecodeFailure::kWrongDimension,
             InvalidArgumentError("finish message of dimension " + std::to_string(header.dimension))};
   }
-  if (header.kind == FinishMessage::Kind::kContribution) {
-    if (result_frame_ != nullptr) {  // late: answered, once, with what the others adopted
-      if (!answered_.insert(from).second) return Verdict(FinishVerdict::kDuplicate);
-      SendResult(from);
-      return Verdict(FinishVerdict::kAnswered);
-    }
-    if (started_ && collector_ != o_.self) {
-      return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
-              FailedPreconditionError("a contribution to a node that is not the collector")};
-    }
-    if (contributors_.contains(from) || abstained_.contains(from)) {
-      return Verdict(FinishVerdict::kDuplicate);
-    }
-    std::vector<float> values;
-    FinishStepResult r = Decode(frame, values);
-    if (r.verdict != FinishVerdict::kAccepted) return r;
-    if (header.contributors == 0) {  // trained nothing: waited for, not averaged
-      pending_.erase(from);
-      abstained_.insert(from);
-      MaybePublish(now);
-      return r;
-    }
-    if (!started_) {
-      pending_[from] = std::move(values);
-      return Verdict(FinishVerdict::kDeferred);
-    }
-    if (!own_counts_) {  // no model of its own to judge by: judged when it publishes
-      pending_[from] = std::move(values);
-      contributors_.insert(from);
-      MaybePublish(now);
-      return r;
-    }
-    r = Within(values, own);
-    if (r.verdict != FinishVerdict::kAccepted) return r;
-    for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+  return header.kind == FinishMessage::Kind::kContribution
+             ? StepContribution(from, header, frame, own, now)
+             : StepResult(from, header, frame, own);
+}
+
+FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMessage& header,
+                                                   std::span<const std::byte> frame,
+                                                   std::span<const float> own, TimePoint now) {
+  if (result_frame_ != nullptr) {  // late: answered, once, with what the others adopted
+    if (!answered_.insert(from).second) return Verdict(FinishVerdict::kDuplicate);
+    SendResult(from);
+    return Verdict(FinishVerdict::kAnswered);
+  }
+  if (started_ && collector_ != o_.self) {
+    return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
+            FailedPreconditionError("a contribution to a node that is not the collector")};
+  }
+  if (contributors_.contains(from) || abstained_.contains(from)) {
+    return Verdict(FinishVerdict::kDuplicate);
+  }
+  std::vector<float> values;
+  FinishStepResult r = Decode(frame, values);
+  if (r.verdict != FinishVerdict::kAccepted) return r;
+  if (header.contributors == 0) {  // trained nothing: waited for, not averaged
+    pending_.erase(from);
+    abstained_.insert(from);
+    MaybePublish(now);
+    return r;
+  }
+  if (!started_) {
+    pending_[from] = std::move(values);
+    return Verdict(FinishVerdict::kDeferred);
+  }
+  if (!own_counts_) {  // no model of its own to judge by: judged when it publishes
+    pending_[from] = std::move(values);
     contributors_.insert(from);
     MaybePublish(now);
     return r;
   }
-  // A result.
+  r = Within(values, own);
+  if (r.verdict != FinishVerdict::kAccepted) return r;
+  for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+  contributors_.insert(from);
+  MaybePublish(now);
+  return r;
+}
+
+FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& header,
+                                             std::span<const std::byte> frame,
+                                             std::span<const float> own) {
   if (outcome_.has_value() || early_result_.has_value()) return Verdict(FinishVerdict::kDuplicate);
   if (header.contributors == 0) {
     return {FinishVerdict::kRejected, coding::DecodeFailure::kNone,

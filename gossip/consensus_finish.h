@@ -157,6 +157,11 @@ class ConsensusFinish {
   // the ones within the bound added to the sum.
   void JudgeHeld();
   static constexpr size_t kMedoidOf = 16;
+  FinishStepResult StepContribution(NodeId from, const FinishMessage& header,
+                                    std::span<const std::byte> frame, std::span<const float> own,
+                                    TimePoint now);
+  FinishStepResult StepResult(NodeId from, const FinishMessage& header,
+                              std::span<const std::byte> frame, std::span<const float> own);
   FinishStepResult Relayed(NodeId from, const FinishMessage& header,
                            std::span<const std::byte> frame);
   void MaybeAdoptRelayed();
