@@ -263,8 +263,10 @@ void ConsensusFinish::MaybeAdoptRelayed() {
       result_frame_ = EncodeHalf(relay.model);
       result_contributors_ = relay.contributors;
       result_collector_ = relay.collector;
-      for (NodeId id : contributors_) SendResult(id);
+      // Not to the relaying members, which hold it already.
       answered_ = contributors_;
+      answered_.insert(abstained_.begin(), abstained_.end());
+      for (NodeId id : answered_) SendResult(id);
       answered_.insert(relay.by.begin(), relay.by.end());
       sum_ = {};
     }
