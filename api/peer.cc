@@ -367,6 +367,9 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   s.peer = std::move(peer);
   s.node = g.node;
   s.node.expect_members = c.expect_members;
+  // A peer with no seeds and no members to wait for starts a cluster: nobody can tell it of a
+  // running one, so it trains at once (later peers join it by its snapshot).
+  if (s.peer.seeds.empty() && c.expect_members <= 0) s.node.join_wait = Duration{0};
   s.shard_rows = shard_samples;
   s.budget_samples =
       g.epochs > 0 ? static_cast<int64_t>(std::ceil(g.epochs * static_cast<double>(epoch_samples)))

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Your own model over murmur against PyTorch DDP (issue 26): examples/fashion_cnn.py, a small
-CNN on Fashion-MNIST, trained by N processes over murmur gossip (`murmur local --exec`) and under
+"""Your own model over murmur against PyTorch DDP: an example of examples/ (--program: the
+small CNN on Fashion-MNIST by default, resnet_fashion.py, fortune_lm.py), trained by N processes over murmur gossip (`murmur local --exec`) and under
 DDP (gloo, CPU), with the same global batch, samples and schedule, without and with one process
 slowed down (murmur: --straggle node=2,slowdown=F, applied inside the library; DDP: rank 1 sleeps
 (F - 1) x its compute after each step).
 
     python3 bench/byom_bench.py build [--procs 4] [--epochs 3] [--slowdown 4] [--target 0.85]
     python3 bench/byom_bench.py build --no-straggler --example "--optimizer adamw --lr 0.002"
+    python3 bench/byom_bench.py build --program resnet_fashion.py --epochs 1 --target 0.8 \
+        --example "--train-rows 20000"
+    python3 bench/byom_bench.py build --program fortune_lm.py --epochs 1 --target 0.4 \
+        --example "--train-windows 40000"
 
 Prints a markdown table: the final model's test accuracy (murmur: the cluster's model after the
 consensus finish), bytes sent per process (murmur: measured on the wire; DDP: gloo's ring
@@ -36,7 +40,6 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-EXAMPLE = os.path.join(ROOT, "examples", "fashion_cnn.py")
 
 
 def results(directory):
@@ -107,7 +110,7 @@ def gossip(build, a, slowdown):
     d = tempfile.mkdtemp(prefix="byom-")
     cmd = [os.path.join(build, "murmur"), "local", "--nodes", str(a.procs), "--epochs",
            str(a.epochs), "--json", "--progress", "none", "--exec",
-           f"{sys.executable} {EXAMPLE} --seed {a.seed} --result-dir {d}"
+           f"{sys.executable} {a.program} --seed {a.seed} --result-dir {d}"
            + (f" --cpu-cgroup {a.cgroup}" if a.cgroup else "") + (f" {a.example}" if a.example else "")]
     cmd += a.gossip.split()
     if slowdown > 1:
@@ -121,12 +124,13 @@ def gossip(build, a, slowdown):
             "bytes": report["bytes_sent_total"] / a.procs,
             "train_s": max(r["train_seconds"] for r in ranks),
             "to_target": None if None in reach else max(reach),
-            "samples": sum(r["samples"] for r in ranks)}
+            "samples": sum(r["samples"] for r in ranks),
+            "startup_s": max(r["startup_s"] for r in ranks)}
 
 
 def ddp(a, slowdown):
     d = tempfile.mkdtemp(prefix="byom-")
-    cmd = [sys.executable, EXAMPLE, "--backend", "ddp", "--procs", str(a.procs), "--epochs",
+    cmd = [sys.executable, a.program, "--backend", "ddp", "--procs", str(a.procs), "--epochs",
            str(a.epochs), "--seed", str(a.seed), "--result-dir", d]
     if a.cgroup:
         cmd += ["--cpu-cgroup", a.cgroup]
@@ -139,7 +143,8 @@ def ddp(a, slowdown):
     return {"accuracy": r0["accuracy"], "loss": r0["test_loss"], "bytes": r0["bytes_sent"],
             "train_s": max(r["train_seconds"] for r in ranks),
             "to_target": time_to(r0["timeline"], a.target),
-            "samples": sum(r["samples"] for r in ranks)}
+            "samples": sum(r["samples"] for r in ranks),
+            "startup_s": max(r["startup_s"] for r in ranks)}
 
 
 def main():
@@ -150,12 +155,14 @@ def main():
     p.add_argument("--slowdown", type=float, default=4)
     p.add_argument("--target", type=float, default=0.85)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--example", default="", help="more flags for examples/fashion_cnn.py, every run")
+    p.add_argument("--program", default="fashion_cnn.py", help="the example, under examples/")
+    p.add_argument("--example", default="", help="more flags for the example, every run")
     p.add_argument("--gossip", default="", help="more flags for murmur local, the gossip runs")
     p.add_argument("--no-straggler", action="store_true", help="only the runs without one")
     p.add_argument("--isolate", choices=["cgroup", "none"], default="cgroup",
                    help="cgroup: each process capped to cores / N (N machines); none: shared cores")
     a = p.parse_args()
+    a.program = os.path.join(ROOT, "examples", a.program)
     print(f"seed {a.seed}, {a.procs} processes, {a.epochs} epochs, target {a.target}, "
           f"straggler slowdown {a.slowdown}", flush=True)
     with cpu_shares(a.procs, a.isolate) as a.cgroup:
@@ -172,11 +179,14 @@ def measure(a):
         rows[name] = run()
         print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
     fmt = lambda v, f: "-" if v is None else f.format(v)
-    print("| run | accuracy | test loss | MB sent per process | samples | training s | s to target |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"{os.path.basename(a.program)} {a.example}".strip())
+    print("| run | accuracy | test loss | MB sent per process | samples | start-up s | training s "
+          "| s to target |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['accuracy']:.4f} | {r['loss']:.4f} | {r['bytes'] / 1e6:.2f} | "
-              f"{r['samples']} | {r['train_s']:.1f} | {fmt(r['to_target'], '{:.1f}')} |")
+              f"{r['samples']} | {r['startup_s']:.2f} | {r['train_s']:.1f} | "
+              f"{fmt(r['to_target'], '{:.1f}')} |")
     g, d = rows["murmur gossip"], rows["DDP"]
     ok = True
     gap = (g["accuracy"] - d["accuracy"]) * 100

@@ -42,6 +42,9 @@ packages=(
   python3-matplotlib chromium
   # the Python module (python/: pybind11 for Debian's python3) and its tests with PyTorch
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-torch
+  # the package (python/: pip install --no-build-isolation ./python into a venv, offline) and
+  # the language-model example's text (the fortunes' 2.5 MB under /usr/share/games/fortunes)
+  python3-venv python3-pip python3-setuptools python3-wheel fortunes
   # Slurm with a real controller for ops/slurm's test (slurmctld, slurmd and munge started by
   # the test itself on loopback, with a configuration of its own; nothing is enabled here)
   slurmctld slurmd slurm-client munge

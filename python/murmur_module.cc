@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/peer.h"
+#include "base/config.h"
 
 namespace py = pybind11;
 using murmur::api::Peer;
@@ -312,7 +313,14 @@ PYBIND11_MODULE(_murmur, m) {
       .def_readonly("elapsed_s", &Progress::elapsed_s)
       .def_readonly("loss", &Progress::loss)
       .def_readonly("max_lag", &Progress::max_lag)
-      .def_readonly("straggle", &Progress::straggle);
+      .def_readonly("straggle", &Progress::straggle)
+      .def("__repr__", [](const Progress& p) {
+        return "Progress(step=" + std::to_string(p.step) + ", samples=" +
+               std::to_string(p.samples) + ", accuracy=" + py::repr(py::cast(p.accuracy)).cast<std::string>() +
+               ", live_members=" + std::to_string(p.live_members) + ", finish='" + p.finish +
+               "', end_reason='" + p.end_reason + "', bytes_sent=" + std::to_string(p.bytes_sent) +
+               ")";
+      });
 
   py::class_<PyPeer>(m, "Peer",
                      "One peer of a gossip training cluster training `params` (a flat float32 "
@@ -337,4 +345,5 @@ PYBIND11_MODULE(_murmur, m) {
       .def("progress", &PyPeer::GetProgress)
       .def_property_readonly("params", &PyPeer::params);
   m.def("known_keys", &Peer::KnownKeys, "the config keys Peer accepts");
+  m.attr("__version__") = MURMUR_VERSION;
 }

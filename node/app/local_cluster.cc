@@ -134,6 +134,14 @@ Status LocalCluster::Spawn() {
                : config_.network != nullptr
                    ? "plaintext on the run's own network (--secure for CURVE)"
                    : "plaintext on loopback (--secure for CURVE)");
+  std::string program = config_.exec;
+  if (!program.empty()) {
+    std::string interpreter;
+    program = WithInterpreter(config_.exec, exe, &interpreter);
+    if (!interpreter.empty()) {
+      std::fprintf(stderr, "murmur local: the program's python is %s\n", interpreter.c_str());
+    }
+  }
   const std::filesystem::path logs = config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> args = {
@@ -173,7 +181,7 @@ Status LocalCluster::Spawn() {
       }
       // bash runs a single command by exec, so the program itself is the child murmur local
       // waits for and signals; a compound command's processes share its process group.
-      args = {"/bin/bash", "-c", config_.exec};
+      args = {"/bin/bash", "-c", program};
     }
     c.argv = std::move(args);
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
@@ -191,6 +199,23 @@ Status LocalCluster::Spawn() {
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();
+}
+
+std::string WithInterpreter(const std::string& command, const std::filesystem::path& exe,
+                            std::string* interpreter) {
+  std::string word = command.substr(0, command.find_first_of(" \t"));
+  if (word != "python3" && word != "python") return command;
+  if (const char* env = std::getenv("MURMUR_PYTHON"); env != nullptr && *env != '\0') {
+    *interpreter = std::string(env) + " (MURMUR_PYTHON, the interpreter that launched murmur)";
+    return std::string(env) + command.substr(word.size());
+  }
+  std::ifstream file(exe.parent_path() / "python" / "interpreter");
+  std::string built;
+  if (file && std::getline(file, built) && !built.empty()) {
+    *interpreter = built + " (the one this build's murmur module is for)";
+    return built + command.substr(word.size());
+  }
+  return command;
 }
 
 // Where an exec node's report lines arrive (its MURMUR_REPORT_FD).

@@ -11,6 +11,10 @@ command writes, such as cluster.key, land there), with bash, each bounded in tim
   - anything else (exit 2 for a flag the binary no longer takes, 127, a crash) fails the test.
 The README's first two commands (install + build + the main job; install + build + the tests)
 are this test's own setup; of the first, the main job itself (`build/murmur local ...`) runs.
+The Python section runs too: a ```python block whose first line is `# NAME.py: ...` is written
+to NAME.py in the scratch directory; `python3 -m venv ... && .venv/bin/pip install ...` runs to
+its end (the package's build reuses this build directory: MURMUR_CMAKE_BUILD_DIR) and must exit
+0; a `.venv/bin/python ...` line is held to PYTHON_BOUND_S instead of BOUND_S.
 """
 import os
 import re
@@ -23,6 +27,35 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BOUND_S = 5.0
+PYTHON_BOUND_S = 60.0
+INSTALL_BOUND_S = 900.0
+
+
+def python_files(readme):
+    """{NAME.py: text} of the README's ```python blocks that start with `# NAME.py`."""
+    files, current, lines = {}, None, None
+    for line in open(readme, encoding="utf-8"):
+        if line.startswith("```python"):
+            lines = []
+            continue
+        if lines is not None and line.startswith("```"):
+            m = re.match(r"# ([\w.-]+\.py)\b", lines[0]) if lines else None
+            if m:
+                files[m.group(1)] = "".join(lines)
+            lines = None
+            continue
+        if lines is not None:
+            lines.append(line)
+    return files
+
+
+def bound_of(line):
+    """(seconds, whether it must end within them) for one command."""
+    if line.startswith("python3 -m venv"):
+        return INSTALL_BOUND_S, True
+    if line.startswith(".venv/bin/python"):
+        return PYTHON_BOUND_S, False
+    return BOUND_S, False
 
 
 def commands(readme):
@@ -46,7 +79,7 @@ def commands(readme):
             if m:
                 out.append((block, m.group(1).strip()))
             continue
-        if text.lstrip().startswith("build/murmur"):
+        if text.lstrip().startswith(("build/murmur", ".venv/bin/", "python3 -m venv")):
             out.append((block, text.strip()))
     return out
 
@@ -68,11 +101,17 @@ def main():
     os.symlink(build, os.path.join(work, "build"))
     os.symlink(os.path.join(ROOT, "ops"), os.path.join(work, "ops"))
     os.symlink(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
+    os.symlink(os.path.join(ROOT, "python"), os.path.join(work, "python"))
+    for name, text in python_files(os.path.join(ROOT, "README.md")).items():
+        with open(os.path.join(work, name), "w", encoding="utf-8") as f:
+            f.write(text)
     env = dict(os.environ)
     # The README's `python3` is Debian's, the one its python3-* packages are for (a fresh Debian
     # 12 machine has no other; a build machine may put another first on its PATH).
     if os.path.exists("/usr/bin/python3"):
         env["PATH"] = "/usr/bin:" + env.get("PATH", "")
+    env["MURMUR_CMAKE_BUILD_DIR"] = build
+    env.pop("PYTHONPATH", None)  # the Python lines use the package they install
     background, failures, ran = [], [], 0
     last_block = None
     try:
@@ -93,20 +132,24 @@ def main():
                 continue
             t0 = time.monotonic()
             verdict, tail = None, ""
+            bound, must_end = bound_of(line)
             while verdict is None:
                 p = subprocess.Popen(["bash", "-c", line], cwd=work, env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True, text=True)
                 try:
-                    _, err = p.communicate(timeout=max(0.1, BOUND_S - (time.monotonic() - t0)))
+                    _, err = p.communicate(timeout=max(0.1, bound - (time.monotonic() - t0)))
                 except subprocess.TimeoutExpired:
                     stop(p)
                     verdict = "still running at its bound"
+                    if must_end:
+                        failures.append(f"{line}\n    did not end within {bound:.0f} s")
+                        verdict = "FAILED (did not end)"
                     break
                 tail = (err or "").strip().splitlines()[-1:]
                 if p.returncode == 0:
                     verdict = "exit 0"
-                elif background and time.monotonic() - t0 < BOUND_S:
+                elif background and time.monotonic() - t0 < bound:
                     time.sleep(0.5)  # the background cluster may not be up yet
                 else:
                     failures.append(f"{line}\n    exit {p.returncode}: {tail}")

@@ -4,6 +4,7 @@ points predicted within 0.5. Prints one JSON line at the end."""
 
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -37,4 +38,4 @@ while peer.next().step:
     steps += 1
 result = peer.finish()
 print(json.dumps({"rank": rank, "steps": steps, "accuracy": result.accuracy,
-                  "finish": result.finish}), flush=True)
+                  "finish": result.finish, "python": sys.executable}), flush=True)
