@@ -22,8 +22,15 @@ import harness  # noqa: E402
 from fashion_cnn import classification_scores, load_fashion_mnist  # noqa: E402
 
 
+class GroupNorm32(torch.nn.GroupNorm):
+    """GroupNorm computed in float32 (autocast leaves it to the input's type on the CPU)."""
+
+    def forward(self, x):
+        return super().forward(x.float()).to(x.dtype)
+
+
 def norm(channels):
-    return torch.nn.GroupNorm(min(8, channels // 2), channels)
+    return GroupNorm32(min(8, channels // 2), channels)
 
 
 class Block(torch.nn.Module):

@@ -27,7 +27,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BOUND_S = 5.0
-PYTHON_BOUND_S = 60.0
+PYTHON_BOUND_S = 20.0
 INSTALL_BOUND_S = 900.0
 
 
