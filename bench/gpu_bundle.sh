@@ -51,4 +51,8 @@ link="$(line LINK_PATH) $(line LINK_LIBRARIES)"
   $link)
 copy_libs "$out/lib/libmurmur_pyapi.so"
 cp /usr/share/datasets/fashion-mnist/*.gz "$out/data/"
+# The language-model example's text (Debian's fortunes; 2.5 MB).
+mkdir -p "$out/data/fortunes"
+find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' \
+  -exec cp {} "$out/data/fortunes/" \;
 du -sh "$out"

@@ -23,6 +23,7 @@ if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   mkdir -p /usr/share/datasets/fashion-mnist && cp "$bundle"/data/*.gz /usr/share/datasets/fashion-mnist/
 fi
 m=$bundle/murmur
+[ -d /usr/share/games/fortunes ] || export MURMUR_FORTUNES_DIR=$bundle/data/fortunes
 py=/tmp/murmur-gpu-py
 PYTHON=${PYTHON:-python3}  # the one with PyTorch (and pybind11)
 
@@ -37,10 +38,15 @@ env_stage() {
 build_module() {
   # The module against this Python (pybind11 from its site-packages), linked to the bundle's
   # library object.
-  mkdir -p "$py/murmur" && cp "$src"/python/murmur/*.py "$py/murmur/"
+  mkdir -p "$py/murmur" "$py/generated/base" && cp "$src"/python/murmur/*.py "$py/murmur/"
+  # base/config.h as CMake generates it (the module reads the version from it).
+  version=$(sed -n 's/^project(murmur VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+  sed -e 's/#cmakedefine01 MURMUR_WITH_CUDA/#define MURMUR_WITH_CUDA 1/' \
+      -e "s|@PROJECT_VERSION@|$version|" -e "s|@PROJECT_SOURCE_DIR@|$src|" \
+      "$src/base/config.h.in" > "$py/generated/base/config.h"
   ext=$($PYTHON -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
   [ -f "$py/murmur/_murmur$ext" ] ||
-    g++ -O2 -std=c++20 -shared -fPIC -I"$src" $($PYTHON -m pybind11 --includes) \
+    g++ -O2 -std=c++20 -shared -fPIC -I"$src" -I"$py/generated" $($PYTHON -m pybind11 --includes) \
       "$src/python/murmur_module.cc" -o "$py/murmur/_murmur$ext" \
       -L"$bundle/lib" -lmurmur_pyapi -Wl,-rpath,"$bundle/lib"
 }
@@ -51,10 +57,17 @@ python_stage() {
     -k 'cuda or gpu or optimizer or dimension or survives'
 }
 example_stage() {
-  # The bring-your-own-model example: 4 processes on the one GPU, gossip over loopback.
+  # The examples: 4 processes on the one GPU, gossip over loopback (the CNN; the ResNet and the
+  # language model with bfloat16 autocast), and the ResNet's DDP twin (nccl) for comparison.
   build_module || return 1
   PYTHONPATH=$py "$m" local --nodes 4 --epochs 3 --device cuda \
     --exec "$PYTHON $src/examples/fashion_cnn.py" 2>&1 | tail -n 40
+  PYTHONPATH=$py "$m" local --nodes 4 --epochs 1 --device cuda \
+    --exec "$PYTHON $src/examples/resnet_fashion.py --amp" 2>&1 | tail -n 12
+  $PYTHON "$src/examples/resnet_fashion.py" --backend ddp --procs 4 --device cuda --amp \
+    --epochs 1 2>&1 | tail -n 4
+  PYTHONPATH=$py "$m" local --nodes 4 --epochs 1 --device cuda \
+    --exec "$PYTHON $src/examples/fortune_lm.py --amp" 2>&1 | tail -n 12
 }
 seeds_stage() {
   # The MLP of murmur_cuda_test's 3-epoch test (lr 0.05, momentum 0.9) on the GPU and the CPU,
@@ -99,7 +112,7 @@ run_stage() {
     *) echo "unknown stage $1"; return 2 ;;
   esac
 }
-declare -A limit=([env]=30 [cuda_test]=240 [api_test]=90 [python]=150 [example]=150 [gpu_bench]=120
+declare -A limit=([env]=30 [cuda_test]=240 [api_test]=90 [python]=150 [example]=400 [gpu_bench]=120
                   [train]=90 [local]=90 [kernels_test]=60 [seeds]=120)
 # Lines of a passing stage worth reading in the table's output (its figures).
 declare -A show=([env]=12 [cuda_test]=8 [seeds]=12 [gpu_bench]=14 [train]=14 [local]=14 [example]=14)

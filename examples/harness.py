@@ -128,7 +128,10 @@ def train(rank, task, args, port):
         world = int(os.environ.get("MURMUR_WORLD_SIZE", 1))
     elif args.backend == "ddp":
         import torch.distributed as dist
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+        gpus = torch.cuda.device_count() if device.type == "cuda" else 0
+        if gpus:
+            device = torch.device(f"cuda:{rank % gpus}")  # NCCL wants a GPU per rank
+        dist.init_process_group("nccl" if gpus >= args.procs else "gloo",
                                 init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=args.procs)
         world = args.procs
