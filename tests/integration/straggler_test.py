@@ -144,12 +144,22 @@ def injection_and_recovery(targets, ids):
     assert rc == 0, out
     state = json.loads(http("GET", f"http://{targets[0]}/straggler")[1])
     assert not state["active"] and state["spec"] == "", state
-    time.sleep(1)
-    back = rates(targets)
-    print(f"ok: step rates after DELETE: {fmt(back)}")
     # Against the others in the same window, as above: a loaded CI once read every node at half
     # its base rate here (302/s -> 139/s, 143/s, 146/s), node 0 fully back at the others' pace.
-    assert back[0] > 0.6 * min(back[1:]), f"node 0 did not recover: {fmt(base)} -> {fmt(back)}"
+    # A window is waited for (2 s each, up to 30 s): node 0 first works off the soft-sync lead
+    # the others built while it was slow, and a window beside another test's training once
+    # read it at 106/s against 284/s.
+    windows = []
+
+    def recovered():
+        windows.append(rates(targets, 2.0))
+        return windows[-1][0] > 0.6 * min(windows[-1][1:])
+    try:
+        wait_until("node 0 back at the others' pace", recovered, 30)
+    except AssertionError:
+        raise AssertionError(f"node 0 did not recover: {fmt(base)} -> "
+                             + "; ".join(fmt(w) for w in windows)) from None
+    print(f"ok: step rates after DELETE: {fmt(windows[-1])} (window {len(windows)})")
 
 
 def bad_input(target):
