@@ -315,8 +315,9 @@ PYBIND11_MODULE(_murmur, m) {
       .def_readonly("max_lag", &Progress::max_lag)
       .def_readonly("straggle", &Progress::straggle)
       .def("__repr__", [](const Progress& p) {
-        return "Progress(step=" + std::to_string(p.step) + ", samples=" +
-               std::to_string(p.samples) + ", accuracy=" + py::repr(py::cast(p.accuracy)).cast<std::string>() +
+        return "Progress(step=" + std::to_string(p.step) +
+               ", samples=" + std::to_string(p.samples) +
+               ", accuracy=" + py::repr(py::cast(p.accuracy)).cast<std::string>() +
                ", live_members=" + std::to_string(p.live_members) + ", finish='" + p.finish +
                "', end_reason='" + p.end_reason + "', bytes_sent=" + std::to_string(p.bytes_sent) +
                ")";
