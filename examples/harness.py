@@ -58,6 +58,17 @@ def launched_at():
         return time.time()
 
 
+def finish_wait(args):
+    """The finish_wait_s key: --finish-wait-s, else the launcher's when it was given one, else
+    60 s. Each process evaluates its own model on the whole test set before the consensus
+    finish, and a ResNet's evaluation on shared CPU cores outlasts murmur's default 10 s."""
+    if args.finish_wait_s is not None:
+        return {"finish_wait_s": args.finish_wait_s}
+    if "--finish-wait-s" in os.environ.get("MURMUR_PEER_ARGS", ""):
+        return {}
+    return {"finish_wait_s": 60}
+
+
 def cosine(lr, samples, total, warmup):
     if samples < warmup:
         return lr * (samples + 1) / warmup
@@ -97,6 +108,9 @@ def parse(task, doc):
                    help="seconds between copies of the model, evaluated after training: the "
                         "result's timeline, at the same times for every backend and not in the "
                         "training time (0: none)")
+    p.add_argument("--finish-wait-s", type=float, default=None,
+                   help="murmur: how long a process waits for the consensus finish's average "
+                        "(default: the launcher's --finish-wait-s when given, else 60)")
     p.add_argument("--result-dir", default="",
                    help="also write each process's result JSON to DIR/rank-R.json")
     p.add_argument("--cpu-cgroup", default="",
@@ -199,7 +213,8 @@ def train(rank, task, args, port):
         opt = murmur.torch.GossipOptimizer(
             inner, evaluate=lambda full: evaluate(full)[0], epoch_samples=len(ys),
             shard_samples=len(shard), same_init=True, lr_schedule="cosine",
-            warmup_epochs=args.warmup_epochs, eval_every=args.eval_every)
+            warmup_epochs=args.warmup_epochs, eval_every=args.eval_every,
+            **finish_wait(args))
         while opt.running:
             if first_step[0] is None:
                 first_step[0] = time.time()
