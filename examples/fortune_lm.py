@@ -66,7 +66,6 @@ class FortuneLm(harness.Task):
     lr = 0.003
     batch_size = 32
     epochs = 1.0
-    optimizer = "adamw"
 
     def add_arguments(self, parser):
         parser.set_defaults(optimizer="adamw")

@@ -22,6 +22,7 @@
 
 #include "base/spec.h"
 #include "gossip/transport/curve_keys.h"
+#include "node/app/exec_program.h"
 #include "node/config/config_schema.h"
 #include "node/config/secrets.h"
 #include "node/peer/straggler.h"
@@ -199,23 +200,6 @@ Status LocalCluster::Spawn() {
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();
-}
-
-std::string WithInterpreter(const std::string& command, const std::filesystem::path& exe,
-                            std::string* interpreter) {
-  std::string word = command.substr(0, command.find_first_of(" \t"));
-  if (word != "python3" && word != "python") return command;
-  if (const char* env = std::getenv("MURMUR_PYTHON"); env != nullptr && *env != '\0') {
-    *interpreter = std::string(env) + " (MURMUR_PYTHON, the interpreter that launched murmur)";
-    return std::string(env) + command.substr(word.size());
-  }
-  std::ifstream file(exe.parent_path() / "python" / "interpreter");
-  std::string built;
-  if (file && std::getline(file, built) && !built.empty()) {
-    *interpreter = built + " (the one this build's murmur module is for)";
-    return built + command.substr(word.size());
-  }
-  return command;
 }
 
 // Where an exec node's report lines arrive (its MURMUR_REPORT_FD).

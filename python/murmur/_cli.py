@@ -9,19 +9,15 @@ from murmur._peer import binary
 
 def environment():
     """os.environ plus MURMUR_PYTHON (this interpreter, which imports this murmur) and, for a
-    package used from the build tree, PYTHONPATH leading to it."""
+    package used from the build tree rather than installed, PYTHONPATH leading to it."""
     env = dict(os.environ)
     env["MURMUR_PYTHON"] = sys.executable
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if package_parent not in paths and not _importable_without(package_parent):
+    installed = os.path.basename(package_parent) in ("site-packages", "dist-packages")
+    if not installed and package_parent not in paths:
         env["PYTHONPATH"] = os.pathsep.join([package_parent, *paths])
     return env
-
-
-def _importable_without(package_parent):
-    """Whether this interpreter finds this package on its own path (an installed package)."""
-    return any(os.path.abspath(p or ".") == package_parent for p in sys.path[1:])
 
 
 def main(argv=None):
