@@ -26,7 +26,7 @@ def split(argv):
     """(murmur local's options, the program's argv), or None when no program is named."""
     for i, arg in enumerate(argv):
         if arg == "--":
-            return argv[:i], argv[i + 1:]
+            return (argv[:i], argv[i + 1:]) if i + 1 < len(argv) else None
         if arg == "-m" and i + 1 < len(argv):
             return argv[:i], [sys.executable, "-m", *argv[i + 1:]]
         if arg.endswith(".py") and not arg.startswith("-"):

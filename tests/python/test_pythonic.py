@@ -179,8 +179,9 @@ def test_murmur_local_runs_python3_programs_with_the_modules_interpreter(tmp_pat
 
 
 def test_the_launcher_refuses_what_it_cannot_run():
-    r = run_launcher("--nodes", "2")
-    assert r.returncode == 2 and "no program" in r.stderr
+    for nothing in ([], ["--"], ["-m"]):
+        r = run_launcher("--nodes", "2", *nothing)
+        assert r.returncode == 2 and "no program" in r.stderr, (nothing, r.stderr)
     r = run_launcher("--nodes", "2", "--exec", "x", "prog.py")
     assert r.returncode == 2 and "--exec" in r.stderr
     r = run_launcher("--nodes", "2", "--hidden", "32", os.path.join(HERE, "tiny_program.py"))
