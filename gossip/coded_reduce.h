@@ -71,6 +71,10 @@ struct ComputeRequest {
 struct Aggregated {
   uint64_t iteration = 0;
   std::span<const float> gradient;
+  // The step's gradient is weight × gradient; 0: 1 / B, the mean over the iteration's positions.
+  // A parameter server's (param_server.h) also says how many positions it holds and its slice.
+  double weight = 0;
+  size_t offset = 0;  // where `gradient` begins in the model
 };
 struct CodedReport {
   uint64_t iteration = 0;
@@ -94,6 +98,12 @@ struct CodedStats {
   uint64_t duplicates = 0;         // a second answer from the same child for an iteration
   uint64_t rejected = 0;           // wrong sender, kind, length, or a future iteration
   uint64_t undecodable_waits = 0;  // iterations reported as waiting for more than s children
+  // Parameter servers (param_server.h): gradients applied, their staleness (server updates since
+  // the version they were computed on: sum and max), replies held by the SSP bound.
+  uint64_t applied = 0;
+  uint64_t staleness_sum = 0;
+  uint64_t staleness_max = 0;
+  uint64_t gated = 0;
 };
 
 class TreeAggregator {

@@ -5,8 +5,8 @@
 namespace murmur::gossip {
 namespace {
 
-constexpr std::array<std::string_view, 6> kNames = {"gossip", "membership", "coded-tree",
-                                                    "tree",   "gc",         "ring"};
+constexpr std::array<std::string_view, 7> kNames = {"gossip", "membership", "coded-tree", "tree",
+                                                    "gc",     "ring",       "ps"};
 
 }  // namespace
 

@@ -14,15 +14,22 @@
 
 namespace murmur::gossip {
 
-StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed) {
+StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed,
+                                const PsOptions& ps) {
   if (!IsSyncMode(mode)) {
     return InvalidArgumentError("mode '" + std::string(ModeName(mode)) +
-                                "': expected coded-tree, tree, gc or ring");
+                                "': expected coded-tree, tree, gc, ring or ps");
   }
   SyncPlan plan;
   plan.mode = mode;
   MURMUR_ASSIGN_OR_RETURN(coding::TreeLayout tree, coding::TreeLayout::Create(n, layers));
   plan.workers = tree.workers();
+  if (mode == Mode::kPs) {
+    MURMUR_RETURN_IF_ERROR(ValidatePs(ps, plan.workers));
+    plan.ps = ps;
+    plan.processes = ps.servers + plan.workers;
+    return plan;
+  }
   if (mode == Mode::kCodedTree || mode == Mode::kTree) {
     if (mode == Mode::kCodedTree && (s < 0 || s >= n)) {
       return InvalidArgumentError(fmt::format("coded-tree: s = {} must be in [0, n) = [0, {})", s, n));
@@ -68,7 +75,8 @@ StatusOr<std::unique_ptr<SyncNode>> SyncNode::Create(SyncPlan plan, const SyncNo
                                                      TimePoint now) {
   MURMUR_RETURN_IF_ERROR(options.Validate());
   if (initial_model.empty()) return InvalidArgumentError("the model has no parameters");
-  if (plan.processes < 1 || (plan.mode != Mode::kRing && (!plan.layout || !plan.code))) {
+  if (plan.processes < 1 ||
+      (plan.mode != Mode::kRing && plan.mode != Mode::kPs && (!plan.layout || !plan.code))) {
     return InvalidArgumentError("the plan has no shape: build it with MakeSyncPlan");
   }
   MURMUR_ASSIGN_OR_RETURN(auto params,
@@ -96,6 +104,7 @@ SyncNode::SyncNode(SyncPlan plan, const SyncNodeOptions& options, kernels::Buffe
 std::string SyncNode::role() const {
   if (rank_ < 0) return "";
   if (plan_.mode == Mode::kRing) return "ring";
+  if (plan_.mode == Mode::kPs) return IsServer() ? "server" : "worker";
   if (rank_ == 0) return "root";
   return plan_.layout->IsLeaf(rank_) ? "leaf" : "parent";
 }
@@ -103,6 +112,8 @@ std::string SyncNode::role() const {
 CodedStats SyncNode::stats() const {
   if (tree_) return tree_->stats();
   if (ring_) return ring_->stats();
+  if (server_) return server_->stats();
+  if (worker_) return worker_->stats();
   return {};
 }
 
@@ -127,7 +138,12 @@ void SyncNode::Fail(Status status) {
 
 void SyncNode::Step(const MemberView& view, TimePoint now) {
   for (const MemberEntry& m : view.members) {
-    if (m.id != o_.self && m.finished && rank_of_.count(m.id)) peer_finished_ = true;
+    // ps: only a server's end ends the run (a worker stopped by its operator just leaves it).
+    auto r = rank_of_.find(m.id);
+    if (m.id != o_.self && m.finished && r != rank_of_.end() &&
+        (plan_.mode != Mode::kPs || r->second < plan_.ps.servers)) {
+      peer_finished_ = true;
+    }
   }
   const std::vector<NodeId> live = LiveIds(view, o_.self);
   if (phase_ == Phase::kAssembling) {
@@ -158,11 +174,14 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
       ++others_live_;
       others_unfinished_ += !m.finished;
     }
+    if (plan_.mode == Mode::kPs && phase_ == Phase::kRunning) CheckPsMembers(view, live, now);
+    if (phase_ == Phase::kOver) return;
   }
   Tick(now);
 }
 
 bool SyncNode::Settled() const {
+  if (plan_.mode == Mode::kPs) return rank_ == 0 ? others_live_ == 0 : !IsServer() || final_sent_;
   if (!tree_) return others_unfinished_ == 0;  // every other ring rank is past its last iteration
   if (rank_ == 0) return others_live_ == 0;
   return s_.end_reason == "peer";
@@ -209,7 +228,9 @@ void SyncNode::Assemble(const std::vector<NodeId>& live, TimePoint now) {
 
 void SyncNode::StartRunning(TimePoint now) {
   const auto dim = static_cast<uint32_t>(params_.size());
-  if (plan_.mode == Mode::kRing) {
+  if (plan_.mode == Mode::kPs) {
+    StartPs();
+  } else if (plan_.mode == Mode::kRing) {
     const int64_t n = plan_.processes;
     for (int64_t p = o_.batch * rank_ / n; p < o_.batch * (rank_ + 1) / n; ++p) own_.push_back({p, 1.0});
     ring_.emplace(RingAllReduce::Options{rank_, plan_.processes, dim, o_.device});
@@ -227,6 +248,11 @@ void SyncNode::StartRunning(TimePoint now) {
                   ModeName(plan_.mode), rank_, plan_.processes, role(), own_.size(), o_.batch);
   if (ring_) {
     pending_ = ComputeRequest{0, {}};
+  } else if (worker_) {
+    worker_->Start();
+    Dispatch(worker_->TakeOutput(), now);
+  } else if (server_) {
+    iteration_start_ = now;
   } else if (rank_ == 0) {
     iteration_start_ = now;
     tree_->StartIteration(0, model(), now);
@@ -279,8 +305,9 @@ void SyncNode::Step(const Incoming& m, TimePoint now) {
     return;
   }
   // After the end nothing changes any more: a late answer must not complete an iteration (an
-  // SGD step after the final evaluation, "finished" announced as false again).
-  if (phase_ != Phase::kRunning) return;
+  // SGD step after the final evaluation, "finished" announced as false again). Only ps server 0
+  // still takes the other servers' final slices while it waits to evaluate.
+  if (phase_ != Phase::kRunning && !(IsServer() && rank_ == 0 && evaluating_final_)) return;
   Handle(m, now);
 }
 
@@ -296,7 +323,15 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   }
   if (m.frames != 1) return Reject(kRejectFrames, m.from, "expected one tensor frame");
   size_t expected = params_.size();
-  if (ring_) {
+  if (plan_.mode == Mode::kPs) {
+    // A server's slice (a model from a server, or a gradient slice for this server).
+    const int64_t slice = it->second < plan_.ps.servers ? it->second : rank_;
+    if (slice >= plan_.ps.servers) {
+      return Reject(kRejectProtocol, m.from, "a worker's message to a worker");
+    }
+    const auto [begin, end] = PsSlice(params_.size(), plan_.ps.servers, slice);
+    expected = end - begin;
+  } else if (ring_) {
     if (header->tree_position >= 2 * (plan_.processes - 1)) {
       return Reject(kRejectProtocol, m.from, "ring step out of range");
     }
@@ -318,7 +353,17 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
     observer_->Staleness(static_cast<double>(s_.iteration) - static_cast<double>(header->iteration));
   }
   const uint64_t before = stats().rejected;
-  if (tree_) {
+  if (server_ && it->second < plan_.ps.servers) {
+    TakeFinalSlice(it->second, *header, u.values, now);
+  } else if (phase_ != Phase::kRunning) {
+    return;  // server 0 waiting for the final slices: no more updates
+  } else if (server_) {
+    server_->Step(it->second, *header, u.values);
+    Dispatch(server_->TakeOutput(), now);
+  } else if (worker_) {
+    worker_->Step(it->second, *header, u.values);
+    Dispatch(worker_->TakeOutput(), now);
+  } else if (tree_) {
     tree_->Step(it->second, *header, u.values, now);
     Dispatch(tree_->TakeOutput(), now);
   } else {
@@ -340,28 +385,41 @@ void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
     } else if (auto* compute = std::get_if<ComputeRequest>(&action)) {
       pending_ = std::move(*compute);  // only the newest model is worth computing on
     } else if (auto* done = std::get_if<Aggregated>(&action)) {
-      s_.iteration_ms.push_back(1e3 * ToSeconds(now - iteration_start_));
-      Update(done->gradient);
-      ++s_.iteration;
-      Emit(Announce{s_.iteration, 0, false});
-      if (o_.eval_every > 0 && s_.iteration % static_cast<uint64_t>(o_.eval_every) == 0 && rank_ == 0) {
-        s_.evaluated_at = s_.iteration;
-        Emit(Evaluate{true, model()});
-      }
-      if (BudgetSpent(now)) {
-        Finish(now, static_cast<int64_t>(s_.iteration) >= o_.iterations ? "iterations" : "time");
-        return;
-      }
-      if (tree_) {
-        iteration_start_ = now;
-        tree_->StartIteration(s_.iteration, model(), now);
-        Dispatch(tree_->TakeOutput(), now);
-      } else if (!ring_->busy() && s_.iteration == ring_started_) {
-        pending_ = ComputeRequest{ring_started_, {}};
-      }
+      Applied(*done, now);
     } else if (auto* report = std::get_if<CodedReport>(&action)) {
       MURMUR_LOG_WARN("{}", report->text);
     }
+  }
+}
+
+void SyncNode::Applied(const Aggregated& done, TimePoint now) {
+  s_.iteration_ms.push_back(1e3 * ToSeconds(now - iteration_start_));
+  Update(done);
+  ++s_.iteration;
+  Emit(Announce{s_.iteration, 0, false});
+  if (server_) {
+    iteration_start_ = now;
+    server_->Applied(model().subspan(done.offset, done.gradient.size()));
+  }
+  const uint64_t every = static_cast<uint64_t>(o_.eval_every) * UpdatesPerIteration();
+  if (every > 0 && s_.iteration % every == 0 && rank_ == 0 &&
+      (plan_.mode != Mode::kPs || plan_.ps.servers == 1)) {
+    s_.evaluated_at = s_.iteration;
+    Emit(Evaluate{true, model()});
+  }
+  if (BudgetSpent(now)) {
+    if (server_) server_->TakeOutput();  // no replies: the run is over
+    Finish(now, static_cast<int64_t>(s_.iteration) >= o_.iterations ? "iterations" : "time");
+    return;
+  }
+  if (server_) {
+    Dispatch(server_->TakeOutput(), now);
+  } else if (tree_) {
+    iteration_start_ = now;
+    tree_->StartIteration(s_.iteration, model(), now);
+    Dispatch(tree_->TakeOutput(), now);
+  } else if (!ring_->busy() && s_.iteration == ring_started_) {
+    pending_ = ComputeRequest{ring_started_, {}};
   }
 }
 
@@ -388,7 +446,20 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
     return Fail(InvalidArgumentError(fmt::format("a partial gradient of {} values for a model of {}",
                                                  result.partial.size(), params_.size())));
   }
-  if (ring_) {
+  int64_t non_finite = 0;
+  MURMUR_CHECK_OK(kernels::CountNonFinite(o_.device, result.partial, &non_finite));
+  if (non_finite > 0) {
+    return Fail(FailedPreconditionError(fmt::format(
+        "iteration {}: the gradient has {} non-finite values: training diverged (try a lower "
+        "--lr{})", result.iteration, non_finite,
+        plan_.mode == Mode::kPs && plan_.ps.sync != PsSync::kFull
+            ? ", or --staleness-lr: asynchrony adds momentum of its own" : "")));
+  }
+  if (worker_) {
+    worker_->Step(OwnPart{result.iteration, result.partial}, o_.device);
+    s_.iteration = worker_->stats().iterations;
+    Dispatch(worker_->TakeOutput(), now);
+  } else if (ring_) {
     ring_->Step(OwnPart{result.iteration, result.partial});
     ring_started_ = result.iteration + 1;
     Dispatch(ring_->TakeOutput(), now);
@@ -402,20 +473,26 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
   Tick(now);
 }
 
-void SyncNode::Update(std::span<const float> sum) {
-  // The mean gradient sum / B, as one float product per element (0 + inv · sum_i).
-  const float inv = 1.0f / static_cast<float>(std::max<int64_t>(o_.batch, 1));
-  MURMUR_CHECK_OK(step_grad_.Zero());
-  MURMUR_CHECK_OK(kernels::Axpy(o_.device, inv, sum, step_grad_.span()));
-  const double lr = o_.lr_schedule.has_value()
-                        ? o_.lr_schedule->At(static_cast<int64_t>(s_.iteration) * o_.batch)
-                        : o_.lr;
+void SyncNode::Update(const Aggregated& done) {
+  // The mean gradient sum / B (or the aggregator's weight × sum), as one float product per
+  // element (0 + inv · sum_i), on the slice the aggregate covers (a ps server's; else all).
+  const float inv = done.weight > 0 ? static_cast<float>(done.weight)
+                                    : 1.0f / static_cast<float>(std::max<int64_t>(o_.batch, 1));
+  const size_t n = done.gradient.size();
+  auto grad = step_grad_.span().subspan(done.offset, n);
+  MURMUR_CHECK_OK(kernels::ZeroBytes(o_.device, grad.data(), n * sizeof(float)));
+  MURMUR_CHECK_OK(kernels::Axpy(o_.device, inv, done.gradient, grad));
+  // The schedule runs over samples: B per iteration, one worker's B / N per async update.
+  const int64_t samples = static_cast<int64_t>(s_.iteration) * o_.batch /
+                          static_cast<int64_t>(UpdatesPerIteration());
+  const double lr = o_.lr_schedule.has_value() ? o_.lr_schedule->At(samples) : o_.lr;
   kernels::SgdOptions sgd{.learning_rate = lr,
                           .momentum = o_.momentum,
                           .weight_decay = o_.weight_decay,
                           .nesterov = o_.nesterov};
-  MURMUR_CHECK_OK(kernels::SgdStep<float>(o_.device, sgd, step_grad_.span(), velocity_.span(),
-                                          params_.span()));
+  MURMUR_CHECK_OK(kernels::SgdStep<float>(
+      o_.device, sgd, grad, velocity_.empty() ? velocity_.span() : velocity_.span().subspan(done.offset, n),
+      params_.span().subspan(done.offset, n)));
   host_stale_ = true;
 }
 
@@ -435,7 +512,7 @@ void SyncNode::Step(const StopRequested&, TimePoint now) {
 }
 
 bool SyncNode::BudgetSpent(TimePoint now) const {
-  if (static_cast<int64_t>(s_.iteration) >= o_.iterations) return true;
+  if (s_.iteration >= static_cast<uint64_t>(o_.iterations) * UpdatesPerIteration()) return true;
   return o_.time_limit.count() > 0 && now - start_ >= o_.time_limit;
 }
 
@@ -444,7 +521,9 @@ void SyncNode::Finish(TimePoint now, std::string reason) {
   phase_ = Phase::kLingering;
   s_.end_reason = reason;
   linger_until_ = now + o_.linger;
-  if (rank_ == 0) {
+  if (plan_.mode == Mode::kPs) {
+    FinishPs();
+  } else if (rank_ == 0) {
     evaluating_final_ = true;
     s_.evaluated_at = s_.iteration;
     Emit(Evaluate{true, model()});
@@ -469,15 +548,19 @@ void SyncNode::Tick(TimePoint now) {
         Dispatch(tree_->TakeOutput(), now);
         if (phase_ != Phase::kRunning) return;
       }
-      const bool root = tree_ && rank_ == 0;
+      const bool root = (tree_ && rank_ == 0) || server_;
       if (stop_requested_) return Finish(now, "stopped");
-      if (peer_finished_ && !root) return Finish(now, "peer");
+      if (peer_finished_ && (!root || server_)) return Finish(now, "peer");
       if (root && o_.time_limit.count() > 0 && BudgetSpent(now)) return Finish(now, "time");
       MaybeCompute(now);
       Emit(Wait{now + std::chrono::milliseconds(20)});
       return;
     }
     case Phase::kLingering:
+      if (evaluating_final_ && !final_sent_ && IsServer() && now > linger_until_ + o_.join_timeout) {
+        return Fail(DeadlineExceededError(
+            "server 0 never got every other server's final slice: the final model is incomplete"));
+      }
       if (!evaluating_final_ && LingerIsOver(now, linger_until_, Settled(), output_)) {
         phase_ = Phase::kOver;
       }

@@ -1,8 +1,9 @@
 #pragma once
-// One node of the synchronous modes (coded-tree, tree, gc, ring) as a sans-IO machine: rank
-// assembly from the membership view, the rank's weighted samples, the TreeAggregator or
-// RingAllReduce of its rank (coded_reduce.h), the root's (ring: every rank's) SGD step, the
-// iteration budget and the end of the run.
+// One node of the synchronous modes (coded-tree, tree, gc, ring) and of the parameter server
+// (ps) as a sans-IO machine: rank assembly from the membership view, the rank's weighted
+// samples, the TreeAggregator or RingAllReduce of its rank (coded_reduce.h) or its PsServer or
+// PsWorker (param_server.h), the root's (ring: every rank's; ps: every server's, on its slice)
+// SGD step, the iteration budget and the end of the run.
 //
 //   assembling  the run needs exactly `plan.processes` live members. Once the live view has that
 //               many, it must stay the same set for `settle`; a view that changes meanwhile (a
@@ -54,6 +55,7 @@
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
 #include "gossip/node_io.h"
+#include "gossip/param_server.h"
 #include "kernels/device.h"
 #include "base/lr_schedule.h"
 #include "kernels/memory.h"
@@ -68,10 +70,13 @@ struct SyncPlan {
   int64_t processes = 0;  // N + 1 with a root, N for ring
   std::optional<coding::TreeLayout> layout;
   std::optional<coding::GradientCode> code;
+  PsOptions ps;  // mode ps: processes = ps.servers + workers
 };
 // kInvalidArgument for a mode that is not synchronous, a bad shape, or gc with more than 64
 // workers; kFailedPrecondition for an ill-conditioned code.
-StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed);
+// For ps, `ps` is the servers' shape (ValidatePs) and N = n + ... + n^L workers as for the others.
+StatusOr<SyncPlan> MakeSyncPlan(Mode mode, int n, int layers, int s, uint64_t code_seed,
+                                const PsOptions& ps = {});
 
 struct SyncNodeOptions {
   NodeId self = 0;
@@ -159,7 +164,20 @@ class SyncNode {
   void Handle(const Incoming& m, TimePoint now);
   void Dispatch(std::vector<CodedAction> actions, TimePoint now);
   void MaybeCompute(TimePoint now);
-  void Update(std::span<const float> sum);
+  void Update(const Aggregated& done);
+  void Applied(const Aggregated& done, TimePoint now);
+  // ps: a server gone from the view fails the run; a worker gone is dropped by the servers.
+  void CheckPsMembers(const MemberView& view, const std::vector<NodeId>& live, TimePoint now);
+  void StartPs();
+  // ps: a server's end (k > 0 sends its final slice to server 0; server 0 evaluates once it has
+  // every slice) and server 0's receipt of one.
+  void FinishPs();
+  void TakeFinalSlice(int64_t server, const CodedMessage& header, std::span<const float> slice,
+                      TimePoint now);
+  bool IsServer() const { return plan_.mode == Mode::kPs && rank_ >= 0 && rank_ < plan_.ps.servers; }
+  // Model updates in the budget and between evaluations: a ps server in async or ssp form
+  // counts one per worker gradient (N per iteration), every other node one per iteration.
+  uint64_t UpdatesPerIteration() const;
   bool BudgetSpent(TimePoint now) const;
   // A finished rank need not linger: a tree's root once the run's other members left its view, a
   // tree rank that ended because another member finished (the root is done with it), a ring
@@ -188,6 +206,8 @@ class SyncNode {
   std::vector<coding::WeightedSample> own_;
   std::optional<TreeAggregator> tree_;
   std::optional<RingAllReduce> ring_;
+  std::optional<PsServer> server_;
+  std::optional<PsWorker> worker_;
   // On the device: the model, the momentum (empty without), the step's mean gradient, and the
   // model of the computation asked for (a tree rank's model from its parent).
   kernels::Buffer<float> params_;
@@ -209,6 +229,11 @@ class SyncNode {
   size_t others_unfinished_ = ~size_t{0};
   bool stop_requested_ = false;
   bool evaluating_final_ = false;
+  // ps with K > 1: server 0 evaluates once every other server's final slice is in.
+  // final_sent_: a server k > 0 sent its slice; server 0 asked for the final evaluation.
+  size_t final_slices_ = 0;
+  uint64_t final_from_ = 0;  // bitmask over servers
+  bool final_sent_ = false;
   TimePoint linger_until_{};
   uint64_t rejections_logged_ = 0;
   SyncNodeState s_;

@@ -323,8 +323,7 @@ Status CheckNetwork(const LocalConfig& config, int processes) {
 Status NodesAsOneLayer(const std::set<std::string>& given, std::map<std::string, std::string>& texts,
                        LocalConfig& config) {
   if (given.count("n") > 0 || given.count("L") > 0) {
-    auto plan = gossip::MakeSyncPlan(config.mode, config.coded.n, config.coded.L, config.coded.s,
-                                     static_cast<uint64_t>(config.coded.code_seed));
+    auto plan = SyncPlanFrom(config.mode, config.coded);
     if (plan.ok() && static_cast<int>(plan->workers) != config.nodes) {
       return InvalidArgumentError(fmt::format(
           "nodes: {} workers, but n {} and L {} make {}; give nodes alone (one layer of N) or n "
@@ -403,8 +402,7 @@ int LocalCommand::Run() {
   if (gossip::IsSyncMode(config.mode)) {
     auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
     if (!options.ok()) return Refuse(std::string(options.status().message()));
-    auto made = gossip::MakeSyncPlan(config.mode, config.coded.n, config.coded.L, config.coded.s,
-                                     static_cast<uint64_t>(config.coded.code_seed));
+    auto made = SyncPlanFrom(config.mode, config.coded);
     if (!made.ok()) return Refuse(std::string(made.status().message()));
     if (made->processes > 256) {
       return Refuse(fmt::format("{} needs {} processes; local runs start at most 256",

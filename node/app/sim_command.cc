@@ -126,8 +126,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     if (sync) {
       const gossip::Mode mode = *gossip::ParseMode(c.mode);
       MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
-                              gossip::MakeSyncPlan(mode, c.coded.n, c.coded.L, c.coded.s,
-                                                   static_cast<uint64_t>(c.coded.code_seed)));
+                              SyncPlanFrom(mode, c.coded));
       MURMUR_ASSIGN_OR_RETURN(CodedTrainerOptions coded, CodedOptionsFrom(mode, c.coded, c.gossip));
       o.nodes = static_cast<size_t>(plan.processes);
       roots = static_cast<int>(plan.processes - plan.workers);

@@ -20,6 +20,17 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
                  "all N workers (tree uses 0, ring none)")
         .Integer("code_seed", &C::code_seed, int64_t{1}, int64_t{0}, int64_t{1} << 62,
                  "seed of the cyclic gradient code (fractional repetition needs none)")
+        .Integer("servers", &C::servers, int64_t{1}, int64_t{1}, int64_t{64},
+                 "ps: parameter servers, each holding a contiguous slice of the model")
+        .Parsed("ps_sync", &C::ps_sync, "full", "full, async or ssp:S (S >= 0)",
+                "ps: full (bulk synchronous: a step per iteration with every worker's gradient), "
+                "async (each gradient applied as it arrives) or ssp:S (async, but no worker more "
+                "than S gradients ahead of the slowest)",
+                &gossip::ParsePsSync)
+        .Integer("backup", &C::backup, int64_t{0}, int64_t{0}, int64_t{1} << 20,
+                 "ps full: backup workers; the servers step with the first N - backup gradients")
+        .Bool("staleness_lr", &C::staleness_lr, false,
+              "ps async, ssp: scale each step by 1 / staleness (staleness-aware async SGD)")
         .Integer("iterations", &C::iterations, int64_t{100}, int64_t{1}, int64_t{1} << 40,
                  "budget: model updates (the time limit may end the run sooner)")
         .Integer("global_batch", &C::global_batch, int64_t{0}, int64_t{0}, int64_t{1} << 40,
@@ -44,14 +55,32 @@ std::vector<std::string> CodedKeyNames() {
 std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
   if (mode == gossip::Mode::kGossip) return CodedKeyNames();
   if (!gossip::IsSyncMode(mode)) return {};
+  if (mode == gossip::Mode::kPs) {
+    return {"s", "code_seed", "epochs", "compress", "consensus_target", "consensus_slack", "gamma",
+            "topology", "random_peers", "local_steps", "post_local_epoch", "post_local_steps",
+            "max_lead", "max_wait_ms", "max_wait_steps", "straggler_hold_s", "staleness_scale",
+            "target_accuracy", "finish_wait_s", "init"};
+  }
   // Every GossipConfig key but the training ones (TrainConfig) and those CodedOptionsFrom and
   // the synchronous drivers read: time_limit_s, eval_every, eval_samples, straggle.
   return {"epochs",          "compress",       "consensus_target", "consensus_slack",
           "gamma",           "topology",       "random_peers",     "local_steps",
           "post_local_epoch", "post_local_steps", "max_lead",       "max_wait_ms", "max_wait_steps",
           "straggler_hold_s", "staleness_scale", "target_accuracy", "finish_wait_s",
-          "init"};
+          "init", "servers", "ps_sync", "backup", "staleness_lr"};
 }
+
+namespace {
+bool IsPsKey(std::string_view flag) {
+  for (std::string_view key : {"--servers", "--ps-sync", "--backup", "--staleness-lr"}) {
+    if (flag.starts_with(key)) return true;
+  }
+  return false;
+}
+bool IsCodeKey(std::string_view flag) {
+  return flag.starts_with("--s=") || flag.starts_with("--code-seed");
+}
+}  // namespace
 
 Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags) {
   if (set_flags.empty()) return OkStatus();
@@ -62,10 +91,20 @@ Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& se
         "use it (its budget is epochs, target_accuracy or time_limit_s)",
         flag));
   }
+  if (IsPsKey(flag)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: a key of --mode ps (the parameter server); --mode {} does not use it", flag,
+        gossip::ModeName(mode)));
+  }
+  if (IsCodeKey(flag)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: a key of the gradient code (coded-tree, gc); --mode ps codes nothing (see "
+        "--backup for its straggler tolerance)", flag));
+  }
   return InvalidArgumentError(fmt::format(
       "{}: a gossip key; --mode {} does not use it (its budget is iterations, its model the "
-      "root's)",
-      flag, gossip::ModeName(mode)));
+      "{}'s)",
+      flag, gossip::ModeName(mode), mode == gossip::Mode::kPs ? "servers" : "root"));
 }
 
 
@@ -118,8 +157,22 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   auto straggle = ParseCodedStraggle(mode, gossip.straggle);
   if (!straggle.ok()) return straggle.status();
   o.straggle = *straggle;
-  MURMUR_RETURN_IF_ERROR(gossip::MakeSyncPlan(mode, o.n, o.layers, o.s, o.code_seed).status());
+  o.ps = PsOptionsFrom(coded);
+  MURMUR_RETURN_IF_ERROR(SyncPlanFrom(mode, coded).status());
   return o;
+}
+
+gossip::PsOptions PsOptionsFrom(const CodedConfig& coded) {
+  return {.servers = coded.servers,
+          .sync = coded.ps_sync.sync,
+          .ssp_bound = coded.ps_sync.ssp_bound,
+          .backup = coded.backup,
+          .staleness_lr = coded.staleness_lr};
+}
+
+StatusOr<gossip::SyncPlan> SyncPlanFrom(gossip::Mode mode, const CodedConfig& coded) {
+  return gossip::MakeSyncPlan(mode, coded.n, coded.L, coded.s, static_cast<uint64_t>(coded.code_seed),
+                              PsOptionsFrom(coded));
 }
 
 }  // namespace murmur::node

@@ -1,6 +1,7 @@
 #pragma once
-// The keys of the synchronous modes (`--mode coded-tree|tree|gc|ring` of `murmur node` and
-// `murmur local`): the tree shape, the code, the iteration budget and the batch. The model,
+// The keys of the synchronous modes (`--mode coded-tree|tree|gc|ring|ps` of `murmur node` and
+// `murmur local`): the tree shape, the code, the parameter servers, the iteration budget and the
+// batch. The model,
 // optimizer, data, time limit, evaluation and straggler keys are the gossip mode's (GossipConfig).
 
 #include <string>
@@ -18,6 +19,10 @@ struct CodedConfig {
   int L = 0;       // layers
   int s = 0;       // stragglers tolerated per parent
   int64_t code_seed = 0;
+  int64_t servers = 0;                 // ps: K
+  gossip::PsSyncSpec ps_sync = {};     // ps: full, async, ssp:S
+  int64_t backup = 0;                  // ps full: backup workers
+  bool staleness_lr = false;           // ps async, ssp
   int64_t iterations = 0;
   int64_t global_batch = 0;
   double report_after_s = 0;
@@ -35,6 +40,11 @@ std::vector<std::string> OtherModeKeys(gossip::Mode mode);
 // command's ConfigParser::ResolvedFlags found set) and why `mode` does not use it: an accepted
 // flag must do what it says. OK when `set_flags` is empty.
 Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags);
+
+// The parameter servers' shape the keys give.
+gossip::PsOptions PsOptionsFrom(const CodedConfig& coded);
+// The plan of a synchronous mode (or ps) from its keys; kInvalidArgument with the reason.
+StatusOr<gossip::SyncPlan> SyncPlanFrom(gossip::Mode mode, const CodedConfig& coded);
 
 // kInvalidArgument naming the key (a bad straggle spec, for instance).
 StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedConfig& coded,

@@ -305,7 +305,7 @@ StatusOr<CodedProgress> RunCodedTrainer(const CodedTrainerOptions& options, Peer
                                         const std::function<bool()>& stop) {
   MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
                           gossip::MakeSyncPlan(options.mode, options.n, options.layers, options.s,
-                                               options.code_seed));
+                                               options.code_seed, options.ps));
   MURMUR_RETURN_IF_ERROR(options.node.Validate());
   if (train.rows < 1) return InvalidArgumentError("the training set is empty");
   if (train.cols != model.NumInputs()) {

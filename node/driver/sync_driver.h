@@ -44,6 +44,7 @@ struct CodedTrainerOptions {
   int layers = 2;                   // L
   int s = 1;                        // stragglers tolerated per parent (coded-tree, gc)
   uint64_t code_seed = 1;           // cyclic codes: the draw of H
+  gossip::PsOptions ps;             // mode ps: the servers' shape
   int64_t global_batch = 0;         // positions per iteration; 0: the whole training set
   uint64_t seed = 1;                // initial model and mini-batch order
   // The machine's own keys (gossip/sync_node.h: iterations, time limit, SGD, evaluation,

@@ -87,20 +87,25 @@ inline std::vector<float> CentralSgd(const SyncTrainingSetup& setup, bool nester
   return x;
 }
 
-// Runs `mode` (n children per parent, `layers`, `s` tolerated stragglers) on `device`. With
-// `held`, that process is stopped (SIGSTOP) once the ranks are assembled.
+// Runs `mode` (n children per parent, `layers`, `s` tolerated stragglers; ps: n workers and the
+// servers of `ps`) on `device`. With `held`, that process is stopped (SIGSTOP) once the ranks
+// are assembled. The model returned is rank 0's: the root's, ring rank 0's, ps server 0's (every
+// server's final slice assembled there).
 inline SyncTrainingRun RunSyncTraining(const SyncTrainingSetup& setup,
                                        const kernels::Device& device, gossip::Mode mode, int n,
                                        int layers, int s, std::optional<size_t> held = std::nullopt,
-                                       bool nesterov = false) {
+                                       bool nesterov = false, const gossip::PsOptions& ps = {}) {
   using Cluster = NodeCluster<gossip::SyncNode>;
-  std::printf("%s (n %d, L %d, s %d) on %s: %lld rows, batch %lld, %lld iterations, seed %llu%s\n",
-              std::string(gossip::ModeName(mode)).c_str(), n, layers, s, device.ToString().c_str(),
+  std::printf("%s (n %d, L %d, s %d%s) on %s: %lld rows, batch %lld, %lld iterations, seed %llu%s\n",
+              std::string(gossip::ModeName(mode)).c_str(), n, layers, s,
+              mode == gossip::Mode::kPs ? (", " + std::to_string(ps.servers) + " servers, " +
+                                           gossip::PsDescription(ps)).c_str() : "",
+              device.ToString().c_str(),
               static_cast<long long>(setup.kRows), static_cast<long long>(setup.kBatch),
               static_cast<long long>(setup.kIterations), static_cast<unsigned long long>(setup.kSeed),
               held ? (", process " + std::to_string(*held) + " held").c_str() : "");
   SyncTrainingRun run;
-  auto plan = gossip::MakeSyncPlan(mode, n, layers, s, 1);
+  auto plan = gossip::MakeSyncPlan(mode, n, layers, s, 1, ps);
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return run;
   const auto processes = static_cast<size_t>(plan->processes);

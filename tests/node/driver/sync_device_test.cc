@@ -1,6 +1,7 @@
 // The synchronous modes on the CPU device with a real model (issue 21): every mode's root ends
 // on the model of centralized SGD over the same global batches — through the device-resident
-// decode, ring and SGD step — also when a straggler is left out of the decode.
+// decode, ring and SGD step — also when a straggler is left out of the decode. The synchronous
+// parameter server (one server or the model sharded over three) ends on the same model.
 #include "tests/testing/sync_training.h"
 
 namespace murmur::node {
@@ -21,17 +22,21 @@ TEST(SyncDeviceTest, EveryModeTrainsAsCentralizedSgdOnTheCpuDevice) {
     Mode mode;
     int n, layers, s;
     std::optional<size_t> held;
+    gossip::PsOptions ps = {};
   };
   const Case cases[] = {
       {Mode::kCodedTree, 2, 2, 1, size_t{4}},  // a leaf under parent 2 never answers
       {Mode::kTree, 2, 2, 0, std::nullopt},
       {Mode::kGc, 3, 1, 1, size_t{2}},
       {Mode::kRing, 4, 1, 0, std::nullopt},
+      // Synchronous parameter servers compute the same global step (issue 65), sharded or not.
+      {Mode::kPs, 4, 1, 0, std::nullopt, {.servers = 1}},
+      {Mode::kPs, 4, 1, 0, std::nullopt, {.servers = 3}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(gossip::ModeName(c.mode)));
     const auto run = testing::RunSyncTraining(setup, kernels::Device::Cpu(), c.mode, c.n, c.layers,
-                                              c.s, c.held);
+                                              c.s, c.held, false, c.ps);
     EXPECT_EQ(run.iterations, static_cast<uint64_t>(setup.kIterations));
     if (c.held) {
       EXPECT_GE(run.children_ignored, static_cast<uint64_t>(setup.kIterations));
