@@ -13,6 +13,11 @@ together). A mode's row is its best rate: the highest mean accuracy over the see
           EPOCHS x 60000 / (64 N) iterations of global batch 64 N
   outer   murmur local --nodes N with murmur's outer optimizer (--outer), its default settings
   choco   murmur local --nodes N --outer none: CHOCO-SGD, top-1 % with fp16 values every step
+  ps, ps-backup, ps-async, ps-ssp
+          murmur local --mode ps --n N --L 1: one parameter server and N workers, the ring's
+          iterations and global batch; bulk synchronous (ps), with one backup worker
+          (--backup 1), asynchronous (--ps-sync async: the budget's N x iterations gradients
+          applied one by one) and stale-synchronous (--ps-sync ssp:2)
 A gossip run's accuracy is its cluster model's: the average every node adopts at the consensus
 finish. Bytes per node: gossip's as measured (the finish included); ring's 2 (N - 1) / N of the
 fp32 model per iteration, what a ring all-reduce moves. Wall time is the run's, on this machine
@@ -32,7 +37,11 @@ import time
 
 TRAIN_ROWS = 60000
 PARAMS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10
-DEFAULT_LRS = {"ring": [0.05, 0.1, 0.2], "outer": [0.03, 0.05, 0.1], "choco": [0.05, 0.1, 0.2]}
+DEFAULT_LRS = {"ring": [0.05, 0.1, 0.2], "outer": [0.03, 0.05, 0.1], "choco": [0.05, 0.1, 0.2],
+               "ps": [0.05, 0.1, 0.2], "ps-backup": [0.05, 0.1, 0.2],
+               "ps-async": [0.02, 0.05, 0.1], "ps-ssp": [0.02, 0.05, 0.1]}
+PS_FORMS = {"ps": [], "ps-backup": ["--backup", "1"], "ps-async": ["--ps-sync", "async"],
+            "ps-ssp": ["--ps-sync", "ssp:2"]}
 COMMON = ["--lr-schedule", "cosine", "--warmup-epochs", "0.2", "--nesterov=true",
           "--progress", "none", "--json"]
 
@@ -77,6 +86,19 @@ def one(m, mode, n, epochs, lr, seed, backend="local"):
         r, wall = run([m, "local", "--mode", "ring", "--n", str(n), "--L", "1", "--iterations",
                        str(iterations), "--global-batch", str(64 * n), "--eval-every", "0"] + base)
         return r["accuracy"], iterations * 2 * (n - 1) / n * 4 * PARAMS / 1e6, wall
+    if mode in PS_FORMS:
+        # A diverged run (asynchrony adds momentum of its own) scores 0 rather than ending the grid.
+        iterations = math.ceil(epochs * TRAIN_ROWS / (64 * n))
+        cmd = [m, "local", "--mode", "ps", "--n", str(n), "--L", "1", "--iterations",
+               str(iterations), "--global-batch", str(64 * n), "--eval-every", "0"] + base
+        t0 = time.monotonic()
+        out = subprocess.run(cmd + PS_FORMS[mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+        r = json.loads(lines[-1]) if lines else {}
+        # Bytes per worker: everything sent (the server's models and the workers' gradients) / N.
+        mb = r.get("bytes_sent_total", 0) / n / 1e6
+        return (r.get("accuracy") or 0.0) if r.get("ok") else 0.0, mb, time.monotonic() - t0
     extra = ["--outer", "none"] if mode == "choco" else []
     g, wall = run([m, "local", "--nodes", str(n), "--epochs", str(epochs)] + base + extra)
     acc = g["cluster_accuracy"] if g.get("cluster_accuracy") is not None else g["mean_accuracy"]

@@ -318,28 +318,12 @@ Status CheckNetwork(const LocalConfig& config, int processes) {
   return net::CheckCanBuild();
 }
 
-// `--nodes N` in a synchronous mode: N workers in one layer (n = N, L = 1), so that one
-// scenario compares every mode at the same N; with n or L given too they must make N workers.
 Status NodesAsOneLayer(const std::set<std::string>& given, std::map<std::string, std::string>& texts,
                        LocalConfig& config) {
-  if (given.count("n") > 0 || given.count("L") > 0) {
-    auto plan = SyncPlanFrom(config.mode, config.coded);
-    if (plan.ok() && static_cast<int>(plan->workers) != config.nodes) {
-      return InvalidArgumentError(fmt::format(
-          "nodes: {} workers, but n {} and L {} make {}; give nodes alone (one layer of N) or n "
-          "and L alone", config.nodes, config.coded.n, config.coded.L, plan->workers));
-    }
-    return OkStatus();
-  }
-  if (config.nodes > 64) {
-    return InvalidArgumentError(fmt::format(
-        "nodes: {} workers in one layer of a {} exceed its 64 children; give n and L instead",
-        config.nodes, gossip::ModeName(config.mode)));
-  }
-  config.coded.n = config.nodes;
-  config.coded.L = 1;
-  texts["n"] = std::to_string(config.nodes);
-  texts["L"] = "1";
+  const bool shaped = given.count("n") > 0 || given.count("L") > 0;
+  MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(config.mode, config.nodes, shaped, config.coded));
+  texts["n"] = std::to_string(config.coded.n);
+  texts["L"] = std::to_string(config.coded.L);
   return OkStatus();
 }
 

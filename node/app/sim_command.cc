@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -56,8 +57,16 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       if (Status s = parser_.SetConfigPath(scenario_); !s.ok()) return Refuse(s);
     }
     std::map<std::string, std::string> texts;
-    StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv, &texts);
+    std::set<std::string> given;
+    StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv, &texts, &given);
     if (!resolved.ok()) return Refuse(resolved.status());
+    if (std::optional<gossip::Mode> m = gossip::ParseMode(resolved->mode);
+        m && gossip::IsSyncMode(*m) && given.count("nodes") > 0) {
+      const bool shaped = given.count("n") > 0 || given.count("L") > 0;
+      if (Status s = NodesAsOneLayer(*m, resolved->nodes, shaped, resolved->coded); !s.ok()) {
+        return Refuse(s);
+      }
+    }
     const SimConfig& c = *resolved;
     if (std::optional<gossip::Mode> mode = gossip::ParseMode(c.mode)) {
       Status s = RefuseOtherModeKeys(*mode, parser_.ResolvedFlags(texts, OtherModeKeys(*mode)));

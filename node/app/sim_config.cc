@@ -31,8 +31,8 @@ const ConfigSchema<SimConfig>& SimSchema() {
               "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
               "processes with a root)")
         .Integer("nodes", &C::nodes, 16, 1, 100000,
-                 "simulated processes (membership, gossip; the synchronous modes take as many as "
-                 "their shape n, L needs)")
+                 "simulated processes (membership, gossip); in a synchronous mode or ps, given, "
+                 "its N workers in one layer (as n = N, L = 1), else the shape n, L gives")
         .Real("duration", &C::duration, "600", 0.001, 1e7,
               "virtual seconds at most; a training run ends earlier when every node's run is over")
         .Text("network", &C::network, "1GbE",

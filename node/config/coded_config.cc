@@ -11,9 +11,9 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
   static const ConfigSchema<CodedConfig>* schema = [] {
     using C = CodedConfig;
     auto* s = new ConfigSchema<CodedConfig>();
-    s->Integer("n", &C::n, 3, 1, 64,
-               "coded-tree, tree: children per parent; every mode runs N = n + n^2 + ... + n^L "
-               "workers")
+    s->Integer("n", &C::n, 3, 1, 4096,
+               "coded-tree, tree: children per parent (at most 64, the codes' limit); every mode "
+               "runs N = n + n^2 + ... + n^L workers (ring and ps: n with L = 1)")
         .Integer("L", &C::L, 2, 1, 8, "coded-tree, tree: layers of workers under the root")
         .Integer("s", &C::s, 1, 0, 63,
                  "coded-tree: stragglers tolerated among each parent's n children; gc: among "
@@ -160,6 +160,26 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.ps = PsOptionsFrom(coded);
   MURMUR_RETURN_IF_ERROR(SyncPlanFrom(mode, coded).status());
   return o;
+}
+
+Status NodesAsOneLayer(gossip::Mode mode, int64_t nodes, bool shaped, CodedConfig& coded) {
+  if (shaped) {
+    auto plan = SyncPlanFrom(mode, coded);
+    if (plan.ok() && plan->workers != nodes) {
+      return InvalidArgumentError(fmt::format(
+          "nodes: {} workers, but n {} and L {} make {}; give nodes alone (one layer of N) or n "
+          "and L alone", nodes, coded.n, coded.L, plan->workers));
+    }
+    return OkStatus();
+  }
+  if (nodes > coding::kMaxCodeWorkers && mode != gossip::Mode::kRing && mode != gossip::Mode::kPs) {
+    return InvalidArgumentError(fmt::format(
+        "nodes: {} workers in one layer of a {} exceed its code's {} children; give n and L "
+        "instead", nodes, gossip::ModeName(mode), coding::kMaxCodeWorkers));
+  }
+  coded.n = static_cast<int>(nodes);
+  coded.L = 1;
+  return OkStatus();
 }
 
 gossip::PsOptions PsOptionsFrom(const CodedConfig& coded) {

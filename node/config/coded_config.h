@@ -41,6 +41,10 @@ std::vector<std::string> OtherModeKeys(gossip::Mode mode);
 // flag must do what it says. OK when `set_flags` is empty.
 Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags);
 
+// `--nodes N` in a synchronous mode: N workers in one layer (n = N, L = 1), so that one
+// scenario compares every mode at the same N; with n or L given too (`shaped`) they must make N
+// workers. kInvalidArgument with the reason.
+Status NodesAsOneLayer(gossip::Mode mode, int64_t nodes, bool shaped, CodedConfig& coded);
 // The parameter servers' shape the keys give.
 gossip::PsOptions PsOptionsFrom(const CodedConfig& coded);
 // The plan of a synchronous mode (or ps) from its keys; kInvalidArgument with the reason.
