@@ -9,9 +9,9 @@ Every row is one `murmur sim` run (protocol fidelity: the real machines and wire
 iteration, a machine per node):
   ps K=k   --mode ps --servers k: k servers, each sending its slice of the model to every worker
            and receiving every worker's gradient slice each iteration (bulk synchronous)
-  gossip   --mode gossip with murmur's defaults, about 60 steps per node: the median node's time
-           from the first step to its end of training, per step
-Time per iteration is the mean of the run's iterations (gossip: its steps) in virtual time; the
+  gossip   --mode gossip with murmur's defaults: the marginal time of a step (the median node's
+           end of training at about 40 and at 120 steps per node, the difference per step)
+Time per iteration is the median of the run's iterations in virtual time (gossip: per step); the
 busiest node's bytes per iteration say which link carries the load.
 """
 import argparse
@@ -34,7 +34,7 @@ def main():
     p.add_argument("--workers", default="16,64,256")
     p.add_argument("--servers", default="1,4,16")
     p.add_argument("--network", default="1GbE")
-    p.add_argument("--iterations", type=int, default=4)
+    p.add_argument("--iterations", type=int, default=8)
     p.add_argument("--out")
     a = p.parse_args()
     rows = []
@@ -44,24 +44,29 @@ def main():
                 str(64 * n), "--eval-every", "0"]
         systems = [(f"ps K={k}", ["--mode", "ps", "--servers", str(k)] + sync)
                    for k in [int(x) for x in a.servers.split(",")]]
-        # Gossip: enough samples for about 60 steps per node.
-        systems.append(("gossip", ["--mode", "gossip", "--nodes", str(n), "--epochs",
-                                   f"{60 * 64 * n / 60000:.6f}", "--finish-wait-s", "0"]))
         for name, args in systems:
             r = sim(a.murmur, common + args)
             nodes = r["per_node"]
-            if name == "gossip":
-                # Each node's time from the first step to its end of training, per step.
-                per_node = [(x["finished_s"] - r["first_step_s"]) / x["steps"]
-                            for x in nodes if x["steps"] > 0 and x["finished_s"] > 0]
-                ms = 1e3 * sorted(per_node)[len(per_node) // 2]
-                per = max(1, sum(x["steps"] for x in nodes) / len(nodes))
-            else:
-                ms = r["iteration_ms_mean"]
-                per = max(1, r["iterations"])
+            ms = r["iteration_ms_p50"]
+            per = max(1, r["iterations"])
             busiest = max(x["bytes_sent"] + x["bytes_received"] for x in nodes) / per / 1e6
             rows.append(f"| {n} | {name} | {ms:.1f} | {busiest:.2f} |")
             print(rows[-1], flush=True)
+        # Gossip: the marginal time of a step, from two budgets (about 40 and 120 steps per node),
+        # so that joining and the end of the run cancel out.
+        runs = []
+        for steps in (40, 120):
+            r = sim(a.murmur, common + ["--mode", "gossip", "--nodes", str(n), "--epochs",
+                                        f"{steps * 64 * n / 60000:.6f}", "--finish-wait-s", "0"])
+            nodes = [x for x in r["per_node"] if x["steps"] > 0 and x["finished_s"] > 0]
+            ends = sorted(x["finished_s"] for x in nodes)
+            runs.append((ends[len(ends) // 2], sum(x["steps"] for x in nodes) / len(nodes),
+                         max(x["bytes_sent"] + x["bytes_received"] for x in nodes)))
+        (t0, s0, b0), (t1, s1, b1) = runs
+        ms = 1e3 * (t1 - t0) / (s1 - s0)
+        busiest = (b1 - b0) / (s1 - s0) / 1e6
+        rows.append(f"| {n} | gossip | {ms:.1f} | {busiest:.2f} |")
+        print(rows[-1], flush=True)
     command = " ".join(sys.argv)
     table = ["| workers | system | ms per iteration | busiest node's MB per iteration (in + out) |",
              "|---|---|---|---|"] + rows

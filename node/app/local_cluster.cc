@@ -516,7 +516,7 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
     }
     if (by_rank && !ranks) {
       return InvalidArgumentError("straggle: '" + item + "': rank=R is for the synchronous modes "
-                                  "(coded-tree, tree, gc, ring); name a node with node=K");
+                                  "(coded-tree, tree, gc, ring, ps); name a node with node=K");
     }
     const size_t comma = item.find(',');
     const size_t eq = item.find('=');

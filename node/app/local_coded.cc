@@ -1,4 +1,4 @@
-// `murmur local` for the synchronous modes (coded-tree, tree, gc, ring): the processes of the
+// `murmur local` for the synchronous modes (coded-tree, tree, gc, ring, ps): the processes of the
 // tree or ring, their table (role, rank, iterations, compute and injected time, late answers)
 // and the report (loss, accuracy, iteration times).
 
@@ -24,8 +24,12 @@ class CodedLocal : public LocalMode {
         devices_(std::move(devices)) {
     what_ = std::string(gossip::ModeName(config.mode));
     if (plan_.code) what_ += ": " + plan_.code->ToString();
+    if (config.mode == Mode::kPs) {
+      what_ += fmt::format(" ({}), {} server{}", gossip::PsDescription(plan_.ps), plan_.ps.servers,
+                           plan_.ps.servers == 1 ? "" : "s");
+    }
     what_ += fmt::format(", N = {} workers", plan_.workers);
-    if (config.mode != Mode::kGc && config.mode != Mode::kRing) {
+    if (config.mode != Mode::kGc && config.mode != Mode::kRing && config.mode != Mode::kPs) {
       what_ += fmt::format(" (n = {}, L = {})", config.coded.n, config.coded.L);
     }
     what_ += ", on " + PlacementSummary(devices_);
@@ -108,6 +112,13 @@ class CodedLocal : public LocalMode {
       j["rejected"] = rejected;
       j["bytes_sent"] = sent;
       j["bytes_sent_total"] = sent_total;
+      if (config_.mode == Mode::kPs) {
+        j["servers"] = plan_.ps.servers;
+        j["ps_sync"] = gossip::PsDescription(plan_.ps);
+        for (const char* key : {"applied", "staleness_mean", "staleness_max", "gated"}) {
+          j[key] = have && head.contains(key) ? head[key] : nlohmann::json(nullptr);
+        }
+      }
       if (PrintJson(j, wall, killed, out)) return;
     }
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
@@ -118,6 +129,12 @@ class CodedLocal : public LocalMode {
                   head["iteration"].dump().c_str(), Cell(head, "loss", "{:.5f}").c_str(),
                   Cell(head, "accuracy", "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
+      if (config_.mode == Mode::kPs && head.contains("applied")) {
+        std::printf("  server 0 applied %s gradients, staleness %s mean, %s max; %s replies held "
+                    "by the SSP bound\n",
+                    head["applied"].dump().c_str(), Cell(head, "staleness_mean", "{:.2f}").c_str(),
+                    head["staleness_max"].dump().c_str(), head["gated"].dump().c_str());
+      }
     }
     std::printf("  sent %.1f MB in all (every process, every message)\n", sent_total / 1e6);
     std::printf("  late answers dropped per node:");

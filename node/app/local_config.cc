@@ -11,7 +11,8 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
     s->Enum("mode", &C::mode, "gossip", ModeChoices(),
             "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
             "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
-            "gc, ring: its baselines on the same N workers; membership: only show who sees whom")
+            "gc, ring: its baselines on the same N workers; ps: --servers K parameter servers "
+            "and N workers (full, async or ssp:S); membership: only show who sees whom")
         .Integer("nodes", &C::nodes, 4, 1, 256,
                  "nodes to start (gossip, membership); in coded-tree, tree, gc and ring, when "
                  "given, the workers of a one-layer shape (n = nodes, L = 1; without it n and L "

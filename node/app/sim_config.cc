@@ -29,7 +29,7 @@ const ConfigSchema<SimConfig>& SimSchema() {
               "CHOCO averaging alone in synchronous rounds (every node from its own random "
               "vector, no local steps; the error per round); gossip: "
               "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
-              "processes with a root)")
+              "processes with a root); ps: K parameter servers and N workers")
         .Integer("nodes", &C::nodes, 16, 1, 100000,
                  "simulated processes (membership, gossip); in a synchronous mode or ps, given, "
                  "its N workers in one layer (as n = N, L = 1), else the shape n, L gives")

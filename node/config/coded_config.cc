@@ -87,7 +87,7 @@ Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& se
   const std::string& flag = set_flags.front();
   if (mode == gossip::Mode::kGossip) {
     return InvalidArgumentError(fmt::format(
-        "{}: a key of the synchronous modes (--mode coded-tree|tree|gc|ring); gossip does not "
+        "{}: a key of the synchronous modes (--mode coded-tree|tree|gc|ring|ps); gossip does not "
         "use it (its budget is epochs, target_accuracy or time_limit_s)",
         flag));
   }

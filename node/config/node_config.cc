@@ -14,7 +14,8 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
     s->Enum("mode", &C::mode, "gossip", ModeChoices(),
             "gossip: train with CHOCO-SGD over compressed gossip; coded-tree: CodedReduce tree "
             "aggregation; tree, gc, ring: its baselines (uncoded tree, flat gradient coding, "
-            "ring all-reduce); membership: only keep membership (no training)")
+            "ring all-reduce); ps: parameter servers (--servers, --ps-sync); membership: only "
+            "keep membership (no training)")
         .Integer("id", &C::id, int64_t{0}, int64_t{0}, int64_t{1} << 62,
                  "node id, unique in the cluster; 0 derives one from the advertised address")
         .Text("listen", &C::listen, "tcp://127.0.0.1:7070",

@@ -46,7 +46,7 @@ struct NodeConfig {
   std::string save_model;
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
-  // Synchronous modes (coded-tree, tree, gc, ring).
+  // Synchronous modes (coded-tree, tree, gc, ring, ps).
   CodedConfig coded;
 };
 

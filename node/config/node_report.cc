@@ -134,6 +134,14 @@ std::string CodedProgressJson(const CodedProgress& p) {
   j["stale_own"] = p.stats.stale_own;
   j["duplicates"] = p.stats.duplicates;
   j["undecodable_waits"] = p.stats.undecodable_waits;
+  if (p.mode == "ps") {  // a server's gradients and their staleness (param_server.h)
+    j["applied"] = p.stats.applied;
+    j["staleness_mean"] = p.stats.applied > 0 ? static_cast<double>(p.stats.staleness_sum) /
+                                                    static_cast<double>(p.stats.applied)
+                                              : 0.0;
+    j["staleness_max"] = p.stats.staleness_max;
+    j["gated"] = p.stats.gated;
+  }
   j["rejected"] = p.rejected_messages;
   j["refused_views"] = p.refused_views;
   j["early_dropped"] = p.early_dropped;

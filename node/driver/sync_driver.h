@@ -1,10 +1,11 @@
 #pragma once
-// The real driver of gossip::SyncNode (`murmur node --mode coded-tree|tree|gc|ring`):
+// The real driver of gossip::SyncNode (`murmur node --mode coded-tree|tree|gc|ring|ps`):
 //   coded-tree  CodedReduce: L layers, n children per parent, parents decode after any n - s
 //               children (coding/coded_tree.h, gossip/coded_reduce.h);
 //   tree        the same tree with s = 0 (waits for every child);
 //   gc          flat gradient coding: the root aggregates N = n + ... + n^L workers, any N - s;
-//   ring        synchronous ring all-reduce over the same N workers (no root).
+//   ring        synchronous ring all-reduce over the same N workers (no root);
+//   ps          K parameter servers and the same N workers (gossip/param_server.h).
 // Every mode works on the same N workers and the same data, so their iteration times compare.
 // Rank assembly, the aggregation, the SGD step and the end of the run are the machine's
 // (gossip/sync_node.h); this driver moves messages between it and a PeerNode and answers its
