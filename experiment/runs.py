@@ -78,7 +78,7 @@ def mode_of(run):
 
 
 def is_sync(run):
-    return mode_of(run) in ("coded-tree", "tree", "gc", "ring")
+    return mode_of(run) in ("coded-tree", "tree", "gc", "ring", "ps")
 
 
 def accuracy_curve(run):
