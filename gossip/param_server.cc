@@ -1,9 +1,9 @@
 #include "gossip/param_server.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "base/check.h"
 
@@ -19,12 +19,13 @@ StatusOr<PsSyncSpec> ParsePsSync(std::string_view text) {
     if (ec == std::errc() && end == bound.data() + bound.size() && s >= 0) {
       return PsSyncSpec{PsSync::kSsp, s};
     }
-    return InvalidArgumentError(fmt::format(
-        "'{}': the staleness bound after 'ssp:' must be an integer >= 0", text));
+    return InvalidArgumentError(
+        fmt::format("'{}': the staleness bound after 'ssp:' must be an integer >= 0", text));
   }
   return InvalidArgumentError(fmt::format(
       "'{}': expected full (bulk synchronous), async, or ssp:S (stale-synchronous: a worker at "
-      "most S gradients ahead of the slowest)", text));
+      "most S gradients ahead of the slowest)",
+      text));
 }
 
 std::string PsDescription(const PsOptions& o) {
@@ -46,12 +47,14 @@ Status ValidatePs(const PsOptions& o, int64_t workers) {
         o.backup, workers));
   }
   if (o.backup > 0 && o.sync != PsSync::kFull) {
-    return InvalidArgumentError("backup workers are for ps_sync full (async and ssp never wait "
-                                "for every worker)");
+    return InvalidArgumentError(
+        "backup workers are for ps_sync full (async and ssp never wait "
+        "for every worker)");
   }
   if (o.staleness_lr && o.sync == PsSync::kFull) {
-    return InvalidArgumentError("staleness_lr is for ps_sync async or ssp:S (a synchronous "
-                                "server's gradients are never stale)");
+    return InvalidArgumentError(
+        "staleness_lr is for ps_sync async or ssp:S (a synchronous "
+        "server's gradients are never stale)");
   }
   if (o.ssp_bound < 0) return InvalidArgumentError("the SSP bound must be >= 0");
   return OkStatus();
@@ -86,8 +89,7 @@ void PsServer::Step(int64_t from, const CodedMessage& h, std::span<const float> 
   const int64_t w = Worker(from);
   if (w < 0 || w >= options_.workers || h.kind != CodedMessage::Kind::kPartialGradient ||
       h.tree_position != static_cast<uint32_t>(options_.server) || v.size() != model_.size() ||
-      h.dimension != options_.dimension ||
-      h.iteration > version_ || applying_) {
+      h.dimension != options_.dimension || h.iteration > version_ || applying_) {
     ++stats_.rejected;
     return;
   }
@@ -139,8 +141,8 @@ void PsServer::TryCut() {
   stats_.children_waited += got_.size();
   stats_.children_ignored += live_.size() - std::min(live_.size(), got_.size());
   applying_ = true;
-  actions_.emplace_back(Aggregated{version_, result_.span(),
-                                   1.0 / static_cast<double>(positions_), range_.first});
+  actions_.emplace_back(
+      Aggregated{version_, result_.span(), 1.0 / static_cast<double>(positions_), range_.first});
 }
 
 void PsServer::Applied(std::span<const float> slice) {
@@ -186,11 +188,11 @@ void PsServer::Release() {
 }
 
 void PsServer::Reply(int64_t w) {
-  actions_.emplace_back(CodedSend{
-      w + options_.ps.servers,
-      CodedMessage{CodedMessage::Kind::kModel, version_, static_cast<uint32_t>(options_.server),
-                   options_.dimension},
-      model_});
+  actions_.emplace_back(
+      CodedSend{w + options_.ps.servers,
+                CodedMessage{CodedMessage::Kind::kModel, version_,
+                             static_cast<uint32_t>(options_.server), options_.dimension},
+                model_});
 }
 
 void PsServer::DropWorker(int64_t rank) {
@@ -238,8 +240,8 @@ void PsWorker::Step(int64_t from, const CodedMessage& h, std::span<const float> 
   std::copy(v.begin(), v.end(), model_.begin() + static_cast<std::ptrdiff_t>(begin));
   version_[k] = h.iteration;
   answered_ |= uint64_t{1} << k;
-  const uint64_t all = options_.ps.servers == 64 ? ~uint64_t{0}
-                                                 : (uint64_t{1} << options_.ps.servers) - 1;
+  const uint64_t all =
+      options_.ps.servers == 64 ? ~uint64_t{0} : (uint64_t{1} << options_.ps.servers) - 1;
   if (options_.ps.sync == PsSync::kFull) {
     const uint64_t next = *std::min_element(version_.begin(), version_.end());
     if (next <= current_) return;

@@ -57,7 +57,7 @@ StatusOr<PsSyncSpec> ParsePsSync(std::string_view text);
 
 // The parameter server's shape (SyncPlan::ps).
 struct PsOptions {
-  int64_t servers = 1;        // K
+  int64_t servers = 1;  // K
   PsSync sync = PsSync::kFull;
   int64_t ssp_bound = 0;      // S, for kSsp
   int64_t backup = 0;         // b, for kFull: step with the first N - b gradients
@@ -76,7 +76,7 @@ class PsServer {
   struct Options {
     int64_t server = 0;  // k (its rank)
     int64_t workers = 1;
-    int64_t batch = 1;   // B
+    int64_t batch = 1;       // B
     uint32_t dimension = 0;  // d, the whole model
     PsOptions ps;
     kernels::Device device = kernels::Device::Cpu();
@@ -110,13 +110,13 @@ class PsServer {
   const std::pair<size_t, size_t> range_;
   std::vector<float> model_;  // host: this server's slice after the latest update
   uint64_t version_ = 0;
-  std::set<int64_t> live_;    // live workers (worker indices)
+  std::set<int64_t> live_;       // live workers (worker indices)
   std::vector<int64_t> pushes_;  // gradients received per worker
   // full: iteration version_'s sum so far (double), who is in it and how many positions.
   std::vector<double> sum_;
   std::set<int64_t> got_;
   int64_t positions_ = 0;
-  bool applying_ = false;  // an Aggregated is out and Applied has not come yet
+  bool applying_ = false;          // an Aggregated is out and Applied has not come yet
   std::optional<int64_t> answer_;  // async, ssp: the worker whose gradient is being applied
   std::set<int64_t> deferred_;     // ssp: replies held by the staleness bound
   kernels::Buffer<float> result_;  // on the device: what Aggregated points at

@@ -451,9 +451,11 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
   if (non_finite > 0) {
     return Fail(FailedPreconditionError(fmt::format(
         "iteration {}: the gradient has {} non-finite values: training diverged (try a lower "
-        "--lr{})", result.iteration, non_finite,
+        "--lr{})",
+        result.iteration, non_finite,
         plan_.mode == Mode::kPs && plan_.ps.sync != PsSync::kFull
-            ? ", or --staleness-lr: asynchrony adds momentum of its own" : "")));
+            ? ", or --staleness-lr: asynchrony adds momentum of its own"
+            : "")));
   }
   if (worker_) {
     worker_->Step(OwnPart{result.iteration, result.partial}, o_.device);
@@ -483,15 +485,16 @@ void SyncNode::Update(const Aggregated& done) {
   MURMUR_CHECK_OK(kernels::ZeroBytes(o_.device, grad.data(), n * sizeof(float)));
   MURMUR_CHECK_OK(kernels::Axpy(o_.device, inv, done.gradient, grad));
   // The schedule runs over samples: B per iteration, one worker's B / N per async update.
-  const int64_t samples = static_cast<int64_t>(s_.iteration) * o_.batch /
-                          static_cast<int64_t>(UpdatesPerIteration());
+  const int64_t samples =
+      static_cast<int64_t>(s_.iteration) * o_.batch / static_cast<int64_t>(UpdatesPerIteration());
   const double lr = o_.lr_schedule.has_value() ? o_.lr_schedule->At(samples) : o_.lr;
   kernels::SgdOptions sgd{.learning_rate = lr,
                           .momentum = o_.momentum,
                           .weight_decay = o_.weight_decay,
                           .nesterov = o_.nesterov};
   MURMUR_CHECK_OK(kernels::SgdStep<float>(
-      o_.device, sgd, grad, velocity_.empty() ? velocity_.span() : velocity_.span().subspan(done.offset, n),
+      o_.device, sgd, grad,
+      velocity_.empty() ? velocity_.span() : velocity_.span().subspan(done.offset, n),
       params_.span().subspan(done.offset, n)));
   host_stale_ = true;
 }
@@ -557,7 +560,8 @@ void SyncNode::Tick(TimePoint now) {
       return;
     }
     case Phase::kLingering:
-      if (evaluating_final_ && !final_sent_ && IsServer() && now > linger_until_ + o_.join_timeout) {
+      if (evaluating_final_ && !final_sent_ && IsServer() &&
+          now > linger_until_ + o_.join_timeout) {
         return Fail(DeadlineExceededError(
             "server 0 never got every other server's final slice: the final model is incomplete"));
       }

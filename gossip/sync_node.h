@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/lr_schedule.h"
 #include "base/status.h"
 #include "coding/coded_tree.h"
 #include "coding/gradient_code.h"
@@ -57,7 +58,6 @@
 #include "gossip/node_io.h"
 #include "gossip/param_server.h"
 #include "kernels/device.h"
-#include "base/lr_schedule.h"
 #include "kernels/memory.h"
 
 namespace murmur::gossip {
@@ -174,7 +174,9 @@ class SyncNode {
   void FinishPs();
   void TakeFinalSlice(int64_t server, const CodedMessage& header, std::span<const float> slice,
                       TimePoint now);
-  bool IsServer() const { return plan_.mode == Mode::kPs && rank_ >= 0 && rank_ < plan_.ps.servers; }
+  bool IsServer() const {
+    return plan_.mode == Mode::kPs && rank_ >= 0 && rank_ < plan_.ps.servers;
+  }
   // Model updates in the budget and between evaluations: a ps server in async or ssp form
   // counts one per worker gradient (N per iteration), every other node one per iteration.
   uint64_t UpdatesPerIteration() const;

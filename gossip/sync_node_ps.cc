@@ -2,9 +2,9 @@
 // servers' single point of failure, and the final model of a sharded server assembled at
 // server 0 for its evaluation.
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/check.h"
 #include "coding/update_codec.h"
@@ -39,8 +39,8 @@ void SyncNode::CheckPsMembers(const MemberView& view, const std::vector<NodeId>&
     if (id == o_.self || std::binary_search(live.begin(), live.end(), id)) continue;
     const auto entry = std::find_if(view.members.begin(), view.members.end(),
                                     [&](const MemberEntry& m) { return m.id == id; });
-    const bool ended = entry != view.members.end() &&
-                       (entry->finished || entry->state == MemberState::kLeft);
+    const bool ended =
+        entry != view.members.end() && (entry->finished || entry->state == MemberState::kLeft);
     if (static_cast<int64_t>(r) < plan_.ps.servers) {
       if (ended || peer_finished_) continue;
       return Fail(UnavailableError(fmt::format(
@@ -65,8 +65,8 @@ void SyncNode::FinishPs() {
     auto bytes = std::make_shared<std::vector<std::byte>>();
     coding::EncodeDense(model().subspan(begin, end - begin), *bytes);
     Emit(SendTo{ids_[0],
-                CodedMessage{CodedMessage::Kind::kModel, s_.iteration,
-                             static_cast<uint32_t>(rank_), static_cast<uint32_t>(params_.size())},
+                CodedMessage{CodedMessage::Kind::kModel, s_.iteration, static_cast<uint32_t>(rank_),
+                             static_cast<uint32_t>(params_.size())},
                 std::move(bytes)});
     final_sent_ = true;
     return;

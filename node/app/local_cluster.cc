@@ -515,7 +515,8 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
                                   "worker=W" + std::string(ranks ? " or rank=R" : ""));
     }
     if (by_rank && !ranks) {
-      return InvalidArgumentError("straggle: '" + item + "': rank=R is for the synchronous modes "
+      return InvalidArgumentError("straggle: '" + item +
+                                  "': rank=R is for the synchronous modes "
                                   "(coded-tree, tree, gc, ring, ps); name a node with node=K");
     }
     const size_t comma = item.find(',');

@@ -130,10 +130,11 @@ class CodedLocal : public LocalMode {
                   Cell(head, "accuracy", "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
       if (config_.mode == Mode::kPs && head.contains("applied")) {
-        std::printf("  server 0 applied %s gradients, staleness %s mean, %s max; %s replies held "
-                    "by the SSP bound\n",
-                    head["applied"].dump().c_str(), Cell(head, "staleness_mean", "{:.2f}").c_str(),
-                    head["staleness_max"].dump().c_str(), head["gated"].dump().c_str());
+        std::printf(
+            "  server 0 applied %s gradients, staleness %s mean, %s max; %s replies held "
+            "by the SSP bound\n",
+            head["applied"].dump().c_str(), Cell(head, "staleness_mean", "{:.2f}").c_str(),
+            head["staleness_max"].dump().c_str(), head["gated"].dump().c_str());
       }
     }
     std::printf("  sent %.1f MB in all (every process, every message)\n", sent_total / 1e6);

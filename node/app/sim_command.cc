@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,8 +134,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     int roots = 0;
     if (sync) {
       const gossip::Mode mode = *gossip::ParseMode(c.mode);
-      MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan,
-                              SyncPlanFrom(mode, c.coded));
+      MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan, SyncPlanFrom(mode, c.coded));
       MURMUR_ASSIGN_OR_RETURN(CodedTrainerOptions coded, CodedOptionsFrom(mode, c.coded, c.gossip));
       o.nodes = static_cast<size_t>(plan.processes);
       roots = static_cast<int>(plan.processes - plan.workers);

@@ -56,18 +56,51 @@ std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
   if (mode == gossip::Mode::kGossip) return CodedKeyNames();
   if (!gossip::IsSyncMode(mode)) return {};
   if (mode == gossip::Mode::kPs) {
-    return {"s", "code_seed", "epochs", "compress", "consensus_target", "consensus_slack", "gamma",
-            "topology", "random_peers", "local_steps", "post_local_epoch", "post_local_steps",
-            "max_lead", "max_wait_ms", "max_wait_steps", "straggler_hold_s", "staleness_scale",
-            "target_accuracy", "finish_wait_s", "init"};
+    return {"s",
+            "code_seed",
+            "epochs",
+            "compress",
+            "consensus_target",
+            "consensus_slack",
+            "gamma",
+            "topology",
+            "random_peers",
+            "local_steps",
+            "post_local_epoch",
+            "post_local_steps",
+            "max_lead",
+            "max_wait_ms",
+            "max_wait_steps",
+            "straggler_hold_s",
+            "staleness_scale",
+            "target_accuracy",
+            "finish_wait_s",
+            "init"};
   }
   // Every GossipConfig key but the training ones (TrainConfig) and those CodedOptionsFrom and
   // the synchronous drivers read: time_limit_s, eval_every, eval_samples, straggle.
-  return {"epochs",          "compress",       "consensus_target", "consensus_slack",
-          "gamma",           "topology",       "random_peers",     "local_steps",
-          "post_local_epoch", "post_local_steps", "max_lead",       "max_wait_ms", "max_wait_steps",
-          "straggler_hold_s", "staleness_scale", "target_accuracy", "finish_wait_s",
-          "init", "servers", "ps_sync", "backup", "staleness_lr"};
+  return {"epochs",
+          "compress",
+          "consensus_target",
+          "consensus_slack",
+          "gamma",
+          "topology",
+          "random_peers",
+          "local_steps",
+          "post_local_epoch",
+          "post_local_steps",
+          "max_lead",
+          "max_wait_ms",
+          "max_wait_steps",
+          "straggler_hold_s",
+          "staleness_scale",
+          "target_accuracy",
+          "finish_wait_s",
+          "init",
+          "servers",
+          "ps_sync",
+          "backup",
+          "staleness_lr"};
 }
 
 namespace {
@@ -92,14 +125,15 @@ Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& se
         flag));
   }
   if (IsPsKey(flag)) {
-    return InvalidArgumentError(fmt::format(
-        "{}: a key of --mode ps (the parameter server); --mode {} does not use it", flag,
-        gossip::ModeName(mode)));
+    return InvalidArgumentError(
+        fmt::format("{}: a key of --mode ps (the parameter server); --mode {} does not use it",
+                    flag, gossip::ModeName(mode)));
   }
   if (IsCodeKey(flag)) {
-    return InvalidArgumentError(fmt::format(
-        "{}: a key of the gradient code (coded-tree, gc); --mode ps codes nothing (see "
-        "--backup for its straggler tolerance)", flag));
+    return InvalidArgumentError(
+        fmt::format("{}: a key of the gradient code (coded-tree, gc); --mode ps codes nothing (see "
+                    "--backup for its straggler tolerance)",
+                    flag));
   }
   return InvalidArgumentError(fmt::format(
       "{}: a gossip key; --mode {} does not use it (its budget is iterations, its model the "
@@ -168,14 +202,16 @@ Status NodesAsOneLayer(gossip::Mode mode, int64_t nodes, bool shaped, CodedConfi
     if (plan.ok() && plan->workers != nodes) {
       return InvalidArgumentError(fmt::format(
           "nodes: {} workers, but n {} and L {} make {}; give nodes alone (one layer of N) or n "
-          "and L alone", nodes, coded.n, coded.L, plan->workers));
+          "and L alone",
+          nodes, coded.n, coded.L, plan->workers));
     }
     return OkStatus();
   }
   if (nodes > coding::kMaxCodeWorkers && mode != gossip::Mode::kRing && mode != gossip::Mode::kPs) {
     return InvalidArgumentError(fmt::format(
         "nodes: {} workers in one layer of a {} exceed its code's {} children; give n and L "
-        "instead", nodes, gossip::ModeName(mode), coding::kMaxCodeWorkers));
+        "instead",
+        nodes, gossip::ModeName(mode), coding::kMaxCodeWorkers));
   }
   coded.n = static_cast<int>(nodes);
   coded.L = 1;
@@ -191,8 +227,8 @@ gossip::PsOptions PsOptionsFrom(const CodedConfig& coded) {
 }
 
 StatusOr<gossip::SyncPlan> SyncPlanFrom(gossip::Mode mode, const CodedConfig& coded) {
-  return gossip::MakeSyncPlan(mode, coded.n, coded.L, coded.s, static_cast<uint64_t>(coded.code_seed),
-                              PsOptionsFrom(coded));
+  return gossip::MakeSyncPlan(mode, coded.n, coded.L, coded.s,
+                              static_cast<uint64_t>(coded.code_seed), PsOptionsFrom(coded));
 }
 
 }  // namespace murmur::node

@@ -19,10 +19,10 @@ struct CodedConfig {
   int L = 0;       // layers
   int s = 0;       // stragglers tolerated per parent
   int64_t code_seed = 0;
-  int64_t servers = 0;                 // ps: K
-  gossip::PsSyncSpec ps_sync = {};     // ps: full, async, ssp:S
-  int64_t backup = 0;                  // ps full: backup workers
-  bool staleness_lr = false;           // ps async, ssp
+  int64_t servers = 0;              // ps: K
+  gossip::PsSyncSpec ps_sync = {};  // ps: full, async, ssp:S
+  int64_t backup = 0;               // ps full: backup workers
+  bool staleness_lr = false;        // ps async, ssp
   int64_t iterations = 0;
   int64_t global_batch = 0;
   double report_after_s = 0;

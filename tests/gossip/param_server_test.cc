@@ -234,7 +234,8 @@ bool AllAssembled(Cluster& c) {
 TEST(PsNodeTest, EveryFormEndsItsBudgetWithASlowWorker) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const PsOptions forms[] = {{.servers = 1}, {.servers = 2, .backup = 1},
+    const PsOptions forms[] = {{.servers = 1},
+                               {.servers = 2, .backup = 1},
                                {.servers = 2, .sync = PsSync::kAsync},
                                {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1}};
     const PsOptions ps = forms[seed % 4];

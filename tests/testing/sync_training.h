@@ -96,14 +96,16 @@ inline SyncTrainingRun RunSyncTraining(const SyncTrainingSetup& setup,
                                        int layers, int s, std::optional<size_t> held = std::nullopt,
                                        bool nesterov = false, const gossip::PsOptions& ps = {}) {
   using Cluster = NodeCluster<gossip::SyncNode>;
-  std::printf("%s (n %d, L %d, s %d%s) on %s: %lld rows, batch %lld, %lld iterations, seed %llu%s\n",
-              std::string(gossip::ModeName(mode)).c_str(), n, layers, s,
-              mode == gossip::Mode::kPs ? (", " + std::to_string(ps.servers) + " servers, " +
-                                           gossip::PsDescription(ps)).c_str() : "",
-              device.ToString().c_str(),
-              static_cast<long long>(setup.kRows), static_cast<long long>(setup.kBatch),
-              static_cast<long long>(setup.kIterations), static_cast<unsigned long long>(setup.kSeed),
-              held ? (", process " + std::to_string(*held) + " held").c_str() : "");
+  std::printf(
+      "%s (n %d, L %d, s %d%s) on %s: %lld rows, batch %lld, %lld iterations, seed %llu%s\n",
+      std::string(gossip::ModeName(mode)).c_str(), n, layers, s,
+      mode == gossip::Mode::kPs
+          ? (", " + std::to_string(ps.servers) + " servers, " + gossip::PsDescription(ps)).c_str()
+          : "",
+      device.ToString().c_str(), static_cast<long long>(setup.kRows),
+      static_cast<long long>(setup.kBatch), static_cast<long long>(setup.kIterations),
+      static_cast<unsigned long long>(setup.kSeed),
+      held ? (", process " + std::to_string(*held) + " held").c_str() : "");
   SyncTrainingRun run;
   auto plan = gossip::MakeSyncPlan(mode, n, layers, s, 1, ps);
   EXPECT_TRUE(plan.ok()) << plan.status();
