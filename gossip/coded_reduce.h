@@ -59,6 +59,9 @@ struct CodedSend {
   int64_t to = 0;  // rank
   CodedMessage header;
   std::vector<float> vector;
+  // When not empty, the frame as it goes (a compressed update, coding/update_codec.h) instead
+  // of `vector` encoded dense.
+  std::vector<std::byte> encoded = {};
 };
 // The driver computes this rank's own weighted partial gradient at `model` and steps it in as
 // an OwnPart.

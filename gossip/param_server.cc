@@ -223,6 +223,19 @@ PsWorker::PsWorker(Options options, std::vector<float> initial_model)
       model_(std::move(initial_model)),
       version_(static_cast<size_t>(options.ps.servers), 0) {}
 
+StatusOr<PsWorker> PsWorker::Create(Options options, std::vector<float> initial_model) {
+  PsWorker worker(options, std::move(initial_model));
+  if (options.compress) {
+    for (int64_t k = 0; k < options.ps.servers; ++k) {
+      const auto [begin, end] = PsSlice(worker.model_.size(), options.ps.servers, k);
+      MURMUR_ASSIGN_OR_RETURN(coding::Compressor c,
+                              coding::Compressor::Create(*options.compress, end - begin));
+      worker.compressors_.push_back(std::move(c));
+    }
+  }
+  return worker;
+}
+
 void PsWorker::Start() { actions_.emplace_back(ComputeRequest{0, model_}); }
 
 void PsWorker::Step(int64_t from, const CodedMessage& h, std::span<const float> v) {
@@ -266,13 +279,29 @@ void PsWorker::Step(const OwnPart& own, const kernels::Device& device) {
   answered_ = 0;
   for (int64_t k = 0; k < options_.ps.servers; ++k) {
     const auto [begin, end] = PsSlice(model_.size(), options_.ps.servers, k);
-    actions_.emplace_back(CodedSend{
-        k,
-        CodedMessage{CodedMessage::Kind::kPartialGradient, version_[static_cast<size_t>(k)],
-                     static_cast<uint32_t>(k), options_.dimension},
-        std::vector<float>(gradient_.begin() + static_cast<std::ptrdiff_t>(begin),
-                           gradient_.begin() + static_cast<std::ptrdiff_t>(end))});
+    const std::span<const float> slice(gradient_.data() + begin, end - begin);
+    CodedSend send{k,
+                   CodedMessage{CodedMessage::Kind::kPartialGradient,
+                                version_[static_cast<size_t>(k)], static_cast<uint32_t>(k),
+                                options_.dimension},
+                   {},
+                   {}};
+    if (compressors_.empty()) {
+      send.vector.assign(slice.begin(), slice.end());
+    } else {
+      // The gradient is finite (SyncNode checks it first): compressing cannot fail.
+      MURMUR_CHECK_OK(compressors_[static_cast<size_t>(k)].Compress(slice, update_, send.encoded));
+    }
+    actions_.emplace_back(std::move(send));
   }
+}
+
+std::vector<float> PsWorker::residual() const {
+  std::vector<float> out;
+  for (const coding::Compressor& c : compressors_) {
+    out.insert(out.end(), c.residual().begin(), c.residual().end());
+  }
+  return out;
 }
 
 std::vector<CodedAction> PsWorker::TakeOutput() { return std::exchange(actions_, {}); }

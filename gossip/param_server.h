@@ -39,6 +39,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "coding/compressor.h"
+#include "coding/update.h"
 #include "gossip/coded_reduce.h"
 #include "kernels/device.h"
 #include "kernels/memory.h"
@@ -131,8 +133,12 @@ class PsWorker {
     int64_t workers = 1;
     uint32_t dimension = 0;
     PsOptions ps;
+    // Pushes compressed with this operator and error feedback, a residual per server slice
+    // (Seide et al. 2014; Karimireddy et al. 2019); none: dense fp32.
+    std::optional<coding::CompressorOptions> compress;
   };
-  PsWorker(Options options, std::vector<float> initial_model);
+  // kInvalidArgument when the compressor does not fit a slice.
+  static StatusOr<PsWorker> Create(Options options, std::vector<float> initial_model);
 
   // Asks for the first computation (iteration 0 on the initial model).
   void Start();
@@ -145,9 +151,15 @@ class PsWorker {
   std::vector<CodedAction> TakeOutput();
   const CodedStats& stats() const { return stats_; }
   int64_t worker() const { return options_.rank - options_.ps.servers; }
+  // What the compressors have not sent yet, over the whole model (empty when not compressing).
+  std::vector<float> residual() const;
 
  private:
-  const Options options_;
+  PsWorker(Options options, std::vector<float> initial_model);
+
+  Options options_;
+  std::vector<coding::Compressor> compressors_;  // one per server, when compressing
+  coding::Update update_;
   std::vector<float> model_;       // host: the newest slice from every server
   std::vector<uint64_t> version_;  // per server: the version of its slice in model_
   std::vector<float> gradient_;    // host copy of the own part

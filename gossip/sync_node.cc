@@ -230,6 +230,7 @@ void SyncNode::StartRunning(TimePoint now) {
   const auto dim = static_cast<uint32_t>(params_.size());
   if (plan_.mode == Mode::kPs) {
     StartPs();
+    if (phase_ == Phase::kOver) return;  // the worker's compressor did not fit
   } else if (plan_.mode == Mode::kRing) {
     const int64_t n = plan_.processes;
     for (int64_t p = o_.batch * rank_ / n; p < o_.batch * (rank_ + 1) / n; ++p) own_.push_back({p, 1.0});
@@ -339,8 +340,10 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   }
   coding::Update u;
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  // Only a ps worker's push to its server may be compressed (--compress); the rest is dense.
+  const bool compressed_push = server_ && it->second >= plan_.ps.servers && o_.push_compress;
   if (Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(expected), u, &failure);
-      !s.ok() || !u.dense) {
+      !s.ok() || (!u.dense && !compressed_push)) {
     return Reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol
                                                           : coding::DecodeFailureName(failure),
                   m.from, fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
@@ -348,6 +351,11 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   if (auto bad = coding::FirstNonFinite(u.values)) {
     return Reject(coding::DecodeFailureName(coding::DecodeFailure::kNonFinite), m.from,
                   fmt::format("non-finite value at index {}", *bad));
+  }
+  if (!u.dense) {
+    std::vector<float> dense(expected);
+    coding::Densify(u, dense);
+    u.values = std::move(dense);
   }
   if (observer_ != nullptr) {
     observer_->Staleness(static_cast<double>(s_.iteration) - static_cast<double>(header->iteration));
@@ -379,8 +387,8 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
 void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
   for (CodedAction& action : actions) {
     if (auto* send = std::get_if<CodedSend>(&action)) {
-      auto bytes = std::make_shared<std::vector<std::byte>>();
-      coding::EncodeDense(send->vector, *bytes);
+      auto bytes = std::make_shared<std::vector<std::byte>>(std::move(send->encoded));
+      if (bytes->empty()) coding::EncodeDense(send->vector, *bytes);
       Emit(SendTo{ids_[static_cast<size_t>(send->to)], send->header, std::move(bytes)});
     } else if (auto* compute = std::get_if<ComputeRequest>(&action)) {
       pending_ = std::move(*compute);  // only the newest model is worth computing on

@@ -52,6 +52,7 @@
 #include "base/lr_schedule.h"
 #include "base/status.h"
 #include "coding/coded_tree.h"
+#include "coding/compressor.h"
 #include "coding/gradient_code.h"
 #include "gossip/coded_reduce.h"
 #include "gossip/mode.h"
@@ -95,6 +96,9 @@ struct SyncNodeOptions {
   Duration settle = std::chrono::milliseconds(200);
   Duration linger = std::chrono::milliseconds(500);
   kernels::Device device = kernels::Device::Cpu();  // where the model and the arithmetic live
+  // ps: a worker's pushes compressed with this operator, with error feedback per server slice
+  // (none: dense fp32).
+  std::optional<coding::CompressorOptions> push_compress;
 
   Status Validate() const;
 };

@@ -28,8 +28,10 @@ void SyncNode::StartPs() {
   }
   const int64_t w = rank_ - servers, n = plan_.workers;
   for (int64_t p = o_.batch * w / n; p < o_.batch * (w + 1) / n; ++p) own_.push_back({p, 1.0});
-  worker_.emplace(PsWorker::Options{rank_, plan_.workers, dim, plan_.ps},
-                  std::vector<float>(model.begin(), model.end()));
+  auto worker = PsWorker::Create({rank_, plan_.workers, dim, plan_.ps, o_.push_compress},
+                                 std::vector<float>(model.begin(), model.end()));
+  if (!worker.ok()) return Fail(worker.status());
+  worker_.emplace(*std::move(worker));
 }
 
 void SyncNode::CheckPsMembers(const MemberView& view, const std::vector<NodeId>& live,

@@ -27,6 +27,9 @@ class CodedLocal : public LocalMode {
     if (config.mode == Mode::kPs) {
       what_ += fmt::format(" ({}), {} server{}", gossip::PsDescription(plan_.ps), plan_.ps.servers,
                            plan_.ps.servers == 1 ? "" : "s");
+      if (config.gossip.compress) {
+        what_ += ", pushes " + coding::CompressorSpec(*config.gossip.compress);
+      }
     }
     what_ += fmt::format(", N = {} workers", plan_.workers);
     if (config.mode != Mode::kGc && config.mode != Mode::kRing && config.mode != Mode::kPs) {

@@ -59,7 +59,6 @@ std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
     return {"s",
             "code_seed",
             "epochs",
-            "compress",
             "consensus_target",
             "consensus_slack",
             "gamma",
@@ -192,6 +191,8 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   if (!straggle.ok()) return straggle.status();
   o.straggle = *straggle;
   o.ps = PsOptionsFrom(coded);
+  // ps: the workers' pushes compressed (with error feedback) when --compress is given.
+  if (mode == gossip::Mode::kPs) o.node.push_compress = gossip.compress;
   MURMUR_RETURN_IF_ERROR(SyncPlanFrom(mode, coded).status());
   return o;
 }

@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
+#include "coding/update.h"
+#include "coding/update_codec.h"
 #include "gossip/sync_node.h"
 #include "tests/testing/node_cluster.h"
 
@@ -198,15 +201,72 @@ TEST(PsServerTest, RefusesWhatIsNotAWorkersPushForThisServer) {
   EXPECT_TRUE(server.TakeOutput().empty());
 }
 
+// Compressed pushes keep what they did not send: over two pushes of the same gradient, what
+// reached each server plus the worker's residual is exactly twice the gradient (error feedback).
+TEST(PsWorkerTest, CompressedPushesCarryTheRestInTheResidual) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const int64_t servers = 1 + static_cast<int64_t>(seed % 3);
+    const uint32_t dim = 40 + static_cast<uint32_t>(seed);
+    auto spec = coding::ParseCompressorSpec("topk:0.25");
+    ASSERT_TRUE(spec.ok());
+    auto worker = PsWorker::Create(
+        {.rank = servers, .workers = 2, .dimension = dim, .ps = {.servers = servers},
+         .compress = *spec},
+        std::vector<float>(dim, 0.0f));
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    std::normal_distribution<float> normal;
+    std::vector<float> g(dim);
+    for (float& v : g) v = normal(rng);
+    std::vector<double> reached(dim, 0.0);
+    worker->Start();
+    worker->TakeOutput();
+    for (uint64_t push = 0; push < 2; ++push) {
+      worker->Step(OwnPart{push == 0 ? 0u : 1u, g}, kernels::Device::Cpu());
+      for (const auto& a : worker->TakeOutput()) {
+        const auto* send = std::get_if<CodedSend>(&a);
+        ASSERT_NE(send, nullptr);
+        ASSERT_FALSE(send->encoded.empty()) << "a compressed push goes as an encoded update";
+        const auto [begin, end] = PsSlice(dim, servers, send->to);
+        coding::Update u;
+        ASSERT_TRUE(coding::DecodeUpdate(send->encoded, static_cast<uint32_t>(end - begin), u).ok());
+        EXPECT_FALSE(u.dense);
+        std::vector<float> dense(end - begin);
+        coding::Densify(u, dense);
+        for (size_t i = 0; i < dense.size(); ++i) reached[begin + i] += dense[i];
+      }
+      // The reply that lets the worker compute again (async form: one per server).
+      for (int64_t k = 0; k < servers; ++k) {
+        const auto [begin, end] = PsSlice(dim, servers, k);
+        worker->Step(k, {CodedMessage::Kind::kModel, push + 1, static_cast<uint32_t>(k), dim},
+                     std::vector<float>(end - begin, 0.0f));
+      }
+      worker->TakeOutput();
+    }
+    EXPECT_EQ(worker->stats().iterations, 2u);
+    const std::vector<float> residual = worker->residual();
+    ASSERT_EQ(residual.size(), dim);
+    double unsent = 0;
+    for (size_t i = 0; i < dim; ++i) {
+      EXPECT_NEAR(reached[i] + residual[i], 2.0 * g[i], 1e-5) << "coordinate " << i;
+      unsent += std::abs(residual[i]);
+    }
+    EXPECT_GT(unsent, 0.0);  // top-25 % left most of it behind
+  }
+}
+
 // ---- Whole runs: SyncNode in ps mode on the fake network ----
 
 using Cluster = murmur::testing::NodeCluster<SyncNode>;
 
-Cluster MakeCluster(PsOptions ps, int workers, uint64_t seed, int64_t iterations = 6) {
+Cluster MakeCluster(PsOptions ps, int workers, uint64_t seed, int64_t iterations = 6,
+                    std::optional<coding::CompressorOptions> compress = std::nullopt) {
   const SyncPlan plan = *MakeSyncPlan(Mode::kPs, workers, 1, 0, 1, ps);
   Cluster c(static_cast<size_t>(plan.processes), testing::FastMembership(), seed,
-            [plan, iterations](size_t i, Cluster::Node&, TimePoint now) {
+            [plan, iterations, compress](size_t i, Cluster::Node&, TimePoint now) {
               SyncNodeOptions o;
+              o.push_compress = compress;
               o.self = Cluster::Id(i);
               o.batch = 60;
               o.iterations = iterations;
@@ -240,7 +300,10 @@ TEST(PsNodeTest, EveryFormEndsItsBudgetWithASlowWorker) {
                                {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1}};
     const PsOptions ps = forms[seed % 4];
     const int workers = 3;
-    Cluster c = MakeCluster(ps, workers, seed);
+    // Every other seed's workers push top-half updates (sparse frames the servers densify).
+    std::optional<coding::CompressorOptions> compress;
+    if (seed % 2 == 1) compress = *coding::ParseCompressorSpec("topk:0.5");
+    Cluster c = MakeCluster(ps, workers, seed, 6, compress);
     const size_t slow = static_cast<size_t>(ps.servers) + seed % workers;
     c.node(slow).step_time = milliseconds(8);
     for (size_t i = 0; i < c.size(); ++i) c.Start(i, 1, kDim);
@@ -264,6 +327,7 @@ TEST(PsNodeTest, EveryFormEndsItsBudgetWithASlowWorker) {
     if (ps.backup > 0) {
       EXPECT_GT(c.machine(0).stats().children_ignored, 0u);
     }
+    EXPECT_EQ(c.machine(0).state().rejected_messages, 0u);
   }
 }
 
