@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gossip/gossip_node.h"
 #include "gossip/sync_node.h"
 
@@ -52,67 +54,54 @@ std::vector<std::string> CodedKeyNames() {
   return out;
 }
 
-std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
-  if (mode == gossip::Mode::kGossip) return CodedKeyNames();
-  if (!gossip::IsSyncMode(mode)) return {};
-  if (mode == gossip::Mode::kPs) {
-    return {"s",
-            "code_seed",
-            "epochs",
-            "consensus_target",
-            "consensus_slack",
-            "gamma",
-            "topology",
-            "random_peers",
-            "local_steps",
-            "post_local_epoch",
-            "post_local_steps",
-            "max_lead",
-            "max_wait_ms",
-            "max_wait_steps",
-            "straggler_hold_s",
-            "staleness_scale",
-            "target_accuracy",
-            "finish_wait_s",
-            "init"};
-  }
-  // Every GossipConfig key but the training ones (TrainConfig) and those CodedOptionsFrom and
-  // the synchronous drivers read: time_limit_s, eval_every, eval_samples, straggle.
-  return {"epochs",
-          "compress",
-          "consensus_target",
-          "consensus_slack",
-          "gamma",
-          "topology",
-          "random_peers",
-          "local_steps",
-          "post_local_epoch",
-          "post_local_steps",
-          "max_lead",
-          "max_wait_ms",
-          "max_wait_steps",
-          "straggler_hold_s",
-          "staleness_scale",
-          "target_accuracy",
-          "finish_wait_s",
-          "init",
-          "servers",
-          "ps_sync",
-          "backup",
-          "staleness_lr"};
+namespace {
+
+// The gossip keys no synchronous mode reads (CodedOptionsFrom and the synchronous drivers read
+// the training ones, time_limit_s, eval_every, eval_samples and straggle; ps also compress).
+const std::vector<std::string>& GossipOnlyKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "epochs",           "consensus_target", "consensus_slack", "gamma",
+      "topology",         "random_peers",     "local_steps",     "post_local_epoch",
+      "post_local_steps", "max_lead",         "max_wait_ms",     "max_wait_steps",
+      "straggler_hold_s", "staleness_scale",  "target_accuracy", "finish_wait_s",
+      "init"};
+  return *keys;
+}
+// The keys of the parameter server alone, and of the gradient code alone.
+const std::vector<std::string>& PsKeys() {
+  static const auto* keys =
+      new std::vector<std::string>{"servers", "ps_sync", "backup", "staleness_lr"};
+  return *keys;
+}
+const std::vector<std::string>& CodeKeys() {
+  static const auto* keys = new std::vector<std::string>{"s", "code_seed"};
+  return *keys;
 }
 
-namespace {
-bool IsPsKey(std::string_view flag) {
-  for (std::string_view key : {"--servers", "--ps-sync", "--backup", "--staleness-lr"}) {
-    if (flag.starts_with(key)) return true;
+// Whether `flag` ("--flag=value", as ResolvedFlags gives it) sets one of `keys`.
+bool SetsOneOf(std::string_view flag, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    std::string name = "--" + key + "=";
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (flag.starts_with(name)) return true;
   }
   return false;
 }
-bool IsCodeKey(std::string_view flag) {
-  return flag.starts_with("--s=") || flag.starts_with("--code-seed");
-}
+
 }  // namespace
+
+std::vector<std::string> OtherModeKeys(gossip::Mode mode) {
+  if (mode == gossip::Mode::kGossip) return CodedKeyNames();
+  if (!gossip::IsSyncMode(mode)) return {};
+  std::vector<std::string> out = GossipOnlyKeys();
+  if (mode == gossip::Mode::kPs) {
+    out.insert(out.end(), CodeKeys().begin(), CodeKeys().end());
+  } else {
+    out.push_back("compress");
+    out.insert(out.end(), PsKeys().begin(), PsKeys().end());
+  }
+  return out;
+}
 
 Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags) {
   if (set_flags.empty()) return OkStatus();
@@ -123,12 +112,12 @@ Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& se
         "use it (its budget is epochs, target_accuracy or time_limit_s)",
         flag));
   }
-  if (IsPsKey(flag)) {
+  if (SetsOneOf(flag, PsKeys())) {
     return InvalidArgumentError(
         fmt::format("{}: a key of --mode ps (the parameter server); --mode {} does not use it",
                     flag, gossip::ModeName(mode)));
   }
-  if (IsCodeKey(flag)) {
+  if (SetsOneOf(flag, CodeKeys())) {
     return InvalidArgumentError(
         fmt::format("{}: a key of the gradient code (coded-tree, gc); --mode ps codes nothing (see "
                     "--backup for its straggler tolerance)",
@@ -136,8 +125,8 @@ Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& se
   }
   return InvalidArgumentError(fmt::format(
       "{}: a gossip key; --mode {} does not use it (its budget is iterations, its model the "
-      "{}'s)",
-      flag, gossip::ModeName(mode), mode == gossip::Mode::kPs ? "servers" : "root"));
+      "{})",
+      flag, gossip::ModeName(mode), mode == gossip::Mode::kPs ? "servers'" : "root's"));
 }
 
 

@@ -247,6 +247,19 @@ check "a gossip key in a synchronous mode exits 2" 2 "$murmur" local --mode ring
 contains "the refusal names the flag and the mode" "$tmp/err" "--topology=exponential: a gossip key; --mode ring does not use it"
 check "a synchronous mode's key in gossip exits 2" 2 "$murmur" node --plaintext --listen tcp://127.0.0.1:0 --iterations 50
 contains "the refusal names the flag" "$tmp/err" "--iterations=50: a key of the synchronous modes"
+# The parameter server's keys are its own, and a shape that cannot run says why.
+check "a parameter-server key in ring mode exits 2" 2 "$murmur" local --mode ring --servers 2
+contains "the refusal names the flag and the mode" "$tmp/err" "--servers=2: a key of --mode ps"
+check "the gradient code's s in ps mode exits 2" 2 "$murmur" local --mode ps --s 2
+contains "the refusal points to backup workers" "$tmp/err" "--mode ps codes nothing (see --backup"
+check "a bad ps_sync exits 2" 2 "$murmur" local --mode ps --ps-sync ssp:-1
+contains "the refusal says what the bound must be" "$tmp/err" "must be an integer >= 0"
+check "backup workers in async ps exit 2" 2 "$murmur" local --mode ps --ps-sync async --backup 1
+contains "the refusal says backup is for full" "$tmp/err" "backup workers are for ps_sync full"
+check "as many backup workers as workers exits 2" 2 "$murmur" local --mode ps --nodes 4 --backup 4
+contains "the refusal gives the range" "$tmp/err" "must be in [0, N) = [0, 4)"
+check "a staleness-scaled rate in synchronous ps exits 2" 2 "$murmur" local --mode ps --staleness-lr
+contains "the refusal says why" "$tmp/err" "a synchronous server's gradients are never stale"
 check "one random peer each exits 2" 2 "$murmur" local --topology random --random-peers 1
 check "--tf32 on the CPU exits 2" 2 "$murmur" train --device cpu --tf32 --epochs 1
 contains "the refusal says where the run trains" "$tmp/err" "tf32: TF32 is a mode of a GPU's tensor cores, and this run trains on the CPU"
