@@ -26,6 +26,11 @@
 //               The run ends after `iterations` or `time_limit` (the root; a ring rank when it
 //               completes one), or when a member of this run announced that it finished (every
 //               rank but the root), or on a stop.
+//               ps (param_server.h): a server steps its slice per Aggregated of its PsServer
+//               (async: per gradient, budget and evaluations counted N per iteration) and sends
+//               the replies; a worker computes on the model its PsWorker assembles from every
+//               server's slice. A server gone from the view (not finished) fails the run; a
+//               worker gone is dropped by the servers.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's

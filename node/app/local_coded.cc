@@ -53,6 +53,12 @@ class CodedLocal : public LocalMode {
                          Cell(head, "iteration", "{:.0f}"), Cell(head, "loss", "{:.5f}"),
                          Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
                          Cell(head, "iteration_ms_p95", "{:.1f}"));
+      if (config_.mode == Mode::kPs && head.contains("applied")) {
+        out += fmt::format("  server 0: {} gradients applied, staleness {} mean, {} max, {} replies "
+                           "held by the SSP bound\n",
+                           Cell(head, "applied", "{:.0f}"), Cell(head, "staleness_mean", "{:.2f}"),
+                           Cell(head, "staleness_max", "{:.0f}"), Cell(head, "gated", "{:.0f}"));
+      }
     }
     out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  {:>7}  {}\n", "node",
                        "rank", "role", "iters", "samples", "compute s", "inject s", "sent MB", "late",
@@ -128,9 +134,12 @@ class CodedLocal : public LocalMode {
                 ok ? "" : " (not every node finished cleanly)");
     if (have) {
       // The digits a reader compares (the JSON keeps every digit).
-      std::printf("  %s iterations; final training loss %s, test accuracy %s\n",
-                  head["iteration"].dump().c_str(), Cell(head, "loss", "{:.5f}").c_str(),
-                  Cell(head, "accuracy", "{:.4f}").c_str());
+      // An async or SSP server counts every worker's gradient as an update (N per iteration).
+      const bool per_gradient = config_.mode == Mode::kPs && plan_.ps.sync != gossip::PsSync::kFull;
+      std::printf("  %s %s; final training loss %s, test accuracy %s\n",
+                  head["iteration"].dump().c_str(),
+                  per_gradient ? "updates, one per gradient" : "iterations",
+                  Cell(head, "loss", "{:.5f}").c_str(), Cell(head, "accuracy", "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
       if (config_.mode == Mode::kPs && head.contains("applied")) {
         std::printf(
