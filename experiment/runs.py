@@ -13,7 +13,8 @@ import tomllib
 # Columns of runs.csv that depend on timing (the machine's load), not on the seeded computation:
 # an interrupted and resumed grid reproduces every other column of a seeded run.
 TIMING_COLUMNS = {"wall_s", "train_s", "time_to_target_s", "iteration_ms_mean",
-                  "iteration_ms_p95", "steps_mean", "bytes_per_node", "fewer_bytes_than_allreduce"}
+                  "iteration_ms_p95", "steps_mean", "bytes_per_node", "fewer_bytes_than_allreduce",
+                  "staleness_mean"}
 
 
 def read_jsonl(path):
@@ -183,6 +184,9 @@ def run_row(run, target):
         "train_s": round_or_none(max(r["train_s"]), 3) if r.get("train_s") else None,
         "iteration_ms_mean": round_or_none(r.get("iteration_ms_mean"), 3),
         "iteration_ms_p95": round_or_none(r.get("iteration_ms_p95"), 3),
+        # The parameter server: the mean staleness of the gradients server 0 applied (the price
+        # async and SSP pay for not waiting; arrival order, hence timing).
+        "staleness_mean": round_or_none(r.get("staleness_mean"), 3),
     })
     return row
 
