@@ -280,12 +280,12 @@ void PsWorker::Step(const OwnPart& own, const kernels::Device& device) {
   for (int64_t k = 0; k < options_.ps.servers; ++k) {
     const auto [begin, end] = PsSlice(model_.size(), options_.ps.servers, k);
     const std::span<const float> slice(gradient_.data() + begin, end - begin);
-    CodedSend send{k,
-                   CodedMessage{CodedMessage::Kind::kPartialGradient,
-                                version_[static_cast<size_t>(k)], static_cast<uint32_t>(k),
-                                options_.dimension},
-                   {},
-                   {}};
+    CodedSend send{
+        k,
+        CodedMessage{CodedMessage::Kind::kPartialGradient, version_[static_cast<size_t>(k)],
+                     static_cast<uint32_t>(k), options_.dimension},
+        {},
+        {}};
     if (compressors_.empty()) {
       send.vector.assign(slice.begin(), slice.end());
     } else {

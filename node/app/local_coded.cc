@@ -54,10 +54,11 @@ class CodedLocal : public LocalMode {
                          Cell(head, "evaluated_at", "{:.0f}"), Cell(head, "iteration_ms_mean", "{:.1f}"),
                          Cell(head, "iteration_ms_p95", "{:.1f}"));
       if (config_.mode == Mode::kPs && head.contains("applied")) {
-        out += fmt::format("  server 0: {} gradients applied, staleness {} mean, {} max, {} replies "
-                           "held by the SSP bound\n",
-                           Cell(head, "applied", "{:.0f}"), Cell(head, "staleness_mean", "{:.2f}"),
-                           Cell(head, "staleness_max", "{:.0f}"), Cell(head, "gated", "{:.0f}"));
+        out += fmt::format(
+            "  server 0: {} gradients applied, staleness {} mean, {} max, {} replies "
+            "held by the SSP bound\n",
+            Cell(head, "applied", "{:.0f}"), Cell(head, "staleness_mean", "{:.2f}"),
+            Cell(head, "staleness_max", "{:.0f}"), Cell(head, "gated", "{:.0f}"));
       }
     }
     out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  {:>7}  {}\n", "node",

@@ -211,10 +211,12 @@ TEST(PsWorkerTest, CompressedPushesCarryTheRestInTheResidual) {
     const uint32_t dim = 40 + static_cast<uint32_t>(seed);
     auto spec = coding::ParseCompressorSpec("topk:0.25");
     ASSERT_TRUE(spec.ok());
-    auto worker = PsWorker::Create(
-        {.rank = servers, .workers = 2, .dimension = dim, .ps = {.servers = servers},
-         .compress = *spec},
-        std::vector<float>(dim, 0.0f));
+    auto worker = PsWorker::Create({.rank = servers,
+                                    .workers = 2,
+                                    .dimension = dim,
+                                    .ps = {.servers = servers},
+                                    .compress = *spec},
+                                   std::vector<float>(dim, 0.0f));
     ASSERT_TRUE(worker.ok()) << worker.status();
     std::normal_distribution<float> normal;
     std::vector<float> g(dim);
@@ -230,7 +232,8 @@ TEST(PsWorkerTest, CompressedPushesCarryTheRestInTheResidual) {
         ASSERT_FALSE(send->encoded.empty()) << "a compressed push goes as an encoded update";
         const auto [begin, end] = PsSlice(dim, servers, send->to);
         coding::Update u;
-        ASSERT_TRUE(coding::DecodeUpdate(send->encoded, static_cast<uint32_t>(end - begin), u).ok());
+        ASSERT_TRUE(
+            coding::DecodeUpdate(send->encoded, static_cast<uint32_t>(end - begin), u).ok());
         EXPECT_FALSE(u.dense);
         std::vector<float> dense(end - begin);
         coding::Densify(u, dense);
