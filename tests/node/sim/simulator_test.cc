@@ -227,9 +227,11 @@ TEST(SimulatorTest, EvaluationsCostTheirRowsBeforeTheNextStep) {
 // One run of a synchronous mode on the N = 12 workers of the CodedReduce paper's setting (n = 3,
 // L = 2, s = 1), full-batch least squares, `straggle` applied to the given nodes (process indices).
 SimResult RunSync(gossip::Mode mode, const std::map<size_t, node::StragglerOptions>& straggle,
-                  int cores = 0, Duration step_cost = Duration(0)) {
+                  int cores = 0, Duration step_cost = Duration(0), const gossip::PsOptions& ps = {}) {
   constexpr int64_t kRows = 1200;
-  auto plan = gossip::MakeSyncPlan(mode, 3, 2, 1, 7);
+  // 12 workers: a tree of n = 3, L = 2, or one layer of 12 under the parameter servers.
+  auto plan = mode == gossip::Mode::kPs ? gossip::MakeSyncPlan(mode, 12, 1, 0, 7, ps)
+                                        : gossip::MakeSyncPlan(mode, 3, 2, 1, 7);
   EXPECT_TRUE(plan.ok()) << plan.status();
   SyntheticWorkload w(static_cast<size_t>(plan->processes), 256, kRows, kRows, 0.5, 3);
   SimOptions o;
@@ -302,6 +304,49 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   EXPECT_LT(slow_ms["coded-tree"], 1.2 * base_ms["coded-tree"]);
   EXPECT_GT(slow_ms["tree"], 2.5 * base_ms["tree"]);
   EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
+}
+
+// The parameter server in the simulator (issue 65): the synchronous forms take ring's 20 steps
+// (one server or the model over three), and with one worker at 5x the synchronous server's
+// budget takes much longer while one backup worker or asynchrony hardly waits for it.
+TEST(SimulatorTest, ParameterServerFormsTakeRingsStepsAndOnlyTheSynchronousWaits) {
+  const SimResult ring = RunSync(gossip::Mode::kRing, {});
+  ASSERT_TRUE(ring.all_over && ring.nodes[0].optimum_distance.has_value());
+  node::StragglerOptions slow;
+  slow.slowdown = 5;
+  struct Form {
+    std::string name;
+    gossip::PsOptions ps;
+  };
+  const Form forms[] = {{"full", {.servers = 1}},
+                        {"full, 3 servers", {.servers = 3}},
+                        {"full, 1 backup", {.servers = 1, .backup = 1}},
+                        {"async", {.servers = 1, .sync = gossip::PsSync::kAsync}}};
+  std::map<std::string, double> ratio;
+  for (const Form& f : forms) {
+    double budget_s[2] = {0, 0};
+    for (bool with : {false, true}) {
+      std::map<size_t, node::StragglerOptions> stragglers;
+      if (with) stragglers[static_cast<size_t>(f.ps.servers) + 4] = slow;  // worker 5
+      const SimResult r = RunSync(gossip::Mode::kPs, stragglers, 0, Duration(0), f.ps);
+      ASSERT_TRUE(r.all_over) << f.name;
+      for (const SimNodeResult& n : r.nodes) EXPECT_TRUE(n.ok) << f.name << ": " << n.status;
+      const SimNodeResult& server = r.nodes[0];
+      budget_s[with] = server.finished_s - r.first_step_s;
+      if (f.ps.sync == gossip::PsSync::kFull && f.ps.backup == 0) {
+        // Full batch, every worker: the step ring all-reduce takes.
+        ASSERT_TRUE(server.optimum_distance.has_value()) << f.name;
+        EXPECT_NEAR(*server.optimum_distance, *ring.nodes[0].optimum_distance, 1e-4) << f.name;
+      }
+    }
+    ratio[f.name] = budget_s[1] / budget_s[0];
+    std::printf("ps %-16s budget %.3f s, with worker 5 at 5x %.3f s (%.2fx)\n", f.name.c_str(),
+                budget_s[0], budget_s[1], ratio[f.name]);
+  }
+  EXPECT_GT(ratio["full"], 2.5);
+  EXPECT_GT(ratio["full, 3 servers"], 2.5);
+  EXPECT_LT(ratio["full, 1 backup"], 1.3);
+  EXPECT_LT(ratio["async"], 1.3);
 }
 
 // Shared cores (cpu.h): the ring's 12 processes on 3 cores compute 4 at a time per core, so an
