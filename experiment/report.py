@@ -336,22 +336,28 @@ def iteration_times(figs, runs, color, panel):
     sync = [r for r in runs if R.is_sync(r) and (r["result"] or {}).get("iteration_ms")]
     if not sync:
         return
-    groups = {}
+    groups, per_gradient = {}, set()
     for r in sync:
         key = (str(r["labels"].get(color)), str(r["labels"].get(panel)) if panel else "")
         groups.setdefault(key, []).extend(r["result"]["iteration_ms"][5:] or r["result"]["iteration_ms"])
+        # An async or SSP parameter server updates once per worker gradient.
+        if R.mode_of(r) == "ps" and not str((r["result"] or {}).get("ps_sync", "full")).startswith("full"):
+            per_gradient.add(key)
     keys = list(groups)  # the grid's order
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(keys) + 2), 4))
     ax.boxplot([groups[k] for k in keys], showfliers=True, whis=(5, 95))
     ax.set_xticks(range(1, len(keys) + 1))
-    ax.set_xticklabels([f"{a}\n{b}" if b else a for a, b in keys], fontsize=7, rotation=20)
+    ax.set_xticklabels([(f"{a}\n{b}" if b else a) + ("\n(per gradient)" if (a, b) in per_gradient else "")
+                        for a, b in keys], fontsize=7, rotation=20)
     ax.set_ylabel("iteration time (ms)")
     ax.set_yscale("log")
     ax.grid(axis="y", alpha=0.3)
     figs.save(fig, "iteration_times", "Iteration times of the synchronous modes",
               "Per iteration, the root's time from sending the model to holding the decoded "
-              "gradient (ring: rank 0's), every seed pooled, the first 5 iterations dropped; the "
-              "box spans the quartiles, the whiskers the 5th and 95th percentiles.")
+              "gradient (ring: rank 0's; a parameter server's between its updates, which an "
+              "async or SSP server makes per worker gradient), every seed pooled, the first 5 "
+              "iterations dropped; the box spans the quartiles, the whiskers the 5th and 95th "
+              "percentiles.")
 
 
 def link_rate(run):
