@@ -281,8 +281,12 @@ void SyncNode::Reject(std::string_view reason, NodeId from, const std::string& w
 
 void SyncNode::Step(const Incoming& m, TimePoint now) {
   if (phase_ == Phase::kAssembling) {
-    const size_t share =
-        std::max<size_t>(1, kMaxEarlyMessages / static_cast<size_t>(plan_.processes));
+    // A ring rank's predecessor can send N - 1 reduce-scatter chunks to a rank still settling
+    // (each of its steps needs only its own predecessor's chunk), and every one is needed.
+    const auto processes = static_cast<size_t>(plan_.processes);
+    const size_t share = std::max<size_t>(plan_.mode == Mode::kRing ? processes : 1,
+                                          kMaxEarlyMessages / processes);
+    const size_t capacity = std::max(kMaxEarlyMessages, share);
     size_t& waiting = early_from_[m.from];
     if (waiting >= share) {
       // Superseded: a synchronous peer that sent `share` newer messages is past this one.
@@ -292,12 +296,12 @@ void SyncNode::Step(const Incoming& m, TimePoint now) {
       early_.erase(oldest);
       --waiting;
       ++s_.early_dropped;
-    } else if (early_.size() >= kMaxEarlyMessages) {
+    } else if (early_.size() >= capacity) {
       if (waiting == 0) early_from_.erase(m.from);
       return Reject(kRejectProtocol, m.from,
                     fmt::format("more than {} messages before the ranks were assembled, from "
                                 "more senders than the {} of the plan",
-                                kMaxEarlyMessages, plan_.processes));
+                                capacity, plan_.processes));
     }
     ++waiting;
     Early e{m, std::vector<std::byte>(m.frame.begin(), m.frame.end())};

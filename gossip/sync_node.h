@@ -13,10 +13,12 @@
 //               fails it (DeadlineExceeded). Ranks are the positions of the ids in the sorted
 //               view, so every node that assembled the same view has the same ranks. Training
 //               messages that come before assembly wait and are handled once the ranks are
-//               known: each sender keeps its newest kMaxEarlyMessages / processes (a sender
-//               that sent more has moved on: its oldest is dropped, counted in early_dropped,
-//               e.g. a node stopped while settling); past kMaxEarlyMessages in all (more
-//               senders than the plan has) a message is rejected (counted). A member that
+//               known: each sender keeps its newest kMaxEarlyMessages / processes (a ring's
+//               predecessor at least `processes`: it may send N - 1 chunks, all needed, before
+//               this rank answers; a sender that sent more has moved on: its oldest is dropped,
+//               counted in early_dropped, e.g. a node stopped while settling); past
+//               kMaxEarlyMessages in all (more senders than the plan has) a message is rejected
+//               (counted). A member that
 //               announced "finished" meanwhile ran the run without this node (it settled
 //               later): the run is over for it too (end reason "peer", RunOver ok).
 //   running     CodedSend → SendTo (the vector encoded once, checksummed), ComputeRequest →

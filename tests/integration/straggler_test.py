@@ -123,14 +123,23 @@ def injection_and_recovery(targets, ids):
     def flagged():
         return sum(metric(t, "murmur_stragglers_detected_total") for t in targets[1:]) > detected_before
     wait_until("the other nodes marked node 0 a straggler", flagged, 20)
-    time.sleep(1)
-    slow = rates(targets)
-    print(f"ok: step rates with node 0 at slowdown 8: {fmt(slow)}")
-    # Against the other nodes in the same window (a base window shared with other ctest jobs on
-    # 2 cores can read low for everyone).
-    assert slow[0] < 0.5 * min(slow[1:]), f"node 0 did not slow down: {fmt(base)} -> {fmt(slow)}"
-    for i in (1, 2):
-        assert slow[i] > 0.6 * base[i], f"node {i} slowed down with node 0: {fmt(base)} -> {fmt(slow)}"
+    # Node 0 against the others in the same window (a base window shared with other ctest jobs
+    # on 2 cores can read low for everyone), the others against their base. A window is waited
+    # for (2 s each, up to 30 s): right after the marking the others may still be working off
+    # the soft-sync hold, and a CI window beside another test's training once read node 1 at
+    # 229/s against a base of 637/s while node 0 was at 33/s.
+    slowed = []
+
+    def others_unaffected():
+        slowed.append(rates(targets, 2.0))
+        w = slowed[-1]
+        return w[0] < 0.5 * min(w[1:]) and all(w[i] > 0.6 * base[i] for i in (1, 2))
+    try:
+        wait_until("node 0 slow, the others at their base pace", others_unaffected, 30)
+    except AssertionError:
+        raise AssertionError(f"with node 0 at slowdown 8: {fmt(base)} -> "
+                             + "; ".join(fmt(w) for w in slowed)) from None
+    print(f"ok: step rates with node 0 at slowdown 8: {fmt(slowed[-1])} (window {len(slowed)})")
     marked_by = []
     for t in targets[1:]:
         s = json.loads(http("GET", f"http://{t}/status")[1])

@@ -349,6 +349,32 @@ TEST(SimulatorTest, ParameterServerFormsTakeRingsStepsAndOnlyTheSynchronousWaits
   EXPECT_LT(ratio["async"], 1.3);
 }
 
+// A ring of more than 32 ranks finishes: a rank still settling keeps every chunk its
+// predecessor sent before it (up to N - 1, more than the 1024 / N a sender keeps in the other
+// modes; 48 ranks stalled before, their chunks dropped as superseded).
+TEST(SimulatorTest, ARingOfFortyEightAssemblesAndFinishes) {
+  constexpr int64_t kRows = 48 * 16;
+  auto plan = gossip::MakeSyncPlan(gossip::Mode::kRing, 48, 1, 0, 7);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  SyntheticWorkload w(static_cast<size_t>(plan->processes), 256, kRows, kRows, 0.5, 3);
+  SimOptions o;
+  o.kind = SimKind::kSync;
+  o.nodes = static_cast<size_t>(plan->processes);
+  o.plan = *plan;
+  o.link = *ParseLink("1GbE");
+  o.sync.batch = kRows;
+  o.sync.iterations = 4;
+  o.sync.eval_every = 0;
+  o.sync.linger = milliseconds(100);
+  o.duration = seconds(120);
+  auto sim = Simulator::Create(o, &w);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const SimResult r = (*sim)->Run();
+  ASSERT_TRUE(r.all_over) << "stalled at " << r.virtual_s << " virtual s";
+  for (const SimNodeResult& n : r.nodes) EXPECT_TRUE(n.ok) << "node " << n.id << ": " << n.status;
+  EXPECT_EQ(r.iteration_ms.size(), 4u);
+}
+
 // Shared cores (cpu.h): the ring's 12 processes on 3 cores compute 4 at a time per core, so an
 // iteration (10 ms of compute per worker on its own core) takes about 4x as long, with the same
 // steps; a cost per step adds to every iteration.
