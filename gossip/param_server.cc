@@ -75,6 +75,7 @@ PsServer::PsServer(Options options, std::span<const float> slice)
   MURMUR_CHECK(model_.size() == range_.second - range_.first) << "the server's slice";
   for (int64_t w = 0; w < options_.workers; ++w) live_.insert(w);
   sum_.assign(model_.size(), 0.0);
+  rounded_.resize(model_.size());
   auto buffer = kernels::Buffer<float>::Create(options_.device, model_.size());
   MURMUR_CHECK_OK(buffer.status());
   result_ = *std::move(buffer);
@@ -134,9 +135,9 @@ void PsServer::TryCut() {
   const auto need = static_cast<size_t>(
       std::max<int64_t>(1, static_cast<int64_t>(live_.size()) - options_.ps.backup));
   if (got_.size() < need) return;
-  std::vector<float> mean(sum_.size());
-  for (size_t i = 0; i < sum_.size(); ++i) mean[i] = static_cast<float>(sum_[i]);
-  MURMUR_CHECK_OK(result_.CopyFromHost(mean));
+  std::transform(sum_.begin(), sum_.end(), rounded_.begin(),
+                 [](double v) { return static_cast<float>(v); });
+  MURMUR_CHECK_OK(result_.CopyFromHost(rounded_));
   stats_.applied += got_.size();
   stats_.children_waited += got_.size();
   stats_.children_ignored += live_.size() - std::min(live_.size(), got_.size());

@@ -116,6 +116,7 @@ class PsServer {
   std::vector<int64_t> pushes_;  // gradients received per worker
   // full: iteration version_'s sum so far (double), who is in it and how many positions.
   std::vector<double> sum_;
+  std::vector<float> rounded_;  // sum_ in float, for the device (sized once)
   std::set<int64_t> got_;
   int64_t positions_ = 0;
   bool applying_ = false;          // an Aggregated is out and Applied has not come yet

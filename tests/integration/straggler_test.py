@@ -94,6 +94,21 @@ def rates(targets, seconds=4.0):
     return [(y - x) / dt for x, y in zip(a, b)]
 
 
+def wait_for_window(targets, base, what, good):
+    """The 2 s rate windows read until one is `good` (up to 30 s); fails with them all."""
+    windows = []
+
+    def check():
+        windows.append(rates(targets, 2.0))
+        return good(windows[-1])
+    try:
+        wait_until(what, check, 30)
+    except AssertionError:
+        raise AssertionError(f"not {what}: {fmt(base)} -> "
+                             + "; ".join(fmt(w) for w in windows)) from None
+    return windows
+
+
 def ctl(*args, env=None):
     r = subprocess.run([MURMUR, "ctl"] + list(args), capture_output=True, text=True, timeout=30,
                        env=env if env is not None else dict(os.environ, MURMUR_ADMIN_TOKEN_FILE=TOKEN_FILE))
@@ -128,17 +143,9 @@ def injection_and_recovery(targets, ids):
     # for (2 s each, up to 30 s): right after the marking the others may still be working off
     # the soft-sync hold, and a CI window beside another test's training once read node 1 at
     # 229/s against a base of 637/s while node 0 was at 33/s.
-    slowed = []
-
-    def others_unaffected():
-        slowed.append(rates(targets, 2.0))
-        w = slowed[-1]
-        return w[0] < 0.5 * min(w[1:]) and all(w[i] > 0.6 * base[i] for i in (1, 2))
-    try:
-        wait_until("node 0 slow, the others at their base pace", others_unaffected, 30)
-    except AssertionError:
-        raise AssertionError(f"with node 0 at slowdown 8: {fmt(base)} -> "
-                             + "; ".join(fmt(w) for w in slowed)) from None
+    slowed = wait_for_window(
+        targets, base, "node 0 slow, the others at their base pace",
+        lambda w: w[0] < 0.5 * min(w[1:]) and all(w[i] > 0.6 * base[i] for i in (1, 2)))
     print(f"ok: step rates with node 0 at slowdown 8: {fmt(slowed[-1])} (window {len(slowed)})")
     marked_by = []
     for t in targets[1:]:
@@ -158,16 +165,8 @@ def injection_and_recovery(targets, ids):
     # A window is waited for (2 s each, up to 30 s): node 0 first works off the soft-sync lead
     # the others built while it was slow, and a window beside another test's training once
     # read it at 106/s against 284/s.
-    windows = []
-
-    def recovered():
-        windows.append(rates(targets, 2.0))
-        return windows[-1][0] > 0.6 * min(windows[-1][1:])
-    try:
-        wait_until("node 0 back at the others' pace", recovered, 30)
-    except AssertionError:
-        raise AssertionError(f"node 0 did not recover: {fmt(base)} -> "
-                             + "; ".join(fmt(w) for w in windows)) from None
+    windows = wait_for_window(targets, base, "node 0 back at the others' pace",
+                              lambda w: w[0] > 0.6 * min(w[1:]))
     print(f"ok: step rates after DELETE: {fmt(windows[-1])} (window {len(windows)})")
 
 
