@@ -13,11 +13,12 @@ together). A mode's row is its best rate: the highest mean accuracy over the see
           EPOCHS x 60000 / (64 N) iterations of global batch 64 N
   outer   murmur local --nodes N with murmur's outer optimizer (--outer), its default settings
   choco   murmur local --nodes N --outer none: CHOCO-SGD, top-1 % with fp16 values every step
-  ps, ps-backup, ps-async, ps-ssp
+  ps, ps-backup, ps-async, ps-ssp, ps-async-server, ps-ssp-server
           murmur local --mode ps --n N --L 1: one parameter server and N workers, the ring's
           iterations and global batch; bulk synchronous (ps), with one backup worker
           (--backup 1), asynchronous (--ps-sync async: the budget's N x iterations gradients
-          applied one by one) and stale-synchronous (--ps-sync ssp:2)
+          applied one by one) and stale-synchronous (--ps-sync ssp:2), these two with DANA's
+          per-worker momentum (the default) and with the textbook server momentum (-server)
 A gossip run's accuracy is its cluster model's: the average every node adopts at the consensus
 finish. Bytes per node: gossip's as measured (the finish included); ring's 2 (N - 1) / N of the
 fp32 model per iteration, what a ring all-reduce moves. Wall time is the run's, on this machine
@@ -39,9 +40,12 @@ TRAIN_ROWS = 60000
 PARAMS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10
 DEFAULT_LRS = {"ring": [0.05, 0.1, 0.2], "outer": [0.03, 0.05, 0.1], "choco": [0.05, 0.1, 0.2],
                "ps": [0.05, 0.1, 0.2], "ps-backup": [0.05, 0.1, 0.2],
-               "ps-async": [0.02, 0.05, 0.1], "ps-ssp": [0.02, 0.05, 0.1]}
+               "ps-async": [0.05, 0.1, 0.2], "ps-ssp": [0.05, 0.1, 0.2],
+               "ps-async-server": [0.02, 0.05, 0.1], "ps-ssp-server": [0.02, 0.05, 0.1]}
 PS_FORMS = {"ps": [], "ps-backup": ["--backup", "1"], "ps-async": ["--ps-sync", "async"],
-            "ps-ssp": ["--ps-sync", "ssp:2"]}
+            "ps-ssp": ["--ps-sync", "ssp:2"],
+            "ps-async-server": ["--ps-sync", "async", "--ps-momentum", "server"],
+            "ps-ssp-server": ["--ps-sync", "ssp:2", "--ps-momentum", "server"]}
 COMMON = ["--lr-schedule", "cosine", "--warmup-epochs", "0.2", "--nesterov=true",
           "--progress", "none", "--json"]
 

@@ -78,6 +78,9 @@ struct Aggregated {
   // A parameter server's (param_server.h) also says how many positions it holds and its slice.
   double weight = 0;
   size_t offset = 0;  // where `gradient` begins in the model
+  // The vector already carries its momentum (a DANA server's worker velocity, param_server.h):
+  // the node steps θ -= lr · weight · vector with no velocity of its own.
+  bool with_momentum = false;
 };
 struct CodedReport {
   uint64_t iteration = 0;

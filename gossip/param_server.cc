@@ -34,6 +34,9 @@ std::string PsDescription(const PsOptions& o) {
                                                : fmt::format("ssp:{}", o.ssp_bound);
   if (o.sync == PsSync::kFull && o.backup > 0) out += fmt::format(", {} backup", o.backup);
   if (o.sync != PsSync::kFull && o.staleness_lr) out += ", staleness-scaled lr";
+  if (o.sync != PsSync::kFull) {
+    out += o.momentum == PsMomentum::kDana ? ", DANA momentum" : ", server momentum";
+  }
   return out;
 }
 
@@ -55,6 +58,11 @@ Status ValidatePs(const PsOptions& o, int64_t workers) {
     return InvalidArgumentError(
         "staleness_lr is for ps_sync async or ssp:S (a synchronous "
         "server's gradients are never stale)");
+  }
+  if (o.momentum == PsMomentum::kDana && o.sync == PsSync::kFull) {
+    return InvalidArgumentError(
+        "ps_momentum dana is for ps_sync async or ssp:S (a synchronous server steps once per "
+        "iteration with one velocity)");
   }
   if (o.ssp_bound < 0) return InvalidArgumentError("the SSP bound must be >= 0");
   return OkStatus();
@@ -79,6 +87,22 @@ PsServer::PsServer(Options options, std::span<const float> slice)
   auto buffer = kernels::Buffer<float>::Create(options_.device, model_.size());
   MURMUR_CHECK_OK(buffer.status());
   result_ = *std::move(buffer);
+  if (options_.ps.momentum == PsMomentum::kDana && options_.ps.sync != PsSync::kFull) {
+    velocities_.assign(static_cast<size_t>(options_.workers), std::vector<float>(model_.size()));
+    reply_.resize(model_.size());
+  }
+}
+
+StatusOr<PsServer> PsServer::Create(Options options, std::span<const float> slice) {
+  const size_t bytes = static_cast<size_t>(options.workers) * slice.size() * sizeof(float);
+  if (options.ps.momentum == PsMomentum::kDana && options.ps.sync != PsSync::kFull &&
+      bytes > kMaxDanaBytes) {
+    return InvalidArgumentError(fmt::format(
+        "ps_momentum dana: {} workers' velocities of a {}-value slice take {} MiB, over the "
+        "server's {} MiB: use more --servers or --ps-momentum server",
+        options.workers, slice.size(), bytes >> 20, kMaxDanaBytes >> 20));
+  }
+  return PsServer(options, slice);
 }
 
 int64_t PsServer::Positions(int64_t worker) const {
@@ -123,11 +147,26 @@ void PsServer::Step(int64_t from, const CodedMessage& h, std::span<const float> 
   ++pushes_[static_cast<size_t>(w)];
   const double scale =
       options_.ps.staleness_lr ? 1.0 / static_cast<double>(std::max<uint64_t>(1, staleness)) : 1.0;
-  MURMUR_CHECK_OK(result_.CopyFromHost(v));
   applying_ = true;
   answer_ = w;
-  actions_.emplace_back(Aggregated{version_, result_.span(),
-                                   scale / static_cast<double>(options_.batch), range_.first});
+  if (!dana()) {
+    MURMUR_CHECK_OK(result_.CopyFromHost(v));
+    actions_.emplace_back(Aggregated{version_, result_.span(),
+                                     scale / static_cast<double>(options_.batch), range_.first});
+    return;
+  }
+  // DANA-Zero §4: v_w = μ v_w + g / B, Σ v kept in double; the node steps θ -= lr v_w.
+  std::vector<float>& velocity = velocities_[static_cast<size_t>(w)];
+  const auto mu = static_cast<float>(options_.momentum);
+  const auto c = static_cast<float>(scale / static_cast<double>(options_.batch));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float next = mu * velocity[i] + c * v[i];
+    sum_[i] += static_cast<double>(next) - static_cast<double>(velocity[i]);
+    velocity[i] = next;
+  }
+  MURMUR_CHECK_OK(result_.CopyFromHost(velocity));
+  actions_.emplace_back(
+      Aggregated{version_, result_.span(), 1.0, range_.first, /*with_momentum=*/true});
 }
 
 void PsServer::TryCut() {
@@ -146,9 +185,10 @@ void PsServer::TryCut() {
       Aggregated{version_, result_.span(), 1.0 / static_cast<double>(positions_), range_.first});
 }
 
-void PsServer::Applied(std::span<const float> slice) {
+void PsServer::Applied(std::span<const float> slice, double lr) {
   MURMUR_CHECK(applying_ && slice.size() == model_.size()) << "Applied answers an Aggregated";
   applying_ = false;
+  lr_ = lr;
   std::copy(slice.begin(), slice.end(), model_.begin());
   ++version_;
   ++stats_.iterations;
@@ -189,17 +229,29 @@ void PsServer::Release() {
 }
 
 void PsServer::Reply(int64_t w) {
-  actions_.emplace_back(
-      CodedSend{w + options_.ps.servers,
-                CodedMessage{CodedMessage::Kind::kModel, version_,
-                             static_cast<uint32_t>(options_.server), options_.dimension},
-                model_});
+  const CodedMessage header{CodedMessage::Kind::kModel, version_,
+                            static_cast<uint32_t>(options_.server), options_.dimension};
+  if (!dana()) {
+    actions_.emplace_back(CodedSend{w + options_.ps.servers, header, model_});
+    return;
+  }
+  // DANA-Zero's look-ahead: θ - lr μ Σ_w v_w.
+  const double step = lr_ * options_.momentum;
+  for (size_t i = 0; i < model_.size(); ++i) {
+    reply_[i] = static_cast<float>(static_cast<double>(model_[i]) - step * sum_[i]);
+  }
+  actions_.emplace_back(CodedSend{w + options_.ps.servers, header, reply_});
 }
 
 void PsServer::DropWorker(int64_t rank) {
   const int64_t w = Worker(rank);
   if (!live_.erase(w)) return;
   deferred_.erase(w);
+  if (dana()) {  // its momentum no longer moves the model
+    std::vector<float>& velocity = velocities_[static_cast<size_t>(w)];
+    for (size_t i = 0; i < velocity.size(); ++i) sum_[i] -= velocity[i];
+    velocity.assign(velocity.size(), 0.0f);
+  }
   if (got_.erase(w)) {
     // Its gradient stays out of a sum it can no longer be counted in consistently.
     positions_ = 0;

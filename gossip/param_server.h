@@ -25,6 +25,15 @@
 //   ssp:S      stale-synchronous parallel (Ho et al., NIPS 2013, §2): as async, but the reply to a
 //              worker that has pushed more than S gradients beyond the slowest live worker waits
 //              until the slowest catches up (S = 0: lock-step).
+// Momentum under async and ssp (PsMomentum):
+//   server     one velocity for the whole stream of gradients (the textbook asynchronous server;
+//              asynchrony adds momentum of its own, Mitliagkas et al. 2016).
+//   dana       DANA-Zero (Hakimi et al. 2019, "Taming Momentum in a Distributed Asynchronous
+//              Environment", §4): a velocity per worker, v_w = μ v_w + g_w / B, the step
+//              θ -= lr v_w, and the reply the look-ahead θ - lr μ Σ_w v_w: where the model will be
+//              once every worker's momentum has moved it again, so a gradient computed there is
+//              less stale when it lands. With one worker it is Nesterov's momentum. It costs N
+//              velocities of the server's slice (bounded: kMaxDanaBytes).
 // A worker that dies is dropped from every count once the membership says so (DropWorker). The
 // server is the single point of failure: SyncNode fails the run when one is gone.
 // Thread safety: none; one driver thread per machine.
@@ -48,6 +57,10 @@
 namespace murmur::gossip {
 
 enum class PsSync : uint8_t { kFull, kAsync, kSsp };
+enum class PsMomentum : uint8_t { kServer, kDana };
+
+// Host bytes a server may spend on DANA's per-worker velocities (N x its slice x 4 bytes).
+inline constexpr size_t kMaxDanaBytes = size_t{1} << 30;
 
 // How a server waits for its workers (the key ps_sync).
 struct PsSyncSpec {
@@ -64,6 +77,7 @@ struct PsOptions {
   int64_t ssp_bound = 0;      // S, for kSsp
   int64_t backup = 0;         // b, for kFull: step with the first N - b gradients
   bool staleness_lr = false;  // async, ssp: the step scaled by 1 / max(1, staleness)
+  PsMomentum momentum = PsMomentum::kServer;  // async, ssp: whose velocity a gradient moves
 };
 
 // "full", "full, backup 1", "async, staleness lr", "ssp:2", ...
@@ -81,16 +95,19 @@ class PsServer {
     int64_t batch = 1;       // B
     uint32_t dimension = 0;  // d, the whole model
     PsOptions ps;
+    double momentum = 0;  // μ, for PsMomentum::kDana
     kernels::Device device = kernels::Device::Cpu();
   };
-  // `slice` is this server's slice of the initial model (host).
-  PsServer(Options options, std::span<const float> slice);
+  // `slice` is this server's slice of the initial model (host). kInvalidArgument when DANA's
+  // velocities would exceed kMaxDanaBytes.
+  static StatusOr<PsServer> Create(Options options, std::span<const float> slice);
 
   // A gradient slice pushed by worker rank `from` (header: kPartialGradient, iteration = the
   // server version it was computed on).
   void Step(int64_t from, const CodedMessage& header, std::span<const float> vector);
-  // The node applied the last Aggregated; `slice` is this server's slice of the model after it.
-  void Applied(std::span<const float> slice);
+  // The node applied the last Aggregated at learning rate `lr`; `slice` is this server's slice of
+  // the model after it.
+  void Applied(std::span<const float> slice, double lr);
   // Worker rank `rank` is gone: no longer waited for or answered.
   void DropWorker(int64_t rank);
 
@@ -99,8 +116,10 @@ class PsServer {
   uint64_t version() const { return version_; }  // updates applied
   size_t live_workers() const { return live_.size(); }
   std::pair<size_t, size_t> range() const { return range_; }
+  bool dana() const { return !velocities_.empty(); }
 
  private:
+  PsServer(Options options, std::span<const float> slice);
   int64_t Worker(int64_t rank) const { return rank - options_.ps.servers; }
   int64_t Positions(int64_t worker) const;
   bool MayProceed(int64_t worker) const;
@@ -114,7 +133,8 @@ class PsServer {
   uint64_t version_ = 0;
   std::set<int64_t> live_;       // live workers (worker indices)
   std::vector<int64_t> pushes_;  // gradients received per worker
-  // full: iteration version_'s sum so far (double), who is in it and how many positions.
+  // full: iteration version_'s sum so far (double), who is in it and how many positions;
+  // dana: Σ_w v_w.
   std::vector<double> sum_;
   std::vector<float> rounded_;  // sum_ in float, for the device (sized once)
   std::set<int64_t> got_;
@@ -122,6 +142,10 @@ class PsServer {
   bool applying_ = false;          // an Aggregated is out and Applied has not come yet
   std::optional<int64_t> answer_;  // async, ssp: the worker whose gradient is being applied
   std::set<int64_t> deferred_;     // ssp: replies held by the staleness bound
+  // dana: each live worker's velocity (host), their sum in sum_, and the last step's rate.
+  std::vector<std::vector<float>> velocities_;
+  std::vector<float> reply_;  // the look-ahead model (sized once)
+  double lr_ = 0;
   kernels::Buffer<float> result_;  // on the device: what Aggregated points at
   std::vector<CodedAction> actions_;
   CodedStats stats_;

@@ -411,7 +411,7 @@ void SyncNode::Applied(const Aggregated& done, TimePoint now) {
   Emit(Announce{s_.iteration, 0, false});
   if (server_) {
     iteration_start_ = now;
-    server_->Applied(model().subspan(done.offset, done.gradient.size()));
+    server_->Applied(model().subspan(done.offset, done.gradient.size()), last_lr_);
   }
   const uint64_t every = static_cast<uint64_t>(o_.eval_every) * UpdatesPerIteration();
   if (every > 0 && s_.iteration % every == 0 && rank_ == 0 &&
@@ -500,13 +500,16 @@ void SyncNode::Update(const Aggregated& done) {
   const int64_t samples =
       static_cast<int64_t>(s_.iteration) * o_.batch / static_cast<int64_t>(UpdatesPerIteration());
   const double lr = o_.lr_schedule.has_value() ? o_.lr_schedule->At(samples) : o_.lr;
+  last_lr_ = lr;
+  // A DANA server's vector is its worker's velocity already (param_server.h): a plain step.
+  const bool own_velocity = !done.with_momentum && !velocity_.empty();
   kernels::SgdOptions sgd{.learning_rate = lr,
-                          .momentum = o_.momentum,
+                          .momentum = own_velocity ? o_.momentum : 0.0,
                           .weight_decay = o_.weight_decay,
-                          .nesterov = o_.nesterov};
+                          .nesterov = own_velocity && o_.nesterov};
   MURMUR_CHECK_OK(kernels::SgdStep<float>(
       o_.device, sgd, grad,
-      velocity_.empty() ? velocity_.span() : velocity_.span().subspan(done.offset, n),
+      own_velocity ? velocity_.span().subspan(done.offset, n) : std::span<float>(),
       params_.span().subspan(done.offset, n)));
   host_stale_ = true;
 }

@@ -226,6 +226,7 @@ class SyncNode {
   kernels::Buffer<float> params_;
   kernels::Buffer<float> velocity_;
   kernels::Buffer<float> step_grad_;
+  double last_lr_ = 0;  // the rate of the latest step (a DANA server's look-ahead uses it)
   kernels::Buffer<float> compute_model_;
   std::vector<float> params_host_;  // the model on the host when !host_stale_
   bool host_stale_ = true;

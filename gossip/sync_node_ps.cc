@@ -22,8 +22,11 @@ void SyncNode::StartPs() {
   std::span<const float> model = this->model();
   if (rank_ < servers) {
     const auto [begin, end] = PsSlice(model.size(), servers, rank_);
-    server_.emplace(PsServer::Options{rank_, plan_.workers, o_.batch, dim, plan_.ps, o_.device},
-                    model.subspan(begin, end - begin));
+    auto server = PsServer::Create(
+        {rank_, plan_.workers, o_.batch, dim, plan_.ps, o_.momentum, o_.device},
+        model.subspan(begin, end - begin));
+    if (!server.ok()) return Fail(server.status());
+    server_.emplace(*std::move(server));
     return;
   }
   const int64_t w = rank_ - servers, n = plan_.workers;

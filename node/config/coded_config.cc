@@ -33,6 +33,13 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
                  "ps full: backup workers; the servers step with the first N - backup gradients")
         .Bool("staleness_lr", &C::staleness_lr, false,
               "ps async, ssp: scale each step by 1 / staleness (staleness-aware async SGD)")
+        .Enum("ps_momentum", &C::ps_momentum, "auto",
+              {{"auto", std::nullopt},
+               {"server", gossip::PsMomentum::kServer},
+               {"dana", gossip::PsMomentum::kDana}},
+              "ps async, ssp: server (one velocity for every gradient, the textbook form) or dana "
+              "(a velocity per worker and the look-ahead model in each reply, DANA-Zero: the "
+              "staleness compensated); auto: dana for async and ssp")
         .Integer("iterations", &C::iterations, int64_t{100}, int64_t{1}, int64_t{1} << 40,
                  "budget: model updates (the time limit may end the run sooner)")
         .Integer("global_batch", &C::global_batch, int64_t{0}, int64_t{0}, int64_t{1} << 40,
@@ -81,7 +88,8 @@ const std::vector<std::string>& GossipOnlyKeys() {
 // The keys of the parameter server alone, and of the gradient code alone.
 const std::vector<std::string>& PsKeys() {
   static const auto* keys =
-      new std::vector<std::string>{"servers", "ps_sync", "backup", "staleness_lr"};
+      new std::vector<std::string>{"servers", "ps_sync", "backup", "staleness_lr",
+                                   "ps_momentum"};
   return *keys;
 }
 const std::vector<std::string>& CodeKeys() {
@@ -224,7 +232,10 @@ gossip::PsOptions PsOptionsFrom(const CodedConfig& coded) {
           .sync = coded.ps_sync.sync,
           .ssp_bound = coded.ps_sync.ssp_bound,
           .backup = coded.backup,
-          .staleness_lr = coded.staleness_lr};
+          .staleness_lr = coded.staleness_lr,
+          .momentum = coded.ps_momentum.value_or(coded.ps_sync.sync == gossip::PsSync::kFull
+                                                     ? gossip::PsMomentum::kServer
+                                                     : gossip::PsMomentum::kDana)};
 }
 
 StatusOr<gossip::SyncPlan> SyncPlanFrom(gossip::Mode mode, const CodedConfig& coded) {

@@ -4,6 +4,7 @@
 // batch. The model,
 // optimizer, data, time limit, evaluation and straggler keys are the gossip mode's (GossipConfig).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct CodedConfig {
   gossip::PsSyncSpec ps_sync = {};  // ps: full, async, ssp:S
   int64_t backup = 0;               // ps full: backup workers
   bool staleness_lr = false;        // ps async, ssp
+  std::optional<gossip::PsMomentum> ps_momentum = std::nullopt;  // ps async, ssp; none: auto
   int64_t iterations = 0;
   int64_t global_batch = 0;
   double report_after_s = 0;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/check.h"
 #include "coding/update.h"
 #include "coding/update_codec.h"
 #include "gossip/sync_node.h"
@@ -25,9 +26,13 @@ using std::chrono::milliseconds;
 constexpr uint64_t kSeeds = 20;
 constexpr uint32_t kDim = 6;
 
-PsServer MakeServer(PsOptions ps, int64_t workers, int64_t batch = 60) {
-  return PsServer({.server = 0, .workers = workers, .batch = batch, .dimension = kDim, .ps = ps},
-                  std::vector<float>(kDim, 0.0f));
+PsServer MakeServer(PsOptions ps, int64_t workers, int64_t batch = 60, double momentum = 0.9) {
+  auto server = PsServer::Create(
+      {.server = 0, .workers = workers, .batch = batch, .dimension = kDim, .ps = ps,
+       .momentum = momentum},
+      std::vector<float>(kDim, 0.0f));
+  MURMUR_CHECK_OK(server.status());
+  return *std::move(server);
 }
 
 CodedMessage Push(uint64_t version) {
@@ -60,6 +65,8 @@ TEST(PsSyncSpecTest, ParsesTheThreeFormsAndRefusesTheRestWithTheReason) {
   EXPECT_FALSE(ValidatePs({.sync = PsSync::kAsync, .backup = 1}, 4).ok());
   EXPECT_FALSE(ValidatePs({.staleness_lr = true}, 4).ok());  // full is never stale
   EXPECT_FALSE(ValidatePs({.servers = 65}, 4).ok());
+  EXPECT_FALSE(ValidatePs({.momentum = PsMomentum::kDana}, 4).ok());  // full: one velocity
+  EXPECT_TRUE(ValidatePs({.sync = PsSync::kAsync, .momentum = PsMomentum::kDana}, 4).ok());
 }
 
 TEST(PsSliceTest, SlicesCoverTheModelContiguously) {
@@ -99,7 +106,7 @@ TEST(PsServerTest, SspGateKeepsEveryWorkerWithinSOfTheSlowest) {
       ++pushes[static_cast<size_t>(w)];
       server.Step(w + 1, Push(version[static_cast<size_t>(w)]), std::vector<float>(kDim, 1.0f));
       ASSERT_NE(AggregatedOf(server.TakeOutput()), nullptr);
-      server.Applied(std::vector<float>(kDim, 0.0f));
+      server.Applied(std::vector<float>(kDim, 0.0f), 0.1);
       const auto replies = Replies(server.TakeOutput());
       if (std::find(replies.begin(), replies.end(), w + 1) == replies.end()) ++gated_seen;
       const int64_t slowest = *std::min_element(pushes.begin(), pushes.end());
@@ -140,7 +147,7 @@ TEST(PsServerTest, AsyncAppliesInArrivalOrderWithItsStaleness) {
       const double expected =
           (scaled ? 1.0 / static_cast<double>(std::max<uint64_t>(1, tau)) : 1.0) / batch;
       EXPECT_DOUBLE_EQ(done->weight, expected);
-      server.Applied(std::vector<float>(kDim, value));
+      server.Applied(std::vector<float>(kDim, value), 0.1);
       EXPECT_EQ(Replies(server.TakeOutput()), std::vector<int64_t>{w + 1});
       version[static_cast<size_t>(w)] = server.version();
     }
@@ -148,6 +155,85 @@ TEST(PsServerTest, AsyncAppliesInArrivalOrderWithItsStaleness) {
     EXPECT_EQ(server.stats().staleness_sum, stale_sum);
     EXPECT_EQ(server.stats().staleness_max, stale_max);
   }
+}
+
+// DANA-Zero: each gradient moves its own worker's velocity, v_w = μ v_w + c g / B (c = 1 / τ with
+// staleness_lr), which is what the node steps with (no velocity of its own); every reply is the
+// look-ahead θ - lr μ Σ v over the live workers; a dropped worker's velocity leaves the sum.
+// Checked against a double-precision reference over random arrival orders.
+TEST(PsServerTest, DanaStepsWithEachWorkersVelocityAndRepliesTheLookAhead) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    const int64_t n = 2 + static_cast<int64_t>(seed % 4), batch = 32;
+    const double mu = seed % 2 == 0 ? 0.9 : 0.5, lr = 0.05 * static_cast<double>(1 + seed % 3);
+    const bool scaled = seed % 3 == 0;
+    const PsOptions ps{.sync = seed % 4 == 0 ? PsSync::kSsp : PsSync::kAsync,
+                       .ssp_bound = 1000,
+                       .staleness_lr = scaled,
+                       .momentum = PsMomentum::kDana};
+    PsServer server = MakeServer(ps, n, batch, mu);
+    ASSERT_TRUE(server.dana());
+    std::vector<std::vector<double>> velocity(static_cast<size_t>(n), std::vector<double>(kDim));
+    std::vector<double> theta(kDim, 0.0);
+    std::vector<uint64_t> version(static_cast<size_t>(n), 0);
+    std::vector<bool> live(static_cast<size_t>(n), true);
+    for (int i = 0; i < 60; ++i) {
+      if (i == 40) {  // the last worker dies: its momentum no longer moves the model
+        server.DropWorker(n);
+        live[static_cast<size_t>(n - 1)] = false;
+        velocity[static_cast<size_t>(n - 1)].assign(kDim, 0.0);
+        ASSERT_TRUE(server.TakeOutput().empty());
+      }
+      auto w = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+      if (!live[static_cast<size_t>(w)]) w = 0;
+      std::vector<float> g(kDim);
+      for (float& x : g) x = uniform(rng);
+      const uint64_t tau = server.version() - version[static_cast<size_t>(w)];
+      server.Step(w + 1, Push(version[static_cast<size_t>(w)]), g);
+      const auto actions = server.TakeOutput();
+      const Aggregated* done = AggregatedOf(actions);
+      ASSERT_NE(done, nullptr);
+      EXPECT_TRUE(done->with_momentum);
+      EXPECT_EQ(done->weight, 1.0);
+      const double c = (scaled ? 1.0 / static_cast<double>(std::max<uint64_t>(1, tau)) : 1.0) /
+                       static_cast<double>(batch);
+      auto& v = velocity[static_cast<size_t>(w)];
+      for (size_t j = 0; j < kDim; ++j) {
+        v[j] = mu * v[j] + c * g[j];
+        EXPECT_NEAR(done->gradient[j], v[j], 1e-6 * (1 + std::abs(v[j]))) << "coordinate " << j;
+        theta[j] -= lr * v[j];
+      }
+      server.Applied(std::vector<float>(theta.begin(), theta.end()), lr);
+      const auto replies = server.TakeOutput();
+      ASSERT_EQ(replies.size(), 1u);
+      const auto& reply = std::get<CodedSend>(replies[0]);
+      EXPECT_EQ(reply.to, w + 1);
+      for (size_t j = 0; j < kDim; ++j) {
+        double sum = 0;
+        for (const auto& u : velocity) sum += u[j];
+        const double expected = static_cast<float>(theta[j]) - lr * mu * sum;
+        EXPECT_NEAR(reply.vector[j], expected, 1e-5) << "coordinate " << j;
+      }
+      version[static_cast<size_t>(w)] = server.version();
+    }
+  }
+}
+
+// DANA's velocities are bounded in bytes: a server refuses what would exceed kMaxDanaBytes.
+TEST(PsServerTest, DanaRefusesVelocitiesBeyondItsMemoryBound) {
+  const PsOptions ps{.sync = PsSync::kAsync, .momentum = PsMomentum::kDana};
+  const auto workers = static_cast<int64_t>(kMaxDanaBytes / (kDim * sizeof(float))) + 1;
+  const auto refused = PsServer::Create(
+      {.workers = workers, .batch = workers, .dimension = kDim, .ps = ps, .momentum = 0.9},
+      std::vector<float>(kDim, 0.0f));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--servers"), std::string::npos)
+      << refused.status().message();
+  EXPECT_TRUE(PsServer::Create({.workers = 4, .batch = 4, .dimension = kDim, .ps = ps},
+                               std::vector<float>(kDim, 0.0f))
+                  .ok());
 }
 
 // Full with b backup workers: the step comes with the first N - b gradients, as their mean; the
@@ -177,7 +263,7 @@ TEST(PsServerTest, BackupWorkersCutTheIterationAtNMinusB) {
           EXPECT_EQ(done->iteration, t);
           EXPECT_DOUBLE_EQ(done->weight, 1.0 / static_cast<double>(positions));
           EXPECT_FLOAT_EQ(done->gradient[0], static_cast<float>(n - b));
-          server.Applied(std::vector<float>(kDim, 0.0f));
+          server.Applied(std::vector<float>(kDim, 0.0f), 0.1);
           EXPECT_EQ(Replies(server.TakeOutput()).size(), static_cast<size_t>(n));
         } else {
           EXPECT_EQ(AggregatedOf(actions), nullptr) << "a backup worker's gradient counted";
@@ -272,6 +358,7 @@ Cluster MakeCluster(PsOptions ps, int workers, uint64_t seed, int64_t iterations
               o.push_compress = compress;
               o.self = Cluster::Id(i);
               o.batch = 60;
+              o.momentum = 0.9;
               o.iterations = iterations;
               o.eval_every = 2;
               o.settle = milliseconds(200);
@@ -300,8 +387,13 @@ TEST(PsNodeTest, EveryFormEndsItsBudgetWithASlowWorker) {
     const PsOptions forms[] = {{.servers = 1},
                                {.servers = 2, .backup = 1},
                                {.servers = 2, .sync = PsSync::kAsync},
-                               {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1}};
-    const PsOptions ps = forms[seed % 4];
+                               {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1},
+                               {.servers = 2, .sync = PsSync::kAsync, .momentum = PsMomentum::kDana},
+                               {.servers = 1,
+                                .sync = PsSync::kSsp,
+                                .ssp_bound = 1,
+                                .momentum = PsMomentum::kDana}};
+    const PsOptions ps = forms[seed % 6];
     const int workers = 3;
     // Every other seed's workers push top-half updates (sparse frames the servers densify).
     std::optional<coding::CompressorOptions> compress;

@@ -260,6 +260,9 @@ check "as many backup workers as workers exits 2" 2 "$murmur" local --mode ps --
 contains "the refusal gives the range" "$tmp/err" "must be in [0, N) = [0, 4)"
 check "a staleness-scaled rate in synchronous ps exits 2" 2 "$murmur" local --mode ps --staleness-lr
 contains "the refusal says why" "$tmp/err" "a synchronous server's gradients are never stale"
+check "DANA momentum in synchronous ps exits 2" 2 "$murmur" local --mode ps --ps-momentum dana
+contains "the refusal says DANA is for async" "$tmp/err" "ps_momentum dana is for ps_sync async or ssp:S"
+check "an unknown ps momentum exits 2" 2 "$murmur" local --mode ps --ps-sync async --ps-momentum worker
 check "one random peer each exits 2" 2 "$murmur" local --topology random --random-peers 1
 check "--tf32 on the CPU exits 2" 2 "$murmur" train --device cpu --tf32 --epochs 1
 contains "the refusal says where the run trains" "$tmp/err" "tf32: TF32 is a mode of a GPU's tensor cores, and this run trains on the CPU"
