@@ -160,7 +160,9 @@ def main():
                 mb = sum(r[1] for r in runs) / len(runs)
                 wall = sum(r[2] for r in runs) / len(runs)
                 gap = f"{100 * (mean - ring[1]):+.2f} pt" if ring else "-"
-                fewer = f"{sum(r[1] for r in ring[2]) / len(ring[2]) / mb:.0f}×" if ring else "-"
+                ratio = sum(r[1] for r in ring[2]) / len(ring[2]) / mb if ring else None
+                # Under 10x with two significant digits: a form that sends more reads below 1x.
+                fewer = "-" if ratio is None else f"{ratio:.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
                 rows.append(f"| {n} | {epochs:g} | {mode} | {lr:g} | {mean:.4f} ± {half:.4f} "
                             f"| {gap} | {mb:.2f} | {fewer} | {wall:.1f} |")
     table = ["| N | epochs | mode | best lr | accuracy (mean ± half range) | vs best ring "

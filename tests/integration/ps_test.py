@@ -4,7 +4,8 @@
 1. `murmur local --mode ps` with one server and with the model sharded over three, and `--mode
    ring`, train the same logistic regression for the same iterations: bulk-synchronous servers
    compute ring all-reduce's step, so the final training losses agree. Async finishes its budget
-   (N gradients per iteration) with stale gradients, and says how stale.
+   (N gradients per iteration) with stale gradients, and says how stale, with DANA's momentum
+   (its default) and with the server's one velocity over two servers.
 2. One server and three workers started here as `murmur node --mode ps`; once they train, the
    server is killed (SIGKILL): every worker's run fails within seconds, saying that the server
    was the run's single point of failure.
@@ -46,6 +47,10 @@ def main():
     async_run = local("ps", 40, ["--ps-sync", "async"], lr="0.2")
     assert async_run["iterations"] == 160 and async_run["applied"] == 160, async_run
     assert async_run["staleness_mean"] > 0 and math.isfinite(async_run["loss"]), async_run
+    assert "DANA momentum" in async_run["ps_sync"], async_run["ps_sync"]  # async's default
+    textbook = local("ps", 40, ["--ps-sync", "async", "--ps-momentum", "server", "--servers", "2"],
+                     lr="0.2")
+    assert textbook["applied"] == 160 and "server momentum" in textbook["ps_sync"], textbook
     print(f"ok: ps (1 and 3 servers) ends at ring's loss ({ring['loss']:.6f}); async applied 160 "
           f"gradients, staleness {async_run['staleness_mean']:.2f} mean", flush=True)
 
