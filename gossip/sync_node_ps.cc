@@ -22,9 +22,9 @@ void SyncNode::StartPs() {
   std::span<const float> model = this->model();
   if (rank_ < servers) {
     const auto [begin, end] = PsSlice(model.size(), servers, rank_);
-    auto server = PsServer::Create(
-        {rank_, plan_.workers, o_.batch, dim, plan_.ps, o_.momentum, o_.device},
-        model.subspan(begin, end - begin));
+    auto server =
+        PsServer::Create({rank_, plan_.workers, o_.batch, dim, plan_.ps, o_.momentum, o_.device},
+                         model.subspan(begin, end - begin));
     if (!server.ok()) return Fail(server.status());
     server_.emplace(*std::move(server));
     return;

@@ -88,8 +88,7 @@ const std::vector<std::string>& GossipOnlyKeys() {
 // The keys of the parameter server alone, and of the gradient code alone.
 const std::vector<std::string>& PsKeys() {
   static const auto* keys =
-      new std::vector<std::string>{"servers", "ps_sync", "backup", "staleness_lr",
-                                   "ps_momentum"};
+      new std::vector<std::string>{"servers", "ps_sync", "backup", "staleness_lr", "ps_momentum"};
   return *keys;
 }
 const std::vector<std::string>& CodeKeys() {

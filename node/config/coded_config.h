@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/driver/sync_driver.h"
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
+#include "node/driver/sync_driver.h"
 
 namespace murmur::node {
 

@@ -27,10 +27,13 @@ constexpr uint64_t kSeeds = 20;
 constexpr uint32_t kDim = 6;
 
 PsServer MakeServer(PsOptions ps, int64_t workers, int64_t batch = 60, double momentum = 0.9) {
-  auto server = PsServer::Create(
-      {.server = 0, .workers = workers, .batch = batch, .dimension = kDim, .ps = ps,
-       .momentum = momentum},
-      std::vector<float>(kDim, 0.0f));
+  auto server = PsServer::Create({.server = 0,
+                                  .workers = workers,
+                                  .batch = batch,
+                                  .dimension = kDim,
+                                  .ps = ps,
+                                  .momentum = momentum},
+                                 std::vector<float>(kDim, 0.0f));
   MURMUR_CHECK_OK(server.status());
   return *std::move(server);
 }
@@ -384,15 +387,13 @@ bool AllAssembled(Cluster& c) {
 TEST(PsNodeTest, EveryFormEndsItsBudgetWithASlowWorker) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const PsOptions forms[] = {{.servers = 1},
-                               {.servers = 2, .backup = 1},
-                               {.servers = 2, .sync = PsSync::kAsync},
-                               {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1},
-                               {.servers = 2, .sync = PsSync::kAsync, .momentum = PsMomentum::kDana},
-                               {.servers = 1,
-                                .sync = PsSync::kSsp,
-                                .ssp_bound = 1,
-                                .momentum = PsMomentum::kDana}};
+    const PsOptions forms[] = {
+        {.servers = 1},
+        {.servers = 2, .backup = 1},
+        {.servers = 2, .sync = PsSync::kAsync},
+        {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1},
+        {.servers = 2, .sync = PsSync::kAsync, .momentum = PsMomentum::kDana},
+        {.servers = 1, .sync = PsSync::kSsp, .ssp_bound = 1, .momentum = PsMomentum::kDana}};
     const PsOptions ps = forms[seed % 6];
     const int workers = 3;
     // Every other seed's workers push top-half updates (sparse frames the servers densify).
