@@ -411,7 +411,11 @@ void SyncNode::Applied(const Aggregated& done, TimePoint now) {
   Emit(Announce{s_.iteration, 0, false});
   if (server_) {
     iteration_start_ = now;
-    server_->Applied(model().subspan(done.offset, done.gradient.size()), last_lr_);
+    // Only the server's slice comes back to the host: the rest of its model never changes.
+    slice_host_.resize(done.gradient.size());
+    MURMUR_CHECK_OK(kernels::Copy<float>(kernels::Device::Cpu(), slice_host_, o_.device,
+                                         params_.span().subspan(done.offset, slice_host_.size())));
+    server_->Applied(slice_host_, last_lr_);
   }
   const uint64_t every = static_cast<uint64_t>(o_.eval_every) * UpdatesPerIteration();
   if (every > 0 && s_.iteration % every == 0 && rank_ == 0 &&

@@ -227,6 +227,7 @@ class SyncNode {
   kernels::Buffer<float> velocity_;
   kernels::Buffer<float> step_grad_;
   double last_lr_ = 0;  // the rate of the latest step (a DANA server's look-ahead uses it)
+  std::vector<float> slice_host_;  // a ps server's slice after its latest step
   kernels::Buffer<float> compute_model_;
   std::vector<float> params_host_;  // the model on the host when !host_stale_
   bool host_stale_ = true;
