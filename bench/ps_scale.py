@@ -2,7 +2,7 @@
 """Where the parameter server's link saturates: time per iteration against workers, in murmur sim.
 
 Usage: bench/ps_scale.py [build/murmur] [--workers 16,64,256] [--servers 1,4,16]
-                         [--network 1GbE] [--out FILE]
+                         [--network 1GbE] [--iterations 8] [--no-gossip] [--out FILE]
 
 Every row is one `murmur sim` run (protocol fidelity: the real machines and wire bytes of the
 784-256-128-10 MLP, 235,146 values, on modeled links; 10 us per sample, 64 samples per worker per
@@ -35,13 +35,17 @@ def main():
     p.add_argument("--servers", default="1,4,16")
     p.add_argument("--network", default="1GbE")
     p.add_argument("--iterations", type=int, default=8)
+    p.add_argument("--gossip", action=argparse.BooleanOptionalAction, default=True,
+                   help="also the gossip rows (--no-gossip: the servers only)")
     p.add_argument("--out")
     a = p.parse_args()
     rows = []
     for n in [int(x) for x in a.workers.split(",")]:
         common = ["--network", a.network, "--sample-cost", "10us"]
+        # A thousand members' views take about 30 virtual seconds to fill (joins are admitted
+        # a bounded number at a time): the default join timeout would end the first nodes.
         sync = ["--n", str(n), "--L", "1", "--iterations", str(a.iterations), "--global-batch",
-                str(64 * n), "--eval-every", "0"]
+                str(64 * n), "--eval-every", "0", "--join-timeout-s", "300"]
         systems = [(f"ps K={k}", ["--mode", "ps", "--servers", str(k)] + sync)
                    for k in [int(x) for x in a.servers.split(",")]]
         for name, args in systems:
@@ -52,6 +56,8 @@ def main():
             busiest = max(x["bytes_sent"] + x["bytes_received"] for x in nodes) / per / 1e6
             rows.append(f"| {n} | {name} | {ms:.1f} | {busiest:.2f} |")
             print(rows[-1], flush=True)
+        if not a.gossip:
+            continue
         # Gossip: the marginal time of a step, from two budgets (about 40 and 120 steps per node),
         # so that joining and the end of the run cancel out.
         runs = []

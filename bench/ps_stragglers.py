@@ -29,10 +29,10 @@ SYSTEMS = [
                 "--finish-wait-s", "0"]),
     ("ring all-reduce", ["--mode", "ring", "--lr", "0.2"] + SYNC),
     ("ps sync", ["--mode", "ps", "--lr", "0.2"] + SYNC),
-    ("ps sync, 1 backup", ["--mode", "ps", "--backup", "1", "--lr", "0.2"] + SYNC),
+    ("ps sync with 1 backup", ["--mode", "ps", "--backup", "1", "--lr", "0.2"] + SYNC),
     ("ps async", ["--mode", "ps", "--ps-sync", "async", "--lr", "0.1"] + SYNC),
-    ("ps async, server momentum", ["--mode", "ps", "--ps-sync", "async", "--ps-momentum", "server",
-                                   "--lr", "0.05"] + SYNC),
+    ("ps async with server momentum",
+     ["--mode", "ps", "--ps-sync", "async", "--ps-momentum", "server", "--lr", "0.05"] + SYNC),
     ("ps ssp:2", ["--mode", "ps", "--ps-sync", "ssp:2", "--lr", "0.1"] + SYNC),
 ]
 
