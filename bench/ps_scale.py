@@ -32,7 +32,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("murmur", nargs="?", default="build/murmur")
     p.add_argument("--workers", default="16,64,256")
-    p.add_argument("--servers", default="1,4,16")
+    p.add_argument("--servers", default="1,4,16", help="server counts (empty: none)")
     p.add_argument("--network", default="1GbE")
     p.add_argument("--iterations", type=int, default=8)
     p.add_argument("--gossip", action=argparse.BooleanOptionalAction, default=True,
@@ -47,7 +47,7 @@ def main():
         sync = ["--n", str(n), "--L", "1", "--iterations", str(a.iterations), "--global-batch",
                 str(64 * n), "--eval-every", "0", "--join-timeout-s", "300"]
         systems = [(f"ps K={k}", ["--mode", "ps", "--servers", str(k)] + sync)
-                   for k in [int(x) for x in a.servers.split(",")]]
+                   for k in [int(x) for x in a.servers.split(",") if x]]
         for name, args in systems:
             r = sim(a.murmur, common + args)
             nodes = r["per_node"]
