@@ -10,7 +10,7 @@
     python3 examples/fashion_cnn.py --backend single
     # on GPUs (the launcher places rank r on a GPU and says which in MURMUR_DEVICE):
     python3 -m murmur.run --nodes 4 --device cuda examples/fashion_cnn.py
-    # AdamW inner steps (under murmur, its outer optimizer's rounds every 50 of them):
+    # AdamW inner steps (under murmur, its outer optimizer's rounds every 80 of them):
     python3 -m murmur.run --nodes 4 --epochs 3 examples/fashion_cnn.py --optimizer adamw --lr 0.002
 
 Reads the IDX files of Debian's dataset-fashion-mnist (MURMUR_DATA_DIR). The loop, its flags and

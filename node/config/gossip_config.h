@@ -71,7 +71,7 @@ const ConfigSchema<GossipConfig>& GossipSchema();
 // (its pseudo-gradients every H steps, nearly lossless; top-k's γ of 0.05 left the members'
 // anchors apart) and top-1 % with fp16 values for plain CHOCO rounds every step.
 coding::CompressorOptions GossipCompressor(const GossipConfig& config);
-// What a run reports as its averaging: "outer nesterov:every=50,... over CHOCO int8" or
+// What a run reports as its averaging: "outer nesterov:every=80,... over CHOCO int8" or
 // "CHOCO-SGD topk:0.01,values=fp16".
 std::string GossipAveraging(const GossipConfig& config);
 // Names of GossipSchema's keys (what `murmur local` forwards to its nodes).

@@ -57,7 +57,7 @@ class GossipOptimizer:
     """Trains the parameters of `optimizer` (any torch.optim optimizer) over murmur gossip.
 
     Each `step()` runs the wrapped optimizer's local step, then murmur's round (gossip, the outer
-    optimizer every 50 steps by default, soft sync); `running` turns False once the cluster's
+    optimizer every 80 steps by default, soft sync); `running` turns False once the cluster's
     budget is spent and the consensus finish made every process's model the same average.
 
     Keyword arguments (None: murmur's default; `murmur.known_keys()` lists every key, and
@@ -76,8 +76,8 @@ class GossipOptimizer:
           "step:...", "constant"), applied to every param group each step; without lr_schedule
           the wrapped optimizer keeps its own rate (and a torch LR scheduler you step works as
           usual). lr defaults to the optimizer's first group's rate.
-      outer (str): the outer optimizer ("nesterov:every=50,lr=0.5", murmur's default; "none":
-          CHOCO gossip every step).
+      outer (str): the outer optimizer ("nesterov:every=80,lr=0.9,momentum=0.8", murmur's
+          default; "none": CHOCO gossip every step).
       compress (str): the operator for the exchanged updates ("auto", "int8", "topk:0.01", ...).
       eval_every (int): steps between evaluate() calls; target_accuracy (float) ends the run
           once reached.

@@ -184,8 +184,9 @@ TEST(ConfigTest, GossipDefaultsToTheOuterOptimizerAndRefusesChocoRoundKeysUnderI
   auto outer = GossipOptionsFrom(*defaults);
   ASSERT_TRUE(outer.ok()) << outer.status();
   ASSERT_TRUE(outer->node.outer.has_value());
-  EXPECT_EQ(outer->node.outer->every, 50);
-  EXPECT_DOUBLE_EQ(outer->node.outer->lr, 0.5);
+  EXPECT_EQ(outer->node.outer->every, 80);
+  EXPECT_DOUBLE_EQ(outer->node.outer->lr, 0.9);
+  EXPECT_DOUBLE_EQ(outer->node.outer->momentum, 0.8);
   EXPECT_EQ(coding::CompressorSpec(outer->node.compressor), coding::CompressorSpec(
                                                                 *coding::ParseCompressorSpec("int8")));
   auto choco = GossipOptionsFrom(*parse({"--outer", "none"}));
