@@ -421,7 +421,7 @@ void SyncNode::Applied(const Aggregated& done, TimePoint now) {
   if (every > 0 && s_.iteration % every == 0 && rank_ == 0 &&
       (plan_.mode != Mode::kPs || plan_.ps.servers == 1)) {
     s_.evaluated_at = s_.iteration;
-    Emit(Evaluate{true, model()});
+    Emit(Evaluate{false, model()});
   }
   if (BudgetSpent(now)) {
     if (server_) server_->TakeOutput();  // no replies: the run is over

@@ -43,30 +43,32 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
   static const ConfigSchema<GossipConfig>* schema = [] {
     using C = GossipConfig;
     auto* s = new ConfigSchema<GossipConfig>();
-    s->Embed(TrainSchema(), &C::train,
-             {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
-              "init_from", "save_model"},
-             // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
-             // scaling rule's larger step. Nesterov for the cluster modes (their tuning is in
-             // bench/results/2026-11-28-history.md, "Gossip against exact all-reduce").
-             {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
-             {{"lr_schedule",
-               "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
-               "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
-               "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
-               "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
-              {"nesterov",
-               "Nesterov momentum (on by default for the cluster modes; --momentum 0 needs "
-               "--nesterov=false)"},
-              {"device",
-               "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
-               "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
-               "modes compute their weighted gradients there. murmur local spreads its nodes "
-               "over the GPUs round-robin (--gpus)"}})
+    s->Embed(
+         TrainSchema(), &C::train,
+         {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
+          "init_from", "save_model"},
+         // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
+         // scaling rule's larger step. Nesterov for the cluster modes (their tuning is in
+         // bench/results/2026-11-28-history.md, "Gossip against exact all-reduce").
+         {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
+         {{"lr_schedule",
+           "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
+           "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
+           "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
+           "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
+          {"nesterov",
+           "Nesterov momentum (on by default for the cluster modes; --momentum 0 needs "
+           "--nesterov=false)"},
+          {"device",
+           "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
+           "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
+           "modes compute their weighted gradients there. murmur local spreads its nodes "
+           "over the GPUs round-robin (--gpus)"}})
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
-        .Parsed("compress", &C::compress, "auto", "auto or an operator spec (see `murmur train --help`)",
+        .Parsed("compress", &C::compress, "auto",
+                "auto or an operator spec (see `murmur train --help`)",
                 "compression operator for the model differences CHOCO sends (error feedback is "
                 "implicit). auto: int8 under an outer optimizer, topk:0.01,values=fp16 without",
                 &ParseGossipCompress)
@@ -101,24 +103,26 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "small ring mixes fast: about the same bytes and accuracy in half the rounds)")
         .Real("post_local_epoch", &C::post_local_epoch, "-1", -1, 100000,
               "post-local SGD: from this local epoch on use post_local_steps (-1: never)")
-        .Integer("post_local_steps", &C::post_local_steps, 4, 1, 100000,
-                 "H after post_local_epoch")
+        .Integer("post_local_steps", &C::post_local_steps, 4, 1, 100000, "H after post_local_epoch")
         .Integer("max_lead", &C::max_lead, 32, -1, 1 << 30,
                  "S: steps a node may run ahead of a neighbour (-1: unbounded, 0: lock-step)")
         .Integer("max_wait_ms", &C::max_wait_ms, 2000, 0, 3600000,
                  "W: longest wait for a neighbour before marking it a straggler (with "
                  "max_wait_steps: W's ceiling)")
-        .Real("max_wait_steps", &C::max_wait_steps, "200", 0, 1e9,
+        .Real("max_wait_steps", &C::max_wait_steps, "50", 0, 1e9,
               "W scales with the run: this many of the node's own measured step times, at least "
               "250 ms and at most max_wait_ms (0: W = max_wait_ms), so a slow neighbour is marked "
-              "within about as many steps in a short run as in a long one")
+              "within about as many steps in a short run as in a long one (50 against 200: a 4x "
+              "straggler's neighbours held for under a round of the outer optimizer's 80 steps, "
+              "the same accuracy)")
         .Real("straggler_hold_s", &C::straggler_hold_s, "30", 0, 86400,
               "how long a straggler is not waited for")
         .Real("staleness_scale", &C::staleness_scale, "16", 0, 1e9,
               "steps of lag that halve a neighbour's mixing weight (0: no damping)")
         .Real("target_accuracy", &C::target_accuracy, "0", 0, 1,
               "budget: stop when a node's test accuracy reaches this (0: none)")
-        .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9, "budget: seconds of training (0: none)")
+        .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9,
+              "budget: seconds of training (0: none)")
         .Real("finish_wait_s", &C::finish_wait_s, "10", 0, 86400,
               "consensus finish: once the budget is spent every node sends its model to the "
               "lowest live id and adopts the members' average; how long a node waits for it "

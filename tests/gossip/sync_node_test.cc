@@ -296,5 +296,30 @@ TEST(SyncNodeTest, RunsEndOnEveryNodeWithAPausedLeaf) {
   }
 }
 
+// --eval-every evaluates on eval_samples rows, as the gossip nodes do (a whole test set per
+// periodic evaluation held the ring's root, and every rank behind it); the final one on all.
+TEST(SyncNodeTest, PeriodicEvaluationsTakeTheSubsetAndTheFinalOneTheWholeTestSet) {
+  for (const Mode mode : {Mode::kRing, Mode::kTree, Mode::kCodedTree}) {
+    SCOPED_TRACE("mode " + std::to_string(static_cast<int>(mode)));
+    Cluster cluster = MakeCluster(mode, 3, 1, 1, 1);  // eval_every 2, 8 iterations
+    cluster.gradient = [&cluster](size_t i, const ComputeGradient&) {
+      return WeightSum(cluster.machine(i));
+    };
+    std::vector<std::pair<uint64_t, bool>> asked;  // (iteration, full) on rank 0
+    cluster.on_output = [&](size_t i, NodeAction& action) {
+      if (auto* e = std::get_if<Evaluate>(&action); e != nullptr && i == 0) {
+        asked.emplace_back(cluster.machine(0).state().iteration, e->full);
+      }
+    };
+    for (size_t i = 0; i < cluster.size(); ++i) cluster.Start(i, 1, kDim);
+    ASSERT_TRUE(
+        cluster.RunFor(std::chrono::seconds(10), [&] { return cluster.node(0).over.has_value(); }));
+    ASSERT_TRUE(cluster.node(0).over->ok()) << cluster.node(0).over->ToString();
+    const std::vector<std::pair<uint64_t, bool>> expected = {
+        {2, false}, {4, false}, {6, false}, {8, false}, {8, true}};
+    EXPECT_EQ(asked, expected);
+  }
+}
+
 }  // namespace
 }  // namespace murmur::gossip
