@@ -29,6 +29,7 @@ the cluster model after the finish).
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -38,14 +39,14 @@ WORKERS = 8
 
 
 def sync(epochs, lr, *extra):
-    iterations = round(epochs * 60000 / (64 * WORKERS))
+    iterations = math.ceil(epochs * 60000 / (64 * WORKERS))
     return ["--nodes", str(WORKERS), "--iterations", str(iterations), "--global-batch",
             str(64 * WORKERS), "--lr-schedule", "cosine", "--warmup-epochs", "0.2",
             "--eval-every", str(iterations // 40), "--lr", str(lr)] + list(extra)
 
 
 def gossip(epochs, lr, *extra):
-    steps = round(epochs * 60000 / (64 * WORKERS))
+    steps = math.ceil(epochs * 60000 / (64 * WORKERS))
     return ["--mode", "gossip", "--nodes", str(WORKERS), "--epochs", str(epochs), "--lr", str(lr),
             "--eval-every", str(steps // 40)] + list(extra)
 
