@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "api/peer_checkpoint.h"
+#include "api/peer_options.h"
 #include "base/check.h"
 #include "base/file.h"
 #include "base/log.h"
@@ -36,83 +37,6 @@ namespace {
 
 using node::NodeConfig;
 
-constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
-                                        "join_timeout_s", "device"};
-
-// `murmur local --exec` hands each process its node's flags in MURMUR_PEER_ARGS, one token per
-// line ("--key=value", "--key value" or a bare boolean "--flag"), as it would run `murmur node`.
-struct Launcher {
-  std::map<std::string, std::string> keys;
-  // Where it placed this process (also in MURMUR_DEVICE): the program should put its model
-  // there; checked against the buffer's own (BufferDevice), not merged. Empty: no placement.
-  std::string device;
-};
-
-StatusOr<Launcher> LauncherConfig() {
-  Launcher launcher;
-  std::map<std::string, std::string>& out = launcher.keys;
-  const char* env = std::getenv("MURMUR_PEER_ARGS");
-  if (env == nullptr) return launcher;
-  std::vector<std::string> tokens;
-  std::string token;
-  for (const char* p = env;; ++p) {
-    if (*p == '\n' || *p == '\0') {
-      if (!token.empty()) tokens.push_back(token);
-      token.clear();
-      if (*p == '\0') break;
-    } else {
-      token += *p;
-    }
-  }
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].rfind("--", 0) != 0) {
-      return InvalidArgumentError("MURMUR_PEER_ARGS: '" + tokens[i] + "' is not a --flag");
-    }
-    std::string key = tokens[i].substr(2), value = "true";
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    } else if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
-      value = tokens[++i];
-    }
-    std::replace(key.begin(), key.end(), '-', '_');
-    out[key] = value;
-  }
-  // What only `murmur node` does with these: the script gets its rank and shard in the
-  // environment (MURMUR_RANK, MURMUR_WORLD_SIZE), reports go to MURMUR_REPORT_FD.
-  if (auto it = out.find("mode"); it != out.end() && it->second != "gossip") {
-    return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
-                                ": the library runs gossip");
-  }
-  if (auto it = out.find("device"); it != out.end()) launcher.device = it->second;
-  for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) out.erase(key);
-  return launcher;
-}
-
-// Where the caller's buffer is: the `device` key (default cpu), which must agree with the
-// launcher's placement when `murmur local --exec --device` gave one.
-StatusOr<kernels::Device> BufferDevice(const std::map<std::string, std::string>& library,
-                                       const std::string& launcher) {
-  const auto it = library.find("device");
-  const std::string text = it == library.end() ? "cpu" : it->second;
-  if (text == "auto") {
-    return InvalidArgumentError(
-        "device: auto: the buffer is where the caller put it; give cpu or cuda:N");
-  }
-  StatusOr<kernels::Device> device = kernels::ResolveDevice(text);
-  if (!device.ok()) {
-    return Status(device.status().code(), "device: " + std::string(device.status().message()));
-  }
-  const std::string placed = launcher == "cuda" ? "cuda:0" : launcher;
-  if (!placed.empty() && placed != "auto" && placed != device->ToString()) {
-    return InvalidArgumentError("device: murmur local placed this process on " + placed +
-                                " (MURMUR_DEVICE), but the model buffer is on " +
-                                device->ToString() +
-                                (it == library.end() ? " (no device key: host memory)" : ""));
-  }
-  return device;
-}
-
 const char* PhaseName(gossip::GossipNode::Phase p) {
   switch (p) {
     case gossip::GossipNode::Phase::kJoining:
@@ -129,17 +53,6 @@ const char* PhaseName(gossip::GossipNode::Phase p) {
       return "over";
   }
   return "unknown";
-}
-
-// A library key's value through the schema's own parsers, named in the error.
-template <typename T>
-StatusOr<T> KeyValue(const std::string& key, const std::string& text, StatusOr<T> parsed) {
-  if (parsed.ok()) return parsed;
-  return InvalidArgumentError(key + ": '" + text + "': " + std::string(parsed.status().message()));
-}
-
-StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& text) {
-  return KeyValue(key, text, node::ParseInteger(text, 1, std::numeric_limits<int64_t>::max()));
 }
 
 class BufferWork : public node::GossipWork {
@@ -259,12 +172,7 @@ Peer::~Peer() {
   if (impl_ != nullptr && impl_->session != nullptr) impl_->session->Leave();
 }
 
-std::vector<std::string> Peer::KnownKeys() {
-  std::vector<std::string> keys(node::PeerLibraryKeys().begin(), node::PeerLibraryKeys().end());
-  keys.insert(keys.end(), std::begin(kLibraryKeys), std::end(kLibraryKeys));
-  std::sort(keys.begin(), keys.end());
-  return keys;
-}
+std::vector<std::string> Peer::KnownKeys() { return PeerKnownKeys(); }
 
 StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::string>& config,
                                             std::span<float> params, EvaluateFn evaluate) {
@@ -274,95 +182,36 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
 StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::string>& config,
                                             std::span<float> params, EvaluateFn evaluate,
                                             Hooks hooks) {
-  if (params.empty()) return InvalidArgumentError("the model buffer is empty");
-  const auto& schema = node::NodeSchema();
-  NodeConfig c{};
-  for (const auto& key : schema.keys()) MURMUR_CHECK_OK(key.set(key.default_text, c));
-  c.listen = "tcp://127.0.0.1:0";
-  c.gossip.epochs = 0;      // a budget is the caller's to give
-  c.gossip.eval_every = 0;  // only the final evaluation unless eval_every is given
-  c.gossip.train.lr_schedule = "constant";
-  // The launcher's keys first; the caller's own override them.
-  using KeyMap = std::map<std::string, std::string>;
-  Launcher launcher;
-  if (hooks.launcher_environment) {
-    MURMUR_ASSIGN_OR_RETURN(launcher, LauncherConfig());
-  }
-  KeyMap merged = std::move(launcher.keys);
-  for (const auto& [name, value] : config) merged[name] = value;
-  std::map<std::string, std::string> library;
-  for (const auto& [name, value] : merged) {
-    if (std::find(std::begin(kLibraryKeys), std::end(kLibraryKeys), name) !=
-        std::end(kLibraryKeys)) {
-      library[name] = value;
-      continue;
-    }
-    auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
-                            [&](const auto& k) { return k.name == name; });
-    if (key == schema.keys().end()) {
-      std::string known;
-      for (const std::string& k : KnownKeys()) known += (known.empty() ? "" : ", ") + k;
-      return InvalidArgumentError("unknown key '" + name + "' (known: " + known + ")");
-    }
-    const bool evaluation_key = name == "eval_every" || name == "target_accuracy";
-    const bool checkpoint_key = name == "checkpoint_dir" || name == "checkpoint_every";
-    if (node::PeerLibraryKeys().count(name) == 0 && !(evaluation_key && evaluate) &&
-        !(checkpoint_key && hooks.save_state && hooks.restore_state)) {
-      return InvalidArgumentError("key '" + name + "' does not apply to a library peer: " +
-                                  node::WhyNotAPeerLibraryKey(name));
-    }
-    if (Status s = key->set(value, c); !s.ok()) {
-      return InvalidArgumentError(name + ": '" + value + "': " + std::string(s.message()) +
-                                  " (allowed: " + key->allowed + ")");
-    }
-  }
-  // A checkpoint period with nowhere to write checkpoints would do nothing.
-  if (auto every = merged.find("checkpoint_every");
-      every != merged.end() && c.checkpoint_dir.empty()) {
-    const auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
-                                  [](const auto& k) { return k.name == "checkpoint_every"; });
-    if (key != schema.keys().end() && every->second != key->default_text) {
-      return InvalidArgumentError(
-          "checkpoint_every: '" + every->second +
-          "' without checkpoint_dir: there is nowhere to write checkpoints");
-    }
-  }
+  const KeyContext context{.evaluate = static_cast<bool>(evaluate),
+                           .state_hooks = hooks.save_state && hooks.restore_state,
+                           .launcher_environment = hooks.launcher_environment};
+  MURMUR_ASSIGN_OR_RETURN(PeerOptions options, PeerOptionsFromKeys(config, context));
+  return Start(options, params, std::move(evaluate), std::move(hooks));
+}
+
+namespace {
+
+// The session's options from the peer's (every cross-key rule checked here, kInvalidArgument
+// naming the key), and the buffer's starting values copied from `params`.
+StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::span<float> params,
+                                                    const Hooks& hooks) {
+  const NodeConfig& c = o.node;
   MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
   MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions g, node::GossipOptionsFrom(c.gossip));
-  int64_t epoch_samples = 0;
-  if (auto it = library.find("epoch_samples"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(epoch_samples, PositiveInteger("epoch_samples", it->second));
-  }
-  if (g.epochs > 0 && epoch_samples == 0) {
+  if (g.epochs > 0 && o.epoch_samples <= 0) {
     return InvalidArgumentError(
-        "epochs needs epoch_samples: the training samples of one epoch "
-        "over the whole cluster");
+        "epochs needs epoch_samples: the training samples of one epoch over the whole cluster");
   }
   if (g.epochs <= 0 && g.node.time_limit.count() <= 0 && g.node.target_accuracy <= 0) {
     return InvalidArgumentError(
-        "no budget: give epochs (with epoch_samples), time_limit_s or "
-        "target_accuracy");
-  }
-  const int members = std::max(1, c.expect_members);
-  int64_t shard_samples = std::max<int64_t>(1, epoch_samples / members);
-  if (auto it = library.find("shard_samples"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(shard_samples, PositiveInteger("shard_samples", it->second));
-  }
-  bool same_init = false;
-  if (auto it = library.find("same_init"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(same_init,
-                            KeyValue("same_init", it->second, node::ParseBool(it->second)));
+        "no budget: give epochs (with epoch_samples), time_limit_s or target_accuracy");
   }
   if (g.train.lr_reference_batch > 0 && c.expect_members <= 0) {
     return InvalidArgumentError(
-        "lr_reference_batch (the linear scaling rule) needs "
-        "expect_members: the cluster's size makes its global batch");
+        "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
+        "makes its global batch");
   }
-  MURMUR_ASSIGN_OR_RETURN(const kernels::Device device, BufferDevice(library, launcher.device));
-  MURMUR_RETURN_IF_ERROR(kernels::CheckMemoryOf(device, params.data(), params.size_bytes()));
-  MURMUR_CHECK_OK(SetLogLevel(c.log_level));
-
-  auto impl = std::make_unique<Impl>(params, device, evaluate, std::move(hooks));
+  const int members = std::max(1, c.expect_members);
   node::GossipSessionOptions s;
   s.peer = std::move(peer);
   s.node = g.node;
@@ -370,87 +219,117 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
   // A peer with no seeds and no members to wait for starts a cluster: nobody can tell it of a
   // running one, so it trains at once (later peers join it by its snapshot).
   if (s.peer.seeds.empty() && c.expect_members <= 0) s.node.join_wait = Duration{0};
-  s.shard_rows = shard_samples;
+  s.shard_rows =
+      o.shard_samples > 0 ? o.shard_samples : std::max<int64_t>(1, o.epoch_samples / members);
   s.budget_samples =
-      g.epochs > 0 ? static_cast<int64_t>(std::ceil(g.epochs * static_cast<double>(epoch_samples)))
-                   : 0;
-  if (merged.count("lr_schedule") > 0 || merged.count("warmup_epochs") > 0 ||
-      merged.count("lr_reference_batch") > 0) {
-    if (merged.count("lr") == 0) {
-      return InvalidArgumentError("lr_schedule needs lr: the schedule's base rate");
-    }
-    MURMUR_ASSIGN_OR_RETURN(
-        s.lr_schedule,
-        node::ScheduleFor(g.train, s.budget_samples, epoch_samples, g.train.batch_size * members));
-  } else if (merged.count("lr") > 0) {
-    return InvalidArgumentError(
-        "lr is the base rate of lr_schedule; without a schedule the "
-        "caller's optimizer keeps its own rate");
+      g.epochs > 0
+          ? static_cast<int64_t>(std::ceil(g.epochs * static_cast<double>(o.epoch_samples)))
+          : 0;
+  if (o.schedule_rate) {
+    MURMUR_ASSIGN_OR_RETURN(s.lr_schedule,
+                            node::ScheduleFor(g.train, s.budget_samples, o.epoch_samples,
+                                              g.train.batch_size * members));
   }
   s.initial.resize(params.size());
-  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), s.initial.data(), device,
+  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), s.initial.data(), o.device,
                                             params.data(), params.size_bytes()));
-  s.from_initial = same_init;
+  s.from_initial = o.same_init;
   s.straggler = g.straggler;
-  s.alone_timeout = std::chrono::seconds(30);
+  s.alone_timeout = o.join_timeout;
   s.wrong_dimension_limit = std::max(0, hooks.dimension_mismatch_limit);
-  if (auto it = library.find("join_timeout_s"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
-                                                     node::ParseReal(it->second, 0, 86400)));
-    s.alone_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
+  s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
+  return s;
+}
+
+// What the typed options may hold that the caller's hooks cannot serve.
+Status CheckAgainstHooks(const NodeConfig& c, bool evaluate, const Hooks& hooks) {
+  if (!evaluate && (c.gossip.target_accuracy > 0 || c.gossip.eval_every != 0)) {
+    return InvalidArgumentError("eval_every and target_accuracy need an evaluation (evaluate)");
+  }
+  if (!c.checkpoint_dir.empty() && !(hooks.save_state && hooks.restore_state)) {
+    return InvalidArgumentError(
+        "checkpoint_dir needs the caller's optimizer state: give Hooks::save_state and "
+        "restore_state");
   }
   // A model that could not be written would be lost when the run ends: refused now.
   if (!c.save_model.empty()) {
     MURMUR_RETURN_IF_ERROR(CheckWritableFilePath(c.save_model, "save_model"));
   }
-  s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
-  impl->telemetry = std::make_unique<node::NodeTelemetry>(impl->registry, "gossip", g.straggler);
-  impl->telemetry->SetDevice(device.ToString());
-  if (!c.admin.empty()) {
-    std::string token;
-    if (!c.admin_token_file.empty()) {
-      MURMUR_ASSIGN_OR_RETURN(token, node::LoadAdminToken(c.admin_token_file));
-    }
-    MURMUR_ASSIGN_OR_RETURN(impl->admin,
-                            node::AdminServer::Start(c.admin, *impl->telemetry, nullptr, token));
-    MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes {}",
-                    impl->admin->host(), impl->admin->port(),
-                    token.empty() ? "refused (no admin_token_file)" : "need the bearer token");
+  return OkStatus();
+}
+
+// The admin port (metrics, health, status, straggler injection), when `admin` names one.
+StatusOr<std::unique_ptr<node::AdminServer>> StartAdmin(const NodeConfig& c,
+                                                        node::NodeTelemetry& telemetry) {
+  if (c.admin.empty()) return std::unique_ptr<node::AdminServer>();
+  std::string token;
+  if (!c.admin_token_file.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(token, node::LoadAdminToken(c.admin_token_file));
   }
-  s.telemetry = impl->telemetry.get();
-  impl->save_model = c.save_model;
-  impl->model = impl->hooks.model.empty()
-                    ? "caller's model of " + std::to_string(params.size()) + " values"
-                    : impl->hooks.model;
-  if (const char* fd = std::getenv("MURMUR_REPORT_FD");
-      fd != nullptr && impl->hooks.launcher_environment) {
-    MURMUR_ASSIGN_OR_RETURN(const int64_t n, PositiveInteger("MURMUR_REPORT_FD", fd));
-    impl->report_fd = static_cast<int>(n);
+  MURMUR_ASSIGN_OR_RETURN(auto admin, node::AdminServer::Start(c.admin, telemetry, nullptr, token));
+  MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes {}",
+                  admin->host(), admin->port(),
+                  token.empty() ? "refused (no admin_token_file)" : "need the bearer token");
+  return admin;
+}
+
+// murmur local --exec's report pipe (MURMUR_REPORT_FD), where the environment is read; -1: none.
+StatusOr<int> ReportFd(const Hooks& hooks) {
+  const char* fd = std::getenv("MURMUR_REPORT_FD");
+  if (fd == nullptr || !hooks.launcher_environment) return -1;
+  StatusOr<int64_t> n = node::ParseInteger(fd, 0, 1 << 20);
+  if (!n.ok()) {
+    return InvalidArgumentError("MURMUR_REPORT_FD: '" + std::string(fd) +
+                                "': " + std::string(n.status().message()));
   }
-  Impl* raw = impl.get();
-  impl->session = std::make_unique<node::GossipSession>(
-      std::move(s), impl->work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::span<float> params,
+                                            EvaluateFn evaluate, Hooks hooks) {
+  if (params.empty()) return InvalidArgumentError("the model buffer is empty");
+  const NodeConfig& c = options.node;
+  MURMUR_RETURN_IF_ERROR(CheckAgainstHooks(c, static_cast<bool>(evaluate), hooks));
+  MURMUR_ASSIGN_OR_RETURN(node::GossipSessionOptions s, SessionOptions(options, params, hooks));
+  MURMUR_RETURN_IF_ERROR(
+      kernels::CheckMemoryOf(options.device, params.data(), params.size_bytes()));
+  MURMUR_CHECK_OK(SetLogLevel(c.log_level));
+  MURMUR_ASSIGN_OR_RETURN(const int report_fd, ReportFd(hooks));
+  std::unique_ptr<Peer> peer(new Peer(
+      std::make_unique<Impl>(params, options.device, std::move(evaluate), std::move(hooks))));
+  Impl& m = *peer->impl_;
+  m.report_fd = report_fd;
+  m.telemetry = std::make_unique<node::NodeTelemetry>(m.registry, "gossip", s.straggler);
+  m.telemetry->SetDevice(options.device.ToString());
+  MURMUR_ASSIGN_OR_RETURN(m.admin, StartAdmin(c, *m.telemetry));
+  s.telemetry = m.telemetry.get();
+  m.save_model = c.save_model;
+  m.model = m.hooks.model.empty() ? "caller's model of " + std::to_string(params.size()) + " values"
+                                  : m.hooks.model;
+  Impl* raw = &m;
+  m.session = std::make_unique<node::GossipSession>(
+      std::move(s), m.work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
       [raw] { return raw->Stopping(); });
-  MURMUR_RETURN_IF_ERROR(impl->session->Start());
+  MURMUR_RETURN_IF_ERROR(m.session->Start());
   if (!c.checkpoint_dir.empty()) {
-    impl->checkpoint.dir = c.checkpoint_dir;
-    impl->checkpoint.every = c.checkpoint_every;
-    impl->checkpoint.model = impl->model;
-    impl->checkpoint.identity =
-        impl->hooks.run_identity.empty() ? "cluster " + c.cluster : impl->hooks.run_identity;
-    impl->checkpoint.node_id = impl->session->id();
-    MURMUR_RETURN_IF_ERROR(RestoreCheckpoint(*impl->session, impl->work, impl->hooks,
-                                             impl->telemetry.get(), impl->checkpoint));
+    m.checkpoint.dir = c.checkpoint_dir;
+    m.checkpoint.every = c.checkpoint_every;
+    m.checkpoint.model = m.model;
+    m.checkpoint.identity =
+        m.hooks.run_identity.empty() ? "cluster " + c.cluster : m.hooks.run_identity;
+    m.checkpoint.node_id = m.session->id();
+    MURMUR_RETURN_IF_ERROR(
+        RestoreCheckpoint(*m.session, m.work, m.hooks, m.telemetry.get(), m.checkpoint));
   }
   // The bound endpoint (a port of 0 took a free one).
-  impl->endpoint = impl->session->endpoint();
-  {
-    std::lock_guard<std::mutex> lock(impl->mu);
-    impl->progress.id = impl->session->id();
-    impl->progress.endpoint = impl->endpoint;
-    impl->progress.phase = "joining";
-  }
-  return std::unique_ptr<Peer>(new Peer(std::move(impl)));
+  m.endpoint = m.session->endpoint();
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.progress.id = m.session->id();
+  m.progress.endpoint = m.endpoint;
+  m.progress.phase = "joining";
+  return peer;
 }
 
 StatusOr<Turn> Peer::Next() {

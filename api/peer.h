@@ -21,7 +21,7 @@
 //   StatusOr<api::Progress> result = (*peer)->Finish();
 //
 // Python: `murmur.Peer` and `murmur.torch.GossipOptimizer` (python/) wrap this class.
-// `murmur node --mode gossip` is a user too (node/app/node_gossip.cc: murmur's Trainer, its
+// `murmur node --mode gossip` is a user too (cli/node_gossip.cc: murmur's Trainer, its
 // checkpoints and report lines through Hooks).
 // Thread safety: one thread calls Next, Done and Finish; Progress may be called from any thread.
 
@@ -37,6 +37,8 @@
 #include "base/status.h"
 
 namespace murmur::api {
+
+struct PeerOptions;  // peer_options.h: the keys below as types
 
 // What the caller does next.
 struct Turn {
@@ -161,6 +163,12 @@ class Peer {
   static StatusOr<std::unique_ptr<Peer>> Start(const std::map<std::string, std::string>& config,
                                                std::span<float> params, EvaluateFn evaluate,
                                                Hooks hooks);
+  // The same with the settings already resolved (peer_options.h; the keys above are read
+  // through PeerOptionsFromKeys): what `murmur node --mode gossip` calls with its own. Also
+  // kInvalidArgument for eval_every or target_accuracy without `evaluate`, and checkpoint_dir
+  // without the state hooks.
+  static StatusOr<std::unique_ptr<Peer>> Start(const PeerOptions& options, std::span<float> params,
+                                               EvaluateFn evaluate, Hooks hooks);
   ~Peer();  // leaves the cluster
 
   // Blocks until the caller may compute its next step, or the run is over. Stop() ends it early.

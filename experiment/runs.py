@@ -1,4 +1,4 @@
-"""Reading run directories (node/app/run_dir.h) into tidy rows.
+"""Reading run directories (cli/run_dir.h) into tidy rows.
 
 A run directory holds config.toml, result.json, logs/ and series/node-K.jsonl; an experiment
 directory (experiment.py) holds experiment.json and runs/<id>/ run directories, each with a

@@ -178,17 +178,17 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
 }
 
 std::span<const float> GossipNode::HostModel() {
-  if (o_.device.is_cpu()) return x_;
+  if (o_.choco.device.is_cpu()) return x_;
   host_model_.resize(x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.device,
+  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.choco.device,
                                      x_.data(), x_.size_bytes()));
   return host_model_;
 }
 
 void GossipNode::SetModel(std::span<const float> host) {
   MURMUR_CHECK_EQ(host.size(), x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(o_.device, x_.data(), kernels::Device::Cpu(), host.data(),
-                                     host.size_bytes()));
+  MURMUR_CHECK_OK(kernels::CopyBytes(o_.choco.device, x_.data(), kernels::Device::Cpu(),
+                                     host.data(), host.size_bytes()));
 }
 
 void GossipNode::ServeModel(NodeId to) {
@@ -277,15 +277,10 @@ void GossipNode::Advance(TimePoint now) {
 }
 
 void GossipNode::StartTraining(TimePoint now) {
-  ChocoOptions c;
+  ChocoOptions c = o_.choco;
   c.self = o_.self;
   c.incarnation = o_.incarnation;
   c.dimension = static_cast<uint32_t>(x_.size());
-  c.compressor = o_.compressor;
-  c.gamma = o_.gamma;
-  c.sampling = o_.sampling;
-  c.device = o_.device;
-  c.device_compressor = o_.device_compressor;
   const bool saved_copy = resume_.has_value() && !resume_->public_copy.empty();
   auto choco = ChocoGossip::Create(
       c, saved_copy ? std::span<const float>(resume_->public_copy) : HostModel(), initial_,
@@ -345,7 +340,7 @@ bool GossipNode::SparseSchedule() const {
   if (o_.local_steps != 0 || OuterActive()) return false;
   if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return false;
   const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
-  return SparseScheduleFor(o_.compressor, view.size());
+  return SparseScheduleFor(o_.choco.compressor, view.size());
 }
 
 int GossipNode::CurrentH() const {
@@ -394,7 +389,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
   const uint64_t clock_before = s_.step;
-  if (sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.sampling, view.size()))) {
+  if (sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()))) {
     CatchUp(view, mixing, now);
   }
   if (received_model_.has_value()) {

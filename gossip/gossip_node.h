@@ -95,9 +95,10 @@ inline bool SparseScheduleFor(const coding::CompressorOptions& compressor, size_
 struct GossipNodeOptions {
   NodeId self = 0;
   Incarnation incarnation = 0;
-  coding::CompressorOptions compressor;
-  double gamma = 0;  // 0: DefaultGamma
-  PeerSamplingOptions sampling;
+  // The CHOCO machine's own options (choco.h): the operator, γ, who mixes with whom, where the
+  // model lives (its public copies and arithmetic go with it) and the guards. The node sets its
+  // id, incarnation and the model's dimension there when training starts.
+  ChocoOptions choco;
   SoftSyncOptions soft_sync;
   // H: local steps per gossip round. 0: the small-cluster schedule. While the round's view has
   // at most kSparseScheduleMembers members and the operator keeps a fraction (top-k), a node
@@ -159,9 +160,6 @@ struct GossipNodeOptions {
   // second on average (more is refused, kRejectSnapshotRate).
   double model_snapshot_burst = 4;
   double model_snapshots_per_s = 1;
-  // Where the model lives; CHOCO's public copies and its arithmetic go with it.
-  kernels::Device device;
-  bool device_compressor = false;  // ChocoOptions::device_compressor (the device path on the CPU)
 
   Status Validate() const;
 };

@@ -99,7 +99,7 @@ void GossipNode::Fail(const Status& status) {
 Status GossipNode::OuterRound() {
   if (!OuterActive()) return OkStatus();
   if (!outer_.has_value()) {
-    MURMUR_ASSIGN_OR_RETURN(outer_, OuterOptimizer::Create(*o_.outer, o_.device, x_));
+    MURMUR_ASSIGN_OR_RETURN(outer_, OuterOptimizer::Create(*o_.outer, o_.choco.device, x_));
     return OkStatus();
   }
   MURMUR_ASSIGN_OR_RETURN(OuterStats stats, outer_->Step(x_));

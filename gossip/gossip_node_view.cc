@@ -102,7 +102,7 @@ void GossipNode::BoundClaims(const std::vector<uint64_t>& claims,
   }
   believed_ = std::move(believed);  // members forgotten by the view are dropped
   const uint64_t catch_up_gap = static_cast<uint64_t>(std::max<int64_t>(
-      o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.sampling, view_.size()))));
+      o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.choco.sampling, view_.size()))));
   const uint64_t far = 4 * std::max<uint64_t>(catch_up_gap, 1);
   best_clock_ = QuorumClock(clocks, far);
   const uint64_t top_clock = clocks.empty() ? 0 : *std::max_element(clocks.begin(), clocks.end());

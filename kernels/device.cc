@@ -32,37 +32,61 @@ Status CheckTf32(bool tf32, const Device& device) {
       "cuda, or leave --tf32 out)");
 }
 
-StatusOr<Device> ResolveDevice(std::string_view spec) {
-  if (spec == "cpu") return Device::Cpu();
-  const int count = CudaDeviceCount();
-  if (spec == "auto") return count > 0 ? Device::Cuda(0) : Device::Cpu();
-  int index = 0;
-  if (spec.starts_with("cuda:")) {
-    std::string_view digits = spec.substr(5);
-    const StatusOr<int> parsed = ParseNumber<int>(digits, "device");
-    if (parsed.ok()) index = *parsed;
-    if (!parsed.ok() || index < 0) {
-      return InvalidArgumentError("device '" + std::string(spec) +
-                                  "': expected cuda:N with N a GPU ordinal");
-    }
-  } else if (spec != "cuda") {
-    return InvalidArgumentError("device '" + std::string(spec) +
+std::string DeviceSpec::ToString() const {
+  switch (kind) {
+    case Kind::kAuto:
+      return "auto";
+    case Kind::kCpu:
+      return "cpu";
+    case Kind::kAnyCuda:
+      return "cuda";
+    case Kind::kCuda:
+      return "cuda:" + std::to_string(index);
+  }
+  return "auto";
+}
+
+StatusOr<DeviceSpec> ParseDeviceSpec(std::string_view text) {
+  if (text == "auto") return DeviceSpec{};
+  if (text == "cpu") return DeviceSpec{DeviceSpec::Kind::kCpu};
+  if (text == "cuda") return DeviceSpec{DeviceSpec::Kind::kAnyCuda};
+  if (!text.starts_with("cuda:")) {
+    return InvalidArgumentError("device '" + std::string(text) +
                                 "' is not one of auto, cpu, cuda, cuda:N");
   }
+  const StatusOr<int> index = ParseNumber<int>(text.substr(5), "device");
+  if (!index.ok() || *index < 0) {
+    return InvalidArgumentError("device '" + std::string(text) +
+                                "': expected cuda:N with N a GPU ordinal");
+  }
+  return DeviceSpec{DeviceSpec::Kind::kCuda, *index};
+}
+
+StatusOr<Device> ResolveDevice(std::string_view text) {
+  MURMUR_ASSIGN_OR_RETURN(const DeviceSpec spec, ParseDeviceSpec(text));
+  return ResolveDevice(spec);
+}
+
+StatusOr<Device> ResolveDevice(const DeviceSpec& spec) {
+  if (spec.kind == DeviceSpec::Kind::kCpu) return Device::Cpu();
+  const int count = CudaDeviceCount();
+  if (spec.kind == DeviceSpec::Kind::kAuto) return count > 0 ? Device::Cuda(0) : Device::Cpu();
+  const int index = spec.kind == DeviceSpec::Kind::kCuda ? spec.index : 0;
+  const std::string named = spec.ToString();
   if (!MURMUR_WITH_CUDA) {
-    return FailedPreconditionError("device '" + std::string(spec) +
+    return FailedPreconditionError("device '" + named +
                                    "': this build has no CUDA backend (built without nvcc, "
                                    "MURMUR_WITH_CUDA=OFF); use --device cpu");
   }
   if (count == 0) {
-    return FailedPreconditionError("device '" + std::string(spec) +
+    return FailedPreconditionError("device '" + named +
                                    "': no CUDA device is visible to this process (no GPU, no "
                                    "driver, or CUDA_VISIBLE_DEVICES hides it); use --device cpu "
                                    "or auto");
   }
   if (index >= count) {
-    return FailedPreconditionError("device '" + std::string(spec) + "': only " +
-                                   std::to_string(count) + " CUDA device(s) visible");
+    return FailedPreconditionError("device '" + named + "': only " + std::to_string(count) +
+                                   " CUDA device(s) visible");
   }
   return Device::Cuda(index);
 }

@@ -3,6 +3,7 @@
 // are device memory on that GPU. The CPU backend (Eigen) is always built; the CUDA backend exists
 // when the build has MURMUR_WITH_CUDA.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,10 +42,27 @@ int CudaDeviceCount();
 // kFailedPrecondition in a build without CUDA.
 Status LoadGpuLibraries();
 
-// The device a `--device` value names: "cpu"; "cuda" or "cuda:N"; "auto" (cuda:0 when a CUDA
-// device is present, else cpu). kInvalidArgument for anything else; kFailedPrecondition when
-// CUDA is asked for and this build or machine has none, saying which.
-StatusOr<Device> ResolveDevice(std::string_view spec);
+// A `--device` value as parsed, before the machine is asked: auto (a GPU when one is visible,
+// else the CPU), cpu, cuda (any GPU: GPU 0 for one process, round-robin over the GPUs for
+// murmur local's nodes) or cuda:N.
+struct DeviceSpec {
+  enum class Kind : uint8_t { kAuto, kCpu, kAnyCuda, kCuda };
+  Kind kind = Kind::kAuto;
+  int index = 0;  // kCuda's ordinal
+  bool wants_gpu() const { return kind == Kind::kAnyCuda || kind == Kind::kCuda; }
+  std::string ToString() const;  // as written: "auto", "cpu", "cuda", "cuda:N"
+  friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
+};
+
+// The spec a `--device` text names; kInvalidArgument for anything but auto, cpu, cuda, cuda:N.
+StatusOr<DeviceSpec> ParseDeviceSpec(std::string_view text);
+
+// The device a spec names on this machine: cpu; cuda (GPU 0) or cuda:N; auto (GPU 0 when a CUDA
+// device is present, else cpu). kFailedPrecondition when CUDA is asked for and this build or
+// machine has none, saying which.
+StatusOr<Device> ResolveDevice(const DeviceSpec& spec);
+// ParseDeviceSpec, then ResolveDevice.
+StatusOr<Device> ResolveDevice(std::string_view text);
 
 // --tf32 lets a GPU's tensor cores take fp32 GEMMs; on the CPU it would change nothing, so a run
 // that trains there refuses it (kInvalidArgument saying where the run trains) rather than

@@ -1,7 +1,7 @@
 #pragma once
 // Moving messages between nodes: a header frame (the encoded Envelope) plus tensor frames, to a
 // peer named by its endpoint. Two implementations share this interface and one conformance
-// suite (tests/gossip/transport_conformance_test.cc): ZeroMQ (zmq_transport.h; tcp:// and
+// suite (tests/gossip/transport/transport_conformance_test.cc): ZeroMQ (zmq_transport.h; tcp:// and
 // ipc://) and in-process (inproc_transport.h; for tests).
 //
 // Contract, for both:

@@ -17,17 +17,6 @@ Status GossipTrainerOptions::Validate() const {
   return node.Validate();
 }
 
-namespace {
-
-StatusOr<std::optional<coding::CompressorOptions>> ParseGossipCompress(std::string_view text) {
-  if (text == "auto") return std::optional<coding::CompressorOptions>();
-  MURMUR_ASSIGN_OR_RETURN(coding::CompressorOptions spec, coding::ParseCompressorSpec(text));
-  MURMUR_RETURN_IF_ERROR(coding::Compressor::Create(spec, 1).status());
-  return std::optional<coding::CompressorOptions>(spec);
-}
-
-}  // namespace
-
 coding::CompressorOptions GossipCompressor(const GossipConfig& c) {
   if (c.compress.has_value()) return *c.compress;
   return *coding::ParseCompressorSpec(c.outer.has_value() ? "int8" : "topk:0.01,values=fp16");
@@ -67,11 +56,12 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
         .Real("epochs", &C::epochs, "3", 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
-        .Parsed("compress", &C::compress, "auto",
-                "auto or an operator spec (see `murmur train --help`)",
-                "compression operator for the model differences CHOCO sends (error feedback is "
-                "implicit). auto: int8 under an outer optimizer, topk:0.01,values=fp16 without",
-                &ParseGossipCompress)
+        .Parsed(
+            "compress", &C::compress, "auto",
+            "auto or an operator spec (see `murmur train --help`)",
+            "compression operator for the model differences CHOCO sends (error feedback is "
+            "implicit). auto: int8 under an outer optimizer, topk:0.01,values=fp16 without",
+            +[](std::string_view text) { return ParseCompressorKey(text, "auto"); })
         .Real("consensus_target", &C::consensus_target, "0.04", 0, 10,
               "consensus control (Kong et al. 2021): while a node's estimate of the relative "
               "consensus distance (its own, averaged over recent rounds, and its mixing peers', "
@@ -154,17 +144,11 @@ std::vector<std::string> GossipKeyNames() {
 StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   GossipTrainerOptions o;
   TrainConfig train = c.train;
-  train.compress = "none";
+  train.compress.reset();
   train.shard_index = 0;  // per node, checked by the node
   train.shard_count = 1;
   train.epochs = c.epochs > 0 ? std::max(1, static_cast<int>(std::ceil(c.epochs))) : 0;
-  // auto: cosine with a short warm-up ends the members on nearly one model (a constant rate
-  // leaves them apart at the end); a run without an epoch budget has no end for a schedule to
-  // aim at.
-  if (train.lr_schedule == "auto") {
-    train.lr_schedule = c.epochs > 0 ? "cosine" : "constant";
-    if (c.epochs > 0 && train.warmup_epochs == 0) train.warmup_epochs = std::min(0.2, c.epochs / 15);
-  }
+  ResolveAutoSchedule(train, c.epochs);
   MURMUR_RETURN_IF_ERROR(ValidateTrainConfig(train));
   if (c.epochs > 0 && train.warmup_epochs >= c.epochs) {
     return InvalidArgumentError("warmup_epochs must be less than the epochs of the budget");
@@ -181,15 +165,15 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
         "rounds (--outer none); under --outer " + gossip::OuterSpec(c.outer) +
         " a round is every H steps (its every=)");
   }
-  o.node.compressor = GossipCompressor(c);
-  o.node.gamma = c.gamma;
+  o.node.choco.compressor = GossipCompressor(c);
+  o.node.choco.gamma = c.gamma;
   o.node.consensus_target = c.consensus_target;
   o.node.consensus_slack = c.consensus_slack;
   o.node.outer = c.outer;
   auto topology = gossip::ParseTopology(c.topology);
   if (!topology.ok()) return InvalidArgumentError("topology: " + std::string(topology.status().message()));
-  o.node.sampling.topology = *topology;
-  o.node.sampling.random_peers = c.random_peers;
+  o.node.choco.sampling.topology = *topology;
+  o.node.choco.sampling.random_peers = c.random_peers;
   o.node.local_steps = c.local_steps;
   o.node.post_local_epoch = c.post_local_epoch;
   o.node.post_local_steps = c.post_local_steps;

@@ -7,6 +7,23 @@
 #include "node/train/synthetic.h"
 
 namespace murmur::node {
+namespace {
+
+StatusOr<std::optional<LrScheduleOptions>> ParseScheduleKey(std::string_view text) {
+  if (text == "auto") return std::optional<LrScheduleOptions>();
+  MURMUR_ASSIGN_OR_RETURN(LrScheduleOptions shape, LrSchedule::Parse(text, 0));
+  return std::optional<LrScheduleOptions>(shape);
+}
+
+}  // namespace
+
+StatusOr<std::optional<coding::CompressorOptions>> ParseCompressorKey(std::string_view text,
+                                                                      std::string_view off) {
+  if (text == off) return std::optional<coding::CompressorOptions>();
+  MURMUR_ASSIGN_OR_RETURN(coding::CompressorOptions spec, coding::ParseCompressorSpec(text));
+  MURMUR_RETURN_IF_ERROR(coding::Compressor::Create(spec, 1).status());
+  return std::optional<coding::CompressorOptions>(spec);
+}
 
 const ConfigSchema<TrainConfig>& TrainSchema() {
   static const ConfigSchema<TrainConfig>* schema = [] {
@@ -21,9 +38,12 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Integer("epochs", &C::epochs, 3, 1, 100000, "passes over this node's training rows")
         .Integer<int64_t>("batch_size", &C::batch_size, 64, 1, 1 << 20, "mini-batch size")
         .Real("lr", &C::lr, "0.01", 0, 100, "SGD learning rate")
-        .Text("lr_schedule", &C::lr_schedule, "constant",
-              "learning-rate schedule over the sample budget: constant, step:F1,F2[,factor=K] "
-              "(× K at those fractions of the budget), cosine[:final=R] (down to R × lr)")
+        .Parsed("lr_schedule", &C::lr_schedule, "constant",
+                "auto, constant, step:F1,F2[,factor=K], cosine[:final=R]",
+                "learning-rate schedule over the sample budget: constant, step:F1,F2[,factor=K] "
+                "(× K at those fractions of the budget), cosine[:final=R] (down to R × lr); "
+                "auto: cosine in a gossip run with an epoch budget, constant otherwise",
+                &ParseScheduleKey)
         .Real("warmup_epochs", &C::warmup_epochs, "0", 0, 100000,
               "linear learning-rate warm-up over this many epochs (of the budget's epochs)")
         .Integer<int64_t>("lr_reference_batch", &C::lr_reference_batch, 0, 0, int64_t{1} << 40,
@@ -44,13 +64,16 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Integer<int64_t>("samples", &C::samples, 10000, 1, 1 << 26,
                           "synthetic tasks: training rows")
         .Integer<int64_t>("features", &C::features, 50, 1, 1 << 16, "synthetic tasks: features")
-        .Text("compress", &C::compress, "none",
-              "compress each gradient as a peer would receive it, with error feedback: none, "
-              "fp16, topk:R, dgc:R, threshold:T, onebit:T, qsgd:S, int8 [,key=value...] "
-              "(coding/compressor.h)")
-        .Text("device", &C::device, "auto",
-              "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, "
-              "cuda:N")
+        .Parsed(
+            "compress", &C::compress, "none", "none or an operator spec",
+            "compress each gradient as a peer would receive it, with error feedback: none, "
+            "fp16, topk:R, dgc:R, threshold:T, onebit:T, qsgd:S, int8 [,key=value...] "
+            "(coding/compressor.h)",
+            +[](std::string_view text) { return ParseCompressorKey(text, "none"); })
+        .Parsed("device", &C::device, "auto", "auto, cpu, cuda, cuda:N",
+                "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, "
+                "cuda:N",
+                &kernels::ParseDeviceSpec)
         .Bool("tf32", &C::tf32, false,
               "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error); "
               "refused where the run trains on the CPU")
@@ -76,19 +99,11 @@ Status ValidateTrainConfig(const TrainConfig& c) {
                                 " must be less than shard_count " +
                                 std::to_string(c.shard_count));
   }
-  if (c.compress != "none") {
-    const auto spec = coding::ParseCompressorSpec(c.compress);
-    if (!spec.ok()) return InvalidArgumentError("compress: " + std::string(spec.status().message()));
-  }
-  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda" &&
-      !c.device.starts_with("cuda:")) {
-    return InvalidArgumentError("device '" + c.device + "' is not one of auto, cpu, cuda, cuda:N");
-  }
-  if (auto schedule = LrSchedule::Parse(c.lr_schedule, c.lr); !schedule.ok()) {
-    return InvalidArgumentError("lr_schedule: " + std::string(schedule.status().message()));
-  } else if (schedule->kind != LrScheduleKind::kConstant && c.epochs <= 0) {
-    return InvalidArgumentError("lr_schedule " + c.lr_schedule +
-                                " needs an epoch budget (it decays over the budget's samples)");
+  if (c.lr_schedule.has_value() && c.lr_schedule->kind != LrScheduleKind::kConstant &&
+      c.epochs <= 0) {
+    return InvalidArgumentError(
+        "lr_schedule: step and cosine need an epoch budget (they decay over the budget's "
+        "samples)");
   }
   if (c.epochs > 0 && c.warmup_epochs >= c.epochs) {
     return InvalidArgumentError("warmup_epochs " + std::to_string(c.warmup_epochs) +
@@ -133,14 +148,23 @@ TrainOptions TrainOptionsFrom(const TrainConfig& c) {
   o.batch_size = c.batch_size;
   o.sgd.learning_rate = c.lr;
   o.sgd.momentum = c.momentum;
-  // "auto" (gossip's default, resolved by GossipOptionsFrom) is a constant rate elsewhere.
-  o.lr_schedule_spec = c.lr_schedule == "auto" ? "constant" : c.lr_schedule;
-  o.warmup_epochs = c.warmup_epochs;
+  TrainConfig resolved = c;
+  ResolveAutoSchedule(resolved, 0);
+  o.lr_shape = *resolved.lr_schedule;
+  o.warmup_epochs = resolved.warmup_epochs;
   o.lr_reference_batch = c.lr_reference_batch;
   o.sgd.nesterov = c.nesterov;
   o.sgd.weight_decay = c.weight_decay;
   o.seed = c.seed;
   return o;
+}
+
+void ResolveAutoSchedule(TrainConfig& c, double gossip_epochs) {
+  if (c.lr_schedule.has_value()) return;
+  c.lr_schedule = LrScheduleOptions{};
+  if (gossip_epochs <= 0) return;
+  c.lr_schedule->kind = LrScheduleKind::kCosine;
+  if (c.warmup_epochs == 0) c.warmup_epochs = std::min(0.2, gossip_epochs / 15);
 }
 
 }  // namespace murmur::node

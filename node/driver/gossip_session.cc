@@ -125,8 +125,8 @@ Status GossipSession::Start() {
   start_ = clock_.Now();
   MURMUR_RETURN_IF_ERROR(work_.Started(peer_->id()));
   gossip::GossipNodeOptions g = o_.node;
-  g.device = work_.device();
-  p_.device = g.device.ToString();
+  g.choco.device = work_.device();
+  p_.device = g.choco.device.ToString();
   MURMUR_LOG_INFO("node {}: training on {}", peer_->id(), p_.device);
   g.self = peer_->id();
   g.incarnation = peer_->Snapshot().incarnation;

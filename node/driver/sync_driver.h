@@ -51,7 +51,7 @@ struct CodedTrainerOptions {
   // The machine's own keys (gossip/sync_node.h: iterations, time limit, SGD, evaluation,
   // report_after, join_timeout, settle, linger); the driver fills in the node's id and the batch.
   gossip::SyncNodeOptions node;
-  // The learning-rate schedule's keys (TrainOptions: lr_schedule_spec, warmup_epochs,
+  // The learning-rate schedule's keys (TrainOptions: lr_shape, warmup_epochs,
   // lr_reference_batch); node.lr is its base rate. The driver makes the schedule over
   // iterations × global batch samples.
   TrainOptions schedule;

@@ -56,13 +56,10 @@ class Run {
     std::normal_distribution<float> normal;
     average_.assign(d, 0.0);
     for (size_t i = 0; i < o_.nodes; ++i) {
-      gossip::ChocoOptions c;
+      gossip::ChocoOptions c = o_.choco;
       c.self = IdOf(i);
       c.incarnation = 1;
       c.dimension = o_.dimension;
-      c.compressor = o_.compressor;
-      c.gamma = o_.gamma;
-      c.sampling = o_.sampling;
       c.max_copies = 64;  // every in-peer's stream (log2 N of them on the exponential graph)
       MURMUR_ASSIGN_OR_RETURN(
           auto node, gossip::ChocoGossip::Create(c, initial, initial, /*from_initial=*/true));

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "coding/compressor.h"
+#include "gossip/choco.h"
 #include "gossip/peer_sampling.h"
 #include "node/sim/network.h"
 
@@ -29,9 +30,9 @@ struct ConsensusOptions {
   size_t nodes = 16;
   uint32_t dimension = 1000;  // values each node really holds
   double wire_scale = 1;      // tensor frames on the links × this (a larger model's bytes)
-  coding::CompressorOptions compressor;
-  double gamma = 0;  // 0: gossip::DefaultGamma(compressor)
-  gossip::PeerSamplingOptions sampling;
+  // Every node's CHOCO options (the operator, γ, the topology); each node's id, incarnation and
+  // dimension are set per node.
+  gossip::ChocoOptions choco;
   LinkSpec link;
   int max_rounds = 1000;
   double tolerance = 1e-6;  // stop once the consensus error is under this

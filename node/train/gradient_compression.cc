@@ -4,10 +4,9 @@
 
 namespace murmur::node {
 
-StatusOr<GradientCompression> GradientCompression::Create(std::string_view spec,
+StatusOr<GradientCompression> GradientCompression::Create(const coding::CompressorOptions& options,
                                                           size_t dimension,
                                                           const kernels::Device& device) {
-  MURMUR_ASSIGN_OR_RETURN(coding::CompressorOptions options, coding::ParseCompressorSpec(spec));
   GradientCompression g;
   if (device.is_cpu()) {
     MURMUR_ASSIGN_OR_RETURN(g.compressor_, coding::Compressor::Create(options, dimension));

@@ -32,8 +32,9 @@ class GradientCompression {
   // On a GPU the operator runs there (coding::DeviceCompressor): the gradient and the residual
   // stay in device memory, the compressed update comes to the host (where its bytes are
   // counted) and goes back up to be decoded in place, as a receiving peer would.
-  static StatusOr<GradientCompression> Create(std::string_view spec, size_t dimension,
-                                              const kernels::Device& device = kernels::Device::Cpu());
+  static StatusOr<GradientCompression> Create(
+      const coding::CompressorOptions& options, size_t dimension,
+      const kernels::Device& device = kernels::Device::Cpu());
 
   // Compresses `gradient` (memory of the device) and overwrites it with the decoded update.
   // kInvalidArgument (gradient left as it was) for a non-finite gradient.

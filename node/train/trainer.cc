@@ -307,15 +307,16 @@ StatusOr<Batch<float>> Trainer::Gather(int64_t begin, int64_t count) {
 
 StatusOr<LrSchedule> ScheduleFor(const TrainOptions& options, int64_t total_samples,
                                           int64_t epoch_samples, int64_t global_batch) {
-  auto o = LrSchedule::Parse(options.lr_schedule_spec, options.sgd.learning_rate);
-  if (!o.ok()) return o.status();
+  LrScheduleOptions o = options.lr_shape;
+  o.base_lr = options.sgd.learning_rate;
   if (options.lr_reference_batch > 0) {
-    o->base_lr *= static_cast<double>(global_batch) / static_cast<double>(options.lr_reference_batch);
+    o.base_lr *=
+        static_cast<double>(global_batch) / static_cast<double>(options.lr_reference_batch);
   }
-  o->total_samples = std::max<int64_t>(total_samples, 0);
-  o->warmup_samples =
-      static_cast<int64_t>(std::llround(options.warmup_epochs * static_cast<double>(epoch_samples)));
-  return LrSchedule::Create(*o);
+  o.total_samples = std::max<int64_t>(total_samples, 0);
+  o.warmup_samples = static_cast<int64_t>(
+      std::llround(options.warmup_epochs * static_cast<double>(epoch_samples)));
+  return LrSchedule::Create(o);
 }
 
 StatusOr<float> Trainer::Step(std::optional<double> lr) {

@@ -26,10 +26,10 @@ struct TrainOptions {
   int epochs = 3;
   int64_t batch_size = 64;
   kernels::SgdOptions sgd;  // sgd.learning_rate: the schedule's base rate
-  // The learning-rate schedule (base/lr_schedule.h) as configured; ScheduleFor turns it into
-  // one for a budget. Run and Step() follow `lr_schedule` when set (at steps × batch_size
-  // samples), else sgd.learning_rate.
-  std::string lr_schedule_spec = "constant";
+  // The learning-rate schedule's shape (base/lr_schedule.h: kind, milestones, factor, final);
+  // ScheduleFor makes it one for a budget. Run and Step() follow `lr_schedule` when set (at
+  // steps × batch_size samples), else sgd.learning_rate.
+  LrScheduleOptions lr_shape;
   double warmup_epochs = 0;          // linear warm-up, in epochs of `epoch_samples`
   int64_t lr_reference_batch = 0;    // linear scaling rule: lr × global batch / this (0: off)
   std::optional<LrSchedule> lr_schedule;

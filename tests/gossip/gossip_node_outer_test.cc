@@ -63,8 +63,8 @@ TEST(GossipNodeOuterTest, AnchorsOfDifferentModelsMeet) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = OuterOptions("nesterov:every=5");
-    base.compressor = *coding::ParseCompressorSpec("none");
-    base.gamma = 0;  // the operator's default: 1 for exact gossip
+    base.choco.compressor = *coding::ParseCompressorSpec("none");
+    base.choco.gamma = 0;  // the operator's default: 1 for exact gossip
     Cluster cluster =
         MakeOuterCluster(4, seed, base, [](size_t i) { return 1.0f + 0.1f * static_cast<float>(i); });
     cluster.compute = [](size_t, std::optional<double>) { return std::pair<double, int64_t>(1.0, 10); };

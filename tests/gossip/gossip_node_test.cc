@@ -747,9 +747,9 @@ TEST(GossipNodeTest, SmallClustersGossipEveryOtherStepWithTwiceTheFraction) {
     SCOPED_TRACE(std::to_string(c.nodes) + " nodes, " + c.spec);
     GossipNodeOptions base = BaseOptions();
     base.local_steps = 0;
-    base.gamma = 0;  // the operator's default
+    base.choco.gamma = 0;  // the operator's default
     base.consensus_target = 0;
-    base.compressor = *coding::ParseCompressorSpec(c.spec);
+    base.choco.compressor = *coding::ParseCompressorSpec(c.spec);
     Cluster cluster = MakeCluster(c.nodes, 3, base);
     // Every step moves every value, so that each update has its full count of entries.
     std::mt19937 rng(7);

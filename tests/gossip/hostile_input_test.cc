@@ -188,8 +188,8 @@ struct Attacked {
           GossipNodeOptions o;
           o.self = Cluster::Id(i);
           o.incarnation = node.membership->incarnation();
-          o.compressor = *coding::ParseCompressorSpec("topk:0.25");
-          o.gamma = 0.2;
+          o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
+          o.choco.gamma = 0.2;
           o.join_wait = milliseconds(300);
           o.snapshot_timeout = milliseconds(500);
           o.linger = milliseconds(100);

@@ -50,7 +50,7 @@ contains "bad value names key, value and range" "$tmp/err" "invalid value 'abc' 
 check "bad env exits 2" 2 env MURMUR_BATCH_SIZE=0 "$murmur" train
 contains "bad env is attributed" "$tmp/err" "environment variable MURMUR_BATCH_SIZE"
 check "bad compression spec exits 2" 2 "$murmur" train --compress zip:3
-contains "bad compression spec says why" "$tmp/err" "compress: compression spec 'zip:3': unknown operator 'zip'"
+contains "bad compression spec says why" "$tmp/err" "invalid value 'zip:3' for compress (from flag --compress): expected none or an operator spec (compression spec 'zip:3': unknown operator 'zip'"
 check "compression that cannot fit exits 2" 2 "$murmur" train --compress topk:2 --max-train-samples 100
 contains "compression misfit says why" "$tmp/err" "ratio 2 must be in (0, 1]"
 check "unknown device exits 2" 2 "$murmur" train --device tpu

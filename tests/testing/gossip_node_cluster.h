@@ -16,8 +16,8 @@ using GossipNodeCluster = NodeCluster<gossip::GossipNode>;
 // a simulated second.
 inline gossip::GossipNodeOptions GossipTestOptions() {
   gossip::GossipNodeOptions o;
-  o.compressor = *coding::ParseCompressorSpec("topk:0.25");
-  o.gamma = 0.2;
+  o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
+  o.choco.gamma = 0.2;
   o.join_wait = std::chrono::milliseconds(300);
   o.join_after_steps = 20;
   o.snapshot_timeout = std::chrono::milliseconds(500);

@@ -87,14 +87,14 @@ inline TrainingRun RunGossipTraining(const node::TrainTest& data, const kernels:
         gossip::GossipNodeOptions o;
         o.self = NodeCluster<gossip::GossipNode>::Id(i);
         o.incarnation = 1;
-        o.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
+        o.choco.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
         o.expect_members = kNodes;
         o.shard_rows = trainers[i]->shard_rows();
         o.budget_samples = kRows;
         o.finish_wait = std::chrono::seconds(2);
         o.linger = std::chrono::milliseconds(50);
-        o.device = device;
-        o.device_compressor = device_compressor;
+        o.choco.device = device;
+        o.choco.device_compressor = device_compressor;
         auto node = gossip::GossipNode::Create(o, trainers[i]->params(), x0, true, now);
         EXPECT_TRUE(node.ok()) << node.status();
         return node.ok() ? *std::move(node) : nullptr;

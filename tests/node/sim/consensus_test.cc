@@ -16,8 +16,8 @@ ConsensusOptions Options(size_t nodes, gossip::Topology topology, const char* co
   ConsensusOptions o;
   o.nodes = nodes;
   o.dimension = 200;
-  o.sampling.topology = topology;
-  o.compressor = *coding::ParseCompressorSpec(compress);
+  o.choco.sampling.topology = topology;
+  o.choco.compressor = *coding::ParseCompressorSpec(compress);
   o.link = *ParseLink("1GbE");
   o.max_rounds = 400;
   o.seed = 7;
@@ -61,7 +61,7 @@ TEST(ConsensusTest, TopKErrorFallsAndTheRunIsDeterministic) {
   o.tolerance = 0;
   // DefaultGamma (0.25 at 5 %) is tuned for training and leaves pure averaging on a plateau near
   // 1e-2 (bench/results/2026-11-28-history.md); 0.1 converges geometrically.
-  o.gamma = 0.1;
+  o.choco.gamma = 0.1;
   const auto a = RunConsensus(o);
   const auto b = RunConsensus(o);
   ASSERT_TRUE(a.ok() && b.ok());

@@ -75,7 +75,7 @@ SimOptions GossipOptions(size_t nodes, int64_t budget) {
   o.membership.probe_interval = milliseconds(200);
   o.membership.probe_timeout = milliseconds(80);
   o.membership.join_retry = milliseconds(400);
-  o.gossip.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
+  o.gossip.choco.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
   o.gossip.expect_members = static_cast<int>(nodes);
   o.gossip.budget_samples = budget;
   o.gossip.finish_wait = seconds(2);

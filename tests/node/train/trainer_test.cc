@@ -54,8 +54,8 @@ TEST(TrainerTest, TopOnePercentWithErrorFeedbackStillLearnsFashionMnist) {
   const int64_t hidden[] = {256, 128};
   auto model = Model<float>::Create(ModelSpec::Mlp(784, hidden, 10));
   ASSERT_TRUE(model.ok());
-  auto compression =
-      GradientCompression::Create("topk:0.01", static_cast<size_t>(model->NumParams()));
+  auto compression = GradientCompression::Create(*coding::ParseCompressorSpec("topk:0.01"),
+                                                 static_cast<size_t>(model->NumParams()));
   ASSERT_TRUE(compression.ok()) << compression.status();
   TrainOptions options;
   options.epochs = 1;
@@ -108,7 +108,7 @@ TEST(TrainerTest, StepsTakeTheScheduledLearningRate) {
   TrainOptions options;  // batch 64: 4 steps an epoch
   options.sgd.learning_rate = 0.5;
   options.sgd.momentum = 0;
-  options.lr_schedule_spec = "step:0.5";
+  options.lr_shape = *LrSchedule::Parse("step:0.5", 0);
   options.lr_reference_batch = 32;  // linear scaling: × 64 / 32
   auto schedule = ScheduleFor(options, 512, 256, 64);
   ASSERT_TRUE(schedule.ok()) << schedule.status();

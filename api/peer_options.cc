@@ -1,0 +1,234 @@
+#include "api/peer_options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <set>
+
+#include "base/check.h"
+#include "node/config/config_schema.h"
+#include "node/config/peer_keys.h"
+
+namespace murmur::api {
+namespace {
+
+using KeyMap = std::map<std::string, std::string>;
+
+constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
+                                        "join_timeout_s", "device"};
+
+// What `murmur local --exec` placed: its node's flags (MURMUR_PEER_ARGS, one token per line, as
+// it would run `murmur node`) and the process's device (MURMUR_DEVICE).
+struct Launcher {
+  KeyMap keys;
+  // Checked against the buffer's own, not merged; auto: the program's own choice, not checked.
+  kernels::DeviceSpec device;
+};
+
+// The flags, read by `murmur node`'s own flag parser (node/config/config_schema.h): the keys
+// they set, as texts.
+StatusOr<KeyMap> ParseNodeFlags(const std::string& joined) {
+  std::vector<std::string> tokens = {"murmur-node"};
+  size_t start = 0;
+  while (start <= joined.size()) {
+    const size_t nl = joined.find('\n', start);
+    std::string token = joined.substr(start, nl == std::string::npos ? nl : nl - start);
+    if (!token.empty()) tokens.push_back(std::move(token));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  CLI::App app;
+  node::ConfigParser<node::NodeConfig> parser(node::NodeSchema());
+  parser.AddOptions(app);
+  std::vector<std::string> joined_bools = node::JoinBoolValues(tokens);
+  std::vector<char*> argv;
+  for (std::string& t : joined_bools) argv.push_back(t.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgumentError(std::string("MURMUR_PEER_ARGS: ") + e.what());
+  }
+  KeyMap texts;
+  std::set<std::string> given;
+  const auto no_environment = [](const char*) -> const char* { return nullptr; };
+  MURMUR_RETURN_IF_ERROR(parser.Resolve(no_environment, &texts, &given).status());
+  KeyMap out;
+  for (const std::string& key : given) out[key] = texts[key];
+  return out;
+}
+
+StatusOr<Launcher> LauncherFromEnvironment() {
+  Launcher launcher;
+  const char* env = std::getenv("MURMUR_PEER_ARGS");
+  if (env == nullptr) return launcher;
+  MURMUR_ASSIGN_OR_RETURN(launcher.keys, ParseNodeFlags(env));
+  KeyMap& keys = launcher.keys;
+  if (auto it = keys.find("mode"); it != keys.end() && it->second != "gossip") {
+    return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
+                                ": the library runs gossip");
+  }
+  if (auto it = keys.find("device"); it != keys.end()) {
+    MURMUR_ASSIGN_OR_RETURN(launcher.device, kernels::ParseDeviceSpec(it->second));
+  }
+  // What only `murmur node` does with these: the script gets its rank and shard in the
+  // environment (MURMUR_RANK, MURMUR_WORLD_SIZE), reports go to MURMUR_REPORT_FD.
+  for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) {
+    keys.erase(key);
+  }
+  return launcher;
+}
+
+// Where the caller's buffer is: the `device` key (default cpu), which must agree with the
+// launcher's placement when `murmur local --exec --device` gave one.
+StatusOr<kernels::Device> BufferDevice(const KeyMap& library, const kernels::DeviceSpec& placed) {
+  using Kind = kernels::DeviceSpec::Kind;
+  const auto it = library.find("device");
+  kernels::DeviceSpec spec{Kind::kCpu};
+  if (it != library.end()) {
+    StatusOr<kernels::DeviceSpec> parsed = kernels::ParseDeviceSpec(it->second);
+    if (!parsed.ok())
+      return InvalidArgumentError("device: " + std::string(parsed.status().message()));
+    spec = *parsed;
+  }
+  if (spec.kind == Kind::kAuto) {
+    return InvalidArgumentError(
+        "device: auto: the buffer is where the caller put it; give cpu or cuda:N");
+  }
+  StatusOr<kernels::Device> device = kernels::ResolveDevice(spec);
+  if (!device.ok()) {
+    return Status(device.status().code(), "device: " + std::string(device.status().message()));
+  }
+  if (placed.kind == Kind::kAuto) return device;
+  const kernels::Device expected = placed.kind == Kind::kCpu ? kernels::Device::Cpu()
+                                   : placed.kind == Kind::kCuda
+                                       ? kernels::Device::Cuda(placed.index)
+                                       : kernels::Device::Cuda(0);
+  if (expected != *device) {
+    return InvalidArgumentError(
+        "device: murmur local placed this process on " + expected.ToString() +
+        " (MURMUR_DEVICE), but the model buffer is on " + device->ToString() +
+        (it == library.end() ? " (no device key: host memory)" : ""));
+  }
+  return device;
+}
+
+// A library key's value through the schema's own parsers, named in the error.
+template <typename T>
+StatusOr<T> KeyValue(const std::string& key, const std::string& text, StatusOr<T> parsed) {
+  if (parsed.ok()) return parsed;
+  return InvalidArgumentError(key + ": '" + text + "': " + std::string(parsed.status().message()));
+}
+
+StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& text) {
+  return KeyValue(key, text, node::ParseInteger(text, 1, std::numeric_limits<int64_t>::max()));
+}
+
+// The keys only the library has (not `murmur node`'s) into `o`.
+Status ApplyLibraryKeys(const KeyMap& library, const kernels::DeviceSpec& placed, PeerOptions& o) {
+  if (auto it = library.find("epoch_samples"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(o.epoch_samples, PositiveInteger("epoch_samples", it->second));
+  }
+  if (auto it = library.find("shard_samples"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(o.shard_samples, PositiveInteger("shard_samples", it->second));
+  }
+  if (auto it = library.find("same_init"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(o.same_init,
+                            KeyValue("same_init", it->second, node::ParseBool(it->second)));
+  }
+  if (auto it = library.find("join_timeout_s"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
+                                                     node::ParseReal(it->second, 0, 86400)));
+    o.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
+  }
+  MURMUR_ASSIGN_OR_RETURN(o.device, BufferDevice(library, placed));
+  return OkStatus();
+}
+
+// One of `murmur node`'s keys into o.node, if it applies to a caller's model.
+Status ApplyNodeKey(const std::string& name, const std::string& value, const KeyContext& context,
+                    PeerOptions& o) {
+  const auto& schema = node::NodeSchema();
+  const auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
+                                [&](const auto& k) { return k.name == name; });
+  if (key == schema.keys().end()) {
+    std::string known;
+    for (const std::string& k : PeerKnownKeys()) known += (known.empty() ? "" : ", ") + k;
+    return InvalidArgumentError("unknown key '" + name + "' (known: " + known + ")");
+  }
+  const bool evaluation_key = name == "eval_every" || name == "target_accuracy";
+  const bool checkpoint_key = name == "checkpoint_dir" || name == "checkpoint_every";
+  if (node::PeerLibraryKeys().count(name) == 0 && !(evaluation_key && context.evaluate) &&
+      !(checkpoint_key && context.state_hooks)) {
+    return InvalidArgumentError("key '" + name + "' does not apply to a library peer: " +
+                                node::WhyNotAPeerLibraryKey(name));
+  }
+  if (Status s = key->set(value, o.node); !s.ok()) {
+    return InvalidArgumentError(name + ": '" + value + "': " + std::string(s.message()) +
+                                " (allowed: " + key->allowed + ")");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+PeerOptions DefaultPeerOptions() {
+  PeerOptions o;
+  for (const auto& key : node::NodeSchema().keys())
+    MURMUR_CHECK_OK(key.set(key.default_text, o.node));
+  o.node.listen = "tcp://127.0.0.1:0";
+  o.node.gossip.epochs = 0;      // a budget is the caller's to give
+  o.node.gossip.eval_every = 0;  // only the final evaluation unless eval_every is given
+  o.node.gossip.train.lr_schedule = LrScheduleOptions{};  // constant
+  return o;
+}
+
+std::vector<std::string> PeerKnownKeys() {
+  std::vector<std::string> keys(node::PeerLibraryKeys().begin(), node::PeerLibraryKeys().end());
+  keys.insert(keys.end(), std::begin(kLibraryKeys), std::end(kLibraryKeys));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& context) {
+  PeerOptions o = DefaultPeerOptions();
+  // The launcher's keys first; the caller's own override them.
+  Launcher launcher;
+  if (context.launcher_environment) {
+    MURMUR_ASSIGN_OR_RETURN(launcher, LauncherFromEnvironment());
+  }
+  KeyMap merged = std::move(launcher.keys);
+  for (const auto& [name, value] : keys) merged[name] = value;
+  KeyMap library;
+  for (const auto& [name, value] : merged) {
+    if (std::find(std::begin(kLibraryKeys), std::end(kLibraryKeys), name) !=
+        std::end(kLibraryKeys)) {
+      library[name] = value;
+    } else {
+      MURMUR_RETURN_IF_ERROR(ApplyNodeKey(name, value, context, o));
+    }
+  }
+  MURMUR_RETURN_IF_ERROR(ApplyLibraryKeys(library, launcher.device, o));
+  // A checkpoint period with nowhere to write checkpoints would do nothing.
+  if (auto every = merged.find("checkpoint_every");
+      every != merged.end() && o.node.checkpoint_dir.empty() &&
+      o.node.checkpoint_every != DefaultPeerOptions().node.checkpoint_every) {
+    return InvalidArgumentError("checkpoint_every: '" + every->second +
+                                "' without checkpoint_dir: there is nowhere to write checkpoints");
+  }
+  // The rate: the cluster's schedule when one of its keys is given, with its base rate.
+  const bool scheduled = merged.count("lr_schedule") > 0 || merged.count("warmup_epochs") > 0 ||
+                         merged.count("lr_reference_batch") > 0;
+  if (scheduled && merged.count("lr") == 0) {
+    return InvalidArgumentError("lr_schedule needs lr: the schedule's base rate");
+  }
+  if (!scheduled && merged.count("lr") > 0) {
+    return InvalidArgumentError(
+        "lr is the base rate of lr_schedule; without a schedule the "
+        "caller's optimizer keeps its own rate");
+  }
+  o.schedule_rate = scheduled;
+  return o;
+}
+
+}  // namespace murmur::api

@@ -1,0 +1,169 @@
+#pragma once
+// The processes of `murmur local`: N `murmur node` children on loopback (TCP on free ports or
+// Unix sockets) or each in its namespace of a shaped network (net/netns_network.h), their report
+// lines read as they come, and a clean stop (SIGTERM: each node leaves gracefully; SIGKILL after a
+// grace period).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "node/config/node_report.h"
+#include "node/net/netns_network.h"
+
+namespace murmur::node {
+
+struct LocalClusterOptions {
+  int nodes = 1;
+  std::string mode;  // the Prometheus targets' label
+  std::string cluster = "local";
+  std::string transport = "tcp";  // tcp or ipc
+  int probe_interval_ms = 200;
+  int probe_timeout_ms = 80;
+  std::string node_log_level = "info";
+  bool admin = true;
+  std::string admin_token_file;    // "" : a fresh token in the run's directory
+  bool secure = false;             // CURVE with a fresh cluster key; else plaintext
+  std::string prometheus_targets;  // file_sd file to write ("" none)
+  std::string run_dir;             // "": none; else the nodes' logs and series go there (run_dir.h)
+  // Non-empty: each node runs this command (bash -c, in a process group of its own, which
+  // signals reach) instead of `murmur node`: a program on the library (api/peer.h), with its
+  // node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK and MURMUR_WORLD_SIZE, and its
+  // report lines on file descriptor 3 (MURMUR_REPORT_FD).
+  std::string exec;
+  // Not null: each node runs in its namespace of this network (its address, fixed ports) instead
+  // of on loopback; it outlives the cluster.
+  const net::NetnsNetwork* network = nullptr;
+};
+
+// One `murmur node` process of the local cluster, with what its report lines said.
+struct Child : ChildReport {
+  pid_t pid = -1;
+  int out_fd = -1;
+  // A pidfd of the process (Linux 5.3+): readable once it has exited, so Poll wakes for an exit
+  // as for output; -1 where the kernel has none (Poll then notices exits at its next return).
+  int exit_fd = -1;
+  std::string endpoint;
+  std::string buffer;
+  std::string straggle;           // injected into this node
+  std::string admin;              // HOST:PORT of its admin port ("" without)
+  std::string netns;              // the file of the network namespace it runs in ("": this one's)
+  std::vector<std::string> argv;  // how it was started (a restart uses the same)
+  std::vector<std::string> env;   // NAME=VALUE added to its environment (exec nodes)
+  bool exec = false;              // a user's program: report lines on fd 3, stdout relayed
+  // exec: the program's stdout (a pipe), its partial last line, and the complete lines not yet
+  // taken by TakeProgramLines (each is also appended to the log).
+  int program_fd = -1;
+  std::string program_buffer;
+  std::vector<std::string> program_lines;
+  std::string log;
+  bool exited = false;
+  int status = 0;
+  int crashes = 0;    // injected crashes (--crash)
+  bool down = false;  // crashed on purpose and not (yet) restarted
+};
+
+class LocalCluster {
+ public:
+  LocalCluster(LocalClusterOptions config, std::filesystem::path dir,
+               std::function<std::vector<std::string>(int)> extra_args = nullptr)
+      : config_(std::move(config)), dir_(std::move(dir)), extra_args_(std::move(extra_args)) {}
+
+  Status Spawn();
+
+  // Prometheus file_sd: one target group per node, labelled with its index and the mode.
+  Status WriteTargets(const std::vector<std::string>& admins) const;
+
+  // Reads whatever the children printed and reaps those that exited, waiting up to `wait` for
+  // either.
+  void Poll(std::chrono::milliseconds wait);
+
+  // node i's view of node j: 'A', 'S', 'D', 'L', '.' (unknown) or '=' (itself).
+  char View(size_t i, size_t j) const;
+  bool AllSeeAllAlive() const;
+
+  std::string Table(double t) const;
+
+  // An injected crash: SIGKILL node index `i` (it cannot leave; its peers must detect it).
+  void Crash(size_t i);
+  // Starts a crashed node again with its arguments (its log is appended to).
+  Status Restart(size_t i);
+
+  // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
+  // to be killed.
+  int Stop(std::chrono::milliseconds grace);
+  // SIGTERM to node index `i` alone: it ends its run, reports and leaves.
+  void Terminate(size_t i);
+
+  // The complete stdout lines of the --exec programs since the last call: (node index, line).
+  std::vector<std::pair<size_t, std::string>> TakeProgramLines();
+
+  const std::vector<Child>& children() const { return children_; }
+  std::vector<Child>& children() { return children_; }
+
+ private:
+  Status Start(Child& c);
+  // Reads what an exec program printed: complete lines into program_lines (and its log).
+  void ReadProgram(Child& c);
+  // Reaps `c` (which must have exited or been killed): its status, and its pidfd closed.
+  void Reaped(Child& c, bool wait);
+
+  const LocalClusterOptions config_;
+  std::filesystem::path dir_;
+  std::function<std::vector<std::string>(int)> extra_args_;
+  std::vector<Child> children_;
+};
+
+// The last `n` non-empty lines of the file at `path` (its last 64 KB), oldest first.
+std::vector<std::string> LastLines(const std::string& path, size_t n);
+
+// What became of a child that is no longer running, from its wait status: "exited with code 2",
+// "killed by signal 9 (Killed)".
+std::string ExitText(int status);
+
+// A node that ended with a failure during a run (murmur local shows it when it happens).
+struct NodeFailure {
+  size_t index = 0;
+  int status = 0;  // its wait status
+  std::vector<std::string> last_lines;
+};
+
+// 2 when every node that failed refused what it was given (exit 2: a bad flag, missing data, a
+// port in use) or its --exec command could not run (126, 127): the user's to fix, as for
+// `murmur node`; 1 otherwise (and for a run that failed with no node failing).
+int FailureExitCode(const std::vector<NodeFailure>& failures);
+
+// `node=K,<spec>;...` (K the node's id, 1..N), `worker=W,<spec>` (W 1.., the W-th process that
+// computes gradients: the same worker in every mode) or, with `ranks` (synchronous modes),
+// `rank=R,<spec>` (R 0..N-1, the tree's or ring's rank) -> the straggle spec of each process
+// index (0-based: node K is process K-1, rank R process R, worker W process W-1+roots, where
+// `roots` processes of a tree compute nothing); kInvalidArgument for a bad number or spec.
+StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, int nodes,
+                                                       bool ranks, int roots);
+
+// An injected crash (--crash): SIGKILL process `index` `at` seconds into the run and, when
+// `down` > 0, start it again that many seconds later.
+struct CrashPlan {
+  int index = 0;
+  double at = 0;
+  double down = 0;
+  bool killed = false, restarted = false;
+};
+// `node=K,at=S[,down=D];...` (K 1..N, seconds; D 0: not restarted); kInvalidArgument says why.
+StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes);
+
+// A late start (`murmur sim --join`): process `index` starts `at` seconds into the run.
+struct JoinPlan {
+  int index = 0;
+  double at = 0;
+};
+// `node=K,at=S;...` (K 1..N); kInvalidArgument says why.
+StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes);
+
+}  // namespace murmur::node

@@ -1,0 +1,101 @@
+#include "cli/local_config.h"
+
+#include <vector>
+
+namespace murmur::node {
+
+const ConfigSchema<LocalConfig>& LocalSchema() {
+  static const ConfigSchema<LocalConfig>* schema = [] {
+    using C = LocalConfig;
+    auto* s = new ConfigSchema<LocalConfig>();
+    s->Enum("mode", &C::mode, "gossip", ModeChoices(),
+            "gossip: train Fashion-MNIST (or the task) with CHOCO-SGD, one shard per node; "
+            "coded-tree: CodedReduce over an n-ary tree of L layers (N + 1 processes); tree, "
+            "gc, ring: its baselines on the same N workers; ps: --servers K parameter servers "
+            "and N workers (full, async or ssp:S); membership: only show who sees whom")
+        .Integer("nodes", &C::nodes, 4, 1, 256,
+                 "nodes to start (gossip, membership); in coded-tree, tree, gc and ring, when "
+                 "given, the workers of a one-layer shape (n = nodes, L = 1; without it n and L "
+                 "decide)")
+        .Real("duration", &C::duration, "0", 0, 1e9,
+              "seconds to run before stopping every node; 0: until the budget is spent "
+              "(gossip) or Ctrl-C (membership)")
+        .Text("cluster", &C::cluster, "local", "cluster id given to every node")
+        .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
+                "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+        .Parsed("network", &C::network, "loopback",
+                "loopback, or netns:rate=R[,burst=B][,topology=star|two-racks][,uplink=R]"
+                "[,latency=D][,nodeK=R]",
+                "where the nodes talk: loopback, or a network of the run's own (root; ip and tc): "
+                "a namespace per node behind a link shaped by tc tbf to `rate` each way (100mbit, "
+                "1gbit), nodeK=R a node of its own rate (a thin link), topology=two-racks two "
+                "bridges joined by `uplink`, latency a send delay per message (netem is absent); "
+                "removed at the end, and a killed run's leftovers by the next run",
+                &net::ParseNetworkSpec)
+        .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
+                 "SWIM protocol period of every node")
+        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,
+                 "direct-ack wait of every node")
+        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
+                "live table on stderr: redrawn (tty), a line per second (plain), or none")
+        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .Text("run_dir", &C::run_dir, "",
+              "keep the run in this directory for murmur report: the command, the resolved "
+              "config (config.toml), the summary (result.json), the node logs and every node's "
+              "time series; refused if it already holds a run. Empty: none")
+        .Choice("node_log_level", &C::node_log_level, "info",
+                {"trace", "debug", "info", "warn", "error", "off"},
+                "log level of the node processes (their logs go to files, listed at the end)")
+        .Bool("dry_run", &C::dry_run, false,
+              "check every key and the run's shape as a run would, say what would run, and start "
+              "nothing (exit 0, or 2 with the reason): murmur experiment checks every cell so")
+        .Bool("keep_logs", &C::keep_logs, false,
+              "keep the node logs after a run that succeeded (a failed run always keeps them)")
+        .Bool("admin", &C::admin, true,
+              "give every node an admin HTTP port on 127.0.0.1 (/metrics, /healthz, /status, "
+              "/straggler); the ports are printed at the start")
+        .Text("admin_token_file", &C::admin_token_file, "",
+              "bearer token the nodes' admin ports require for changes (murmur ctl "
+              "--token-file); created with a fresh token when it does not exist; empty: a fresh "
+              "token in the run's temporary directory, printed at the start")
+        .Bool("secure", &C::secure, false,
+              "CURVE on every peer link with a fresh cluster key and a key per node bound to its "
+              "id, so no node can speak for another (default: plaintext, since every node is on "
+              "this machine's loopback)")
+        .Text("prometheus_targets", &C::prometheus_targets, "",
+              "write the nodes' admin ports to this file as Prometheus file_sd targets, e.g. "
+              "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "
+              "looks; empty: none")
+        .Text("straggle", &C::straggle, "",
+              "straggler injection per node: node=K,<injection> (K the node's id, 1..N, as the "
+              "table and the logs name it), worker=W (the W-th process that computes gradients, "
+              "the same worker in every mode), or in the synchronous modes rank=R (0 the root); "
+              "injection as in `murmur node --straggle`), several separated by ';', e.g. "
+              "node=3,slowdown=4")
+        .Text("exec", &C::exec, "",
+              "gossip: run this shell command as each node instead of `murmur node` (your own "
+              "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
+              "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
+              "(MURMUR_PEER_ARGS, which the library reads); with --device cuda also "
+              "MURMUR_DEVICE, the GPU it is placed on, where the library checks its model is "
+              "(without it the program's model is where the program puts it); the live table, "
+              "the report, --straggle and --crash apply as for murmur's own nodes. It runs under "
+              "bash -c in "
+              "a process group of its own (stopped with SIGTERM: the Python module then ends "
+              "the run cleanly); its output goes to the node's log")
+        .Text("crash", &C::crash, "",
+              "injected crashes (gossip, membership): node=K,at=S[,down=D] SIGKILLs node K S "
+              "into the run (5s, 1500ms) and, with down, starts it again D later (it rejoins "
+              "with a peer's model); several separated by ';'. A node crashed for good does not "
+              "fail the run")
+        .Text("gpus", &C::gpus, "",
+              "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "
+              "e.g. 0,2 (empty: every visible GPU); several nodes may share one")
+        .Embed(GossipSchema(), &C::gossip, {"straggle"})
+        .Embed(CodedSchema(), &C::coded, {});
+    return s;
+  }();
+  return *schema;
+}
+
+}  // namespace murmur::node

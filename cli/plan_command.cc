@@ -1,0 +1,186 @@
+// `murmur plan`: prints what a synchronous mode would run, without running it: the tree, the
+// gradient code (its matrix B and conditioning), who holds which parts of the data with which
+// coefficients, and every worker's computation load against uncoded data parallelism.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "gossip/sync_node.h"
+#include "node/config/coded_config.h"
+#include "node/config/config_schema.h"
+#include "node/driver/sync_driver.h"
+
+namespace murmur::node {
+namespace {
+
+struct PlanConfig {
+  gossip::Mode mode = gossip::Mode::kCodedTree;
+  CodedConfig coded;
+  int64_t samples = 0;
+  bool json = false;
+};
+
+const ConfigSchema<PlanConfig>& PlanSchema() {
+  static const ConfigSchema<PlanConfig>* schema = [] {
+    using C = PlanConfig;
+    auto* s = new ConfigSchema<PlanConfig>();
+    s->Enum("mode", &C::mode, "coded-tree",
+            {{"coded-tree", gossip::Mode::kCodedTree},
+             {"tree", gossip::Mode::kTree},
+             {"gc", gossip::Mode::kGc},
+             {"ring", gossip::Mode::kRing}},
+            "which synchronous mode to describe")
+        .Embed(CodedSchema(), &C::coded,
+               {"iterations", "global_batch", "report_after_s", "join_timeout_s"})
+        .Integer("samples", &C::samples, int64_t{6000}, int64_t{0}, int64_t{1} << 40,
+                 "m: samples per iteration to allocate (a full batch, or the global mini-batch)")
+        .Bool("json", &C::json, false, "print the plan as one JSON object instead of tables");
+    return s;
+  }();
+  return *schema;
+}
+
+std::string Range(int64_t first, int64_t count) {
+  if (count <= 0) return "-";
+  return count == 1 ? std::to_string(first) : fmt::format("{}-{}", first, first + count - 1);
+}
+
+}  // namespace
+
+class PlanCommand : public ConfiguredCommand<PlanConfig> {
+ public:
+  explicit PlanCommand(CLI::App& app)
+      : ConfiguredCommand(
+            app, "plan",
+            "Describe a CodedReduce tree (or a baseline): code, data allocation, loads",
+            PlanSchema()) {}
+  int Run() override;
+};
+
+int PlanCommand::Run() {
+  StatusOr<PlanConfig> resolved = parser_.Resolve(std::getenv);
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "murmur plan: %s\n", std::string(resolved.status().message()).c_str());
+    return 2;
+  }
+  const PlanConfig& c = *resolved;
+  auto plan = gossip::MakeSyncPlan(c.mode, c.coded.n, c.coded.L, c.coded.s,
+                                   static_cast<uint64_t>(c.coded.code_seed));
+  if (!plan.ok()) {
+    std::fprintf(stderr, "murmur plan: %s\n", std::string(plan.status().message()).c_str());
+    return 2;
+  }
+  const int64_t m = c.samples;
+  const double uncoded =
+      plan->workers > 0 ? static_cast<double>(m) / static_cast<double>(plan->workers) : 0;
+  nlohmann::json j;
+  j["mode"] = std::string(gossip::ModeName(c.mode));
+  j["workers"] = plan->workers;
+  j["processes"] = plan->processes;
+  j["samples"] = m;
+  j["uncoded_load"] = uncoded;
+  std::string out =
+      fmt::format("{}: N = {} workers{} ({} processes), m = {} samples per iteration\n",
+                  gossip::ModeName(c.mode), plan->workers,
+                  plan->layout ? " under a root" : " in a ring", plan->processes, m);
+  if (!plan->layout) {
+    out += fmt::format(
+        "every rank computes its {:.1f} samples; a synchronous all-reduce (reduce-"
+        "scatter, all-gather: {} steps of d/{} floats) waits for every rank\n",
+        uncoded, 2 * (plan->workers - 1), plan->workers);
+    j["load"] = uncoded;
+  } else {
+    const coding::TreeLayout& layout = *plan->layout;
+    const coding::GradientCode& code = *plan->code;
+    auto alloc = coding::AllocateTree(layout, code, m);
+    if (!alloc.ok()) {
+      std::fprintf(stderr, "murmur plan: %s\n", alloc.status().ToString().c_str());
+      return 2;
+    }
+    const int n = layout.n();
+    const int s = code.s();
+    out += fmt::format("tree: n = {} children per parent, L = {} layers; code: {}\n", n,
+                       layout.layers(), code.ToString());
+    out +=
+        fmt::format("every parent decodes after {} of its {} children{}\n",
+                    code.scheme() == coding::CodeScheme::kFractionalRepetition && s > 0
+                        ? "one answer from each group of s + 1"
+                        : std::to_string(n - s),
+                    n, s > 0 ? fmt::format(" (tolerates {} stragglers per sibling group)", s) : "");
+    out += "B (row k: what child k sends, as coefficients on its parent's parts R_0..R_n-1):\n";
+    nlohmann::json b = nlohmann::json::array();
+    for (int k = 0; k < n; ++k) {
+      out += "  [";
+      nlohmann::json row = nlohmann::json::array();
+      for (int p = 0; p < n; ++p) {
+        out += fmt::format(" {:8.4f}", code.Coefficient(k, p));
+        row.push_back(code.Coefficient(k, p));
+      }
+      out += " ]\n";
+      b.push_back(row);
+    }
+    const double load = static_cast<double>(alloc->MaxLoad());
+    out += fmt::format(
+        "computation load: {} samples per worker (formula m / (r + ... + r^L), r = n/(s+1): "
+        "{:.1f}) vs uncoded m/N = {:.1f} ({:.2f}x)",
+        alloc->MaxLoad(), coding::CodedLoad(n, layout.layers(), s, m), uncoded,
+        uncoded > 0 ? load / uncoded : 0.0);
+    if (c.mode != gossip::Mode::kGc) {
+      out += fmt::format(", flat gradient coding (s+1) m/N = {:.1f}",
+                         static_cast<double>(s + 1) * uncoded);
+    }
+    out += "\n\n";
+    out += fmt::format("{:>5}  {:>5}  {:<6}  {:>6}  {:<9}  {:>8}  {:>8}  {}\n", "rank", "layer",
+                       "role", "parent", "children", "subtree", "computes",
+                       "holds (parent's part: samples x coefficient)");
+    nlohmann::json nodes = nlohmann::json::array();
+    for (int64_t r = 0; r < layout.size(); ++r) {
+      const bool leaf = layout.IsLeaf(r);
+      const std::string role = r == 0 ? "root" : (leaf ? "leaf" : "parent");
+      std::string holds;
+      nlohmann::json held = nlohmann::json::array();
+      for (const auto& h : alloc->held[static_cast<size_t>(r)]) {
+        holds += fmt::format("{}R{}: {} x {:.4g}", holds.empty() ? "" : ", ", h.part, h.samples,
+                             h.coefficient);
+        held.push_back({{"part", h.part}, {"samples", h.samples}, {"coefficient", h.coefficient}});
+      }
+      if (r == 0) holds = fmt::format("all {} samples, weight 1 (computes none)", m);
+      const auto own = static_cast<int64_t>(alloc->own[static_cast<size_t>(r)].size());
+      out += fmt::format("{:>5}  {:>5}  {:<6}  {:>6}  {:<9}  {:>8}  {:>8}  {}\n", r,
+                         layout.Layer(r), role, r == 0 ? "-" : std::to_string(layout.Parent(r)),
+                         leaf ? "-" : Range(layout.FirstChild(r), n),
+                         alloc->subtree[static_cast<size_t>(r)], own, holds);
+      nodes.push_back({{"rank", r},
+                       {"layer", layout.Layer(r)},
+                       {"role", role},
+                       {"parent", layout.Parent(r)},
+                       {"subtree", alloc->subtree[static_cast<size_t>(r)]},
+                       {"computes", own},
+                       {"holds", held}});
+    }
+    j["n"] = n;
+    j["L"] = layout.layers();
+    j["s"] = s;
+    j["code"] = code.ToString();
+    j["B"] = b;
+    j["load"] = alloc->MaxLoad();
+    j["load_formula"] = coding::CodedLoad(n, layout.layers(), s, m);
+    j["nodes"] = nodes;
+  }
+  if (c.json) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::fputs(out.c_str(), stdout);
+  }
+  return 0;
+}
+
+std::unique_ptr<Command> MakePlanCommand(CLI::App& app) {
+  return std::make_unique<PlanCommand>(app);
+}
+
+}  // namespace murmur::node
