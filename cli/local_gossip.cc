@@ -14,13 +14,12 @@
 
 #include "cli/local_cluster.h"
 #include "cli/local_config.h"
+#include "cli/local_gossip_summary.h"
 #include "cli/local_mode.h"
 #include "cli/local_summary.h"
 #include "cli/placement.h"
 #include "coding/compressor.h"
 #include "gossip/gossip_node.h"
-#include "node/config/step_breakdown.h"
-#include "node/train/checkpoint.h"
 
 namespace murmur::node {
 namespace {
@@ -180,244 +179,19 @@ class GossipLocal : public LocalMode {
   const std::filesystem::path dir_;
   const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
-  std::set<uint64_t> flagged_;
-  std::set<size_t> stopped_late_;  // nodes StopLateJoiners stopped                         // ids
-                                   // some other node marked a straggler
+  std::set<uint64_t> flagged_;                         // ids some other node marked a straggler
+  std::set<size_t> stopped_late_;                      // nodes StopLateJoiners stopped
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
 };
 
 // The report: accuracy per node, consensus over the saved models, bytes against ring all-reduce.
 void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bool ok,
                         const ReportOut& out) const {
-  const size_t n = cluster.children().size();
-  std::vector<double> accuracy;
-  std::vector<int64_t> steps;
-  std::vector<int64_t> rounds;        // gossip rounds each node ran (consensus control skips some)
-  std::vector<int64_t> outer_rounds;  // outer optimizer steps each node took
-  std::vector<double> train_s;        // each node's time from its start of training to its end
-  uint64_t bytes = 0;
-  int64_t local_steps = 0;
-  std::string end_reason;
-  std::vector<std::vector<float>> models;
-  std::vector<double> own;            // each node's own model before the consensus finish
-  std::vector<std::string> finishes;  // each node's finish outcome
-  double cluster_accuracy = -1;       // of the model the averaged nodes adopted
-  uint32_t contributors = 0;
-  // The consensus finish's results by collector: more than one means the nodes ended on as many
-  // models (their views disagreed on who collects); `missed` kept their own.
-  struct FinishGroup {
-    uint32_t contributors = 0;
-    std::vector<size_t> nodes;
-  };
-  std::map<uint64_t, FinishGroup> finish_groups;
-  std::vector<size_t> missed;
-  std::vector<const nlohmann::json*> finals(n, nullptr);
-  int64_t trained = 0, budget = 0;  // samples the finished nodes trained; the budget
-  std::map<std::string, std::vector<size_t>> ends;  // end reason -> the node ids that gave it
-  std::vector<size_t> never_trained;                // finished without a single step of their own
-  for (size_t i = 0; i < n; ++i) {
-    const Child& c = cluster.children()[i];
-    if (!Finished(c)) continue;
-    const nlohmann::json& f = c.final_report;
-    finals[i] = &f;
-    accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
-    const nlohmann::json finish = f.value("finish", nlohmann::json::object());
-    finishes.push_back(finish.value("outcome", "off"));
-    const nlohmann::json own_accuracy = finish.value("own_accuracy", nlohmann::json());
-    own.push_back(own_accuracy.is_number() ? own_accuracy.get<double>() : accuracy.back());
-    if (finishes.back() == "averaged") {
-      FinishGroup& g = finish_groups[finish.value("collector", uint64_t{0})];
-      g.contributors = std::max(g.contributors, finish.value("contributors", uint32_t{0}));
-      g.nodes.push_back(i + 1);
-      // The cluster model is the average of the most members' models.
-      if (g.contributors >= contributors) {
-        contributors = g.contributors;
-        cluster_accuracy = accuracy.back();
-      }
-    } else if (finishes.back() == "missed") {
-      missed.push_back(i + 1);
-    }
-    steps.push_back(f["step"].get<int64_t>());
-    rounds.push_back(f["rounds"].get<int64_t>());
-    outer_rounds.push_back(f.value("outer_rounds", int64_t{0}));
-    train_s.push_back(f["elapsed_s"].get<double>());
-    bytes += f["bytes_sent"].get<uint64_t>();
-    local_steps += f["local_steps"].get<int64_t>();
-    if (end_reason.empty() && f["end"] != "peer") end_reason = f["end"].get<std::string>();
-    trained += f.value("samples", int64_t{0});
-    budget = std::max(budget, f.value("budget_samples", int64_t{0}));
-    ends[f.value("end", std::string("?"))].push_back(i + 1);
-    if (f.value("samples", int64_t{0}) == 0) never_trained.push_back(i + 1);
-    if (auto m = ReadCheckpoint(ModelPath(static_cast<int>(i)));
-        m.ok() && m->tensors.contains("params")) {
-      models.push_back(std::move(m->tensors["params"]));
-    }
-  }
-  double mean = 0;
-  for (double a : accuracy) mean += a / static_cast<double>(std::max<size_t>(1, accuracy.size()));
-  double consensus = -1, relative = -1;
-  const size_t d = models.empty() ? 0 : models[0].size();
-  if (!models.empty()) {
-    std::vector<double> avg(d, 0.0);
-    for (const auto& m : models) {
-      for (size_t k = 0; k < d; ++k) avg[k] += m[k] / static_cast<double>(models.size());
-    }
-    double dist = 0, norm = 0;
-    for (const auto& m : models) {
-      for (size_t k = 0; k < d; ++k) dist += (m[k] - avg[k]) * (m[k] - avg[k]);
-    }
-    for (double v : avg) norm += v * v;
-    consensus = dist / static_cast<double>(models.size());
-    relative = norm > 0 ? consensus / norm : 0;
-  }
-  const StepBreakdown breakdown = CollectBreakdown(finals);
-  // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
-  const double allreduce = static_cast<double>(local_steps) * 2.0 * static_cast<double>(n - 1) /
-                           static_cast<double>(n) * 4.0 * static_cast<double>(d);
-  {
-    nlohmann::json j;
-    j["mode"] = "gossip";
-    j["nodes"] = n;
-    j["devices"] = devices_;
-    j["ok"] = ok;
-    j["end"] = end_reason.empty() && !out.failure.empty() ? "failure" : end_reason;
-    j["ends"] = ends;
-    j["failure"] = out.failure.empty() ? nlohmann::json() : nlohmann::json(out.failure);
-    j["samples_trained"] = trained;
-    j["budget_samples"] = budget;
-    j["never_trained"] = never_trained;
-    nlohmann::json injected = nlohmann::json::array();
-    for (const ReportOut::Crash& crash : out.crashes) {
-      injected.push_back(
-          {{"node", crash.index + 1},
-           {"at_s", crash.at},
-           {"restarted_at_s", crash.back < 0 ? nlohmann::json() : nlohmann::json(crash.back)}});
-    }
-    j["injected_crashes"] = injected;
-    j["accuracy"] = accuracy;
-    j["mean_accuracy"] = mean;
-    j["steps"] = steps;
-    j["rounds"] = rounds;
-    j["outer_rounds"] = outer_rounds;
-    j["local_steps_total"] = local_steps;
-    j["train_s"] = train_s;
-    j["phases"] = breakdown.nodes;
-    j["train_phase_samples_per_s"] = breakdown.cluster_samples_per_s;
-    j["samples_per_training_s"] = breakdown.cluster_samples_per_training_s;
-    j["bytes_sent_total"] = bytes;
-    j["allreduce_bytes"] = allreduce;
-    j["fewer_bytes_than_allreduce"] = bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0;
-    j["consensus_distance"] = consensus;
-    j["relative_consensus_distance"] = relative;
-    j["stragglers_flagged"] = flagged_;
-    j["accuracy_timeline"] = timeline_;
-    j["own_accuracy"] = own;
-    j["finish"] = finishes;
-    j["cluster_accuracy"] =
-        cluster_accuracy >= 0 ? nlohmann::json(cluster_accuracy) : nlohmann::json();
-    j["finish_contributors"] = contributors;
-    nlohmann::json groups = nlohmann::json::array();
-    for (const auto& [collector, g] : finish_groups) {
-      groups.push_back(
-          {{"collector", collector}, {"contributors", g.contributors}, {"nodes", g.nodes}});
-    }
-    j["finish_groups"] = groups;
-    j["finish_missed"] = missed;
-    j["finish_models"] = finish_groups.size() + missed.size();
-    nlohmann::json crashes = nlohmann::json::array();
-    for (const Child& c : cluster.children()) crashes.push_back(c.crashes);
-    j["crashes"] = crashes;
-    if (PrintJson(j, wall, killed, out)) return;
-  }
-  std::printf("%zu nodes, %s, %s\n", n, what_.c_str(),
-              EndAccount(end_reason, ends, out.failure, trained, budget, wall,
-                         ok ? n : accuracy.size(), n, !out.crashes.empty())
-                  .c_str());
-  for (const ReportOut::Crash& crash : out.crashes) {
-    const nlohmann::json* f = finals[crash.index];
-    std::printf(
-        "  node %zu crashed at %.1f s (injected)%s\n", crash.index + 1, crash.at,
-        crash.back < 0
-            ? ", not restarted"
-            : fmt::format(", restarted at {:.1f} s (down {:.1f} s), then {}", crash.back,
-                          crash.back - crash.at,
-                          f == nullptr ? "did not finish"
-                                       : fmt::format("trained {} steps of its own ({} samples)",
-                                                     f->value("local_steps", int64_t{0}),
-                                                     f->value("samples", int64_t{0})))
-                  .c_str());
-  }
-  if (!never_trained.empty()) {
-    std::printf("  never trained (no step of its own; left out of the models below): node %s\n",
-                JoinIds(never_trained).c_str());
-  }
-  if (std::adjacent_find(devices_.begin(), devices_.end(), std::not_equal_to<>()) !=
-      devices_.end()) {
-    std::printf("  devices:");
-    for (size_t i = 0; i < devices_.size(); ++i)
-      std::printf(" node %zu %s", i + 1, devices_[i].c_str());
-    std::printf("\n");
-  }
-  const auto averaged =
-      static_cast<size_t>(std::count(finishes.begin(), finishes.end(), "averaged"));
-  std::vector<double> own_trained;  // the own models of the nodes that trained
-  for (size_t k = 0, i = 0; i < n; ++i) {
-    if (finals[i] == nullptr) continue;
-    if (std::find(never_trained.begin(), never_trained.end(), i + 1) == never_trained.end()) {
-      own_trained.push_back(own[k]);
-    }
-    ++k;
-  }
-  if (averaged > 0 && !own_trained.empty()) {
-    const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
-    std::printf(
-        "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
-        "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
-        contributors, averaged, n, cluster_accuracy, *lo, *hi);
-  }
-  if (finish_groups.size() + missed.size() > 1) {
-    std::printf("  the run ended on %zu models, not one:", finish_groups.size() + missed.size());
-    for (const auto& [collector, g] : finish_groups) {
-      std::printf(" node %llu's average of %u (adopted by nodes %s);",
-                  static_cast<unsigned long long>(collector), g.contributors,
-                  fmt::format("{}", fmt::join(g.nodes, ", ")).c_str());
-    }
-    if (!missed.empty()) {
-      std::printf(" their own model (nodes %s, which missed the finish: see their logs);",
-                  fmt::format("{}", fmt::join(missed, ", ")).c_str());
-    }
-    std::printf(
-        "\n  (more than one average: the nodes' views disagreed on the collector, the "
-        "lowest live id, when their training ended)\n");
-  }
-  if (averaged < accuracy.size()) {
-    std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");
-    for (double a : accuracy) std::printf(" %.4f", a);
-    std::printf("\n  mean test accuracy %.4f\n", mean);
-  }
-  if (consensus >= 0) {
-    std::printf(
-        "  consensus distance%s (1/N) sum ||x_i - mean||^2 = %.3g (%.3g relative to ||mean||^2)\n",
-        averaged > 0 ? " of the saved models after the finish" : "", consensus, relative);
-  }
-  if (!rounds.empty()) {
-    const auto [rlo, rhi] = std::minmax_element(rounds.begin(), rounds.end());
-    const auto [slo, shi] = std::minmax_element(steps.begin(), steps.end());
-    auto span = [](int64_t lo, int64_t hi) {
-      return lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi);
-    };
-    std::printf("  gossip rounds per node %s in %s steps\n", span(*rlo, *rhi).c_str(),
-                span(*slo, *shi).c_str());
-  }
-  if (local_steps > 0) {
-    std::printf(
-        "  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx "
-        "more)\n",
-        static_cast<double>(bytes) / 1e6, allreduce / 1e6,
-        bytes > 0 ? allreduce / static_cast<double>(bytes) : 0.0);
-  }
-  PrintBreakdown(breakdown, stdout);
-  std::printf("  %s\n", LogsLine(out).c_str());
+  const GossipRunSummary summary =
+      SummarizeGossipRun(cluster, [this](size_t i) { return ModelPath(static_cast<int>(i)); });
+  const GossipRunContext context{devices_, what_, flagged_, timeline_};
+  if (PrintJson(GossipRunJson(summary, context, cluster, ok, out), wall, killed, out)) return;
+  PrintGossipRun(summary, context, wall, ok, out);
 }
 
 }  // namespace

@@ -77,120 +77,154 @@ StatusOr<TrainerState> TrainerStateFrom(const api::SavedState& saved, std::vecto
   return state;
 }
 
-}  // namespace
+// The node's own work: its data, its model and the Trainer over its shard, with the cluster's
+// common initial model set.
+struct NodeWork {
+  TrainTest data;
+  std::optional<Model<float>> model;
+  Dataset eval_subset;  // the periodic evaluations' rows
+  RealClock clock;
+  std::unique_ptr<Trainer> trainer;
+};
 
-int RunGossipNode(const NodeConfig& config, const kernels::Device& device) {
-  auto options = GossipOptionsFrom(config.gossip);
-  if (!options.ok()) return RefuseNode(options.status());
+// Loads the data and builds the trainer; every failure here is the operator's to fix (exit 2).
+StatusOr<std::unique_ptr<NodeWork>> LoadNodeWork(const NodeConfig& config,
+                                                 const kernels::Device& device,
+                                                 GossipTrainerOptions& options) {
   if (config.shard_index >= config.shard_count) {
-    return RefuseNode(
-        InvalidArgumentError(fmt::format("shard_index {} must be less than shard_count {}",
-                                         config.shard_index, config.shard_count)));
+    return InvalidArgumentError(fmt::format("shard_index {} must be less than shard_count {}",
+                                            config.shard_index, config.shard_count));
   }
-  auto data = LoadTrainData(config.gossip.train);
-  if (!data.ok()) return RefuseNode(data.status());
-  auto model = Model<float>::Create(TrainModelSpec(config.gossip.train, data->train), device);
-  if (!model.ok()) return RefuseNode(model.status());
-  options->dataset_rows = data->train.rows;
-  options->node.expect_members = config.expect_members;
-  if (Status valid = options->Validate(); !valid.ok()) return RefuseNode(valid);
+  auto w = std::make_unique<NodeWork>();
+  MURMUR_ASSIGN_OR_RETURN(w->data, LoadTrainData(config.gossip.train));
+  MURMUR_ASSIGN_OR_RETURN(
+      w->model, Model<float>::Create(TrainModelSpec(config.gossip.train, w->data.train), device));
+  options.dataset_rows = w->data.train.rows;
+  options.node.expect_members = config.expect_members;
+  MURMUR_RETURN_IF_ERROR(options.Validate());
   auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
-  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
-  if (!rows.ok()) return RefuseNode(rows.status());
+  MURMUR_ASSIGN_OR_RETURN(
+      auto rows, ShardRows(w->data.train.rows, config.shard_index, config.shard_count, *strategy));
   // Each node shuffles its own shard in its own order.
-  options->train.seed =
+  options.train.seed =
       config.gossip.train.seed * 1000003ULL + static_cast<uint64_t>(config.shard_index);
   // The model, its optimizer state and this node's shard go to the model's device before the
   // node joins: a device that cannot hold them is refused here.
-  RealClock clock;
-  auto trainer =
-      Trainer::Create(*model, data->train, *std::move(rows), &data->test, options->train, clock);
-  if (!trainer.ok()) return RefuseNode(trainer.status());
-  Trainer& t = **trainer;
-  // The cluster's common initial model (every node draws the same), or one of this node's own
-  // drawn from its id once the peer knows it.
-  std::vector<float> initial(static_cast<size_t>(model->NumParams()));
-  model->Initialize(std::span<float>(initial), options->init_seed);
-  if (Status set = t.SetParams(initial); !set.ok()) return Failed(set);
-  Dataset eval_subset = data->test;
-  eval_subset.Truncate(options->eval_samples);
-  eval_subset.Densify();  // evaluated every eval_every steps: convert its rows once
+  MURMUR_ASSIGN_OR_RETURN(w->trainer, Trainer::Create(*w->model, w->data.train, std::move(rows),
+                                                      &w->data.test, options.train, w->clock));
+  w->eval_subset = w->data.test;
+  w->eval_subset.Truncate(options.eval_samples);
+  w->eval_subset.Densify();  // evaluated every eval_every steps: convert its rows once
+  return w;
+}
 
-  const bool json = config.report == "json";
-  std::optional<SeriesWriter> series;
-  if (!config.run_dir.empty()) series.emplace(config.run_dir);
+// The report lines: JSON, text every report interval and at the end, or none; and the run
+// directory's time series.
+std::function<void(const api::Progress&, bool)> ProgressPrinter(
+    const NodeConfig& config, std::optional<SeriesWriter>& series) {
+  if (config.report == "none" && !series.has_value()) return nullptr;
+  return [&config, &series](const api::Progress& p, bool final) {
+    if (series) series->Write(p.id, p.report, p.straggle);
+    if (config.report == "json") {
+      std::printf("%s\n", p.report.c_str());
+    } else if (config.report != "none" && final) {
+      std::printf("node %llu: done (%s) at step %llu, test accuracy %.4f, %.2f MB sent\n",
+                  static_cast<unsigned long long>(p.id), p.end_reason.c_str(),
+                  static_cast<unsigned long long>(p.step), p.accuracy,
+                  static_cast<double>(p.bytes_sent) / 1e6);
+    } else if (config.report != "none") {
+      std::printf("node %llu: step %llu, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
+                  static_cast<unsigned long long>(p.id), static_cast<unsigned long long>(p.step),
+                  p.loss, p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
+                  static_cast<double>(p.bytes_sent) / 1e6,
+                  static_cast<unsigned long long>(p.max_lag));
+    }
+    std::fflush(stdout);
+  };
+}
+
+// What the peer needs of the node beyond its buffer: its own start, momentum reset, stop signal,
+// report lines, and the Trainer's state in the checkpoints.
+api::Hooks NodeHooks(const NodeConfig& config, const GossipTrainerOptions& options, NodeWork& w,
+                     std::optional<SeriesWriter>& series) {
   api::Hooks hooks;
   hooks.launcher_environment = false;  // the node's keys are its own
   hooks.dimension_mismatch_limit = 0;  // a peer cannot end a node's run by sending bad sizes
-  const std::string model_name = model->spec().ToString();
-  hooks.model = model_name;
+  hooks.model = w.model->spec().ToString();
   // What a resumed checkpoint must have been written by: the same cluster, data, shard and
   // compression (the model is checked separately).
   hooks.run_identity =
       fmt::format("cluster {}, task {}, shard {}/{} ({}), compress {}", config.cluster,
                   config.gossip.train.task, config.shard_index, config.shard_count,
                   config.gossip.train.shard_strategy, GossipAveraging(config.gossip));
-  if (options->per_node_init) {
-    hooks.started = [&, seed = options->init_seed](uint64_t id) {
-      std::vector<float> own(static_cast<size_t>(model->NumParams()));
-      model->Initialize(std::span<float>(own), OwnInitSeed(seed, id));
+  Trainer& t = *w.trainer;
+  if (options.per_node_init) {
+    hooks.started = [&w, &t, seed = options.init_seed](uint64_t id) {
+      std::vector<float> own(static_cast<size_t>(w.model->NumParams()));
+      w.model->Initialize(std::span<float>(own), OwnInitSeed(seed, id));
       return t.SetParams(own);
     };
   }
-  hooks.replaced = [&] { t.ResetOptimizerState(); };
+  hooks.replaced = [&t] { t.ResetOptimizerState(); };
   hooks.stop = StopRequested;
-  hooks.save_state = [&]() -> StatusOr<api::SavedState> {
+  hooks.save_state = [&t]() -> StatusOr<api::SavedState> {
     MURMUR_ASSIGN_OR_RETURN(TrainerState state, t.SaveState());
     return TrainerSections(std::move(state));
   };
-  hooks.restore_state = [&](const api::SavedState& saved) -> Status {
+  hooks.restore_state = [&t](const api::SavedState& saved) -> Status {
     MURMUR_ASSIGN_OR_RETURN(std::vector<float> params, t.ParamsOnHost());
     MURMUR_ASSIGN_OR_RETURN(TrainerState state, TrainerStateFrom(saved, std::move(params)));
     return t.RestoreState(state);
   };
-  if (config.report != "none" || series.has_value()) {
-    hooks.progress = [&](const api::Progress& p, bool final) {
-      if (series) series->Write(p.id, p.report, p.straggle);
-      if (json) {
-        std::printf("%s\n", p.report.c_str());
-      } else if (config.report != "none" && final) {
-        std::printf("node %llu: done (%s) at step %llu, test accuracy %.4f, %.2f MB sent\n",
-                    static_cast<unsigned long long>(p.id), p.end_reason.c_str(),
-                    static_cast<unsigned long long>(p.step), p.accuracy,
-                    static_cast<double>(p.bytes_sent) / 1e6);
-      } else if (config.report != "none") {
-        std::printf("node %llu: step %llu, loss %.4f, accuracy %s, sent %.2f MB, lag %llu\n",
-                    static_cast<unsigned long long>(p.id), static_cast<unsigned long long>(p.step),
-                    p.loss, p.accuracy >= 0 ? fmt::format("{:.4f}", p.accuracy).c_str() : "-",
-                    static_cast<double>(p.bytes_sent) / 1e6,
-                    static_cast<unsigned long long>(p.max_lag));
-      }
-      std::fflush(stdout);
-    };
-  }
-  api::EvaluateFn evaluate = [&](bool full) -> std::optional<double> {
-    auto r = Evaluate<float>(*model, t.params(), full ? data->test : eval_subset);
-    if (!r.ok()) return std::nullopt;
-    return r->accuracy;
-  };
-  auto peer = api::Peer::Start(PeerSettings(config, data->train.rows, t.shard_rows(), device),
-                               t.params(), evaluate, std::move(hooks));
-  if (!peer.ok()) return Failed(peer.status());
+  hooks.progress = ProgressPrinter(config, series);
+  return hooks;
+}
+
+// One Trainer step per turn until the peer says the run is over.
+void TrainOnPeer(api::Peer& peer, Trainer& t) {
   bool told_skip = false;
   while (true) {
-    StatusOr<api::Turn> turn = (*peer)->Next();
+    StatusOr<api::Turn> turn = peer.Next();
     if (!turn.ok() || !turn->step) break;
     const auto t0 = std::chrono::steady_clock::now();
     StatusOr<float> loss = t.Step(turn->lr);
     if (!loss.ok() && !told_skip) {  // the trainer's reason and advice, once; the peer counts each
       told_skip = true;
-      MURMUR_LOG_WARN("node {}: {}", (*peer)->GetProgress().id, loss.status().message());
+      MURMUR_LOG_WARN("node {}: {}", peer.GetProgress().id, loss.status().message());
     }
     const double compute_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MURMUR_CHECK_OK((*peer)->Done(loss.ok() ? *loss : std::numeric_limits<double>::quiet_NaN(),
-                                  t.last_batch_rows(), compute_s));
+    MURMUR_CHECK_OK(peer.Done(loss.ok() ? *loss : std::numeric_limits<double>::quiet_NaN(),
+                              t.last_batch_rows(), compute_s));
   }
+}
+
+}  // namespace
+
+int RunGossipNode(const NodeConfig& config, const kernels::Device& device) {
+  auto options = GossipOptionsFrom(config.gossip);
+  if (!options.ok()) return RefuseNode(options.status());
+  auto work = LoadNodeWork(config, device, *options);
+  if (!work.ok()) return RefuseNode(work.status());
+  NodeWork& w = **work;
+  Trainer& t = *w.trainer;
+  // The cluster's common initial model (every node draws the same), or one of this node's own
+  // drawn from its id once the peer knows it.
+  std::vector<float> initial(static_cast<size_t>(w.model->NumParams()));
+  w.model->Initialize(std::span<float>(initial), options->init_seed);
+  if (Status set = t.SetParams(initial); !set.ok()) return Failed(set);
+  std::optional<SeriesWriter> series;
+  if (!config.run_dir.empty()) series.emplace(config.run_dir);
+  api::Hooks hooks = NodeHooks(config, *options, w, series);
+  api::EvaluateFn evaluate = [&w, &t](bool full) -> std::optional<double> {
+    auto r = Evaluate<float>(*w.model, t.params(), full ? w.data.test : w.eval_subset);
+    if (!r.ok()) return std::nullopt;
+    return r->accuracy;
+  };
+  auto peer = api::Peer::Start(PeerSettings(config, w.data.train.rows, t.shard_rows(), device),
+                               t.params(), evaluate, std::move(hooks));
+  if (!peer.ok()) return Failed(peer.status());
+  TrainOnPeer(**peer, t);
   StatusOr<api::Progress> result = (*peer)->Finish();
   if (!result.ok()) return Failed(result.status());  // save_model's failure included
   MURMUR_LOG_INFO(
