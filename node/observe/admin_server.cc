@@ -190,15 +190,55 @@ struct AdminServer::Impl {
   std::thread thread;
 };
 
-StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& address,
-                                                         NodeTelemetry& telemetry,
-                                                         Validator validate, std::string token) {
-  MURMUR_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
-  std::unique_ptr<AdminServer> admin(new AdminServer());
-  admin->impl_ = std::make_unique<Impl>();
-  httplib::Server& s = admin->impl_->server;
-  // Workers for several slow clients at once; each connection is bounded in time below, so
-  // idle connections (slowloris) free their worker within a couple of seconds.
+namespace {
+
+void JsonReply(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+void ErrorReply(httplib::Response& res, int status, std::string_view message) {
+  JsonReply(res, status, ErrorJson(message));
+}
+
+// Mutations need the bearer token: false (and the refusal written, and counted) when refused.
+struct BearerCheck {
+  NodeTelemetry* telemetry;
+  std::string token;
+
+  bool operator()(const httplib::Request& req, httplib::Response& res) const {
+    if (token.empty()) {
+      telemetry->CountRejected("admin_unauthorized");
+      ErrorReply(res, 403,
+                 "this node has no admin token, so it takes no changes (start it with "
+                 "--admin-token-file)");
+      return false;
+    }
+    const std::string header = req.get_header_value("Authorization");
+    if (!header.starts_with("Bearer ")) {
+      telemetry->CountRejected("admin_unauthorized");
+      res.set_header("WWW-Authenticate", "Bearer");
+      ErrorReply(res, 401, "changes need 'Authorization: Bearer TOKEN' (murmur ctl --token-file)");
+      return false;
+    }
+    const std::string_view given = std::string_view(header).substr(7);
+    // Compared in time independent of where they differ.
+    unsigned char diff = given.size() == token.size() ? 0 : 1;
+    for (size_t i = 0; i < token.size(); ++i) {
+      diff |= static_cast<unsigned char>(token[i] ^ (i < given.size() ? given[i] : 0));
+    }
+    if (diff != 0) {
+      telemetry->CountRejected("admin_unauthorized");
+      ErrorReply(res, 403, "the bearer token is not this node's");
+      return false;
+    }
+    return true;
+  }
+};
+
+// Workers for several slow clients at once; each connection is bounded in time, so idle
+// connections (slowloris) free their worker within a couple of seconds.
+void SetLimits(httplib::Server& s) {
   s.new_task_queue = [] { return new WorkerPool(kWorkers); };
   s.set_keep_alive_timeout(2);
   s.set_keep_alive_max_count(100);
@@ -211,45 +251,10 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
   });
   s.set_read_timeout(1, 0);
   s.set_write_timeout(5, 0);
+}
 
-  auto json_reply = [](httplib::Response& res, int status, const std::string& body) {
-    res.status = status;
-    res.set_content(body, "application/json");
-  };
-  auto error = [json_reply](httplib::Response& res, int status, std::string_view message) {
-    json_reply(res, status, ErrorJson(message));
-  };
-  NodeTelemetry* t = &telemetry;
-  // Mutations need the bearer token; false (and the reply written) when refused.
-  auto authorized = [t, token = std::move(token), error](const httplib::Request& req,
-                                                          httplib::Response& res) {
-    if (token.empty()) {
-      t->CountRejected("admin_unauthorized");
-      error(res, 403, "this node has no admin token, so it takes no changes (start it with "
-                      "--admin-token-file)");
-      return false;
-    }
-    const std::string header = req.get_header_value("Authorization");
-    if (!header.starts_with("Bearer ")) {
-      t->CountRejected("admin_unauthorized");
-      res.set_header("WWW-Authenticate", "Bearer");
-      error(res, 401, "changes need 'Authorization: Bearer TOKEN' (murmur ctl --token-file)");
-      return false;
-    }
-    const std::string_view given = std::string_view(header).substr(7);
-    // Compared in time independent of where they differ.
-    unsigned char diff = given.size() == token.size() ? 0 : 1;
-    for (size_t i = 0; i < token.size(); ++i) {
-      diff |= static_cast<unsigned char>(token[i] ^ (i < given.size() ? given[i] : 0));
-    }
-    if (diff != 0) {
-      t->CountRejected("admin_unauthorized");
-      error(res, 403, "the bearer token is not this node's");
-      return false;
-    }
-    return true;
-  };
-
+// GET /metrics, /healthz, /status, /straggler.
+void AddReads(httplib::Server& s, NodeTelemetry* t) {
   s.Get("/metrics", [t](const httplib::Request&, httplib::Response& res) {
     res.set_content(t->Exposition(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -258,14 +263,19 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
     res.status = h.ready ? 200 : 503;
     res.set_content((h.ready ? "ok: " : "not ready: ") + h.detail + "\n", "text/plain");
   });
-  s.Get("/status", [t, json_reply](const httplib::Request&, httplib::Response& res) {
-    json_reply(res, 200, t->StatusJson() + "\n");
+  s.Get("/status", [t](const httplib::Request&, httplib::Response& res) {
+    JsonReply(res, 200, t->StatusJson() + "\n");
   });
-  s.Get("/straggler", [t, json_reply](const httplib::Request&, httplib::Response& res) {
-    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+  s.Get("/straggler", [t](const httplib::Request&, httplib::Response& res) {
+    JsonReply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
   });
-  s.Put("/straggler", [t, json_reply, error, validate, authorized](const httplib::Request& req,
-                                                                   httplib::Response& res) {
+}
+
+// PUT and DELETE /straggler, each behind the bearer token.
+void AddStragglerControl(httplib::Server& s, NodeTelemetry* t, AdminServer::Validator validate,
+                         const BearerCheck& authorized) {
+  s.Put("/straggler", [t, validate, authorized](const httplib::Request& req,
+                                                httplib::Response& res) {
     if (!authorized(req, res)) return;
     auto request = ParseStraggleRequest(req.body);
     if (request.ok() && validate) {
@@ -273,39 +283,42 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
     }
     if (!request.ok()) {
       MURMUR_LOG_WARN("admin: PUT /straggler refused: {}", request.status().message());
-      return error(res, 400, request.status().message());
+      return ErrorReply(res, 400, request.status().message());
     }
     t->straggler().Set(request->options, request->for_duration, "admin");
     MURMUR_LOG_INFO("admin: straggler injection set to '{}'{}", StraggleSpec(request->options),
                     request->for_duration.count() > 0
                         ? fmt::format(" for {:.1f} s", ToSeconds(request->for_duration))
                         : std::string());
-    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+    JsonReply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
   });
-  s.Delete("/straggler", [t, json_reply, authorized](const httplib::Request& req,
-                                                     httplib::Response& res) {
+  s.Delete("/straggler", [t, authorized](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     t->straggler().Clear();
     MURMUR_LOG_INFO("admin: straggler injection stopped");
-    json_reply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
+    JsonReply(res, 200, StragglerStateJson(t->straggler().Current()).dump() + "\n");
   });
-  // Known paths with another method: 405 and what the path takes.
-  auto not_allowed = [error](const httplib::Request& req, httplib::Response& res) {
+}
+
+// Known paths with another method: 405 and what the path takes; unknown paths, a body over the
+// limit and exceptions: a JSON error body.
+void AddErrorReplies(httplib::Server& s) {
+  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
     const bool straggler = req.path == "/straggler";
     const bool known = straggler || req.path == "/metrics" || req.path == "/healthz" ||
                        req.path == "/status";
     if (!known) {
-      return error(res, 404, fmt::format("no such path '{}' (paths: {})", req.path, kPaths));
+      return ErrorReply(res, 404, fmt::format("no such path '{}' (paths: {})", req.path, kPaths));
     }
     res.set_header("Allow", straggler ? "GET, PUT, DELETE" : "GET");
-    error(res, 405, fmt::format("{} does not take {} (allowed: {})", req.path, req.method,
-                                straggler ? "GET, PUT, DELETE" : "GET"));
+    ErrorReply(res, 405,
+               fmt::format("{} does not take {} (allowed: {})", req.path, req.method,
+                           straggler ? "GET, PUT, DELETE" : "GET"));
   };
   s.Post(".*", not_allowed);
   s.Put(".*", not_allowed);
   s.Delete(".*", not_allowed);
   s.Patch(".*", not_allowed);
-  // Unmatched GETs (and the 413 the library raises itself) get a JSON error body.
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message;
@@ -329,19 +342,43 @@ StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& add
     res.status = 500;
     res.set_content(ErrorJson("internal error: " + what), "application/json");
   });
+}
 
-  const auto& [host, port] = host_port;
-  int bound = port;
+// The bound port (a port of 0 takes a free one).
+StatusOr<int> Bind(httplib::Server& s, const std::string& host, int port,
+                   const std::string& address) {
   if (port == 0) {
-    bound = s.bind_to_any_port(host);
+    const int bound = s.bind_to_any_port(host);
     if (bound <= 0) {
-      return UnavailableError(fmt::format("admin: cannot bind {} (is the host an address of this "
-                                          "machine?)", address));
+      return UnavailableError(
+          fmt::format("admin: cannot bind {} (is the host an address of this machine?)", address));
     }
-  } else if (!s.bind_to_port(host, port)) {
-    return UnavailableError(fmt::format("admin: cannot bind {} (port in use, or the host is not "
-                                        "an address of this machine)", address));
+    return bound;
   }
+  if (!s.bind_to_port(host, port)) {
+    return UnavailableError(fmt::format(
+        "admin: cannot bind {} (port in use, or the host is not an address of this machine)",
+        address));
+  }
+  return port;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& address,
+                                                          NodeTelemetry& telemetry,
+                                                          Validator validate, std::string token) {
+  MURMUR_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
+  std::unique_ptr<AdminServer> admin(new AdminServer());
+  admin->impl_ = std::make_unique<Impl>();
+  httplib::Server& s = admin->impl_->server;
+  SetLimits(s);
+  AddReads(s, &telemetry);
+  AddStragglerControl(s, &telemetry, std::move(validate),
+                      BearerCheck{&telemetry, std::move(token)});
+  AddErrorReplies(s);
+  const auto& [host, port] = host_port;
+  MURMUR_ASSIGN_OR_RETURN(const int bound, Bind(s, host, port, address));
   admin->host_ = host;
   admin->port_ = bound;
   admin->impl_->thread = std::thread([server = &s] { server->listen_after_bind(); });
