@@ -437,7 +437,7 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   // dense, so it is built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
   const size_t n = source.size();
   const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
-  const size_t sparse_below = n - n / bits_per_value;
+  const size_t sparse_below = SparseBelow(n, out.format);
   // The sparse form goes first when the last step's levels were few (under 1 in 8): it writes
   // only them; denser, appending each costs more than the dense pass and its compaction. An
   // attempt that fills up costs a pass. With error feedback it forms the sums in its own pass
@@ -474,19 +474,7 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   const size_t nonzero =
       internal::QuantizeDense(pass, out.values, codes, hash ? &*hash : nullptr, residual);
   sparse_first_ = nonzero < n / 8;
-  if (nonzero < sparse_below) {
-    size_t kept = 0;
-    out.indices.resize(nonzero);
-    for (size_t i = 0; i < n; ++i) {
-      if (out.values[i] == 0) continue;
-      out.indices[kept] = static_cast<uint32_t>(i);
-      out.values[kept] = out.values[i];
-      ++kept;
-    }
-    out.values.resize(kept);
-    out.dense = false;
-    return true;
-  }
+  if (SparsifyIfSmaller(out, nonzero)) return true;
   if (hash) {
     hash->Finish(header);
     encoded_fresh_ = true;

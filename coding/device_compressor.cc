@@ -239,22 +239,10 @@ Status DeviceCompressor::Quantize(std::span<const float> source, Update& out) {
   } else {
     MURMUR_RETURN_IF_ERROR(decode(levels16_, host_levels16_));
   }
-  // Sparse when that is smaller, by the rule of Compressor::Quantize.
+  // Sparse when that is smaller, by the rule the host compressor applies.
   size_t nonzero = 0;
   for (float v : out.values) nonzero += v != 0;
-  const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
-  if (nonzero < dimension_ - dimension_ / bits_per_value) {
-    size_t kept = 0;
-    out.indices.resize(nonzero);
-    for (size_t i = 0; i < dimension_; ++i) {
-      if (out.values[i] == 0) continue;
-      out.indices[kept] = static_cast<uint32_t>(i);
-      out.values[kept] = out.values[i];
-      ++kept;
-    }
-    out.values.resize(kept);
-    out.dense = false;
-  }
+  SparsifyIfSmaller(out, nonzero);
   return OkStatus();
 }
 

@@ -334,4 +334,24 @@ void DensifyIfSmaller(Update& update) {
   update.dense = true;
 }
 
+size_t SparseBelow(size_t dimension, const ValueFormat& format) {
+  const auto bits_per_value = static_cast<size_t>(format.BitsPerValue());
+  return dimension - dimension / bits_per_value;
+}
+
+bool SparsifyIfSmaller(Update& update, size_t nonzero) {
+  if (!update.dense || nonzero >= SparseBelow(update.values.size(), update.format)) return false;
+  size_t kept = 0;
+  update.indices.resize(nonzero);
+  for (size_t i = 0; i < update.values.size(); ++i) {
+    if (update.values[i] == 0) continue;
+    update.indices[kept] = static_cast<uint32_t>(i);
+    update.values[kept] = update.values[i];
+    ++kept;
+  }
+  update.values.resize(kept);
+  update.dense = false;
+  return true;
+}
+
 }  // namespace murmur::coding

@@ -95,4 +95,12 @@ void RewriteChecksum(std::span<std::byte> encoded);
 // few zero levels, top-k at high density). Sign-coded updates have no zero and stay sparse.
 void DensifyIfSmaller(Update& update);
 
+// A dense update of `dimension` values at b bits each: the count of nonzero values under which
+// its bitmap-indexed sparse form (d/8 + nnz b/8 bytes against d b/8) is smaller, d (1 - 1/b).
+size_t SparseBelow(size_t dimension, const ValueFormat& format);
+// The sparse form of a dense update in place when it is smaller (`nonzero` of its values are
+// not zero, fewer than SparseBelow): the rule both compressors, host and device, apply to a
+// quantized update. True when it was made sparse.
+bool SparsifyIfSmaller(Update& update, size_t nonzero);
+
 }  // namespace murmur::coding

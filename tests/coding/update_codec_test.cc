@@ -484,5 +484,48 @@ TEST(UpdateCodecTest, RandomCorruptionNeverCrashesAndNeverYieldsAnInvalidUpdate)
   EXPECT_GT(rejected, 0);
 }
 
+// The rule both compressors use to send a quantized update sparse: below d (1 - 1/b) nonzero
+// values, and then the sparse form holds exactly the nonzero values in order.
+TEST(UpdateCodecTest, SparsifyIfSmallerSwitchesAtTheBitmapBreakEven) {
+  for (const uint32_t levels : {127u, 16u, 300u}) {
+    for (const size_t d : {size_t{1}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097}}) {
+      ValueFormat format;
+      format.coding = ValueCoding::kLevels;
+      format.levels = levels;
+      format.scale = 1;
+      const size_t below = SparseBelow(d, format);
+      EXPECT_EQ(below, d - d / static_cast<size_t>(format.BitsPerValue())) << levels << " " << d;
+      for (const size_t nonzero : {size_t{0}, below > 0 ? below - 1 : 0, below, d}) {
+        if (nonzero > d) continue;
+        Update u;
+        u.dimension = static_cast<uint32_t>(d);
+        u.format = format;
+        u.dense = true;
+        u.values.assign(d, 0.0f);
+        std::vector<uint32_t> where;
+        for (size_t k = 0; k < nonzero; ++k) {
+          const size_t i = (k * 7919) % d;
+          if (u.values[i] != 0) continue;
+          u.values[i] = static_cast<float>(k + 1);
+          where.push_back(static_cast<uint32_t>(i));
+        }
+        std::sort(where.begin(), where.end());
+        const std::vector<float> dense = u.values;
+        const bool sparse = SparsifyIfSmaller(u, where.size());
+        EXPECT_EQ(sparse, where.size() < below) << levels << " " << d << " " << nonzero;
+        if (!sparse) {
+          EXPECT_TRUE(u.dense);
+          EXPECT_EQ(u.values, dense);
+          continue;
+        }
+        EXPECT_FALSE(u.dense);
+        EXPECT_EQ(u.indices, where);
+        ASSERT_EQ(u.values.size(), where.size());
+        for (size_t k = 0; k < where.size(); ++k) EXPECT_EQ(u.values[k], dense[where[k]]);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace murmur::coding
