@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "kernels/device.h"
 #include "kernels/memory.h"
+#include "node/config/admin_port.h"
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
 #include "node/config/node_config.h"
@@ -258,21 +259,6 @@ Status CheckAgainstHooks(const NodeConfig& c, bool evaluate, const Hooks& hooks)
   return OkStatus();
 }
 
-// The admin port (metrics, health, status, straggler injection), when `admin` names one.
-StatusOr<std::unique_ptr<node::AdminServer>> StartAdmin(const NodeConfig& c,
-                                                        node::NodeTelemetry& telemetry) {
-  if (c.admin.empty()) return std::unique_ptr<node::AdminServer>();
-  std::string token;
-  if (!c.admin_token_file.empty()) {
-    MURMUR_ASSIGN_OR_RETURN(token, node::LoadAdminToken(c.admin_token_file));
-  }
-  MURMUR_ASSIGN_OR_RETURN(auto admin, node::AdminServer::Start(c.admin, telemetry, nullptr, token));
-  MURMUR_LOG_INFO("admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes {}",
-                  admin->host(), admin->port(),
-                  token.empty() ? "refused (no admin_token_file)" : "need the bearer token");
-  return admin;
-}
-
 // murmur local --exec's report pipe (MURMUR_REPORT_FD), where the environment is read; -1: none.
 StatusOr<int> ReportFd(const Hooks& hooks) {
   const char* fd = std::getenv("MURMUR_REPORT_FD");
@@ -303,7 +289,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
   m.report_fd = report_fd;
   m.telemetry = std::make_unique<node::NodeTelemetry>(m.registry, "gossip", s.straggler);
   m.telemetry->SetDevice(options.device.ToString());
-  MURMUR_ASSIGN_OR_RETURN(m.admin, StartAdmin(c, *m.telemetry));
+  MURMUR_ASSIGN_OR_RETURN(m.admin,
+                          node::StartAdminPort(c.admin, c.admin_token_file, *m.telemetry, nullptr));
   s.telemetry = m.telemetry.get();
   m.save_model = c.save_model;
   m.model = m.hooks.model.empty() ? "caller's model of " + std::to_string(params.size()) + " values"

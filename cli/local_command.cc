@@ -20,6 +20,7 @@
 #include "cli/local_cluster.h"
 #include "cli/local_config.h"
 #include "cli/local_mode.h"
+#include "cli/local_run.h"
 #include "cli/node_command.h"
 #include "cli/placement.h"
 #include "cli/progress.h"
@@ -37,166 +38,6 @@ namespace murmur::node {
 namespace {
 
 using gossip::Mode;
-
-// The loop every mode shares: spawn, poll and draw until done, stop, report, clean up.
-int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::path& dir,
-             const std::map<int, std::string>& straggle, std::vector<CrashPlan> crashes,
-             const net::NetnsNetwork* network) {
-  LocalClusterOptions co;
-  co.nodes = mode.processes();
-  co.mode = std::string(gossip::ModeName(config.mode));
-  co.cluster = config.cluster;
-  co.transport = config.transport;
-  co.probe_interval_ms = config.probe_interval_ms;
-  co.probe_timeout_ms = config.probe_timeout_ms;
-  co.node_log_level = config.node_log_level;
-  co.admin = config.admin;
-  co.admin_token_file = config.admin_token_file;
-  co.secure = config.secure;
-  co.prometheus_targets = config.prometheus_targets;
-  co.run_dir = config.run_dir;
-  co.exec = config.exec;
-  co.network = network;
-  LocalCluster cluster(co, dir, [&](int i) {
-    std::vector<std::string> a = mode.NodeArgs(i);
-    if (auto it = straggle.find(i); it != straggle.end())
-      a.insert(a.end(), {"--straggle", it->second});
-    return a;
-  });
-  InstallStopSignals();
-  if (Status s = cluster.Spawn(); !s.ok()) {
-    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
-    cluster.Stop(std::chrono::milliseconds(2000));
-    return 1;
-  }
-  for (const auto& [i, spec] : straggle) cluster.children()[static_cast<size_t>(i)].straggle = spec;
-  const bool tty =
-      config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO));
-  const bool plain = config.progress == "plain" || (config.progress == "auto" && !tty);
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  auto all_exited = [&] {
-    return std::all_of(cluster.children().begin(), cluster.children().end(),
-                       [](const Child& c) { return c.exited; }) &&
-           std::none_of(crashes.begin(), crashes.end(),
-                        [](const CrashPlan& p) { return p.down > 0 && !p.restarted; });
-  };
-  // Injected crashes and restarts, when their time comes.
-  auto crash = [&](double t) {
-    for (CrashPlan& p : crashes) {
-      if (!p.killed && t >= p.at) {
-        p.killed = true;
-        cluster.Crash(static_cast<size_t>(p.index));
-        std::fprintf(stderr, "murmur local: %.1f s: node %d crashed (SIGKILL, injected)%s\n", t,
-                     p.index + 1,
-                     p.down > 0 ? fmt::format("; back in {:g} s", p.down).c_str() : "");
-      } else if (p.killed && !p.restarted && p.down > 0 && t >= p.at + p.down) {
-        p.restarted = true;
-        const Status s = cluster.Restart(static_cast<size_t>(p.index));
-        std::fprintf(stderr, "murmur local: %.1f s: node %d %s\n", t, p.index + 1,
-                     s.ok() ? "restarted" : ("could not restart: " + s.ToString()).c_str());
-      }
-    }
-  };
-  double next_draw = 0, next_line = 1;
-  std::vector<std::string> plain_printed;  // the table rows plain progress printed last
-  size_t drawn_lines = 0;
-  auto draw = [&](const std::string& table) {
-    if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
-    std::fputs(table.c_str(), stderr);
-    drawn_lines = tty ? static_cast<size_t>(std::count(table.begin(), table.end(), '\n')) : 0;
-  };
-  // Lines for the user above the live table (which is drawn again under them).
-  auto say = [&](const std::string& text) {
-    if (drawn_lines > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines);
-    drawn_lines = 0;
-    next_draw = 0;
-    std::fputs(text.c_str(), stderr);
-  };
-  // The --exec programs' own output, by node, as it comes.
-  auto relay = [&] {
-    std::string text;
-    for (const auto& [i, line] : cluster.TakeProgramLines()) {
-      text += fmt::format("node {} | {}\n", i + 1, line);
-    }
-    if (!text.empty()) say(text);
-  };
-  // A node that ends with a failure is shown at once: its id, how it ended, its log's last lines.
-  std::vector<NodeFailure> failures;
-  auto announce = [&](double t) {
-    for (size_t i = 0; i < cluster.children().size(); ++i) {
-      const Child& c = cluster.children()[i];
-      const bool failed = c.exited && !c.down && c.status != 0;
-      if (!failed || std::any_of(failures.begin(), failures.end(),
-                                 [&](const NodeFailure& f) { return f.index == i; })) {
-        continue;
-      }
-      failures.push_back({i, c.status, LastLines(c.log, 8)});
-      std::string text =
-          fmt::format("murmur local: {:.1f} s: node {} {} (log: {}); its last lines:\n", t, i + 1,
-                      ExitText(c.status), c.log);
-      for (const std::string& line : failures.back().last_lines) text += "  | " + line + "\n";
-      say(text);
-    }
-  };
-  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration) &&
-         !(mode.ends_when_all_exit() && all_exited())) {
-    cluster.Poll(std::chrono::milliseconds(50));
-    const double t = elapsed();
-    relay();
-    announce(t);
-    crash(t);
-    mode.Observe(cluster, t, plain);
-    if (tty && t >= next_draw) {
-      next_draw = t + 0.25;
-      draw(mode.Table(cluster, t));
-    } else if (plain && t >= next_line) {
-      next_line = t + mode.plain_period();
-      const std::string out = mode.Plain(cluster, t);
-      std::fputs((mode.plain_is_table() ? PlainChanges(out, t, plain_printed) : out).c_str(),
-                 stderr);
-    }
-  }
-  double wall = elapsed();
-  const bool show = config.progress != "none";
-  if (mode.final_table_before_stop()) {
-    mode.BeforeStop(cluster, wall);
-    if (show) draw(mode.Table(cluster, wall));
-  }
-  const int killed = cluster.Stop(std::chrono::milliseconds(5000));
-  relay();
-  if (show && !mode.final_table_before_stop()) draw(mode.Table(cluster, wall));
-  const bool ok = mode.Succeeded(cluster, killed);
-  const bool keep = !ok || config.keep_logs;
-  ReportOut out;
-  out.json = config.json;
-  out.run_dir = config.run_dir;
-  // With a run directory the logs are there and stay; the temporary directory keeps the rest.
-  out.keep = keep || !config.run_dir.empty();
-  out.network = config.network.Describe();
-  out.logs = config.run_dir.empty() ? dir.string()
-                                    : (std::filesystem::path(config.run_dir) / "logs").string();
-  if (!failures.empty()) {
-    out.failure = fmt::format("node {} {}", failures[0].index + 1, ExitText(failures[0].status));
-  }
-  for (const CrashPlan& p : crashes) {
-    if (!p.killed) continue;
-    out.crashes.push_back({static_cast<size_t>(p.index), p.at, p.restarted ? p.at + p.down : -1.0});
-  }
-  mode.Print(cluster, wall, killed, ok, out);
-  if (!keep) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  if (ok) return 0;
-  for (const NodeFailure& f : failures) {
-    std::fprintf(stderr, "murmur local: node %zu %s: %s\n", f.index + 1, ExitText(f.status).c_str(),
-                 f.last_lines.empty() ? "(its log is empty)" : f.last_lines.back().c_str());
-  }
-  return FailureExitCode(failures);
-}
 
 // The keys `murmur local` forwards to its nodes as flags, when they are not the default (from
 // a flag, the environment or the --config file, which the nodes do not read: it may hold keys
@@ -367,6 +208,16 @@ int Refuse(const std::string& what) {
 
 }  // namespace
 
+// What a run will start, every key checked before any process does (a bad shape, injection,
+// device or directory is exit 2).
+struct LocalPlan {
+  int processes = 0;
+  std::optional<gossip::SyncPlan> sync;  // the synchronous modes' ranks
+  std::map<int, std::string> straggle;   // a node's --straggle, by index
+  std::vector<CrashPlan> crashes;
+  std::vector<std::string> devices;  // each node's --device
+};
+
 class LocalCommand : public ConfiguredCommand<LocalConfig> {
  public:
   explicit LocalCommand(CLI::App& app)
@@ -376,117 +227,124 @@ class LocalCommand : public ConfiguredCommand<LocalConfig> {
             "or ring), with a live table and a report; --mode membership only shows who sees whom",
             LocalSchema()) {}
   int Run() override;
+
+ private:
+  // The keys, and the cross-key rules the parser cannot check; `texts` as the run records them.
+  StatusOr<LocalConfig> Resolve(std::map<std::string, std::string>& texts) const;
+  StatusOr<LocalPlan> Plan(const LocalConfig& config,
+                           std::map<std::string, std::string>& texts) const;
+  // Starts the planned processes (after the run directory and the network) and runs them.
+  int Start(const LocalConfig& config, const std::map<std::string, std::string>& texts,
+            LocalPlan plan) const;
 };
 
-int LocalCommand::Run() {
-  std::map<std::string, std::string> texts;
+StatusOr<LocalConfig> LocalCommand::Resolve(std::map<std::string, std::string>& texts) const {
   std::set<std::string> given;
-  StatusOr<LocalConfig> resolved = parser_.Resolve(std::getenv, &texts, &given);
-  if (resolved.ok() && gossip::IsSyncMode(resolved->mode) && given.count("nodes") > 0) {
-    if (Status s = NodesAsOneLayer(given, texts, *resolved); !s.ok()) resolved = s;
+  MURMUR_ASSIGN_OR_RETURN(LocalConfig config, parser_.Resolve(std::getenv, &texts, &given));
+  if (gossip::IsSyncMode(config.mode) && given.count("nodes") > 0) {
+    MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(given, texts, config));
   }
-  if (resolved.ok() && !resolved->run_dir.empty()) {
-    resolved->run_dir = std::filesystem::absolute(resolved->run_dir).lexically_normal().string();
-    texts["run_dir"] = resolved->run_dir;
+  if (!config.run_dir.empty()) {
+    config.run_dir = std::filesystem::absolute(config.run_dir).lexically_normal().string();
+    texts["run_dir"] = config.run_dir;
   }
-  if (resolved.ok() && resolved->probe_timeout_ms >= resolved->probe_interval_ms) {
-    resolved = InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
+  if (config.probe_timeout_ms >= config.probe_interval_ms) {
+    return InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
   }
-  if (!resolved.ok()) return Refuse(std::string(resolved.status().message()));
-  const LocalConfig& config = *resolved;
-  if (Status s = RefuseOtherModeKeys(config.mode,
-                                     parser_.ResolvedFlags(texts, OtherModeKeys(config.mode)));
-      !s.ok()) {
-    return Refuse(std::string(s.message()));
+  MURMUR_RETURN_IF_ERROR(
+      RefuseOtherModeKeys(config.mode, parser_.ResolvedFlags(texts, OtherModeKeys(config.mode))));
+  if (!config.run_dir.empty() &&
+      std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {
+    return InvalidArgumentError("run_dir: '" + config.run_dir +
+                                "' already holds a run (result.json); give a new directory, or "
+                                "remove that one");
   }
-  // Check everything before any process starts: a bad shape or injection is exit 2.
-  std::unique_ptr<LocalMode> mode;
-  int processes = config.nodes;
-  std::optional<gossip::SyncPlan> plan;
-  if (gossip::IsSyncMode(config.mode)) {
-    auto options = CodedOptionsFrom(config.mode, config.coded, config.gossip);
-    if (!options.ok()) return Refuse(std::string(options.status().message()));
-    auto made = SyncPlanFrom(config.mode, config.coded);
-    if (!made.ok()) return Refuse(std::string(made.status().message()));
-    if (made->processes > 256) {
-      return Refuse(fmt::format("{} needs {} processes; local runs start at most 256",
-                                gossip::ModeName(config.mode), made->processes));
-    }
-    processes = static_cast<int>(made->processes);
-    // The run's record (config.toml) names its workers as nodes, so that it repeats the run
-    // (NodesAsOneLayer accepts nodes with n and L when they agree).
-    texts["nodes"] = std::to_string(made->workers);
-    plan = *std::move(made);
-  } else if (config.mode == Mode::kGossip) {
-    if (auto options = GossipOptionsFrom(config.gossip); !options.ok()) {
-      return Refuse(std::string(options.status().message()));
-    }
+  return config;
+}
+
+namespace {
+
+// The synchronous modes' ranks (none for gossip and membership), and the mode's own checks.
+StatusOr<std::optional<gossip::SyncPlan>> ShapeOf(const LocalConfig& config,
+                                                  std::map<std::string, std::string>& texts) {
+  if (config.mode == Mode::kGossip) {
+    MURMUR_RETURN_IF_ERROR(GossipOptionsFrom(config.gossip).status());
   }
-  if (!config.exec.empty()) {
-    if (Status s = CheckExec(config, texts, parser_); !s.ok())
-      return Refuse(std::string(s.message()));
-  } else if (config.mode != Mode::kMembership && config.gossip.train.task == "fashion-mnist") {
-    // Data that is not there would fail every node: said once, before any starts.
-    if (Status s = CheckFashionMnistFiles(config.gossip.train.data_dir); !s.ok()) {
-      return Refuse(std::string(s.message()));
-    }
+  if (!gossip::IsSyncMode(config.mode)) return std::optional<gossip::SyncPlan>();
+  MURMUR_RETURN_IF_ERROR(CodedOptionsFrom(config.mode, config.coded, config.gossip).status());
+  MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan, SyncPlanFrom(config.mode, config.coded));
+  if (plan.processes > 256) {
+    return InvalidArgumentError(fmt::format("{} needs {} processes; local runs start at most 256",
+                                            gossip::ModeName(config.mode), plan.processes));
   }
-  const int roots = plan.has_value() ? static_cast<int>(plan->processes - plan->workers) : 0;
-  auto straggle = ParseStraggleList(config.straggle, processes, plan.has_value(), roots);
-  if (!straggle.ok()) return Refuse(std::string(straggle.status().message()));
-  if (Status s = AddLatency(config.network, processes, *straggle); !s.ok()) {
-    return Refuse(std::string(s.message()));
-  }
-  if (plan.has_value()) {
-    for (const auto& [i, spec] : *straggle) {
+  // The run's record (config.toml) names its workers as nodes, so that it repeats the run
+  // (NodesAsOneLayer accepts nodes with n and L when they agree).
+  texts["nodes"] = std::to_string(plan.workers);
+  return std::optional<gossip::SyncPlan>(std::move(plan));
+}
+
+// The injected stragglers and crashes.
+Status PlanInjections(const LocalConfig& config, LocalPlan& p) {
+  const int roots = p.sync.has_value() ? static_cast<int>(p.sync->processes - p.sync->workers) : 0;
+  MURMUR_ASSIGN_OR_RETURN(
+      p.straggle, ParseStraggleList(config.straggle, p.processes, p.sync.has_value(), roots));
+  MURMUR_RETURN_IF_ERROR(AddLatency(config.network, p.processes, p.straggle));
+  if (p.sync.has_value()) {
+    for (const auto& [i, spec] : p.straggle) {
       if (auto o = ParseCodedStraggle(config.mode, spec); !o.ok()) {
-        return Refuse(
+        return InvalidArgumentError(
             fmt::format("straggle: node {} (rank {}): {}", i + 1, i, o.status().message()));
       }
     }
   }
-  if (config.network.netns) {
-    if (Status s = CheckNetwork(config, processes); !s.ok())
-      return Refuse(std::string(s.message()));
+  MURMUR_ASSIGN_OR_RETURN(p.crashes, ParseCrashList(config.crash, p.processes));
+  if (!p.crashes.empty() && p.sync.has_value()) {
+    return InvalidArgumentError(
+        "crash: injected crashes are for gossip and membership (a synchronous tree or ring does "
+        "not take a restarted member back)");
   }
-  auto crashes = ParseCrashList(config.crash, processes);
-  if (!crashes.ok()) return Refuse(std::string(crashes.status().message()));
-  if (!crashes->empty() && plan.has_value()) {
-    return Refuse(
-        "crash: injected crashes are for gossip and membership (a synchronous tree or "
-        "ring does not take a restarted member back)");
-  }
-  // Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
+  return OkStatus();
+}
+
+// Where each node trains; a GPU this machine or mode cannot give is refused before any starts.
+StatusOr<std::vector<std::string>> Placement(const LocalConfig& config, int processes) {
   const bool trains = config.mode != Mode::kMembership;
   // A program's model is where the program puts it: only an explicit --device cuda places its
   // ranks on GPUs (MURMUR_DEVICE; the library checks the buffer is there); otherwise "auto":
   // the program's own choice, which the library does not check.
   const bool placed = config.exec.empty() || config.gossip.train.device.wants_gpu();
-  auto devices = placed ? PlaceNodes(config.gossip.train.device, config.gpus, processes,
-                                     trains ? kernels::CudaDeviceCount() : 0, trains)
-                        : StatusOr<std::vector<std::string>>(
-                              std::vector<std::string>(static_cast<size_t>(processes), "auto"));
-  if (!devices.ok()) return Refuse(std::string(devices.status().message()));
+  if (!placed) return std::vector<std::string>(static_cast<size_t>(processes), "auto");
+  MURMUR_ASSIGN_OR_RETURN(std::vector<std::string> devices,
+                          PlaceNodes(config.gossip.train.device, config.gpus, processes,
+                                     trains ? kernels::CudaDeviceCount() : 0, trains));
   // A node placed on the CPU would refuse --tf32 once started: refused here, before any starts.
-  if (std::find(devices->begin(), devices->end(), "cpu") != devices->end()) {
-    if (Status s = kernels::CheckTf32(config.gossip.train.tf32, kernels::Device::Cpu()); !s.ok()) {
-      return Refuse(std::string(s.message()));
-    }
+  if (std::find(devices.begin(), devices.end(), "cpu") != devices.end()) {
+    MURMUR_RETURN_IF_ERROR(kernels::CheckTf32(config.gossip.train.tf32, kernels::Device::Cpu()));
   }
-  if (!config.run_dir.empty() &&
-      std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {
-    return Refuse("run_dir: '" + config.run_dir +
-                  "' already holds a run (result.json); give a "
-                  "new directory, or remove that one");
+  return devices;
+}
+
+}  // namespace
+
+StatusOr<LocalPlan> LocalCommand::Plan(const LocalConfig& config,
+                                       std::map<std::string, std::string>& texts) const {
+  LocalPlan p;
+  MURMUR_ASSIGN_OR_RETURN(p.sync, ShapeOf(config, texts));
+  p.processes = p.sync.has_value() ? static_cast<int>(p.sync->processes) : config.nodes;
+  if (!config.exec.empty()) {
+    MURMUR_RETURN_IF_ERROR(CheckExec(config, texts, parser_));
+  } else if (config.mode != Mode::kMembership && config.gossip.train.task == "fashion-mnist") {
+    // Data that is not there would fail every node: said once, before any starts.
+    MURMUR_RETURN_IF_ERROR(CheckFashionMnistFiles(config.gossip.train.data_dir));
   }
-  if (config.dry_run) {
-    std::printf(
-        "murmur local: would run %d %s process%s%s on %s; every key checked, nothing started\n",
-        processes, std::string(gossip::ModeName(config.mode)).c_str(), processes == 1 ? "" : "es",
-        config.exec.empty() ? "" : (" of: " + config.exec).c_str(),
-        config.network.Describe().c_str());
-    return 0;
-  }
+  MURMUR_RETURN_IF_ERROR(PlanInjections(config, p));
+  if (config.network.netns) MURMUR_RETURN_IF_ERROR(CheckNetwork(config, p.processes));
+  MURMUR_ASSIGN_OR_RETURN(p.devices, Placement(config, p.processes));
+  return p;
+}
+
+int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, std::string>& texts,
+                        LocalPlan plan) const {
   if (!config.run_dir.empty()) {
     Status made = MakeRunDir(std::filesystem::path(config.run_dir) / "logs", "run_dir");
     if (made.ok()) made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(texts));
@@ -500,7 +358,7 @@ int LocalCommand::Run() {
   const std::filesystem::path dir = dir_template;
   std::unique_ptr<net::NetnsNetwork> network;
   if (config.network.netns) {
-    auto made = BuildNetwork(config.network, processes);
+    auto made = BuildNetwork(config.network, plan.processes);
     if (!made.ok()) {
       std::fprintf(stderr, "murmur local: cannot build the network: %s\n",
                    made.status().ToString().c_str());
@@ -508,15 +366,34 @@ int LocalCommand::Run() {
     }
     network = *std::move(made);
   }
-  if (plan.has_value()) {
-    mode = MakeCodedLocal(config, *std::move(plan), Forwarded(parser_, texts, true),
-                          *std::move(devices));
+  std::unique_ptr<LocalMode> mode;
+  if (plan.sync.has_value()) {
+    mode = MakeCodedLocal(config, *std::move(plan.sync), Forwarded(parser_, texts, true),
+                          std::move(plan.devices));
   } else if (config.mode == Mode::kGossip) {
-    mode = MakeGossipLocal(config, Forwarded(parser_, texts, false), dir, *std::move(devices));
+    mode = MakeGossipLocal(config, Forwarded(parser_, texts, false), dir, std::move(plan.devices));
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }
-  return RunLocal(config, *mode, dir, *straggle, *std::move(crashes), network.get());
+  return RunLocal(config, *mode, dir, plan.straggle, std::move(plan.crashes), network.get());
+}
+
+int LocalCommand::Run() {
+  std::map<std::string, std::string> texts;
+  StatusOr<LocalConfig> config = Resolve(texts);
+  if (!config.ok()) return Refuse(std::string(config.status().message()));
+  StatusOr<LocalPlan> plan = Plan(*config, texts);
+  if (!plan.ok()) return Refuse(std::string(plan.status().message()));
+  if (config->dry_run) {
+    std::printf(
+        "murmur local: would run %d %s process%s%s on %s; every key checked, nothing started\n",
+        plan->processes, std::string(gossip::ModeName(config->mode)).c_str(),
+        plan->processes == 1 ? "" : "es",
+        config->exec.empty() ? "" : (" of: " + config->exec).c_str(),
+        config->network.Describe().c_str());
+    return 0;
+  }
+  return Start(*config, texts, *std::move(plan));
 }
 
 std::unique_ptr<Command> MakeLocalCommand(CLI::App& app) {

@@ -54,8 +54,8 @@ class GossipLocal : public LocalMode {
         dir_(std::move(dir)),
         devices_(std::move(devices)),
         what_(fmt::format(
-            "{} on a {}, {}, on {}", GossipAveraging(config.gossip), config.gossip.topology,
-            GossipSchedule(config),
+            "{} on a {}, {}, on {}", GossipAveraging(config.gossip),
+            gossip::TopologyName(config.gossip.topology), GossipSchedule(config),
             devices_.front() == "auto" ? "the program's device" : PlacementSummary(devices_))) {}
   int processes() const override { return config_.nodes; }
   std::string ModelPath(int i) const {

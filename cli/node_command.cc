@@ -18,6 +18,7 @@
 #include "cli/placement.h"
 #include "cli/run_dir.h"
 #include "kernels/device.h"
+#include "node/config/admin_port.h"
 #include "node/config/secrets.h"
 #include "node/config/train_config.h"
 #include "node/observe/admin_server.h"
@@ -170,6 +171,51 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
   return 0;
 }
 
+// `murmur node --mode membership`: the SWIM member alone, its view reported, until the duration
+// or a stop signal.
+int RunMembershipNode(const NodeConfig& config, const PeerNodeOptions& options,
+                      NodeTelemetry& telemetry) {
+  auto node = PeerNode::Start(options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());
+    return node.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  telemetry.AttachPeer(node->get());
+  const auto start = std::chrono::steady_clock::now();
+  auto next_report = start;
+  Series series(config, &telemetry);
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (!StopRequested() && (config.duration <= 0 || elapsed() < config.duration)) {
+    const size_t live = (*node)->LiveView().size();
+    telemetry.SetJoined(live > 1 || options.seeds.empty(),
+                        "no other member seen yet (seeds: " + config.seeds + ")");
+    if ((config.report != "none" || series.on()) &&
+        std::chrono::steady_clock::now() >= next_report) {
+      next_report += std::chrono::milliseconds(config.report_interval_ms);
+      const PeerSnapshot s = (*node)->Snapshot();
+      const std::string line = SnapshotJson(s, elapsed());
+      series.Write(s.id, line);
+      if (config.report == "json") {
+        std::printf("%s\n", line.c_str());
+      } else if (config.report != "none") {
+        size_t alive = 0;
+        for (const auto& m : s.members) alive += m.state == gossip::MemberState::kAlive;
+        std::printf("node %llu: %zu members, %zu alive, view epoch %llu\n",
+                    static_cast<unsigned long long>(s.id), s.members.size(), alive,
+                    static_cast<unsigned long long>(s.view_epoch));
+      }
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  MURMUR_LOG_INFO("node {}: leaving", (*node)->id());
+  telemetry.AttachPeer(nullptr);
+  (*node)->Leave();
+  return 0;
+}
+
 }  // namespace
 
 int NodeCommand::Run() {
@@ -235,66 +281,13 @@ int NodeCommand::Run() {
   prometheus::Registry registry;
   NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config->mode)), initial);
   telemetry.SetDevice(device->ToString());
-  std::unique_ptr<AdminServer> admin;
-  if (!config->admin.empty()) {
-    std::string token;
-    if (!config->admin_token_file.empty()) {
-      auto loaded = LoadAdminToken(config->admin_token_file);
-      if (!loaded.ok()) return RefuseNode(loaded.status());
-      token = *loaded;
-    }
-    auto started = AdminServer::Start(config->admin, telemetry, validate, token);
-    if (!started.ok()) {
-      std::fprintf(stderr, "murmur node: %s\n", std::string(started.status().message()).c_str());
-      return 2;
-    }
-    admin = *std::move(started);
-    MURMUR_LOG_INFO(
-        "admin port: http://{}:{}/ (metrics, healthz, status, straggler); changes "
-        "{}",
-        admin->host(), admin->port(),
-        token.empty() ? "refused (no --admin-token-file)" : "need the bearer token");
+  auto admin = StartAdminPort(config->admin, config->admin_token_file, telemetry, validate);
+  if (!admin.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(admin.status().message()).c_str());
+    return 2;
   }
   if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry, *device);
-  auto node = PeerNode::Start(*options);
-  if (!node.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", node.status().ToString().c_str());
-    return node.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  telemetry.AttachPeer(node->get());
-  const auto start = std::chrono::steady_clock::now();
-  auto next_report = start;
-  Series series(*config, &telemetry);
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  while (!StopRequested() && (config->duration <= 0 || elapsed() < config->duration)) {
-    const size_t live = (*node)->LiveView().size();
-    telemetry.SetJoined(live > 1 || options->seeds.empty(),
-                        "no other member seen yet (seeds: " + config->seeds + ")");
-    if ((config->report != "none" || series.on()) &&
-        std::chrono::steady_clock::now() >= next_report) {
-      next_report += std::chrono::milliseconds(config->report_interval_ms);
-      const PeerSnapshot s = (*node)->Snapshot();
-      const std::string line = SnapshotJson(s, elapsed());
-      series.Write(s.id, line);
-      if (config->report == "json") {
-        std::printf("%s\n", line.c_str());
-      } else if (config->report != "none") {
-        size_t alive = 0;
-        for (const auto& m : s.members) alive += m.state == gossip::MemberState::kAlive;
-        std::printf("node %llu: %zu members, %zu alive, view epoch %llu\n",
-                    static_cast<unsigned long long>(s.id), s.members.size(), alive,
-                    static_cast<unsigned long long>(s.view_epoch));
-      }
-      std::fflush(stdout);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  MURMUR_LOG_INFO("node {}: leaving", (*node)->id());
-  telemetry.AttachPeer(nullptr);
-  (*node)->Leave();
-  return 0;
+  return RunMembershipNode(*config, *options, telemetry);
 }
 
 std::unique_ptr<Command> MakeNodeCommand(CLI::App& app) {

@@ -81,8 +81,11 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                 &gossip::ParseOuterSpec)
         .Real("gamma", &C::gamma, "0", 0, 1,
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
-        .Choice("topology", &C::topology, "ring", {"ring", "exponential", "random"},
-                "who mixes with whom each round")
+        .Enum("topology", &C::topology, "ring",
+              {{"ring", gossip::Topology::kRing},
+               {"exponential", gossip::Topology::kExponential},
+               {"random", gossip::Topology::kRandom}},
+              "who mixes with whom each round")
         .Integer("random_peers", &C::random_peers, 2, 2, 64,
                  "peers per node for topology random: exactly this many (every other member when "
                  "the view has fewer; at least 2: one each would pair nodes off for good)")
@@ -170,9 +173,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.node.consensus_target = c.consensus_target;
   o.node.consensus_slack = c.consensus_slack;
   o.node.outer = c.outer;
-  auto topology = gossip::ParseTopology(c.topology);
-  if (!topology.ok()) return InvalidArgumentError("topology: " + std::string(topology.status().message()));
-  o.node.choco.sampling.topology = *topology;
+  o.node.choco.sampling.topology = c.topology;
   o.node.choco.sampling.random_peers = c.random_peers;
   o.node.local_steps = c.local_steps;
   o.node.post_local_epoch = c.post_local_epoch;

@@ -23,7 +23,7 @@ struct GossipConfig {
   double epochs = 0;  // cluster-wide
   std::optional<coding::CompressorOptions> compress;  // none: auto (GossipCompressor)
   double gamma = 0;
-  std::string topology;
+  gossip::Topology topology = gossip::Topology::kRing;
   int random_peers = 0;
   int local_steps = 0;
   double post_local_epoch = 0;

@@ -1,0 +1,233 @@
+#include "cli/local_run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+
+#include "cli/node_command.h"
+#include "cli/progress.h"
+#include "gossip/mode.h"
+
+namespace murmur::node {
+namespace {
+
+// One run from its spawned nodes to its report: what it shows as it goes (the live table or
+// plain lines, the programs' output, a node's failure where it happens, the injected crashes)
+// and what it keeps for the report.
+class LocalRun {
+ public:
+  LocalRun(const LocalConfig& config, LocalMode& mode, LocalCluster& cluster,
+           std::vector<CrashPlan> crashes)
+      : config_(config),
+        mode_(mode),
+        cluster_(cluster),
+        crashes_(std::move(crashes)),
+        tty_(config.progress == "tty" || (config.progress == "auto" && ::isatty(STDERR_FILENO))),
+        plain_(config.progress == "plain" || (config.progress == "auto" && !tty_)),
+        start_(std::chrono::steady_clock::now()) {}
+
+  // Polls and shows the run until a stop signal, the duration, or (for a mode that ends when
+  // its processes do) every node exited.
+  void Loop() {
+    double next_draw = 0, next_line = 1;
+    while (!StopRequested() && (config_.duration <= 0 || Elapsed() < config_.duration) &&
+           !(mode_.ends_when_all_exit() && AllExited())) {
+      cluster_.Poll(std::chrono::milliseconds(50));
+      const double t = Elapsed();
+      Relay();
+      Announce(t);
+      Crash(t);
+      mode_.Observe(cluster_, t, plain_);
+      if (redraw_) {
+        redraw_ = false;
+        next_draw = 0;
+      }
+      if (tty_ && t >= next_draw) {
+        next_draw = t + 0.25;
+        Draw(mode_.Table(cluster_, t));
+      } else if (plain_ && t >= next_line) {
+        next_line = t + mode_.plain_period();
+        const std::string out = mode_.Plain(cluster_, t);
+        std::fputs((mode_.plain_is_table() ? PlainChanges(out, t, plain_printed_) : out).c_str(),
+                   stderr);
+      }
+    }
+  }
+
+  // Stops the nodes, shows the final table and prints the report; the exit status.
+  int Finish(const std::filesystem::path& dir) {
+    const double wall = Elapsed();
+    const bool show = config_.progress != "none";
+    if (mode_.final_table_before_stop()) {
+      mode_.BeforeStop(cluster_, wall);
+      if (show) Draw(mode_.Table(cluster_, wall));
+    }
+    const int killed = cluster_.Stop(std::chrono::milliseconds(5000));
+    Relay();
+    if (show && !mode_.final_table_before_stop()) Draw(mode_.Table(cluster_, wall));
+    const bool ok = mode_.Succeeded(cluster_, killed);
+    const bool keep = !ok || config_.keep_logs;
+    mode_.Print(cluster_, wall, killed, ok, Out(dir, keep));
+    if (!keep) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+    if (ok) return 0;
+    for (const NodeFailure& f : failures_) {
+      std::fprintf(stderr, "murmur local: node %zu %s: %s\n", f.index + 1,
+                   ExitText(f.status).c_str(),
+                   f.last_lines.empty() ? "(its log is empty)" : f.last_lines.back().c_str());
+    }
+    return FailureExitCode(failures_);
+  }
+
+ private:
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  bool AllExited() const {
+    return std::all_of(cluster_.children().begin(), cluster_.children().end(),
+                       [](const Child& c) { return c.exited; }) &&
+           std::none_of(crashes_.begin(), crashes_.end(),
+                        [](const CrashPlan& p) { return p.down > 0 && !p.restarted; });
+  }
+
+  // Injected crashes and restarts, when their time comes.
+  void Crash(double t) {
+    for (CrashPlan& p : crashes_) {
+      if (!p.killed && t >= p.at) {
+        p.killed = true;
+        cluster_.Crash(static_cast<size_t>(p.index));
+        std::fprintf(stderr, "murmur local: %.1f s: node %d crashed (SIGKILL, injected)%s\n", t,
+                     p.index + 1,
+                     p.down > 0 ? fmt::format("; back in {:g} s", p.down).c_str() : "");
+      } else if (p.killed && !p.restarted && p.down > 0 && t >= p.at + p.down) {
+        p.restarted = true;
+        const Status s = cluster_.Restart(static_cast<size_t>(p.index));
+        std::fprintf(stderr, "murmur local: %.1f s: node %d %s\n", t, p.index + 1,
+                     s.ok() ? "restarted" : ("could not restart: " + s.ToString()).c_str());
+      }
+    }
+  }
+
+  void Draw(const std::string& table) {
+    if (drawn_lines_ > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines_);
+    std::fputs(table.c_str(), stderr);
+    drawn_lines_ = tty_ ? static_cast<size_t>(std::count(table.begin(), table.end(), '\n')) : 0;
+  }
+
+  // Lines for the user above the live table (which is drawn again under them).
+  void Say(const std::string& text) {
+    if (drawn_lines_ > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines_);
+    drawn_lines_ = 0;
+    redraw_ = true;
+    std::fputs(text.c_str(), stderr);
+  }
+
+  // The --exec programs' own output, by node, as it comes.
+  void Relay() {
+    std::string text;
+    for (const auto& [i, line] : cluster_.TakeProgramLines()) {
+      text += fmt::format("node {} | {}\n", i + 1, line);
+    }
+    if (!text.empty()) Say(text);
+  }
+
+  // A node that ends with a failure is shown at once: its id, how it ended, its log's last lines.
+  void Announce(double t) {
+    for (size_t i = 0; i < cluster_.children().size(); ++i) {
+      const Child& c = cluster_.children()[i];
+      const bool failed = c.exited && !c.down && c.status != 0;
+      if (!failed || std::any_of(failures_.begin(), failures_.end(),
+                                 [&](const NodeFailure& f) { return f.index == i; })) {
+        continue;
+      }
+      failures_.push_back({i, c.status, LastLines(c.log, 8)});
+      std::string text =
+          fmt::format("murmur local: {:.1f} s: node {} {} (log: {}); its last lines:\n", t, i + 1,
+                      ExitText(c.status), c.log);
+      for (const std::string& line : failures_.back().last_lines) text += "  | " + line + "\n";
+      Say(text);
+    }
+  }
+
+  // What the mode's report needs besides the cluster.
+  ReportOut Out(const std::filesystem::path& dir, bool keep) const {
+    ReportOut out;
+    out.json = config_.json;
+    out.run_dir = config_.run_dir;
+    // With a run directory the logs are there and stay; the temporary directory keeps the rest.
+    out.keep = keep || !config_.run_dir.empty();
+    out.network = config_.network.Describe();
+    out.logs = config_.run_dir.empty() ? dir.string()
+                                       : (std::filesystem::path(config_.run_dir) / "logs").string();
+    if (!failures_.empty()) {
+      out.failure =
+          fmt::format("node {} {}", failures_[0].index + 1, ExitText(failures_[0].status));
+    }
+    for (const CrashPlan& p : crashes_) {
+      if (!p.killed) continue;
+      out.crashes.push_back(
+          {static_cast<size_t>(p.index), p.at, p.restarted ? p.at + p.down : -1.0});
+    }
+    return out;
+  }
+
+  const LocalConfig& config_;
+  LocalMode& mode_;
+  LocalCluster& cluster_;
+  std::vector<CrashPlan> crashes_;
+  const bool tty_;
+  const bool plain_;
+  const std::chrono::steady_clock::time_point start_;
+  bool redraw_ = false;                     // Say wrote over the table: draw it again at once
+  size_t drawn_lines_ = 0;                  // the table's lines on the terminal now
+  std::vector<std::string> plain_printed_;  // the table rows plain progress printed last
+  std::vector<NodeFailure> failures_;
+};
+
+}  // namespace
+
+int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::path& dir,
+             const std::map<int, std::string>& straggle, std::vector<CrashPlan> crashes,
+             const net::NetnsNetwork* network) {
+  LocalClusterOptions co;
+  co.nodes = mode.processes();
+  co.mode = std::string(gossip::ModeName(config.mode));
+  co.cluster = config.cluster;
+  co.transport = config.transport;
+  co.probe_interval_ms = config.probe_interval_ms;
+  co.probe_timeout_ms = config.probe_timeout_ms;
+  co.node_log_level = config.node_log_level;
+  co.admin = config.admin;
+  co.admin_token_file = config.admin_token_file;
+  co.secure = config.secure;
+  co.prometheus_targets = config.prometheus_targets;
+  co.run_dir = config.run_dir;
+  co.exec = config.exec;
+  co.network = network;
+  LocalCluster cluster(co, dir, [&](int i) {
+    std::vector<std::string> a = mode.NodeArgs(i);
+    if (auto it = straggle.find(i); it != straggle.end()) {
+      a.insert(a.end(), {"--straggle", it->second});
+    }
+    return a;
+  });
+  InstallStopSignals();
+  if (Status s = cluster.Spawn(); !s.ok()) {
+    std::fprintf(stderr, "murmur local: %s\n", s.ToString().c_str());
+    cluster.Stop(std::chrono::milliseconds(2000));
+    return 1;
+  }
+  for (const auto& [i, spec] : straggle) cluster.children()[static_cast<size_t>(i)].straggle = spec;
+  LocalRun run(config, mode, cluster, std::move(crashes));
+  run.Loop();
+  return run.Finish(dir);
+}
+
+}  // namespace murmur::node
