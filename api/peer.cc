@@ -36,8 +36,6 @@
 namespace murmur::api {
 namespace {
 
-using node::NodeConfig;
-
 const char* PhaseName(gossip::GossipNode::Phase p) {
   switch (p) {
     case gossip::GossipNode::Phase::kJoining:
@@ -196,9 +194,7 @@ namespace {
 // naming the key), and the buffer's starting values copied from `params`.
 StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::span<float> params,
                                                     const Hooks& hooks) {
-  const NodeConfig& c = o.node;
-  MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
-  MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions g, node::GossipOptionsFrom(c.gossip));
+  const node::GossipTrainerOptions& g = o.gossip;
   if (g.epochs > 0 && o.epoch_samples <= 0) {
     return InvalidArgumentError(
         "epochs needs epoch_samples: the training samples of one epoch over the whole cluster");
@@ -207,19 +203,19 @@ StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::s
     return InvalidArgumentError(
         "no budget: give epochs (with epoch_samples), time_limit_s or target_accuracy");
   }
-  if (g.train.lr_reference_batch > 0 && c.expect_members <= 0) {
+  if (g.train.lr_reference_batch > 0 && o.expect_members <= 0) {
     return InvalidArgumentError(
         "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
         "makes its global batch");
   }
-  const int members = std::max(1, c.expect_members);
+  const int members = std::max(1, o.expect_members);
   node::GossipSessionOptions s;
-  s.peer = std::move(peer);
+  s.peer = o.peer;
   s.node = g.node;
-  s.node.expect_members = c.expect_members;
+  s.node.expect_members = o.expect_members;
   // A peer with no seeds and no members to wait for starts a cluster: nobody can tell it of a
   // running one, so it trains at once (later peers join it by its snapshot).
-  if (s.peer.seeds.empty() && c.expect_members <= 0) s.node.join_wait = Duration{0};
+  if (s.peer.seeds.empty() && o.expect_members <= 0) s.node.join_wait = Duration{0};
   s.shard_rows =
       o.shard_samples > 0 ? o.shard_samples : std::max<int64_t>(1, o.epoch_samples / members);
   s.budget_samples =
@@ -238,23 +234,23 @@ StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::s
   s.straggler = g.straggler;
   s.alone_timeout = o.join_timeout;
   s.wrong_dimension_limit = std::max(0, hooks.dimension_mismatch_limit);
-  s.report_interval = std::chrono::milliseconds(c.report_interval_ms);
+  s.report_interval = o.report_interval;
   return s;
 }
 
 // What the typed options may hold that the caller's hooks cannot serve.
-Status CheckAgainstHooks(const NodeConfig& c, bool evaluate, const Hooks& hooks) {
-  if (!evaluate && (c.gossip.target_accuracy > 0 || c.gossip.eval_every != 0)) {
+Status CheckAgainstHooks(const PeerOptions& o, bool evaluate, const Hooks& hooks) {
+  if (!evaluate && (o.gossip.node.target_accuracy > 0 || o.gossip.node.eval_every != 0)) {
     return InvalidArgumentError("eval_every and target_accuracy need an evaluation (evaluate)");
   }
-  if (!c.checkpoint_dir.empty() && !(hooks.save_state && hooks.restore_state)) {
+  if (!o.checkpoint_dir.empty() && !(hooks.save_state && hooks.restore_state)) {
     return InvalidArgumentError(
         "checkpoint_dir needs the caller's optimizer state: give Hooks::save_state and "
         "restore_state");
   }
   // A model that could not be written would be lost when the run ends: refused now.
-  if (!c.save_model.empty()) {
-    MURMUR_RETURN_IF_ERROR(CheckWritableFilePath(c.save_model, "save_model"));
+  if (!o.save_model.empty()) {
+    MURMUR_RETURN_IF_ERROR(CheckWritableFilePath(o.save_model, "save_model"));
   }
   return OkStatus();
 }
@@ -276,12 +272,11 @@ StatusOr<int> ReportFd(const Hooks& hooks) {
 StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::span<float> params,
                                             EvaluateFn evaluate, Hooks hooks) {
   if (params.empty()) return InvalidArgumentError("the model buffer is empty");
-  const NodeConfig& c = options.node;
-  MURMUR_RETURN_IF_ERROR(CheckAgainstHooks(c, static_cast<bool>(evaluate), hooks));
+  MURMUR_RETURN_IF_ERROR(CheckAgainstHooks(options, static_cast<bool>(evaluate), hooks));
   MURMUR_ASSIGN_OR_RETURN(node::GossipSessionOptions s, SessionOptions(options, params, hooks));
   MURMUR_RETURN_IF_ERROR(
       kernels::CheckMemoryOf(options.device, params.data(), params.size_bytes()));
-  MURMUR_CHECK_OK(SetLogLevel(c.log_level));
+  MURMUR_RETURN_IF_ERROR(SetLogLevel(options.log_level));
   MURMUR_ASSIGN_OR_RETURN(const int report_fd, ReportFd(hooks));
   std::unique_ptr<Peer> peer(new Peer(
       std::make_unique<Impl>(params, options.device, std::move(evaluate), std::move(hooks))));
@@ -289,10 +284,10 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
   m.report_fd = report_fd;
   m.telemetry = std::make_unique<node::NodeTelemetry>(m.registry, "gossip", s.straggler);
   m.telemetry->SetDevice(options.device.ToString());
-  MURMUR_ASSIGN_OR_RETURN(m.admin,
-                          node::StartAdminPort(c.admin, c.admin_token_file, *m.telemetry, nullptr));
+  MURMUR_ASSIGN_OR_RETURN(m.admin, node::StartAdminPort(options.admin, options.admin_token_file,
+                                                        *m.telemetry, nullptr));
   s.telemetry = m.telemetry.get();
-  m.save_model = c.save_model;
+  m.save_model = options.save_model;
   m.model = m.hooks.model.empty() ? "caller's model of " + std::to_string(params.size()) + " values"
                                   : m.hooks.model;
   Impl* raw = &m;
@@ -300,12 +295,12 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
       std::move(s), m.work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
       [raw] { return raw->Stopping(); });
   MURMUR_RETURN_IF_ERROR(m.session->Start());
-  if (!c.checkpoint_dir.empty()) {
-    m.checkpoint.dir = c.checkpoint_dir;
-    m.checkpoint.every = c.checkpoint_every;
+  if (!options.checkpoint_dir.empty()) {
+    m.checkpoint.dir = options.checkpoint_dir;
+    m.checkpoint.every = options.checkpoint_every;
     m.checkpoint.model = m.model;
     m.checkpoint.identity =
-        m.hooks.run_identity.empty() ? "cluster " + c.cluster : m.hooks.run_identity;
+        m.hooks.run_identity.empty() ? "cluster " + options.cluster : m.hooks.run_identity;
     m.checkpoint.node_id = m.session->id();
     MURMUR_RETURN_IF_ERROR(
         RestoreCheckpoint(*m.session, m.work, m.hooks, m.telemetry.get(), m.checkpoint));

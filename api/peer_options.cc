@@ -145,9 +145,9 @@ Status ApplyLibraryKeys(const KeyMap& library, const kernels::DeviceSpec& placed
   return OkStatus();
 }
 
-// One of `murmur node`'s keys into o.node, if it applies to a caller's model.
+// One of `murmur node`'s keys into `c`, if it applies to a caller's model.
 Status ApplyNodeKey(const std::string& name, const std::string& value, const KeyContext& context,
-                    PeerOptions& o) {
+                    node::NodeConfig& c) {
   const auto& schema = node::NodeSchema();
   const auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
                                 [&](const auto& k) { return k.name == name; });
@@ -163,7 +163,7 @@ Status ApplyNodeKey(const std::string& name, const std::string& value, const Key
     return InvalidArgumentError("key '" + name + "' does not apply to a library peer: " +
                                 node::WhyNotAPeerLibraryKey(name));
   }
-  if (Status s = key->set(value, o.node); !s.ok()) {
+  if (Status s = key->set(value, c); !s.ok()) {
     return InvalidArgumentError(name + ": '" + value + "': " + std::string(s.message()) +
                                 " (allowed: " + key->allowed + ")");
   }
@@ -172,14 +172,36 @@ Status ApplyNodeKey(const std::string& name, const std::string& value, const Key
 
 }  // namespace
 
-PeerOptions DefaultPeerOptions() {
+node::NodeConfig DefaultPeerConfig() {
+  node::NodeConfig c;
+  for (const auto& key : node::NodeSchema().keys()) MURMUR_CHECK_OK(key.set(key.default_text, c));
+  c.listen = "tcp://127.0.0.1:0";
+  c.gossip.epochs = 0;      // a budget is the caller's to give
+  c.gossip.eval_every = 0;  // only the final evaluation unless eval_every is given
+  c.gossip.train.lr_schedule = LrScheduleOptions{};  // constant
+  return c;
+}
+
+StatusOr<PeerOptions> PeerOptionsFrom(const node::NodeConfig& c) {
+  MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
+  MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions gossip, node::GossipOptionsFrom(c.gossip));
+  return PeerOptionsWith(c, std::move(peer), std::move(gossip));
+}
+
+PeerOptions PeerOptionsWith(const node::NodeConfig& c, node::PeerNodeOptions peer,
+                            node::GossipTrainerOptions gossip) {
   PeerOptions o;
-  for (const auto& key : node::NodeSchema().keys())
-    MURMUR_CHECK_OK(key.set(key.default_text, o.node));
-  o.node.listen = "tcp://127.0.0.1:0";
-  o.node.gossip.epochs = 0;      // a budget is the caller's to give
-  o.node.gossip.eval_every = 0;  // only the final evaluation unless eval_every is given
-  o.node.gossip.train.lr_schedule = LrScheduleOptions{};  // constant
+  o.peer = std::move(peer);
+  o.gossip = std::move(gossip);
+  o.expect_members = c.expect_members;
+  o.report_interval = std::chrono::milliseconds(c.report_interval_ms);
+  o.log_level = c.log_level;
+  o.admin = c.admin;
+  o.admin_token_file = c.admin_token_file;
+  o.save_model = c.save_model;
+  o.checkpoint_dir = c.checkpoint_dir;
+  o.checkpoint_every = c.checkpoint_every;
+  o.cluster = c.cluster;
   return o;
 }
 
@@ -191,7 +213,7 @@ std::vector<std::string> PeerKnownKeys() {
 }
 
 StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& context) {
-  PeerOptions o = DefaultPeerOptions();
+  node::NodeConfig c = DefaultPeerConfig();
   // The launcher's keys first; the caller's own override them.
   Launcher launcher;
   if (context.launcher_environment) {
@@ -205,14 +227,13 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
         std::end(kLibraryKeys)) {
       library[name] = value;
     } else {
-      MURMUR_RETURN_IF_ERROR(ApplyNodeKey(name, value, context, o));
+      MURMUR_RETURN_IF_ERROR(ApplyNodeKey(name, value, context, c));
     }
   }
-  MURMUR_RETURN_IF_ERROR(ApplyLibraryKeys(library, launcher.device, o));
   // A checkpoint period with nowhere to write checkpoints would do nothing.
   if (auto every = merged.find("checkpoint_every");
-      every != merged.end() && o.node.checkpoint_dir.empty() &&
-      o.node.checkpoint_every != DefaultPeerOptions().node.checkpoint_every) {
+      every != merged.end() && c.checkpoint_dir.empty() &&
+      c.checkpoint_every != DefaultPeerConfig().checkpoint_every) {
     return InvalidArgumentError("checkpoint_every: '" + every->second +
                                 "' without checkpoint_dir: there is nowhere to write checkpoints");
   }
@@ -227,6 +248,8 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
         "lr is the base rate of lr_schedule; without a schedule the "
         "caller's optimizer keeps its own rate");
   }
+  MURMUR_ASSIGN_OR_RETURN(PeerOptions o, PeerOptionsFrom(c));
+  MURMUR_RETURN_IF_ERROR(ApplyLibraryKeys(library, launcher.device, o));
   o.schedule_rate = scheduled;
   return o;
 }

@@ -18,12 +18,21 @@
 namespace murmur::api {
 
 struct PeerOptions {
-  // `murmur node`'s keys, resolved (node/config/node_config.h). The peer reads the cluster's
-  // (listen, seeds, keys, probes, admin, expect_members), the gossip's (node.gossip: compress,
-  // outer, topology, soft sync, straggle), the budget's (epochs, time_limit_s, target_accuracy,
-  // finish_wait_s), the rate's when schedule_rate, eval_every, save_model and the checkpoints;
-  // the model's and the data's keys are the caller's business and not read.
-  node::NodeConfig node;
+  // The cluster: where the peer listens, whom it joins through, its keys, membership timing.
+  node::PeerNodeOptions peer;
+  // The gossip machine (gossip.node: compression, the outer optimizer, topology, soft sync, the
+  // target accuracy and time limit, evaluations, the finish), the epoch budget (gossip.epochs),
+  // the rate's schedule (gossip.train, read when schedule_rate) and the straggler injection.
+  node::GossipTrainerOptions gossip;
+  int expect_members = 0;  // members to wait for before training (0: start at once)
+  Duration report_interval = std::chrono::seconds(1);
+  std::string log_level = "info";
+  std::string admin;  // HOST:PORT of the admin port ("": none)
+  std::string admin_token_file;
+  std::string save_model;      // where the final buffer is written ("": nowhere)
+  std::string checkpoint_dir;  // "": no checkpoints
+  int64_t checkpoint_every = 0;
+  std::string cluster;  // the cluster id: the checkpoints' run identity unless Hooks give one
   // Where the buffer is: host memory, or memory of that GPU (murmur's round runs there).
   kernels::Device device = kernels::Device::Cpu();
   int64_t epoch_samples = 0;  // the whole cluster's samples per epoch; required with epochs
@@ -37,10 +46,17 @@ struct PeerOptions {
   bool schedule_rate = false;
 };
 
-// What a library peer has before any key: `murmur node`'s defaults, except listen on
-// tcp://127.0.0.1:0 (a free port), no budget (the caller gives one), only the final evaluation,
-// a constant rate.
-PeerOptions DefaultPeerOptions();
+// `murmur node`'s keys as a library peer has them before any key: the node's defaults, except
+// listen on tcp://127.0.0.1:0 (a free port), no budget (the caller gives one), only the final
+// evaluation, a constant rate.
+node::NodeConfig DefaultPeerConfig();
+// The options `config` resolves to, once (node/config: NodeOptionsFrom, GossipOptionsFrom;
+// kInvalidArgument naming the key); the library's own fields keep their defaults.
+StatusOr<PeerOptions> PeerOptionsFrom(const node::NodeConfig& config);
+// The same with the two resolutions already made by the caller (`murmur node`): the rest of
+// `config` copied beside them.
+PeerOptions PeerOptionsWith(const node::NodeConfig& config, node::PeerNodeOptions peer,
+                            node::GossipTrainerOptions gossip);
 
 // What the caller gave besides the keys, which decides which keys apply.
 struct KeyContext {
@@ -49,7 +65,7 @@ struct KeyContext {
   bool launcher_environment = true;  // MURMUR_PEER_ARGS and MURMUR_DEVICE are read
 };
 
-// The edge adapter: key → text pairs (PeerKnownKeys) over DefaultPeerOptions, after the launcher's
+// The edge adapter: key → text pairs (PeerKnownKeys) over DefaultPeerConfig, after the launcher's
 // flags (MURMUR_PEER_ARGS, parsed by `murmur node`'s own flag parser) when the context reads
 // the environment. Every value goes through the schema's parser; kInvalidArgument names the key
 // for an unknown key, a bad value, a key that does not apply to a caller's model, or a buffer

@@ -261,7 +261,7 @@ int NodeCommand::Run() {
   }
   // Gossip runs on the library, which keeps the node's metrics and admin port itself (and checks
   // save_model's path before the run: Peer::Start).
-  if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *device);
+  if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, *device);
   // The injection from flag/env/file; the admin port may replace it at run time.
   StragglerOptions initial;
   AdminServer::Validator validate;

@@ -35,15 +35,16 @@ int Failed(const Status& status) {
   return 1;
 }
 
-// The peer's settings: the node's own keys as resolved, and what only the node knows.
-api::PeerOptions PeerSettings(const NodeConfig& config, int64_t dataset_rows, int64_t shard_rows,
+// The peer's settings: the node's own options as resolved once (its peer's by NodeCommand, its
+// gossip's by RunGossipNode), and what only the node knows.
+api::PeerOptions PeerSettings(const NodeConfig& config, const PeerNodeOptions& peer,
+                              const GossipTrainerOptions& gossip, int64_t shard_rows,
                               const kernels::Device& device) {
-  api::PeerOptions o;
-  o.node = config;
+  api::PeerOptions o = api::PeerOptionsWith(config, peer, gossip);
   o.device = device;
-  o.epoch_samples = dataset_rows;
+  o.epoch_samples = gossip.dataset_rows;
   o.shard_samples = shard_rows;
-  o.same_init = config.gossip.init != "per-node";
+  o.same_init = !gossip.per_node_init;
   o.join_timeout = Duration{0};  // a node trains on alone, saying so
   o.schedule_rate = true;        // the cluster's schedule over the cluster's samples
   return o;
@@ -201,7 +202,8 @@ void TrainOnPeer(api::Peer& peer, Trainer& t) {
 
 }  // namespace
 
-int RunGossipNode(const NodeConfig& config, const kernels::Device& device) {
+int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
+                  const kernels::Device& device) {
   auto options = GossipOptionsFrom(config.gossip);
   if (!options.ok()) return RefuseNode(options.status());
   auto work = LoadNodeWork(config, device, *options);
@@ -221,7 +223,7 @@ int RunGossipNode(const NodeConfig& config, const kernels::Device& device) {
     if (!r.ok()) return std::nullopt;
     return r->accuracy;
   };
-  auto peer = api::Peer::Start(PeerSettings(config, w.data.train.rows, t.shard_rows(), device),
+  auto peer = api::Peer::Start(PeerSettings(config, peer_options, *options, t.shard_rows(), device),
                                t.params(), evaluate, std::move(hooks));
   if (!peer.ok()) return Failed(peer.status());
   TrainOnPeer(**peer, t);

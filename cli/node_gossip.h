@@ -12,6 +12,8 @@ namespace murmur::node {
 
 // Runs the node until its budget is spent or a stop signal; the exit status: 0, 1 for a failed
 // run, 2 for a configuration, model or checkpoint it cannot use (with what and why on stderr).
-int RunGossipNode(const NodeConfig& config, const kernels::Device& device);
+// `peer`: the node's peer options, as NodeCommand resolved them from `config`.
+int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer,
+                  const kernels::Device& device);
 
 }  // namespace murmur::node

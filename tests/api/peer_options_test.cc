@@ -42,6 +42,13 @@ class LauncherEnvironment {
   }
 };
 
+// Keys every test peer needs to resolve: plaintext links and a budget (unless given).
+Keys With(Keys keys) {
+  keys.insert({"plaintext", "true"});
+  if (keys.count("epochs") == 0) keys.insert({"time_limit_s", "5"});
+  return keys;
+}
+
 void ExpectRefused(const StatusOr<PeerOptions>& o, const std::string& words) {
   ASSERT_FALSE(o.ok()) << "accepted; expected a refusal with: " << words;
   EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument) << o.status();
@@ -49,61 +56,61 @@ void ExpectRefused(const StatusOr<PeerOptions>& o, const std::string& words) {
 }
 
 TEST(PeerOptionsTest, DefaultsAreALibraryPeersAndKeysArriveAsTypes) {
-  auto d = PeerOptionsFromKeys({}, kPlain);
+  auto d = PeerOptionsFromKeys(With({}), kPlain);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->node.listen, "tcp://127.0.0.1:0");
-  EXPECT_EQ(d->node.gossip.epochs, 0);
-  EXPECT_EQ(d->node.gossip.eval_every, 0);
-  ASSERT_TRUE(d->node.gossip.train.lr_schedule.has_value());
-  EXPECT_EQ(d->node.gossip.train.lr_schedule->kind, LrScheduleKind::kConstant);
+  EXPECT_EQ(d->peer.listen, "tcp://127.0.0.1:0");
+  EXPECT_FALSE(d->peer.transport.curve.enabled());
+  EXPECT_EQ(d->gossip.epochs, 0);
+  EXPECT_EQ(d->gossip.node.eval_every, 0);
+  EXPECT_EQ(d->gossip.train.lr_shape.kind, LrScheduleKind::kConstant);
   EXPECT_EQ(d->device, kernels::Device::Cpu());
   EXPECT_FALSE(d->schedule_rate);
   EXPECT_FALSE(d->same_init);
 
-  auto o = PeerOptionsFromKeys({{"compress", "int8"},
-                                {"epochs", "2"},
-                                {"epoch_samples", "600"},
-                                {"shard_samples", "150"},
-                                {"same_init", "true"},
-                                {"join_timeout_s", "1.5"},
-                                {"lr", "0.1"},
-                                {"lr_schedule", "step:0.5,factor=0.5"},
-                                {"device", "cpu"}},
+  auto o = PeerOptionsFromKeys(With({{"compress", "int8"},
+                                     {"epochs", "2"},
+                                     {"epoch_samples", "600"},
+                                     {"shard_samples", "150"},
+                                     {"same_init", "true"},
+                                     {"join_timeout_s", "1.5"},
+                                     {"lr", "0.1"},
+                                     {"lr_schedule", "step:0.5,factor=0.5"},
+                                     {"device", "cpu"}}),
                                kPlain);
   ASSERT_TRUE(o.ok()) << o.status();
-  ASSERT_TRUE(o->node.gossip.compress.has_value());
-  EXPECT_EQ(o->node.gossip.compress->op, coding::Operator::kInt8);
-  EXPECT_EQ(o->node.gossip.epochs, 2);
+  EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);
+  EXPECT_EQ(o->gossip.epochs, 2);
   EXPECT_EQ(o->epoch_samples, 600);
   EXPECT_EQ(o->shard_samples, 150);
   EXPECT_TRUE(o->same_init);
   EXPECT_EQ(o->join_timeout, std::chrono::milliseconds(1500));
   EXPECT_TRUE(o->schedule_rate);
-  EXPECT_EQ(o->node.gossip.train.lr, 0.1);
-  EXPECT_EQ(o->node.gossip.train.lr_schedule->kind, LrScheduleKind::kStep);
-  EXPECT_EQ(o->node.gossip.train.lr_schedule->factor, 0.5);
+  EXPECT_EQ(o->gossip.train.sgd.learning_rate, 0.1);
+  EXPECT_EQ(o->gossip.train.lr_shape.kind, LrScheduleKind::kStep);
+  EXPECT_EQ(o->gossip.train.lr_shape.factor, 0.5);
 }
 
 TEST(PeerOptionsTest, EveryRefusalNamesTheKey) {
-  ExpectRefused(PeerOptionsFromKeys({{"bogus", "1"}}, kPlain), "unknown key 'bogus'");
-  ExpectRefused(PeerOptionsFromKeys({{"compress", "topk:2"}}, kPlain), "compress: 'topk:2'");
-  ExpectRefused(PeerOptionsFromKeys({{"lr_schedule", "linear"}, {"lr", "0.1"}}, kPlain),
+  ExpectRefused(PeerOptionsFromKeys(With({{"bogus", "1"}}), kPlain), "unknown key 'bogus'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"compress", "topk:2"}}), kPlain), "compress: 'topk:2'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"lr_schedule", "linear"}, {"lr", "0.1"}}), kPlain),
                 "lr_schedule: 'linear'");
-  ExpectRefused(PeerOptionsFromKeys({{"epoch_samples", "0"}}, kPlain), "epoch_samples: '0'");
-  ExpectRefused(PeerOptionsFromKeys({{"same_init", "maybe"}}, kPlain), "same_init: 'maybe'");
-  ExpectRefused(PeerOptionsFromKeys({{"join_timeout_s", "-1"}}, kPlain), "join_timeout_s: '-1'");
-  ExpectRefused(PeerOptionsFromKeys({{"device", "gpu"}}, kPlain), "device: device 'gpu'");
-  ExpectRefused(PeerOptionsFromKeys({{"device", "auto"}}, kPlain), "the buffer is where");
+  ExpectRefused(PeerOptionsFromKeys(With({{"epoch_samples", "0"}}), kPlain), "epoch_samples: '0'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"same_init", "maybe"}}), kPlain), "same_init: 'maybe'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"join_timeout_s", "-1"}}), kPlain),
+                "join_timeout_s: '-1'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"device", "gpu"}}), kPlain), "device: device 'gpu'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"device", "auto"}}), kPlain), "the buffer is where");
   // Keys of murmur's own model and data, and keys that need what the caller did not give.
-  ExpectRefused(PeerOptionsFromKeys({{"hidden", "32"}}, kPlain), "does not apply");
-  ExpectRefused(PeerOptionsFromKeys({{"eval_every", "10"}}, kPlain), "needs an evaluation");
-  ExpectRefused(PeerOptionsFromKeys({{"checkpoint_dir", "/tmp"}}, kPlain), "save_state");
-  EXPECT_TRUE(PeerOptionsFromKeys({{"eval_every", "10"}}, kEvaluate).ok());
-  ExpectRefused(PeerOptionsFromKeys({{"checkpoint_every", "5"}}, kStateHooks),
+  ExpectRefused(PeerOptionsFromKeys(With({{"hidden", "32"}}), kPlain), "does not apply");
+  ExpectRefused(PeerOptionsFromKeys(With({{"eval_every", "10"}}), kPlain), "needs an evaluation");
+  ExpectRefused(PeerOptionsFromKeys(With({{"checkpoint_dir", "/tmp"}}), kPlain), "save_state");
+  EXPECT_TRUE(PeerOptionsFromKeys(With({{"eval_every", "10"}}), kEvaluate).ok());
+  ExpectRefused(PeerOptionsFromKeys(With({{"checkpoint_every", "5"}}), kStateHooks),
                 "without checkpoint_dir");
   // The rate: a schedule needs its base rate, and a base rate without a schedule does nothing.
-  ExpectRefused(PeerOptionsFromKeys({{"lr_schedule", "cosine"}}, kPlain), "needs lr");
-  ExpectRefused(PeerOptionsFromKeys({{"lr", "0.1"}}, kPlain), "keeps its own rate");
+  ExpectRefused(PeerOptionsFromKeys(With({{"lr_schedule", "cosine"}}), kPlain), "needs lr");
+  ExpectRefused(PeerOptionsFromKeys(With({{"lr", "0.1"}}), kPlain), "keeps its own rate");
 }
 
 TEST(PeerOptionsTest, TheLaunchersFlagsGoThroughTheNodesFlagParserAndTheCallerWins) {
@@ -111,73 +118,80 @@ TEST(PeerOptionsTest, TheLaunchersFlagsGoThroughTheNodesFlagParserAndTheCallerWi
     LauncherEnvironment env(
         "--mode\ngossip\n--max-lead=4\n--compress\ntopk:0.05\n--plaintext\n--seeds\n"
         "tcp://127.0.0.1:7070\n--shard-index\n1\n--report\njson");
-    auto o = PeerOptionsFromKeys({{"compress", "int8"}}, KeyContext{});
+    // No plaintext key of the caller's: the launcher's bare --plaintext is what allows it.
+    auto o = PeerOptionsFromKeys({{"compress", "int8"}, {"time_limit_s", "5"}}, KeyContext{});
     ASSERT_TRUE(o.ok()) << o.status();
-    EXPECT_EQ(o->node.gossip.max_lead, 4);
-    EXPECT_TRUE(o->node.plaintext);  // a bare boolean flag
-    EXPECT_EQ(o->node.seeds, "tcp://127.0.0.1:7070");
-    EXPECT_EQ(o->node.gossip.compress->op, coding::Operator::kInt8);  // the caller's
+    EXPECT_EQ(o->gossip.node.soft_sync.max_lead, 4);
+    EXPECT_FALSE(o->peer.transport.curve.enabled());  // --plaintext, a bare boolean flag
+    EXPECT_EQ(o->peer.seeds, std::vector<std::string>{"tcp://127.0.0.1:7070"});
+    EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);  // the caller's
     // Read only where the context says so.
-    auto own = PeerOptionsFromKeys({}, kPlain);
-    ASSERT_TRUE(own.ok());
-    EXPECT_NE(own->node.gossip.max_lead, 4);
+    auto own = PeerOptionsFromKeys(With({}), kPlain);
+    ASSERT_TRUE(own.ok()) << own.status();
+    EXPECT_NE(own->gossip.node.soft_sync.max_lead, 4);
   }
   {
     LauncherEnvironment env("--max-lead\nfour");
-    ExpectRefused(PeerOptionsFromKeys({}, KeyContext{}), "max_lead");
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "max_lead");
   }
   {
     LauncherEnvironment env("--no-such-flag=1");
-    ExpectRefused(PeerOptionsFromKeys({}, KeyContext{}), "MURMUR_PEER_ARGS");
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "MURMUR_PEER_ARGS");
   }
   {
     LauncherEnvironment env("--mode\nring");
-    ExpectRefused(PeerOptionsFromKeys({}, KeyContext{}), "the library runs gossip");
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "the library runs gossip");
   }
 }
 
 TEST(PeerOptionsTest, ABufferElsewhereThanTheLaunchersPlacementIsRefused) {
   {
     LauncherEnvironment env("--device\ncuda:1", "cuda:1");
-    ExpectRefused(PeerOptionsFromKeys({}, KeyContext{}),
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}),
                   "placed this process on cuda:1 (MURMUR_DEVICE), but the model buffer is on cpu "
                   "(no device key: host memory)");
   }
   {
     LauncherEnvironment env("--device\ncpu", "cpu");
-    auto o = PeerOptionsFromKeys({{"device", "cpu"}}, KeyContext{});
+    auto o = PeerOptionsFromKeys(With({{"device", "cpu"}}), KeyContext{});
     ASSERT_TRUE(o.ok()) << o.status();
     EXPECT_EQ(o->device, kernels::Device::Cpu());
   }
   {
     LauncherEnvironment env("--device\nauto");  // the program's own choice: not checked
-    EXPECT_TRUE(PeerOptionsFromKeys({}, KeyContext{}).ok());
+    EXPECT_TRUE(PeerOptionsFromKeys(With({}), KeyContext{}).ok());
   }
 }
 
 TEST(PeerOptionsTest, TheTypedStartRefusesWhatItsHooksCannotServe) {
   std::vector<float> params(16, 0.0f);
-  PeerOptions o = DefaultPeerOptions();
-  o.node.plaintext = true;
-  o.node.gossip.time_limit_s = 1;
-  o.node.gossip.target_accuracy = 0.5;
+  node::NodeConfig c = DefaultPeerConfig();
+  c.plaintext = true;
+  c.gossip.time_limit_s = 1;
+  auto resolved = PeerOptionsFrom(c);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  PeerOptions o = *resolved;
+  o.gossip.node.target_accuracy = 0.5;
   auto no_evaluation = Peer::Start(o, params, EvaluateFn{}, NoEnvironment());
   ASSERT_FALSE(no_evaluation.ok());
   EXPECT_NE(no_evaluation.status().message().find("need an evaluation"), std::string_view::npos)
       << no_evaluation.status();
-  o.node.gossip.target_accuracy = 0;
-  o.node.checkpoint_dir = "/tmp";
+  o.gossip.node.target_accuracy = 0;
+  o.checkpoint_dir = "/tmp";
   auto no_state = Peer::Start(o, params, EvaluateFn{}, NoEnvironment());
   ASSERT_FALSE(no_state.ok());
   EXPECT_NE(no_state.status().message().find("save_state"), std::string_view::npos)
       << no_state.status();
-  o.node.checkpoint_dir.clear();
+  o.checkpoint_dir.clear();
   o.epoch_samples = 0;
-  o.node.gossip.epochs = 1;
+  o.gossip.epochs = 1;
   auto no_epoch = Peer::Start(o, params, EvaluateFn{}, NoEnvironment());
   ASSERT_FALSE(no_epoch.ok());
   EXPECT_NE(no_epoch.status().message().find("epochs needs epoch_samples"), std::string_view::npos)
       << no_epoch.status();
+  o.gossip.epochs = 0;
+  o.log_level = "loud";
+  EXPECT_FALSE(Peer::Start(o, params, EvaluateFn{}, NoEnvironment()).ok());  // not a CHECK
 }
 
 }  // namespace
