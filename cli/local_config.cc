@@ -32,20 +32,17 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
                 "bridges joined by `uplink`, latency a send delay per message (netem is absent); "
                 "removed at the end, and a killed run's leftovers by the next run",
                 &net::ParseNetworkSpec)
-        .Integer("probe_interval_ms", &C::probe_interval_ms, 200, 10, 600000,
-                 "SWIM protocol period of every node")
-        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 80, 1, 600000,
-                 "direct-ack wait of every node")
-        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
-                "live table on stderr: redrawn (tty), a line per second (plain), or none")
+        .Probes(&C::probe_interval_ms, 200, "SWIM protocol period of every node",
+                &C::probe_timeout_ms, 80, "direct-ack wait of every node")
+        .Progress(&C::progress,
+                  "live table on stderr: redrawn (tty), a line per second (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
         .Text("run_dir", &C::run_dir, "",
               "keep the run in this directory for murmur report: the command, the resolved "
               "config (config.toml), the summary (result.json), the node logs and every node's "
               "time series; refused if it already holds a run. Empty: none")
-        .Choice("node_log_level", &C::node_log_level, "info",
-                {"trace", "debug", "info", "warn", "error", "off"},
-                "log level of the node processes (their logs go to files, listed at the end)")
+        .LogLevel("node_log_level", &C::node_log_level, "info",
+                  "log level of the node processes (their logs go to files, listed at the end)")
         .Bool("dry_run", &C::dry_run, false,
               "check every key and the run's shape as a run would, say what would run, and start "
               "nothing (exit 0, or 2 with the reason): murmur experiment checks every cell so")

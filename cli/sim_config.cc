@@ -87,11 +87,10 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("join", &C::join, "",
               "late joins: node=K,at=S starts node K S into the run instead of at 0; several "
               "separated by ';'")
-        .Integer("probe_interval_ms", &C::probe_interval_ms, 500, 10, 600000,
-                 "SWIM protocol period of every node (murmur node's default; murmur local uses "
-                 "200)")
-        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 200, 1, 600000,
-                 "direct-ack wait of every node")
+        .Probes(&C::probe_interval_ms, 500,
+                "SWIM protocol period of every node (murmur node's default; murmur local uses "
+                "200)",
+                &C::probe_timeout_ms, 200, "direct-ack wait of every node")
         .Integer("tick_ms", &C::tick_ms, 5, 1, 1000,
                  "how often each node's machines tick (the real drivers poll every few ms)")
         .Integer("view_interval_ms", &C::view_interval_ms, 20, 1, 10000,
@@ -102,11 +101,10 @@ const ConfigSchema<SimConfig>& SimSchema() {
               "write the time series here: t_s, node, step, samples, loss, accuracy, bytes_sent, "
               "live_view, up (membership: the first 64 nodes); empty: none")
         .Bool("json", &C::json, false, "print the summary as one JSON object on stdout")
-        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
-                "progress on stderr: redrawn (tty), a line every 2 s (plain), or none")
-        .Choice("log_level", &C::log_level, "error",
-                {"trace", "debug", "info", "warn", "error", "off"},
-                "log verbosity of the simulated nodes (stderr)")
+        .Progress(&C::progress,
+                  "progress on stderr: redrawn (tty), a line every 2 s (plain), or none")
+        .LogLevel("log_level", &C::log_level, "error",
+                  "log verbosity of the simulated nodes (stderr)")
         .Embed(GossipSchema(), &C::gossip, {"straggle"})
         .Embed(CodedSchema(), &C::coded, {});
     return s;

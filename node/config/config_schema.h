@@ -132,6 +132,25 @@ class ConfigSchema {
                 },
                 "SPEC"});
   }
+  // Keys several commands share, declared here once (name, range, choices); each command gives
+  // its default and its own words for them.
+  // A log level (base/log.h SetLogLevel's names).
+  ConfigSchema& LogLevel(std::string name, std::string C::*member, std::string def,
+                         std::string help) {
+    return Choice(std::move(name), member, std::move(def),
+                  {"trace", "debug", "info", "warn", "error", "off"}, std::move(help));
+  }
+  // Live progress on stderr: auto (tty on a terminal, else plain), tty, plain, none.
+  ConfigSchema& Progress(std::string C::*member, std::string help) {
+    return Choice("progress", member, "auto", {"auto", "tty", "plain", "none"}, std::move(help));
+  }
+  // The SWIM period and the direct-ack wait (gossip/membership.h), in milliseconds.
+  ConfigSchema& Probes(int C::*interval, int interval_default, std::string interval_help,
+                       int C::*timeout, int timeout_default, std::string timeout_help) {
+    Integer("probe_interval_ms", interval, interval_default, 10, 600000, std::move(interval_help));
+    return Integer("probe_timeout_ms", timeout, timeout_default, 1, 600000,
+                   std::move(timeout_help));
+  }
   ConfigSchema& IntegerList(std::string name, std::vector<int64_t> C::*member, std::string def,
                             int64_t lo, int64_t hi, std::string help) {
     std::string allowed = "a comma-separated list of integers in [" + std::to_string(lo) + ", " +

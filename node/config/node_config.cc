@@ -30,10 +30,10 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
               "cluster id; messages from other clusters are rejected")
         .Integer("incarnation", &C::incarnation, int64_t{0}, int64_t{0}, int64_t{1} << 62,
                  "starting incarnation; 0 uses wall-clock milliseconds so a restart counts up")
-        .Integer("probe_interval_ms", &C::probe_interval_ms, 500, 10, 600000,
-                 "SWIM protocol period: one probe and one digest round per period")
-        .Integer("probe_timeout_ms", &C::probe_timeout_ms, 200, 1, 600000,
-                 "wait for a direct ack before asking others to probe (below the interval)")
+        .Probes(&C::probe_interval_ms, 500,
+                "SWIM protocol period: one probe and one digest round per period",
+                &C::probe_timeout_ms, 200,
+                "wait for a direct ack before asking others to probe (below the interval)")
         .Integer("suspicion_multiplier", &C::suspicion_multiplier, 4, 1, 1000,
                  "suspicion timeout = multiplier * max(1, log10 n) * probe interval")
         .Integer("gossip_fanout", &C::gossip_fanout, 3, 1, 64,
@@ -48,8 +48,7 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
         .Text("run_dir", &C::run_dir, "",
               "keep this node's time series (its report lines, with the time and the injection "
               "in force) in RUN_DIR/series/node-ID.jsonl, for murmur report; empty: none")
-        .Choice("log_level", &C::log_level, "info",
-                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity (stderr)")
+        .LogLevel("log_level", &C::log_level, "info", "log verbosity (stderr)")
         .Text("admin", &C::admin, "",
               "HOST:PORT of the admin HTTP port (/metrics, /healthz, /status, /straggler); "
               "port 0 takes a free one; empty: no admin port. Containers use 0.0.0.0:9100")

@@ -77,8 +77,8 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Bool("tf32", &C::tf32, false,
               "let fp32 GEMMs on a GPU use TF32 tensor cores (about 1e-3 relative error); "
               "refused where the run trains on the CPU")
-        .Choice("progress", &C::progress, "auto", {"auto", "tty", "plain", "none"},
-                "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
+        .Progress(&C::progress,
+                  "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
         .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
         .Text("init_from", &C::init_from, "",
               "start from the parameters in this file (--save-model of murmur train or murmur "
@@ -86,8 +86,7 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
               "of the same model")
         .Text("save_model", &C::save_model, "",
               "write the trained parameters to this file (a checkpoint of kind model)")
-        .Choice("log_level", &C::log_level, "info",
-                {"trace", "debug", "info", "warn", "error", "off"}, "log verbosity");
+        .LogLevel("log_level", &C::log_level, "info", "log verbosity");
     return s;
   }();
   return *schema;
