@@ -28,86 +28,96 @@ class TrainCommand : public ConfiguredCommand<TrainConfig> {
   int Run() override;
 };
 
-int TrainCommand::Run() {
-  StatusOr<TrainConfig> resolved = parser_.Resolve(std::getenv);
-  Status valid = resolved.ok() ? ValidateTrainConfig(*resolved) : resolved.status();
-  if (!valid.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", std::string(valid.message()).c_str());
-    return 2;
-  }
-  const TrainConfig& config = *resolved;
-  MURMUR_CHECK_OK(SetLogLevel(config.log_level));
+namespace {
+
+// What a run trains: the data, where, the model, this node's rows. Every failure here is the
+// user's to fix (exit 2).
+struct TrainSetup {
+  TrainTest data;
+  kernels::Device device;
+  std::optional<Model<float>> model;
+  std::vector<int64_t> rows;
+};
+
+StatusOr<TrainSetup> Prepare(const TrainConfig& config) {
   // A model that could not be written would be lost at the end of the run: refused now.
   if (!config.save_model.empty()) {
-    if (Status writable = CheckWritableFilePath(config.save_model, "save_model"); !writable.ok()) {
-      std::fprintf(stderr, "murmur train: %s\n", std::string(writable.message()).c_str());
-      return 2;
-    }
+    MURMUR_RETURN_IF_ERROR(CheckWritableFilePath(config.save_model, "save_model"));
   }
-
-  // Data that is not there (or not Fashion-MNIST) is the user's to fix: exit 2, as `murmur node`.
-  StatusOr<TrainTest> data = LoadTrainData(config);
-  if (!data.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", data.status().ToString().c_str());
-    return 2;
-  }
-  StatusOr<kernels::Device> device = kernels::ResolveDevice(config.device);
-  if (!device.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", std::string(device.status().message()).c_str());
-    return 2;
-  }
-  if (Status tf32 = kernels::CheckTf32(config.tf32, *device); !tf32.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", std::string(tf32.message()).c_str());
-    return 2;
-  }
-  device->allow_tf32 = config.tf32;
-  StatusOr<Model<float>> model = Model<float>::Create(TrainModelSpec(config, data->train), *device);
-  if (!model.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", std::string(model.status().message()).c_str());
-    return 2;
-  }
+  TrainSetup s;
+  // Data that is not there (or not Fashion-MNIST) is the user's to fix, as in `murmur node`.
+  MURMUR_ASSIGN_OR_RETURN(s.data, LoadTrainData(config));
+  MURMUR_ASSIGN_OR_RETURN(s.device, kernels::ResolveDevice(config.device));
+  MURMUR_RETURN_IF_ERROR(kernels::CheckTf32(config.tf32, s.device));
+  s.device.allow_tf32 = config.tf32;
+  MURMUR_ASSIGN_OR_RETURN(s.model,
+                          Model<float>::Create(TrainModelSpec(config, s.data.train), s.device));
   auto strategy = ParseShardStrategy(config.shard_strategy);
-  auto rows = ShardRows(data->train.rows, config.shard_index, config.shard_count, *strategy);
-  if (!rows.ok()) {
-    std::fprintf(stderr, "murmur train: %s\n", std::string(rows.status().message()).c_str());
-    return 2;
+  MURMUR_ASSIGN_OR_RETURN(
+      s.rows, ShardRows(s.data.train.rows, config.shard_index, config.shard_count, *strategy));
+  return s;
+}
+
+// The trainer's options: the schedule over this node's budget, and the gradient's compression
+// (set into `compression`, which the options' hook calls) when the config asks for one.
+StatusOr<TrainOptions> Options(const TrainConfig& config, const TrainSetup& s,
+                               std::optional<GradientCompression>& compression) {
+  TrainOptions options = TrainOptionsFrom(config);
+  const auto shard = static_cast<int64_t>(s.rows.size());
+  MURMUR_ASSIGN_OR_RETURN(options.lr_schedule,
+                          ScheduleFor(options, shard * config.epochs, shard, config.batch_size));
+  MURMUR_LOG_INFO("learning rate: {}", options.lr_schedule->ToString());
+  if (!config.compress.has_value()) return options;
+  StatusOr<GradientCompression> created = GradientCompression::Create(
+      *config.compress, static_cast<size_t>(s.model->NumParams()), s.device);
+  if (!created.ok()) {
+    return InvalidArgumentError("compress: " + std::string(created.status().message()));
   }
-  const RunInfo info{config.task, model->spec().ToString(), model->NumParams(),
-                     static_cast<int64_t>(rows->size()), data->test.rows};
+  compression.emplace(*std::move(created));
+  options.gradient_hook = [&compression](std::span<float> g) { return compression->Apply(g); };
+  MURMUR_LOG_INFO("compressing the gradient with {}",
+                  coding::CompressorSpec(compression->options()));
+  return options;
+}
+
+// The parameters of `init_from` into the trainer (of the same model).
+Status InitFrom(const std::string& path, const Model<float>& model, Trainer& trainer) {
+  auto params = LoadModel(path, model.spec().ToString(), static_cast<size_t>(model.NumParams()));
+  Status set = params.ok() ? trainer.SetParams(*params) : params.status();
+  if (!set.ok()) return Status(set.code(), "init_from: " + std::string(set.message()));
+  MURMUR_LOG_INFO("starting from the parameters in '{}'", path);
+  return OkStatus();
+}
+
+int Refuse(const Status& s) {
+  std::fprintf(stderr, "murmur train: %s\n", std::string(s.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int TrainCommand::Run() {
+  StatusOr<TrainConfig> resolved = parser_.Resolve(std::getenv);
+  if (!resolved.ok()) return Refuse(resolved.status());
+  if (Status valid = ValidateTrainConfig(*resolved); !valid.ok()) return Refuse(valid);
+  const TrainConfig& config = *resolved;
+  MURMUR_CHECK_OK(SetLogLevel(config.log_level));
+  StatusOr<TrainSetup> setup = Prepare(config);
+  if (!setup.ok()) return Refuse(setup.status());
+  TrainSetup& s = *setup;
+  const RunInfo info{config.task, s.model->spec().ToString(), s.model->NumParams(),
+                     static_cast<int64_t>(s.rows.size()), s.data.test.rows};
   MURMUR_LOG_INFO(
       "training {} on {} ({} of {} rows, shard {}/{}), {} parameters, {} epochs, "
       "batch {}, on {}",
-      info.model, config.task, info.train_rows, data->train.rows, config.shard_index,
-      config.shard_count, info.params, config.epochs, config.batch_size, device->ToString());
-
-  TrainOptions options = TrainOptionsFrom(config);
-  {
-    const int64_t shard = static_cast<int64_t>(rows->size());
-    auto schedule = ScheduleFor(options, shard * config.epochs, shard, config.batch_size);
-    if (!schedule.ok()) {
-      std::fprintf(stderr, "murmur train: %s\n", std::string(schedule.status().message()).c_str());
-      return 2;
-    }
-    options.lr_schedule = *schedule;
-    MURMUR_LOG_INFO("learning rate: {}", schedule->ToString());
-  }
+      info.model, config.task, info.train_rows, s.data.train.rows, config.shard_index,
+      config.shard_count, info.params, config.epochs, config.batch_size, s.device.ToString());
   std::optional<GradientCompression> compression;
-  if (config.compress.has_value()) {
-    auto created =
-        GradientCompression::Create(*config.compress, static_cast<size_t>(info.params), *device);
-    if (!created.ok()) {
-      std::fprintf(stderr, "murmur train: compress: %s\n",
-                   std::string(created.status().message()).c_str());
-      return 2;
-    }
-    compression.emplace(std::move(*created));
-    options.gradient_hook = [&compression](std::span<float> g) { return compression->Apply(g); };
-    MURMUR_LOG_INFO("compressing the gradient with {}",
-                    coding::CompressorSpec(compression->options()));
-  }
+  StatusOr<TrainOptions> options = Options(config, s, compression);
+  if (!options.ok()) return Refuse(options.status());
   RealClock clock;
   StatusOr<std::unique_ptr<Trainer>> created = Trainer::Create(
-      *model, data->train, std::move(*rows), &data->test, std::move(options), clock);
+      *s.model, s.data.train, std::move(s.rows), &s.data.test, *std::move(options), clock);
   if (!created.ok()) {
     std::fprintf(stderr, "murmur train: %s\n", created.status().ToString().c_str());
     return 1;
@@ -115,14 +125,7 @@ int TrainCommand::Run() {
   Trainer& trainer = **created;
   trainer.InitializeParams();
   if (!config.init_from.empty()) {
-    auto params = LoadModel(config.init_from, model->spec().ToString(),
-                            static_cast<size_t>(model->NumParams()));
-    Status set = params.ok() ? trainer.SetParams(*params) : params.status();
-    if (!set.ok()) {
-      std::fprintf(stderr, "murmur train: init_from: %s\n", std::string(set.message()).c_str());
-      return 2;
-    }
-    MURMUR_LOG_INFO("starting from the parameters in '{}'", config.init_from);
+    if (Status set = InitFrom(config.init_from, *s.model, trainer); !set.ok()) return Refuse(set);
   }
   ProgressReporter reporter(ResolveProgressMode(config.progress, stderr), stderr, clock);
   StatusOr<TrainSummary> summary = trainer.Run([&](const TrainProgress& p) { reporter.Update(p); });
@@ -133,7 +136,7 @@ int TrainCommand::Run() {
   }
   if (!config.save_model.empty()) {
     auto params = trainer.ParamsOnHost();
-    Status saved = params.ok() ? SaveModel(config.save_model, model->spec().ToString(), *params)
+    Status saved = params.ok() ? SaveModel(config.save_model, s.model->spec().ToString(), *params)
                                : params.status();
     if (!saved.ok()) {
       std::fprintf(stderr, "murmur train: save_model: %s\n", saved.ToString().c_str());
