@@ -70,71 +70,129 @@ std::vector<std::string> SplitNonEmpty(const std::string& text, char sep) {
 
 }  // namespace
 
-Status LocalCluster::Spawn() {
-  const int n = config_.nodes;
-  std::vector<std::string> endpoints, admins;
-  // Transport and admin ports drawn together so they all differ (a namespace's ports are its own).
-  const int need = config_.network != nullptr
-                       ? 0
-                       : (config_.transport == "tcp" ? n : 0) + (config_.admin ? n : 0);
+namespace {
+
+// Where each node listens and where its admin port is.
+struct Addresses {
+  std::vector<std::string> endpoints;
+  std::vector<std::string> admins;  // empty without admin ports
+};
+
+StatusOr<Addresses> AddressesFor(const LocalClusterOptions& config,
+                                 const std::filesystem::path& dir) {
+  const int n = config.nodes;
+  Addresses a;
+  if (config.network != nullptr) {  // a namespace's ports are its own
+    for (int i = 0; i < n; ++i) {
+      a.endpoints.push_back(fmt::format("tcp://{}:{}", config.network->address(i), kNetnsPeerPort));
+      if (config.admin) {
+        a.admins.push_back(fmt::format("{}:{}", config.network->address(i), kNetnsAdminPort));
+      }
+    }
+    return a;
+  }
+  // Transport and admin ports drawn together so they all differ.
+  const int need = (config.transport == "tcp" ? n : 0) + (config.admin ? n : 0);
   const std::vector<int> ports = FreePorts(need);
   if (static_cast<int>(ports.size()) != need) return UnavailableError("could not find free ports");
   size_t next_port = 0;
-  if (config_.network != nullptr) {
-    for (int i = 0; i < n; ++i) {
-      endpoints.push_back(fmt::format("tcp://{}:{}", config_.network->address(i), kNetnsPeerPort));
-      if (config_.admin)
-        admins.push_back(fmt::format("{}:{}", config_.network->address(i), kNetnsAdminPort));
+  if (config.admin) {
+    for (int i = 0; i < n; ++i)
+      a.admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
+  }
+  for (int i = 0; i < n; ++i) {
+    a.endpoints.push_back(config.transport == "tcp"
+                              ? "tcp://127.0.0.1:" + std::to_string(ports[next_port++])
+                              : "ipc://" +
+                                    (dir / ("node-" + std::to_string(i) + ".sock")).string());
+  }
+  return a;
+}
+
+// The nodes' peer-link keys and admin token, written into `dir`, as their flags.
+struct Secrets {
+  std::vector<std::string> flags;      // every node's
+  std::vector<std::string> node_keys;  // --secure: each node's own key, bound to its id
+  std::string token_file;              // the admin token ("" without admin ports)
+};
+
+StatusOr<Secrets> SecretsFor(const LocalClusterOptions& config, const std::filesystem::path& dir) {
+  Secrets s;
+  if (config.secure) {
+    MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair key, transport::GenerateCurveKeyPair());
+    const std::string path = (dir / "cluster.key").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(path, transport::FormatKeyFile(key), true));
+    std::string allowlist;
+    for (int i = 0; i < config.nodes; ++i) {
+      MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair node_key, transport::GenerateCurveKeyPair());
+      s.node_keys.push_back((dir / ("node-" + std::to_string(i + 1) + ".key")).string());
+      MURMUR_RETURN_IF_ERROR(
+          WriteSecretFile(s.node_keys.back(), transport::FormatKeyFile(node_key), true));
+      allowlist += std::to_string(i + 1) + " " + node_key.public_key + "\n";
     }
-  } else if (config_.admin) {
-    for (int i = 0; i < n; ++i) admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
-  }
-  if (config_.network != nullptr) {
-  } else if (config_.transport == "tcp") {
-    for (int i = 0; i < n; ++i)
-      endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ports[next_port++]));
+    const std::string allowed = (dir / "allowed.keys").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(allowed, allowlist, true));
+    s.flags = {"--cluster-key-file", path, "--allowed-keys-file", allowed};
   } else {
-    for (int i = 0; i < n; ++i)
-      endpoints.push_back("ipc://" + (dir_ / ("node-" + std::to_string(i) + ".sock")).string());
+    s.flags = {"--plaintext"};
   }
+  if (!config.admin) return s;
+  s.token_file = config.admin_token_file;
+  if (s.token_file.empty()) {
+    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
+    s.token_file = (dir / "admin.token").string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(s.token_file, token + "\n", true));
+  } else if (!std::filesystem::exists(s.token_file)) {
+    // A path that does not exist yet: a fresh token there, which murmur ctl --token-file reads.
+    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(s.token_file, token + "\n", true));
+    std::fprintf(stderr, "murmur local: wrote a fresh admin token to %s\n", s.token_file.c_str());
+  }
+  s.flags.insert(s.flags.end(), {"--admin-token-file", s.token_file});
+  return s;
+}
+
+// An --exec program runs in place of `murmur node`: its node's flags, rank, report pipe and
+// placement go into its environment, and bash runs it.
+void AsProgram(Child& c, std::vector<std::string>& args, int i, int n, const std::string& exe,
+               const std::string& program) {
+  std::string flags;
+  for (size_t k = 2; k < args.size(); ++k) flags += (flags.empty() ? "" : "\n") + args[k];
+  c.exec = true;
+  c.env = {"MURMUR_PEER_ARGS=" + flags, "MURMUR_RANK=" + std::to_string(i),
+           "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
+           "MURMUR_REPORT_FD=3"};
+  // Where the launcher placed it: the program puts its model there (api/peer.h checks).
+  if (auto d = std::find(args.begin(), args.end(), "--device");
+      d != args.end() && d + 1 != args.end() && *(d + 1) != "auto") {
+    c.env.push_back("MURMUR_DEVICE=" + *(d + 1));
+  }
+  // This build's Python module (build/python next to build/murmur), when there is one.
+  const std::filesystem::path python = std::filesystem::path(exe).parent_path() / "python";
+  if (std::filesystem::exists(python / "murmur")) {
+    const char* old = std::getenv("PYTHONPATH");
+    c.env.push_back("PYTHONPATH=" + python.string() +
+                    (old != nullptr && *old ? ":" + std::string(old) : ""));
+  }
+  // bash runs a single command by exec, so the program itself is the child murmur local
+  // waits for and signals; a compound command's processes share its process group.
+  args = {"/bin/bash", "-c", program};
+}
+
+}  // namespace
+
+Status LocalCluster::Spawn() {
+  const int n = config_.nodes;
+  MURMUR_ASSIGN_OR_RETURN(const Addresses addresses, AddressesFor(config_, dir_));
+  const std::vector<std::string>& endpoints = addresses.endpoints;
+  const std::vector<std::string>& admins = addresses.admins;
   // Two seeds: any node can join while one of them is down.
-  std::string seeds = endpoints[0] + (n > 1 ? "," + endpoints[1] : "");
+  const std::string seeds = endpoints[0] + (n > 1 ? "," + endpoints[1] : "");
   char exe[4096];
   const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (len <= 0) return InternalError("cannot find the murmur executable (/proc/self/exe)");
   exe[len] = '\0';
-  std::vector<std::string> secrets;
-  std::vector<std::string> node_keys;  // --secure: each node's own key, bound to its id
-  if (config_.secure) {
-    MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair key, transport::GenerateCurveKeyPair());
-    const std::string path = (dir_ / "cluster.key").string();
-    MURMUR_RETURN_IF_ERROR(WriteSecretFile(path, transport::FormatKeyFile(key), true));
-    std::string allowlist;
-    for (int i = 0; i < n; ++i) {
-      MURMUR_ASSIGN_OR_RETURN(transport::CurveKeyPair node_key, transport::GenerateCurveKeyPair());
-      node_keys.push_back((dir_ / ("node-" + std::to_string(i + 1) + ".key")).string());
-      MURMUR_RETURN_IF_ERROR(
-          WriteSecretFile(node_keys.back(), transport::FormatKeyFile(node_key), true));
-      allowlist += std::to_string(i + 1) + " " + node_key.public_key + "\n";
-    }
-    const std::string allowed = (dir_ / "allowed.keys").string();
-    MURMUR_RETURN_IF_ERROR(WriteSecretFile(allowed, allowlist, true));
-    secrets = {"--cluster-key-file", path, "--allowed-keys-file", allowed};
-  } else {
-    secrets = {"--plaintext"};
-  }
-  std::string token_file = config_.admin_token_file;
-  if (config_.admin && token_file.empty()) {
-    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
-    token_file = (dir_ / "admin.token").string();
-    MURMUR_RETURN_IF_ERROR(WriteSecretFile(token_file, token + "\n", true));
-  } else if (config_.admin && !std::filesystem::exists(token_file)) {
-    // A path that does not exist yet: a fresh token there, which murmur ctl --token-file reads.
-    MURMUR_ASSIGN_OR_RETURN(std::string token, NewAdminToken());
-    MURMUR_RETURN_IF_ERROR(WriteSecretFile(token_file, token + "\n", true));
-    std::fprintf(stderr, "murmur local: wrote a fresh admin token to %s\n", token_file.c_str());
-  }
-  if (config_.admin) secrets.insert(secrets.end(), {"--admin-token-file", token_file});
+  MURMUR_ASSIGN_OR_RETURN(const Secrets secrets, SecretsFor(config_, dir_));
   std::fprintf(stderr, "murmur local: peer links %s\n",
                config_.secure ? "CURVE (a fresh cluster key, and a key per node bound to its id)"
                : config_.network != nullptr
@@ -173,37 +231,16 @@ Status LocalCluster::Spawn() {
                                      config_.node_log_level};
     if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
     if (!config_.run_dir.empty()) args.insert(args.end(), {"--run-dir", config_.run_dir});
-    args.insert(args.end(), secrets.begin(), secrets.end());
-    if (!node_keys.empty()) args.insert(args.end(), {"--node-key-file", node_keys[i]});
+    args.insert(args.end(), secrets.flags.begin(), secrets.flags.end());
+    if (!secrets.node_keys.empty())
+      args.insert(args.end(), {"--node-key-file", secrets.node_keys[i]});
     if (extra_args_) {
       for (auto& a : extra_args_(i)) args.push_back(std::move(a));
     } else {
       args.insert(args.end(), {"--mode", "membership"});
     }
     Child c;
-    if (!config_.exec.empty()) {
-      std::string flags;
-      for (size_t k = 2; k < args.size(); ++k) flags += (flags.empty() ? "" : "\n") + args[k];
-      c.exec = true;
-      c.env = {"MURMUR_PEER_ARGS=" + flags, "MURMUR_RANK=" + std::to_string(i),
-               "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
-               "MURMUR_REPORT_FD=3"};
-      // Where the launcher placed it: the program puts its model there (api/peer.h checks).
-      if (auto d = std::find(args.begin(), args.end(), "--device");
-          d != args.end() && d + 1 != args.end() && *(d + 1) != "auto") {
-        c.env.push_back("MURMUR_DEVICE=" + *(d + 1));
-      }
-      // This build's Python module (build/python next to build/murmur), when there is one.
-      const std::filesystem::path python = std::filesystem::path(exe).parent_path() / "python";
-      if (std::filesystem::exists(python / "murmur")) {
-        const char* old = std::getenv("PYTHONPATH");
-        c.env.push_back("PYTHONPATH=" + python.string() +
-                        (old != nullptr && *old ? ":" + std::string(old) : ""));
-      }
-      // bash runs a single command by exec, so the program itself is the child murmur local
-      // waits for and signals; a compound command's processes share its process group.
-      args = {"/bin/bash", "-c", program};
-    }
+    if (!config_.exec.empty()) AsProgram(c, args, i, n, exe, program);
     c.argv = std::move(args);
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     c.endpoint = endpoints[i];
@@ -218,7 +255,7 @@ Status LocalCluster::Spawn() {
     std::fprintf(stderr,
                  "murmur local: admin ports (node 1..%d): %s; changes need the token in %s "
                  "(murmur ctl --token-file)\n",
-                 n, list.c_str(), token_file.c_str());
+                 n, list.c_str(), secrets.token_file.c_str());
   }
   if (!config_.prometheus_targets.empty()) return WriteTargets(admins);
   return OkStatus();
