@@ -179,6 +179,26 @@ void AsProgram(Child& c, std::vector<std::string>& args, int i, int n, const std
   args = {"/bin/bash", "-c", program};
 }
 
+// `murmur node`'s flags for node i, before its mode's own.
+std::vector<std::string> NodeArgs(const LocalClusterOptions& config, const std::string& exe, int i,
+                                  const std::string& endpoint, const std::string& seeds,
+                                  const std::vector<std::string>& admins, const Secrets& secrets) {
+  std::vector<std::string> args = {exe,         "node",        "--id",    std::to_string(i + 1),
+                                   "--listen",  endpoint,      "--seeds", seeds,
+                                   "--cluster", config.cluster};
+  args.insert(args.end(), {"--probe-interval-ms", std::to_string(config.probe_interval_ms),
+                           "--probe-timeout-ms", std::to_string(config.probe_timeout_ms)});
+  args.insert(args.end(), {"--report", "json", "--report-interval-ms", "100", "--log-level",
+                           config.node_log_level});
+  if (config.admin) args.insert(args.end(), {"--admin", admins[static_cast<size_t>(i)]});
+  if (!config.run_dir.empty()) args.insert(args.end(), {"--run-dir", config.run_dir});
+  args.insert(args.end(), secrets.flags.begin(), secrets.flags.end());
+  if (!secrets.node_keys.empty()) {
+    args.insert(args.end(), {"--node-key-file", secrets.node_keys[static_cast<size_t>(i)]});
+  }
+  return args;
+}
+
 }  // namespace
 
 Status LocalCluster::Spawn() {
@@ -209,31 +229,7 @@ Status LocalCluster::Spawn() {
   const std::filesystem::path logs =
       config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> args = {exe,
-                                     "node",
-                                     "--id",
-                                     std::to_string(i + 1),
-                                     "--listen",
-                                     endpoints[i],
-                                     "--seeds",
-                                     seeds,
-                                     "--cluster",
-                                     config_.cluster,
-                                     "--probe-interval-ms",
-                                     std::to_string(config_.probe_interval_ms),
-                                     "--probe-timeout-ms",
-                                     std::to_string(config_.probe_timeout_ms),
-                                     "--report",
-                                     "json",
-                                     "--report-interval-ms",
-                                     "100",
-                                     "--log-level",
-                                     config_.node_log_level};
-    if (config_.admin) args.insert(args.end(), {"--admin", admins[i]});
-    if (!config_.run_dir.empty()) args.insert(args.end(), {"--run-dir", config_.run_dir});
-    args.insert(args.end(), secrets.flags.begin(), secrets.flags.end());
-    if (!secrets.node_keys.empty())
-      args.insert(args.end(), {"--node-key-file", secrets.node_keys[i]});
+    std::vector<std::string> args = NodeArgs(config_, exe, i, endpoints[i], seeds, admins, secrets);
     if (extra_args_) {
       for (auto& a : extra_args_(i)) args.push_back(std::move(a));
     } else {
