@@ -112,8 +112,10 @@ def train_two_torch_models_to_one(torch, device):
     models = [torch.nn.Linear(8, 1).to(device) for _ in range(2)]
     for m in models[1:]:
         m.load_state_dict(models[0].state_dict())  # one initial model: same_init
+    # About 64 steps each: an outer round every 16 of them (the default's 80 would leave a run
+    # this short without one, and the checks below without gossip).
     config = dict(FAST, compress="topk:0.25", epochs=4, epoch_samples=1024, expect_members=2,
-                  same_init=True)
+                  same_init=True, outer="nesterov:every=16")
     first = mt.GossipOptimizer(torch.optim.SGD(models[0].parameters(), lr=0.05, momentum=0.9),
                                **config)
     second = [None]
