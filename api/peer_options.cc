@@ -214,6 +214,7 @@ std::vector<std::string> PeerKnownKeys() {
 
 StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& context) {
   node::NodeConfig c = DefaultPeerConfig();
+  const int64_t default_every = c.checkpoint_every;
   // The launcher's keys first; the caller's own override them.
   Launcher launcher;
   if (context.launcher_environment) {
@@ -232,8 +233,7 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
   }
   // A checkpoint period with nowhere to write checkpoints would do nothing.
   if (auto every = merged.find("checkpoint_every");
-      every != merged.end() && c.checkpoint_dir.empty() &&
-      c.checkpoint_every != DefaultPeerConfig().checkpoint_every) {
+      every != merged.end() && c.checkpoint_dir.empty() && c.checkpoint_every != default_every) {
     return InvalidArgumentError("checkpoint_every: '" + every->second +
                                 "' without checkpoint_dir: there is nowhere to write checkpoints");
   }
