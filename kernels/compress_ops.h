@@ -16,67 +16,14 @@
 
 #include "base/status.h"
 #include "kernels/device.h"
+#include "kernels/op_table.h"
 
 namespace murmur::kernels {
 
-// *count = number of NaN or infinite entries of v.
-Status CountNonFinite(const Device& device, std::span<const float> v, int64_t* count);
-
-// y += alpha * x.
-Status Axpy(const Device& device, float alpha, std::span<const float> x, std::span<float> y);
-
-// Σ v_i² accumulated in double, and max |v_i|.
-Status SumOfSquares(const Device& device, std::span<const float> v, double* out);
-Status MaxAbs(const Device& device, std::span<const float> v, float* out);
-
-// Every i with |v_i| >= tau, in increasing i: the first min(*total, capacity) go into
-// indices/values (capacity = indices.size() = values.size()), *total counts all of them.
-// REQUIRES tau > 0 (so zeros are never selected). A NaN is never selected; an infinity is.
-Status SelectAtLeast(const Device& device, std::span<const float> v, float tau,
-                     std::span<uint32_t> indices, std::span<float> values, int64_t* total);
-
-// The k largest |v_i|, ties broken by the lower index, zeros never selected, in increasing i:
-// *count = min(k, non-zeros of v). REQUIRES capacity >= min(k, v.size()) and finite v
-// (non-finite entries make the choice unspecified; check with CountNonFinite first). On CUDA a
-// radix select over the magnitude bits (no sort of v); v.size() < 2^32.
-Status TopK(const Device& device, std::span<const float> v, int64_t k,
-            std::span<uint32_t> indices, std::span<float> values, int64_t* count);
-
-// values[i] = v[indices[i]] (indices < v.size(), not checked on the device).
-Status Gather(const Device& device, std::span<const float> v, std::span<const uint32_t> indices,
-              std::span<float> values);
-// out[i] = v[start + i * stride]. REQUIRES the last position < v.size(), stride >= 1.
-Status StridedGather(const Device& device, std::span<const float> v, int64_t start,
-                     int64_t stride, std::span<float> out);
-
-// x[indices[i]] += alpha * values[i]. Indices must be distinct (a decoded update's are strictly
-// increasing), so no two threads write one element.
-Status ScatterAdd(const Device& device, std::span<const uint32_t> indices,
-                  std::span<const float> values, float alpha, std::span<float> x);
-
-// Bit j of words[w] = sign bit of v[32 w + j] (1 = negative); unused bits of the last word are
-// zero. REQUIRES words.size() == ceil(v.size() / 32).
-Status PackSigns(const Device& device, std::span<const float> v, std::span<uint32_t> words);
-// out[i] = bit i ? -magnitude : magnitude. REQUIRES words.size() == ceil(out.size() / 32).
-Status UnpackSigns(const Device& device, std::span<const uint32_t> words, float magnitude,
-                   std::span<float> out);
-
-// QSGD's stochastic rounding (Alistarh et al. 2017, §3.1): a = |v_i| * per_level, level =
-// floor(a) + (u_i < a - floor(a)), clamped to `levels`, signed like v_i; u_i in [0, 1) from
-// LevelDraw(LevelSeed(seed), i) (StochasticLevel below). E[level] = a, so E[sign * level /
-// per_level] = v_i. L is int8_t (levels <= 127) or int16_t (levels <= 32767).
-template <typename L>
-Status StochasticLevels(const Device& device, std::span<const float> v, double per_level,
-                        uint32_t levels, uint64_t seed, std::span<L> out);
-// out[i] = sign(level_i) * float(double(scale) * |level_i| / levels): coding's LevelValue, so
-// sender and receiver reconstruct bit-identical values.
-template <typename L>
-Status LevelsToFloat(const Device& device, std::span<const L> level, float scale,
-                     uint32_t levels, std::span<float> out);
-
-// IEEE binary16 with round-to-nearest-even (subnormals kept, overflow to infinity), and back.
-Status FloatToHalf(const Device& device, std::span<const float> v, std::span<uint16_t> out);
-Status HalfToFloat(const Device& device, std::span<const uint16_t> h, std::span<float> out);
+// Status CountNonFinite(const Device& device, ...) and the rest: each op and its contract in
+// compress_ops.inc.
+#define MURMUR_KERNEL MURMUR_DECLARE_DEVICE_KERNEL
+#include "kernels/compress_ops.inc"  // IWYU pragma: export
 
 // splitmix64's finalizer: a 64-bit mix of a seed (per-step seeds of the quantizers).
 inline constexpr uint64_t Mix64(uint64_t z) {

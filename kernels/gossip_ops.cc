@@ -2,9 +2,8 @@
 
 #include <string>
 
-#include "kernels/compress_ops.h"
 #include "kernels/cpu/cpu_gossip_ops.h"
-#include "kernels/gpu_call.h"
+#include "kernels/op_dispatch.h"
 
 namespace murmur::kernels {
 namespace {
@@ -14,108 +13,75 @@ Status Mismatch(const char* op, size_t na, size_t nb) {
                               std::to_string(nb) + " elements");
 }
 
+Status SameSize(const char* op, size_t na, size_t nb) {
+  return na == nb ? OkStatus() : Mismatch(op, na, nb);
+}
+
+Status NotNull(const char* op, const void* result) {
+  if (result != nullptr) return OkStatus();
+  return InvalidArgumentError(std::string(op) + ": result is null");
+}
+
+// The checks of each op of gossip_ops.inc, called with its op name, device and arguments before
+// the dispatch.
+
+Status CheckSubtract(const char* op, const Device&, std::span<const float> a,
+                     std::span<const float> b, std::span<float> out) {
+  MURMUR_RETURN_IF_ERROR(SameSize(op, a.size(), b.size()));
+  return SameSize(op, a.size(), out.size());
+}
+
+Status CheckAccumulateDifference(const char* op, const Device&, double, std::span<const float> x,
+                                 std::span<const float> base, std::span<double> acc) {
+  MURMUR_RETURN_IF_ERROR(SameSize(op, x.size(), base.size()));
+  return SameSize(op, x.size(), acc.size());
+}
+
+Status CheckAccumulateScaled(const char* op, const Device&, double, std::span<const float> x,
+                             std::span<double> acc) {
+  return SameSize(op, x.size(), acc.size());
+}
+
+Status CheckApplyScaled(const char* op, const Device&, double, std::span<const double> acc,
+                        std::span<float> x, double* squares) {
+  MURMUR_RETURN_IF_ERROR(NotNull(op, squares));
+  return SameSize(op, acc.size(), x.size());
+}
+
+Status CheckDivideInto(const char* op, const Device&, std::span<const double> acc, double divisor,
+                       std::span<float> out) {
+  MURMUR_RETURN_IF_ERROR(SameSize(op, acc.size(), out.size()));
+  if (divisor == 0) return InvalidArgumentError(std::string(op) + ": divisor is zero");
+  return OkStatus();
+}
+
+Status CheckSquaredDistance(const char* op, const Device&, std::span<const float> a,
+                            std::span<const float> b, double* out) {
+  MURMUR_RETURN_IF_ERROR(NotNull(op, out));
+  return SameSize(op, a.size(), b.size());
+}
+
+Status CheckOuterStep(const char* op, const Device&, double, double, bool, std::span<float> anchor,
+                      std::span<float> velocity, std::span<float> x) {
+  MURMUR_RETURN_IF_ERROR(SameSize(op, anchor.size(), velocity.size()));
+  return SameSize(op, anchor.size(), x.size());
+}
+
+Status CheckConsensusStep(const char* op, const Device& device, double,
+                          std::span<const std::span<const float>> copies,
+                          std::span<const double> weights, std::span<const float> public_copy,
+                          std::span<float> x, std::span<float> scratch, ConsensusSquares* squares) {
+  MURMUR_RETURN_IF_ERROR(NotNull(op, squares));
+  MURMUR_RETURN_IF_ERROR(SameSize(op, copies.size(), weights.size()));
+  MURMUR_RETURN_IF_ERROR(SameSize(op, x.size(), public_copy.size()));
+  for (std::span<const float> c : copies) MURMUR_RETURN_IF_ERROR(SameSize(op, c.size(), x.size()));
+  if (device.is_cpu()) return OkStatus();
+  return SameSize(op, scratch.size(), x.size());
+}
+
 }  // namespace
 
-Status Subtract(const Device& device, std::span<const float> a, std::span<const float> b,
-                std::span<float> out) {
-  [[maybe_unused]] constexpr const char* kOp = "Subtract";
-  if (a.size() != b.size()) return Mismatch(kOp, a.size(), b.size());
-  if (a.size() != out.size()) return Mismatch(kOp, a.size(), out.size());
-  if (device.is_cpu()) {
-    cpu::Subtract(a, b, out);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(Subtract(device, a, b, out));
-}
-
-Status AccumulateDifference(const Device& device, double w, std::span<const float> x,
-                            std::span<const float> base, std::span<double> acc) {
-  [[maybe_unused]] constexpr const char* kOp = "AccumulateDifference";
-  if (x.size() != base.size()) return Mismatch(kOp, x.size(), base.size());
-  if (x.size() != acc.size()) return Mismatch(kOp, x.size(), acc.size());
-  if (device.is_cpu()) {
-    cpu::AccumulateDifference(w, x, base, acc);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(AccumulateDifference(device, w, x, base, acc));
-}
-
-Status AccumulateScaled(const Device& device, double w, std::span<const float> x,
-                        std::span<double> acc) {
-  [[maybe_unused]] constexpr const char* kOp = "AccumulateScaled";
-  if (x.size() != acc.size()) return Mismatch(kOp, x.size(), acc.size());
-  if (device.is_cpu()) {
-    cpu::AccumulateScaled(w, x, acc);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(AccumulateScaled(device, w, x, acc));
-}
-
-Status ApplyScaled(const Device& device, double gamma, std::span<const double> acc,
-                   std::span<float> x, double* squares) {
-  [[maybe_unused]] constexpr const char* kOp = "ApplyScaled";
-  if (squares == nullptr) return InvalidArgumentError("ApplyScaled: result is null");
-  if (x.size() != acc.size()) return Mismatch(kOp, acc.size(), x.size());
-  if (device.is_cpu()) {
-    *squares = cpu::ApplyScaled(gamma, acc, x);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(ApplyScaled(device, gamma, acc, x, squares));
-}
-
-Status DivideInto(const Device& device, std::span<const double> acc, double divisor,
-                  std::span<float> out) {
-  [[maybe_unused]] constexpr const char* kOp = "DivideInto";
-  if (acc.size() != out.size()) return Mismatch(kOp, acc.size(), out.size());
-  if (divisor == 0) return InvalidArgumentError("DivideInto: divisor is zero");
-  if (device.is_cpu()) {
-    cpu::DivideInto(acc, divisor, out);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(DivideInto(device, acc, divisor, out));
-}
-
-Status SquaredDistance(const Device& device, std::span<const float> a, std::span<const float> b,
-                       double* out) {
-  [[maybe_unused]] constexpr const char* kOp = "SquaredDistance";
-  if (out == nullptr) return InvalidArgumentError("SquaredDistance: result is null");
-  if (a.size() != b.size()) return Mismatch(kOp, a.size(), b.size());
-  if (device.is_cpu()) {
-    *out = cpu::SquaredDistance(a, b);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(SquaredDistance(device, a, b, out));
-}
-
-Status OuterStep(const Device& device, double lr, double momentum, bool nesterov,
-                 std::span<float> anchor, std::span<float> velocity, std::span<float> x) {
-  [[maybe_unused]] constexpr const char* kOp = "OuterStep";
-  if (anchor.size() != velocity.size()) return Mismatch(kOp, anchor.size(), velocity.size());
-  if (anchor.size() != x.size()) return Mismatch(kOp, anchor.size(), x.size());
-  if (device.is_cpu()) {
-    cpu::OuterStep(lr, momentum, nesterov, anchor, velocity, x);
-    return OkStatus();
-  }
-  MURMUR_GPU_CALL(OuterStep(device, lr, momentum, nesterov, anchor, velocity, x));
-}
-
-Status ConsensusStep(const Device& device, double gamma,
-                     std::span<const std::span<const float>> copies,
-                     std::span<const double> weights, std::span<const float> public_copy,
-                     std::span<float> x, std::span<float> scratch, ConsensusSquares* squares) {
-  constexpr const char* kOp = "ConsensusStep";
-  if (squares == nullptr) return InvalidArgumentError("ConsensusStep: result is null");
-  if (copies.size() != weights.size()) return Mismatch(kOp, copies.size(), weights.size());
-  if (x.size() != public_copy.size()) return Mismatch(kOp, x.size(), public_copy.size());
-  for (std::span<const float> c : copies) {
-    if (c.size() != x.size()) return Mismatch(kOp, c.size(), x.size());
-  }
-  if (device.is_cpu()) {
-    *squares = cpu::ConsensusStep(gamma, copies, weights, public_copy, x);
-    return OkStatus();
-  }
-  if (scratch.size() != x.size()) return Mismatch(kOp, scratch.size(), x.size());
-  MURMUR_GPU_CALL(ConsensusStep(device, gamma, copies, weights, public_copy, x, scratch, squares));
-}
+#define MURMUR_KERNEL MURMUR_DISPATCH_KERNEL
+#include "kernels/gossip_ops.inc"
 
 }  // namespace murmur::kernels

@@ -20,29 +20,29 @@ uint32_t MagnitudeKey(float v) { return std::bit_cast<uint32_t>(v) & 0x7fffffffu
 
 }  // namespace
 
-int64_t CountNonFinite(std::span<const float> v) {
+void CountNonFinite(std::span<const float> v, int64_t* count) {
   int64_t n = 0;
   for (float x : v) n += !std::isfinite(x);
-  return n;
+  *count = n;
 }
 
 void Axpy(float alpha, std::span<const float> x, std::span<float> y) {
   for (size_t i = 0; i < x.size(); ++i) y[i] += alpha * x[i];
 }
 
-double SumOfSquares(std::span<const float> v) {
+void SumOfSquares(std::span<const float> v, double* out) {
   const float* p = v.data();
-  return LaneSum(v.size(), [p](size_t k) { return static_cast<double>(p[k]) * p[k]; });
+  *out = LaneSum(v.size(), [p](size_t k) { return static_cast<double>(p[k]) * p[k]; });
 }
 
-float MaxAbs(std::span<const float> v) {
+void MaxAbs(std::span<const float> v, float* out) {
   float m = 0;
   for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
+  *out = m;
 }
 
-int64_t SelectAtLeast(std::span<const float> v, float tau, std::span<uint32_t> indices,
-                      std::span<float> values) {
+void SelectAtLeast(std::span<const float> v, float tau, std::span<uint32_t> indices,
+                   std::span<float> values, int64_t* selected) {
   int64_t total = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!(std::fabs(v[i]) >= tau)) continue;
@@ -52,11 +52,14 @@ int64_t SelectAtLeast(std::span<const float> v, float tau, std::span<uint32_t> i
     }
     ++total;
   }
-  return total;
+  *selected = total;
 }
 
-int64_t TopK(std::span<const float> v, int64_t k, std::span<uint32_t> indices,
-             std::span<float> values) {
+namespace {
+
+// The selection itself; returns how many it took.
+int64_t TopKCount(std::span<const float> v, int64_t k, std::span<uint32_t> indices,
+                  std::span<float> values) {
   std::vector<uint32_t> keys;
   for (float x : v) {
     if (MagnitudeKey(x) != 0) keys.push_back(MagnitudeKey(x));
@@ -90,6 +93,13 @@ int64_t TopK(std::span<const float> v, int64_t k, std::span<uint32_t> indices,
     ++count;
   }
   return count;
+}
+
+}  // namespace
+
+void TopK(std::span<const float> v, int64_t k, std::span<uint32_t> indices, std::span<float> values,
+          int64_t* count) {
+  *count = TopKCount(v, k, indices, values);
 }
 
 void Gather(std::span<const float> v, std::span<const uint32_t> indices, std::span<float> values) {
@@ -142,12 +152,8 @@ void LevelsToFloat(std::span<const L> level, float scale, uint32_t levels, std::
   }
 }
 
-template void StochasticLevels<int8_t>(std::span<const float>, double, uint32_t, uint64_t,
-                                       std::span<int8_t>);
-template void StochasticLevels<int16_t>(std::span<const float>, double, uint32_t, uint64_t,
-                                        std::span<int16_t>);
-template void LevelsToFloat<int8_t>(std::span<const int8_t>, float, uint32_t, std::span<float>);
-template void LevelsToFloat<int16_t>(std::span<const int16_t>, float, uint32_t, std::span<float>);
+#define MURMUR_KERNEL MURMUR_INSTANTIATE_HOST_KERNEL
+#include "kernels/compress_ops.inc"
 
 #if defined(__FLT16_MANT_DIG__)
 void FloatToHalf(std::span<const float> v, std::span<uint16_t> out) {

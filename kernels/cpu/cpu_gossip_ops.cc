@@ -33,7 +33,8 @@ void AccumulateScaled(double w, std::span<const float> x, std::span<double> acc)
   for (size_t k = 0; k < x.size(); ++k) acc[k] += w * x[k];
 }
 
-double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x) {
+void ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x,
+                 double* squares_out) {
   const double* a = acc.data();
   float* xs = x.data();
   Lanes squares;
@@ -41,17 +42,17 @@ double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x
     xs[k] += static_cast<float>(gamma * a[k]);
     squares.v[l] += a[k] * a[k];
   });
-  return squares.Total();
+  *squares_out = squares.Total();
 }
 
 void DivideInto(std::span<const double> acc, double divisor, std::span<float> out) {
   for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<float>(acc[k] / divisor);
 }
 
-double SquaredDistance(std::span<const float> a, std::span<const float> b) {
+void SquaredDistance(std::span<const float> a, std::span<const float> b, double* out) {
   const float* pa = a.data();
   const float* pb = b.data();
-  return LaneSum(a.size(), [pa, pb](size_t k) {
+  *out = LaneSum(a.size(), [pa, pb](size_t k) {
     const double d = static_cast<double>(pa[k]) - pb[k];
     return d * d;
   });
@@ -190,9 +191,7 @@ kernels::ConsensusSquares ConsensusStepVector(float gamma,
 }
 #endif
 
-}  // namespace
-
-kernels::ConsensusSquares ConsensusStep(double gamma,
+kernels::ConsensusSquares ConsensusPass(double gamma,
                                         std::span<const std::span<const float>> copies,
                                         std::span<const double> weights,
                                         std::span<const float> public_copy, std::span<float> x) {
@@ -240,6 +239,15 @@ kernels::ConsensusSquares ConsensusStep(double gamma,
     });
   }
   return {mix.Total(), pub.Total(), residual.Total()};
+}
+
+}  // namespace
+
+void ConsensusStep(double gamma, std::span<const std::span<const float>> copies,
+                   std::span<const double> weights, std::span<const float> public_copy,
+                   std::span<float> x, std::span<float> /*scratch*/,
+                   kernels::ConsensusSquares* squares) {
+  *squares = ConsensusPass(gamma, copies, weights, public_copy, x);
 }
 
 }  // namespace murmur::kernels::cpu

@@ -1,6 +1,8 @@
 #pragma once
-// The host versions of kernels/gossip_ops.h: plain loops, the reference the CUDA versions are
-// compared with. Shapes are checked by kernels/gossip_ops.cc.
+// The host versions of kernels/gossip_ops.h, `void Op(parameters)` for every entry of
+// kernels/gossip_ops.inc: plain loops, the reference the CUDA versions are compared with. Shapes
+// are checked by kernels/gossip_ops.cc. ConsensusStep runs in one pass over the vectors and
+// leaves `scratch` alone.
 
 #include <span>
 
@@ -8,20 +10,7 @@
 
 namespace murmur::kernels::cpu {
 
-void Subtract(std::span<const float> a, std::span<const float> b, std::span<float> out);
-void AccumulateDifference(double w, std::span<const float> x, std::span<const float> base,
-                          std::span<double> acc);
-void AccumulateScaled(double w, std::span<const float> x, std::span<double> acc);
-double ApplyScaled(double gamma, std::span<const double> acc, std::span<float> x);
-void DivideInto(std::span<const double> acc, double divisor, std::span<float> out);
-double SquaredDistance(std::span<const float> a, std::span<const float> b);
-void OuterStep(double lr, double momentum, bool nesterov, std::span<float> anchor,
-               std::span<float> velocity, std::span<float> x);
-
-// kernels::ConsensusStep on the host, in one pass over the vectors.
-kernels::ConsensusSquares ConsensusStep(double gamma,
-                                        std::span<const std::span<const float>> copies,
-                                        std::span<const double> weights,
-                                        std::span<const float> public_copy, std::span<float> x);
+#define MURMUR_KERNEL MURMUR_DECLARE_HOST_KERNEL
+#include "kernels/gossip_ops.inc"  // IWYU pragma: export
 
 }  // namespace murmur::kernels::cpu

@@ -124,10 +124,6 @@ void GatherRows(ConstMatrixView<U> src, std::span<const int64_t> rows, MatrixVie
     std::copy_n(src.data + rows[i] * src.stride, src.cols, dst.data + static_cast<int64_t>(i) * dst.stride);
   }
 }
-template void GatherRows<float>(ConstMatrixView<float>, std::span<const int64_t>,
-                                MatrixView<float>);
-template void GatherRows<int32_t>(ConstMatrixView<int32_t>, std::span<const int64_t>,
-                                  MatrixView<int32_t>);
 
 template <typename T>
 void SoftmaxCrossEntropyForward(ConstMatrixView<T> logits, std::span<const int32_t> labels,
@@ -246,7 +242,7 @@ void SgdStep(const SgdOptions& options, std::span<const T> grad, std::span<T> ve
   if (!decay && !options.nesterov) run.template operator()<false, false>();
 }
 
-MURMUR_INSTANTIATE_BACKEND_OPS(float)
-MURMUR_INSTANTIATE_BACKEND_OPS(double)
+#define MURMUR_KERNEL MURMUR_INSTANTIATE_HOST_KERNEL
+#include "kernels/ops.inc"
 
 }  // namespace murmur::kernels::cpu

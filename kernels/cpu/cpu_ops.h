@@ -1,7 +1,8 @@
 #pragma once
-// The Eigen backend of kernels/ops.h. Same contracts, except that shapes are assumed valid:
-// kernels/ops.cc checks them before dispatching here. Single-threaded by design: a node's
-// parallelism is across peers, and the trainer owns the one compute thread.
+// The Eigen backend of kernels/ops.h: `void Op(parameters)` for every entry of kernels/ops.inc.
+// Same contracts, except that shapes are assumed valid: kernels/ops.cc checks them before
+// dispatching here. Single-threaded by design: a node's parallelism is across peers, and the
+// trainer owns the one compute thread.
 
 #include <cstdint>
 #include <span>
@@ -11,9 +12,7 @@
 
 namespace murmur::kernels::cpu {
 
-#include "kernels/backend_ops.inc"  // IWYU pragma: export
-
-template <typename U>
-void GatherRows(ConstMatrixView<U> src, std::span<const int64_t> rows, MatrixView<U> dst);
+#define MURMUR_KERNEL MURMUR_DECLARE_HOST_KERNEL
+#include "kernels/ops.inc"  // IWYU pragma: export
 
 }  // namespace murmur::kernels::cpu

@@ -387,14 +387,8 @@ Status LevelsToFloat(const Device& device, std::span<const L> level, float scale
       "LevelsToFloat");
 }
 
-template Status StochasticLevels<int8_t>(const Device&, std::span<const float>, double, uint32_t,
-                                         uint64_t, std::span<int8_t>);
-template Status StochasticLevels<int16_t>(const Device&, std::span<const float>, double, uint32_t,
-                                          uint64_t, std::span<int16_t>);
-template Status LevelsToFloat<int8_t>(const Device&, std::span<const int8_t>, float, uint32_t,
-                                      std::span<float>);
-template Status LevelsToFloat<int16_t>(const Device&, std::span<const int16_t>, float, uint32_t,
-                                       std::span<float>);
+#define MURMUR_KERNEL MURMUR_INSTANTIATE_CUDA_KERNEL
+#include "kernels/compress_ops.inc"
 
 Status FloatToHalf(const Device& device, std::span<const float> v, std::span<uint16_t> out) {
   const float* in = v.data();

@@ -167,8 +167,9 @@ Status BadCount(Context& context, const char* what, const std::string& message) 
 
 }  // namespace
 
-Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, float alpha,
-            ConstMatrixView<float> a, ConstMatrixView<float> b, float beta, MatrixView<float> c) {
+template <typename T>
+Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, T alpha,
+            ConstMatrixView<T> a, ConstMatrixView<T> b, T beta, MatrixView<T> c) {
   const int64_t m = c.rows, n = c.cols;
   const int64_t k = trans_a == Transpose::kNo ? a.cols : a.rows;
   if (m == 0 || n == 0) return OkStatus();
@@ -203,7 +204,8 @@ Status Gemm(const Device& device, Transpose trans_a, Transpose trans_b, float al
                    "cublasGemmEx");
 }
 
-Status BiasAdd(const Device& device, std::span<const float> bias, MatrixView<float> y) {
+template <typename T>
+Status BiasAdd(const Device& device, std::span<const T> bias, MatrixView<T> y) {
   const float* b = bias.data();
   float* data = y.data;
   const int64_t stride = y.stride;
@@ -212,7 +214,8 @@ Status BiasAdd(const Device& device, std::span<const float> bias, MatrixView<flo
       [=] __device__(int64_t r, int64_t c) { data[r * stride + c] += b[c]; }, "BiasAdd");
 }
 
-Status BiasReluForward(const Device& device, std::span<const float> bias, MatrixView<float> y) {
+template <typename T>
+Status BiasReluForward(const Device& device, std::span<const T> bias, MatrixView<T> y) {
   const float* b = bias.data();
   float* data = y.data;
   const int64_t stride = y.stride;
@@ -225,11 +228,13 @@ Status BiasReluForward(const Device& device, std::span<const float> bias, Matrix
       "BiasReluForward");
 }
 
-Status BiasGrad(const Device& device, ConstMatrixView<float> dy, std::span<float> db) {
+template <typename T>
+Status BiasGrad(const Device& device, ConstMatrixView<T> dy, std::span<T> db) {
   return ColumnSum(device, {}, dy, {}, /*mask=*/false, db, "BiasGrad");
 }
 
-Status ReluForward(const Device& device, ConstMatrixView<float> x, MatrixView<float> y) {
+template <typename T>
+Status ReluForward(const Device& device, ConstMatrixView<T> x, MatrixView<T> y) {
   const float* in = x.data;
   float* out = y.data;
   const int64_t si = x.stride, so = y.stride;
@@ -239,8 +244,9 @@ Status ReluForward(const Device& device, ConstMatrixView<float> x, MatrixView<fl
       "ReluForward");
 }
 
-Status ReluBackward(const Device& device, ConstMatrixView<float> y, ConstMatrixView<float> dy,
-                    MatrixView<float> dx) {
+template <typename T>
+Status ReluBackward(const Device& device, ConstMatrixView<T> y, ConstMatrixView<T> dy,
+                    MatrixView<T> dx) {
   const float* yd = y.data;
   const float* g = dy.data;
   float* out = dx.data;
@@ -253,13 +259,14 @@ Status ReluBackward(const Device& device, ConstMatrixView<float> y, ConstMatrixV
       "ReluBackward");
 }
 
-Status ReluBackwardBiasGrad(const Device& device, ConstMatrixView<float> y,
-                            ConstMatrixView<float> dy, MatrixView<float> dx,
-                            std::span<float> db) {
+template <typename T>
+Status ReluBackwardBiasGrad(const Device& device, ConstMatrixView<T> y, ConstMatrixView<T> dy,
+                            MatrixView<T> dx, std::span<T> db) {
   return ColumnSum(device, y, dy, dx, /*mask=*/true, db, "ReluBackwardBiasGrad");
 }
 
-Status ScaleRows(const Device& device, std::span<const float> weights, MatrixView<float> m) {
+template <typename T>
+Status ScaleRows(const Device& device, std::span<const T> weights, MatrixView<T> m) {
   const float* w = weights.data();
   float* data = m.data;
   const int64_t stride = m.stride;
@@ -292,14 +299,10 @@ Status GatherRows(const Device& device, ConstMatrixView<U> src, std::span<const 
       "GatherRows"));
   return BadCount(*context, "GatherRows", "row indices outside the source");
 }
-template Status GatherRows<float>(const Device&, ConstMatrixView<float>, std::span<const int64_t>,
-                                  MatrixView<float>);
-template Status GatherRows<int32_t>(const Device&, ConstMatrixView<int32_t>,
-                                    std::span<const int64_t>, MatrixView<int32_t>);
 
-Status SoftmaxCrossEntropyForward(const Device& device, ConstMatrixView<float> logits,
-                                  std::span<const int32_t> labels, MatrixView<float> probs,
-                                  float* loss) {
+template <typename T>
+Status SoftmaxCrossEntropyForward(const Device& device, ConstMatrixView<T> logits,
+                                  std::span<const int32_t> labels, MatrixView<T> probs, T* loss) {
   constexpr const char* kOp = "SoftmaxCrossEntropyForward";
   MURMUR_ASSIGN_OR_RETURN(Context * context, GetContext(device));
   MURMUR_RETURN_IF_ERROR(ResetScalars(*context));
@@ -322,8 +325,9 @@ Status SoftmaxCrossEntropyForward(const Device& device, ConstMatrixView<float> l
   return OkStatus();
 }
 
-Status SoftmaxCrossEntropyBackward(const Device& device, ConstMatrixView<float> probs,
-                                   std::span<const int32_t> labels, MatrixView<float> dlogits) {
+template <typename T>
+Status SoftmaxCrossEntropyBackward(const Device& device, ConstMatrixView<T> probs,
+                                   std::span<const int32_t> labels, MatrixView<T> dlogits) {
   constexpr const char* kOp = "SoftmaxCrossEntropyBackward";
   if (probs.rows == 0) return OkStatus();
   MURMUR_ASSIGN_OR_RETURN(Context * context, GetContext(device));
@@ -346,8 +350,9 @@ Status SoftmaxCrossEntropyBackward(const Device& device, ConstMatrixView<float> 
   return BadCount(*context, kOp, "labels outside the classes");
 }
 
-Status SigmoidCrossEntropyForward(const Device& device, ConstMatrixView<float> logits,
-                                  std::span<const float> targets, float* loss) {
+template <typename T>
+Status SigmoidCrossEntropyForward(const Device& device, ConstMatrixView<T> logits,
+                                  std::span<const T> targets, T* loss) {
   const float* z = logits.data;
   const float* t = targets.data();
   const int64_t stride = logits.stride;
@@ -360,8 +365,9 @@ Status SigmoidCrossEntropyForward(const Device& device, ConstMatrixView<float> l
       loss, "SigmoidCrossEntropyForward");
 }
 
-Status SigmoidCrossEntropyBackward(const Device& device, ConstMatrixView<float> logits,
-                                   std::span<const float> targets, MatrixView<float> dlogits) {
+template <typename T>
+Status SigmoidCrossEntropyBackward(const Device& device, ConstMatrixView<T> logits,
+                                   std::span<const T> targets, MatrixView<T> dlogits) {
   const float* z = logits.data;
   const float* t = targets.data();
   float* d = dlogits.data;
@@ -377,8 +383,9 @@ Status SigmoidCrossEntropyBackward(const Device& device, ConstMatrixView<float> 
       "SigmoidCrossEntropyBackward");
 }
 
-Status MeanSquaredErrorForward(const Device& device, ConstMatrixView<float> predictions,
-                               std::span<const float> targets, float* loss) {
+template <typename T>
+Status MeanSquaredErrorForward(const Device& device, ConstMatrixView<T> predictions,
+                               std::span<const T> targets, T* loss) {
   const float* y = predictions.data;
   const float* t = targets.data();
   const int64_t stride = predictions.stride;
@@ -391,8 +398,9 @@ Status MeanSquaredErrorForward(const Device& device, ConstMatrixView<float> pred
       loss, "MeanSquaredErrorForward");
 }
 
-Status MeanSquaredErrorBackward(const Device& device, ConstMatrixView<float> predictions,
-                                std::span<const float> targets, MatrixView<float> dpredictions) {
+template <typename T>
+Status MeanSquaredErrorBackward(const Device& device, ConstMatrixView<T> predictions,
+                                std::span<const T> targets, MatrixView<T> dpredictions) {
   const float* y = predictions.data;
   const float* t = targets.data();
   float* d = dpredictions.data;
@@ -404,8 +412,9 @@ Status MeanSquaredErrorBackward(const Device& device, ConstMatrixView<float> pre
       "MeanSquaredErrorBackward");
 }
 
-Status SgdStep(const Device& device, const SgdOptions& options, std::span<const float> grad,
-               std::span<float> velocity, std::span<float> params) {
+template <typename T>
+Status SgdStep(const Device& device, const SgdOptions& options, std::span<const T> grad,
+               std::span<T> velocity, std::span<T> params) {
   const auto n = static_cast<int64_t>(params.size());
   const float* g = grad.data();
   float* v = velocity.data();
@@ -429,5 +438,8 @@ Status SgdStep(const Device& device, const SgdOptions& options, std::span<const 
       },
       "SgdStep");
 }
+
+#define MURMUR_KERNEL MURMUR_INSTANTIATE_CUDA_KERNEL
+#include "kernels/ops.inc"
 
 }  // namespace murmur::kernels::cuda

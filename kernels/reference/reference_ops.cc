@@ -158,7 +158,7 @@ void SgdStep(const SgdOptions& o, std::span<const T> grad, std::span<T> velocity
   }
 }
 
-MURMUR_INSTANTIATE_BACKEND_OPS(float)
-MURMUR_INSTANTIATE_BACKEND_OPS(double)
+#define MURMUR_KERNEL MURMUR_INSTANTIATE_REFERENCE_KERNEL
+#include "kernels/ops.inc"
 
 }  // namespace murmur::kernels::reference

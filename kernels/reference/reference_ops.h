@@ -1,7 +1,7 @@
 #pragma once
-// Naive host versions of kernels/ops.h, written for obviousness, used only by tests as the
-// reference the fast backends are compared with (as CUTLASS util/reference/host). Shapes are
-// assumed valid.
+// Naive host versions of the REAL ops of kernels/ops.h (kernels/op_table.h), written for
+// obviousness, used only by tests as the reference the fast backends are compared with (as CUTLASS
+// util/reference/host). Shapes are assumed valid.
 
 #include <cstdint>
 #include <span>
@@ -11,6 +11,7 @@
 
 namespace murmur::kernels::reference {
 
-#include "kernels/backend_ops.inc"  // IWYU pragma: export
+#define MURMUR_KERNEL MURMUR_DECLARE_REFERENCE_KERNEL
+#include "kernels/ops.inc"  // IWYU pragma: export
 
 }  // namespace murmur::kernels::reference
