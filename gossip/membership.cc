@@ -333,100 +333,117 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
     CountRejection(why);
     return true;  // a membership message, refused
   }
-  // What a member says is merged (transitive trust among members); an unknown sender is only
-  // heard about itself, and admitted once it answers at its address (Verify).
-  const bool known = members_.contains(sender);
-  auto merge_or_verify = [&](const std::vector<MemberEntry>& entries) {
-    if (known) {
-      MergeAll(entries, now);
-    } else if (const MemberEntry* own = OwnEntry(sender, entries)) {
-      Verify(*own, false, now);
-    } else if (!entries.empty()) {
-      CountRejection(kRejectStrangerGossip);  // a stranger's word about others only
-    }
-  };
-  const bool handled = std::visit(
-      Overloaded{
-          [&](const Ping& p) {
-            merge_or_verify(p.gossip);
-            if (known) {
-              Send(members_.at(sender).entry.address, Ack{p.probe_id, Piggyback()});
-            } else if (const MemberEntry* own = OwnEntry(sender, p.gossip)) {
-              // A verification Ping (or a stranger's probe): answer it, telling only about us.
-              Send(own->address, Ack{p.probe_id, {self_}});
-            }
-            return true;
-          },
-          [&](const Ack& a) {
-            if (auto c = candidates_.find(a.probe_id);
-                c != candidates_.end() && c->second.entry.id == sender) {
-              Candidate candidate = std::move(c->second);
-              candidates_.erase(c);
-              const MemberEntry* own = OwnEntry(sender, a.gossip);
-              Merge(own != nullptr && own->address == candidate.entry.address ? *own : candidate.entry,
-                    now);
-              if (candidate.joined) Send(candidate.entry.address, Digest{DigestEntries(), false});
-              return true;
-            }
-            merge_or_verify(a.gossip);
-            if (probe_.has_value() && probe_->id == a.probe_id) {
-              probe_->acked = true;
-            } else if (auto r = relays_.find(a.probe_id); r != relays_.end()) {
-              Send(r->second.origin_address, Ack{r->second.origin_probe, Piggyback()});
-              relays_.erase(r);
-            }
-            return true;
-          },
-          [&](const PingReq& p) {
-            merge_or_verify(p.gossip);
-            if (!known) return true;
-            const uint64_t id = next_probe_id_++;
-            relays_[id] = {members_.at(sender).entry.address, p.probe_id, now + options_.probe_interval};
-            Send(p.target_address, Ping{id, Piggyback()});
-            return true;
-          },
-          [&](const Join& j) {
-            // A known member rejoining from its known address (a restart) needs no new proof.
-            if (known && members_.at(sender).entry.address == j.self.address) {
-              Merge(j.self, now);
-              Send(j.self.address, Digest{DigestEntries(), false});
-            } else {
-              Verify(j.self, true, now);
-            }
-            return true;
-          },
-          [&](const Digest& d) {
-            merge_or_verify(d.members);
-            if (known && d.reply_wanted) {
-              Send(members_.at(sender).entry.address, Digest{DigestEntries(), false});
-            }
-            return true;
-          },
-          [&](const gossip::Leave&) {
-            auto it = members_.find(sender);
-            if (it != members_.end()) {
-              MemberEntry e = it->second.entry;
-              e.incarnation = std::max(e.incarnation, message.incarnation);
-              e.state = MemberState::kLeft;
-              if (Supersedes(e, it->second.entry)) Transition(it->second, e, now);
-            }
-            return true;
-          },
-          [&](const auto&) { return false; },
-      },
-      message.payload);
+  const Heard heard{sender, members_.contains(sender), message.incarnation, now};
+  const bool handled = std::visit(Overloaded{
+                                      [&](const Ping& p) { return OnPing(heard, p); },
+                                      [&](const Ack& a) { return OnAck(heard, a); },
+                                      [&](const PingReq& p) { return OnPingReq(heard, p); },
+                                      [&](const Join& j) { return OnJoin(heard, j); },
+                                      [&](const Digest& d) { return OnDigest(heard, d); },
+                                      [&](const gossip::Leave&) { return OnLeave(heard); },
+                                      [&](const auto&) { return false; },
+                                  },
+                                  message.payload);
   if (!handled) return false;
-  // A message from a member we hold dead: tell it, so it refutes (at most once a period).
-  if (auto it = members_.find(sender); it != members_.end() &&
-                                        !IsLive(it->second.entry.state) &&
-                                        !std::holds_alternative<gossip::Leave>(message.payload) &&
-                                        it->second.entry.incarnation >= message.incarnation &&
-                                        now - it->second.last_digest_reply >= options_.probe_interval) {
-    it->second.last_digest_reply = now;
-    Send(it->second.entry.address, Digest{DigestEntries(), false});
-  }
+  if (!std::holds_alternative<gossip::Leave>(message.payload)) TellIfHeldDead(heard);
   UpdateView();
   return true;
+}
+
+// What a member says is merged (transitive trust among members); an unknown sender is only
+// heard about itself, and admitted once it answers at its address (Verify).
+void Membership::MergeOrVerify(const Heard& heard, const std::vector<MemberEntry>& entries) {
+  if (heard.known) {
+    MergeAll(entries, heard.now);
+  } else if (const MemberEntry* own = OwnEntry(heard.sender, entries)) {
+    Verify(*own, false, heard.now);
+  } else if (!entries.empty()) {
+    CountRejection(kRejectStrangerGossip);  // a stranger's word about others only
+  }
+}
+
+bool Membership::OnPing(const Heard& heard, const Ping& p) {
+  MergeOrVerify(heard, p.gossip);
+  if (heard.known) {
+    Send(members_.at(heard.sender).entry.address, Ack{p.probe_id, Piggyback()});
+  } else if (const MemberEntry* own = OwnEntry(heard.sender, p.gossip)) {
+    // A verification Ping (or a stranger's probe): answer it, telling only about us.
+    Send(own->address, Ack{p.probe_id, {self_}});
+  }
+  return true;
+}
+
+bool Membership::OnAck(const Heard& heard, const Ack& a) {
+  if (auto c = candidates_.find(a.probe_id);
+      c != candidates_.end() && c->second.entry.id == heard.sender) {
+    Candidate candidate = std::move(c->second);
+    candidates_.erase(c);
+    const MemberEntry* own = OwnEntry(heard.sender, a.gossip);
+    Merge(own != nullptr && own->address == candidate.entry.address ? *own : candidate.entry,
+          heard.now);
+    if (candidate.joined) Send(candidate.entry.address, Digest{DigestEntries(), false});
+    return true;
+  }
+  MergeOrVerify(heard, a.gossip);
+  if (probe_.has_value() && probe_->id == a.probe_id) {
+    probe_->acked = true;
+  } else if (auto r = relays_.find(a.probe_id); r != relays_.end()) {
+    Send(r->second.origin_address, Ack{r->second.origin_probe, Piggyback()});
+    relays_.erase(r);
+  }
+  return true;
+}
+
+bool Membership::OnPingReq(const Heard& heard, const PingReq& p) {
+  MergeOrVerify(heard, p.gossip);
+  if (!heard.known) return true;
+  const uint64_t id = next_probe_id_++;
+  relays_[id] = {members_.at(heard.sender).entry.address, p.probe_id,
+                 heard.now + options_.probe_interval};
+  Send(p.target_address, Ping{id, Piggyback()});
+  return true;
+}
+
+bool Membership::OnJoin(const Heard& heard, const Join& j) {
+  // A known member rejoining from its known address (a restart) needs no new proof.
+  if (heard.known && members_.at(heard.sender).entry.address == j.self.address) {
+    Merge(j.self, heard.now);
+    Send(j.self.address, Digest{DigestEntries(), false});
+  } else {
+    Verify(j.self, true, heard.now);
+  }
+  return true;
+}
+
+bool Membership::OnDigest(const Heard& heard, const Digest& d) {
+  MergeOrVerify(heard, d.members);
+  if (heard.known && d.reply_wanted) {
+    Send(members_.at(heard.sender).entry.address, Digest{DigestEntries(), false});
+  }
+  return true;
+}
+
+bool Membership::OnLeave(const Heard& heard) {
+  auto it = members_.find(heard.sender);
+  if (it != members_.end()) {
+    MemberEntry e = it->second.entry;
+    e.incarnation = std::max(e.incarnation, heard.incarnation);
+    e.state = MemberState::kLeft;
+    if (Supersedes(e, it->second.entry)) Transition(it->second, e, heard.now);
+  }
+  return true;
+}
+
+// A message from a member we hold dead: tell it, so it refutes (at most once a period).
+void Membership::TellIfHeldDead(const Heard& heard) {
+  auto it = members_.find(heard.sender);
+  if (it == members_.end() || IsLive(it->second.entry.state) ||
+      it->second.entry.incarnation < heard.incarnation ||
+      heard.now - it->second.last_digest_reply < options_.probe_interval) {
+    return;
+  }
+  it->second.last_digest_reply = heard.now;
+  Send(it->second.entry.address, Digest{DigestEntries(), false});
 }
 
 void Membership::Suspect(NodeId id, TimePoint now) {

@@ -209,6 +209,22 @@ class Membership {
     TimePoint expires;
   };
 
+  // Who a message that passed Check is from, as Step's handlers need it.
+  struct Heard {
+    NodeId sender;
+    bool known;  // a member (in members_, any state)
+    Incarnation incarnation;
+    TimePoint now;
+  };
+  bool OnPing(const Heard& heard, const Ping& p);
+  bool OnAck(const Heard& heard, const Ack& a);
+  bool OnPingReq(const Heard& heard, const PingReq& p);
+  bool OnJoin(const Heard& heard, const Join& j);
+  bool OnDigest(const Heard& heard, const Digest& d);
+  bool OnLeave(const Heard& heard);
+  void MergeOrVerify(const Heard& heard, const std::vector<MemberEntry>& entries);
+  void TellIfHeldDead(const Heard& heard);
+
   void Merge(const MemberEntry& entry, TimePoint now);
   // An unknown sender's claim about itself: Ping it at the claimed address (Candidate).
   void Verify(const MemberEntry& entry, bool joined, TimePoint now);

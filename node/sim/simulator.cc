@@ -409,6 +409,103 @@ struct Simulator::Impl {
     if (progress) progress(p);
   }
 
+  // The run's first events: every node's start (late joiners at their time), the crashes, the
+  // partitions and the first progress sample.
+  void ScheduleStarts(TimePoint start) {
+    std::vector<bool> late(nodes.size(), false);
+    for (const SimJoin& j : o.joins) {
+      late[j.node] = true;
+      ++pending_starts;
+      Push(Event{start + j.at + o.start_cost, 0, EventKind::kStart, j.node, 0, nullptr});
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!late[i]) {
+        ++pending_starts;
+        Push(Event{start + o.start_cost, 0, EventKind::kStart, i, 0, nullptr});
+      }
+    }
+    for (const SimCrash& c : o.crashes) {
+      Push(Event{start + c.at, 0, EventKind::kCrash, c.node, 0, nullptr});
+    }
+    for (size_t k = 0; k < o.partitions.size(); ++k) {
+      Push(Event{start + o.partitions[k].at, 0, EventKind::kPartition, k, 0, nullptr});
+    }
+    Push(Event{start, 0, EventKind::kSample, 0, 0, nullptr});
+  }
+
+  // A node's crash, and its restart if the crash has a down time.
+  void Crash(size_t node, TimePoint start) {
+    if (!nodes[node].running) return;
+    Stop(node, true);
+    for (const SimCrash& c : o.crashes) {
+      if (c.node == node && c.down.count() > 0 && start + c.at == now) {
+        ++pending_starts;
+        Push(Event{now + c.down + o.start_cost, 0, EventKind::kRestart, node, 0, nullptr});
+      }
+    }
+  }
+
+  // One event at `now`. A progress sample that finds every node over empties the queue.
+  void Handle(const Event& e, TimePoint start,
+              const std::function<void(const SimProgress&)>& progress, bool& started) {
+    Node* n = e.kind == EventKind::kPartition || e.kind == EventKind::kHeal ||
+                      e.kind == EventKind::kSample || e.kind == EventKind::kCpuDone
+                  ? nullptr
+                  : &nodes[e.node];
+    const bool current = n != nullptr && n->running && e.generation == n->generation;
+    switch (e.kind) {
+      case EventKind::kStart:
+        started = true;
+        --pending_starts;
+        if (!n->running) Start(e.node);
+        break;
+      case EventKind::kTick:
+        if (current) Tick(e.node);
+        break;
+      case EventKind::kArrive:
+        Arrive(e.wire);
+        break;
+      case EventKind::kDeliver:
+        Deliver(e.wire);
+        break;
+      case EventKind::kComputeDone:
+        if (current) ComputeDone(e.node);
+        break;
+      case EventKind::kWake:
+        if (current && e.at == n->wake_at && !n->computing) DriverTurn(e.node);
+        break;
+      case EventKind::kCpuDone:
+        CpuDone(e.generation);
+        break;
+      case EventKind::kCrash:
+        Crash(e.node, start);
+        break;
+      case EventKind::kRestart:
+        --pending_starts;
+        ++n->r.restarts;
+        Start(e.node);
+        break;
+      case EventKind::kPartition: {
+        const SimPartition& p = o.partitions[e.node];
+        net.Partition(p.groups);
+        if (p.length.count() > 0) Push(Event{now + p.length, 0, EventKind::kHeal, 0, 0, nullptr});
+        break;
+      }
+      case EventKind::kHeal:
+        net.Heal();
+        break;
+      case EventKind::kSample:
+        Sample(progress);
+        if (started && AllOver()) {
+          result.all_over = true;
+          queue = {};
+          break;
+        }
+        Push(Event{now + o.sample_every, 0, EventKind::kSample, 0, 0, nullptr});
+        break;
+    }
+  }
+
   bool AllOver() const {
     if (o.kind == SimKind::kMembership || pending_starts > 0) return false;
     for (const Node& n : nodes) {
@@ -469,24 +566,7 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
   s.on_message = &on_message;
   const auto wall0 = std::chrono::steady_clock::now();
   const TimePoint start{};
-  std::vector<bool> late(s.nodes.size(), false);
-  for (const SimJoin& j : s.o.joins) {
-    late[j.node] = true;
-    ++s.pending_starts;
-    s.Push(Event{start + j.at + s.o.start_cost, 0, EventKind::kStart, j.node, 0, nullptr});
-  }
-  for (size_t i = 0; i < s.nodes.size(); ++i) {
-    if (!late[i]) {
-      ++s.pending_starts;
-      s.Push(Event{start + s.o.start_cost, 0, EventKind::kStart, i, 0, nullptr});
-    }
-  }
-  for (const SimCrash& c : s.o.crashes)
-    s.Push(Event{start + c.at, 0, EventKind::kCrash, c.node, 0, nullptr});
-  for (size_t k = 0; k < s.o.partitions.size(); ++k) {
-    s.Push(Event{start + s.o.partitions[k].at, 0, EventKind::kPartition, k, 0, nullptr});
-  }
-  s.Push(Event{start, 0, EventKind::kSample, 0, 0, nullptr});
+  s.ScheduleStarts(start);
   const TimePoint end = start + s.o.duration;
   bool started = false;
   while (!s.queue.empty() && s.queue.top().at <= end) {
@@ -494,73 +574,7 @@ SimResult Simulator::Run(const std::function<void(const SimProgress&)>& progress
     s.queue.pop();
     s.now = e.at;
     ++s.result.events;
-    Impl::Node* n = e.kind == EventKind::kPartition || e.kind == EventKind::kHeal ||
-                            e.kind == EventKind::kSample || e.kind == EventKind::kCpuDone
-                        ? nullptr
-                        : &s.nodes[e.node];
-    switch (e.kind) {
-      case EventKind::kStart:
-        started = true;
-        --s.pending_starts;
-        if (!n->running) s.Start(e.node);
-        break;
-      case EventKind::kTick:
-        if (n->running && e.generation == n->generation) s.Tick(e.node);
-        break;
-      case EventKind::kArrive:
-        s.Arrive(e.wire);
-        break;
-      case EventKind::kDeliver:
-        s.Deliver(e.wire);
-        break;
-      case EventKind::kComputeDone:
-        if (n->running && e.generation == n->generation) s.ComputeDone(e.node);
-        break;
-      case EventKind::kWake:
-        if (n->running && e.generation == n->generation && e.at == n->wake_at && !n->computing) {
-          s.DriverTurn(e.node);
-        }
-        break;
-      case EventKind::kCpuDone:
-        s.CpuDone(e.generation);
-        break;
-      case EventKind::kCrash:
-        if (n->running) {
-          s.Stop(e.node, true);
-          for (const SimCrash& c : s.o.crashes) {
-            if (c.node == e.node && c.down.count() > 0 && start + c.at == s.now) {
-              ++s.pending_starts;
-              s.Push(Event{s.now + c.down + s.o.start_cost, 0, EventKind::kRestart, e.node, 0,
-                           nullptr});
-            }
-          }
-        }
-        break;
-      case EventKind::kRestart:
-        --s.pending_starts;
-        ++n->r.restarts;
-        s.Start(e.node);
-        break;
-      case EventKind::kPartition: {
-        const SimPartition& p = s.o.partitions[e.node];
-        s.net.Partition(p.groups);
-        if (p.length.count() > 0)
-          s.Push(Event{s.now + p.length, 0, EventKind::kHeal, 0, 0, nullptr});
-        break;
-      }
-      case EventKind::kHeal:
-        s.net.Heal();
-        break;
-      case EventKind::kSample:
-        s.Sample(progress);
-        if (started && s.AllOver()) {
-          s.result.all_over = true;
-          s.queue = {};
-          break;
-        }
-        s.Push(Event{s.now + s.o.sample_every, 0, EventKind::kSample, 0, 0, nullptr});
-        break;
-    }
+    s.Handle(e, start, progress, started);
   }
   s.result.virtual_s = Seconds(s.now - start);
   if (s.result.all_over) {
