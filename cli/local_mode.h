@@ -16,6 +16,7 @@
 #include "cli/local_cluster.h"
 #include "cli/local_config.h"
 #include "cli/run_dir.h"
+#include "cli/summary_json.h"
 #include "gossip/sync_node.h"
 
 namespace murmur::node {
@@ -51,13 +52,7 @@ inline bool PrintJson(nlohmann::json j, double wall, int killed, const ReportOut
   j["killed_at_stop"] = killed;
   j["network"] = out.network;
   j["logs"] = out.keep ? nlohmann::json(out.logs) : nlohmann::json(nullptr);
-  if (!out.run_dir.empty()) {
-    if (Status s = WriteRunFile(out.run_dir, "result.json", j.dump() + "\n"); !s.ok()) {
-      std::fprintf(stderr, "murmur local: run_dir: %s\n", s.ToString().c_str());
-    }
-  }
-  if (out.json) std::printf("%s\n", j.dump().c_str());
-  return out.json;
+  return WriteSummary(j, {"murmur local", out.json, out.run_dir});
 }
 
 inline std::string LogsLine(const ReportOut& out) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "cli/summary_json.h"
 
 namespace murmur::node {
 namespace {
@@ -128,12 +129,11 @@ std::string SummaryText(const RunInfo& info, const TrainSummary& s,
   return out;
 }
 
-std::string SummaryJson(const RunInfo& info, const TrainSummary& s,
-                        const CompressionReport* compression) {
-  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+nlohmann::json SummaryJson(const RunInfo& info, const TrainSummary& s,
+                           const CompressionReport* compression) {
   nlohmann::json per_epoch = nlohmann::json::array();
   for (const auto& e : s.test_per_epoch) {
-    per_epoch.push_back({{"test_accuracy", number(e.accuracy)}, {"test_loss", number(e.loss)}});
+    per_epoch.push_back({{"test_accuracy", Number(e.accuracy)}, {"test_loss", Number(e.loss)}});
   }
   nlohmann::json j = {
       {"task", info.task},
@@ -147,20 +147,13 @@ std::string SummaryJson(const RunInfo& info, const TrainSummary& s,
       {"wall_seconds", s.wall_seconds},
       {"eval_seconds", s.eval_seconds},
       {"samples_per_second", s.samples_per_second},
-      {"train_loss", number(s.final_train_loss)},
-      {"test_loss", number(s.test.loss)},
-      {"test_accuracy", number(s.test.accuracy)},
+      {"train_loss", Number(s.final_train_loss)},
+      {"test_loss", Number(s.test.loss)},
+      {"test_accuracy", Number(s.test.accuracy)},
       {"per_epoch", per_epoch},
   };
-  if (compression != nullptr) {
-    j["compression"] = {{"spec", compression->spec},
-                        {"steps", compression->steps},
-                        {"mean_density", compression->mean_density},
-                        {"bytes_per_step", compression->bytes_per_step},
-                        {"dense_bytes_per_step", compression->dense_bytes_per_step},
-                        {"bytes_per_nonzero", compression->bytes_per_nonzero}};
-  }
-  return j.dump();
+  if (compression != nullptr) j["compression"] = *compression;
+  return j;
 }
 
 std::string PlainChanges(const std::string& table, double t, std::vector<std::string>& printed) {

@@ -5,6 +5,7 @@
 // stdout, as text or as one JSON object.
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,8 +50,8 @@ struct RunInfo {
 // `compression` is null when the run did not compress its gradient.
 std::string SummaryText(const RunInfo& info, const TrainSummary& summary,
                         const CompressionReport* compression = nullptr);
-std::string SummaryJson(const RunInfo& info, const TrainSummary& summary,
-                        const CompressionReport* compression = nullptr);
+nlohmann::json SummaryJson(const RunInfo& info, const TrainSummary& summary,
+                           const CompressionReport* compression = nullptr);
 
 // `murmur local`'s plain progress (a log, a pipe): of a live table (title, column header, one row
 // per node), the title and header the first time, then each row whose text changed since it was

@@ -22,6 +22,7 @@
 #include "cli/sim_config.h"
 #include "cli/sim_consensus.h"
 #include "cli/sim_report.h"
+#include "cli/summary_json.h"
 #include "gossip/sync_node.h"
 #include "kernels/device.h"
 #include "node/sim/simulator.h"
@@ -99,9 +100,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     }
     const SimSummaryInput input{c.mode, Describe(c, *options), *options};
     const nlohmann::json summary = SummaryJson(input, result);
-    if (c.json) {
-      std::printf("%s\n", summary.dump().c_str());
-    } else {
+    if (!WriteSummary(summary, {"murmur sim", c.json, {}})) {
       std::printf("%s", SummaryText(input, result).c_str());
     }
     return RunSucceeded(*options, result) ? 0 : 1;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include "cli/summary_json.h"
+
 namespace murmur::node {
 namespace {
 
@@ -147,38 +149,7 @@ nlohmann::json SummaryJson(const SimSummaryInput& input, const sim::SimResult& r
     j["iteration_ms_p95"] = Quantile(r.iteration_ms, 0.95);
     j["iterations"] = r.iteration_ms.size();
   }
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const sim::SimNodeResult& n : r.nodes) {
-    nlohmann::json e = {{"id", n.id},
-                        {"up", n.up},
-                        {"restarts", n.restarts},
-                        {"steps", n.steps},
-                        {"samples", n.samples},
-                        {"compute_s", n.compute_s},
-                        {"injected_s", n.injected_s},
-                        {"messages_sent", n.messages_sent},
-                        {"bytes_sent", n.bytes_sent},
-                        {"messages_received", n.messages_received},
-                        {"bytes_received", n.bytes_received},
-                        {"lost", n.lost},
-                        {"rejected", n.rejected},
-                        {"finished", n.finished},
-                        {"finished_s", n.finished_s},
-                        {"over_s", n.over_s},
-                        {"ok", n.ok},
-                        {"status", n.status},
-                        {"loss", n.loss},
-                        {"step_clock", n.step_clock},
-                        {"live_view", n.live_view},
-                        {"finish", n.finish},
-                        {"catchups", n.catchups},
-                        {"rounds", n.rounds}};
-    e["accuracy"] = n.accuracy >= 0 ? nlohmann::json(n.accuracy) : nlohmann::json();
-    e["optimum_distance"] =
-        n.optimum_distance ? nlohmann::json(*n.optimum_distance) : nlohmann::json();
-    nodes.push_back(e);
-  }
-  j["per_node"] = nodes;
+  j["per_node"] = r.nodes;
   return j;
 }
 

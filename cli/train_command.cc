@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/summary_json.h"
 #include "node/config/train_config.h"
 #include "node/train/checkpoint.h"
 #include "node/train/gradient_compression.h"
@@ -146,9 +147,9 @@ int TrainCommand::Run() {
   std::optional<CompressionReport> report;
   if (compression.has_value()) report = compression->Report();
   const CompressionReport* r = report.has_value() ? &*report : nullptr;
-  const std::string out =
-      config.json ? SummaryJson(info, *summary, r) + "\n" : SummaryText(info, *summary, r);
-  std::fputs(out.c_str(), stdout);
+  if (!WriteSummary(SummaryJson(info, *summary, r), {"murmur train", config.json, {}})) {
+    std::fputs(SummaryText(info, *summary, r).c_str(), stdout);
+  }
   return 0;
 }
 

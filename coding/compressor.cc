@@ -189,118 +189,121 @@ Status Compressor::Compress(std::span<const float> input, Update& out) {
   return CompressInto(input, out, nullptr);
 }
 
+// The sums residual + input of error feedback (quantizer or not; the selections form theirs as
+// they select), checked: residual + input is NaN or infinite exactly when the input is or the
+// sum overflows. Only sums that all pass become the residual, by a swap; the quantizers' sums
+// are only read here (for their scale and finiteness) and formed again as they quantize.
+bool Compressor::SumWithResidual(std::span<const float> input, SourceFacts& facts) {
+  const bool quantizer = IsQuantizer(options_.op);
+  if (!quantizer) spare_.resize(residual_size_);
+  const float* __restrict r = residual_.data();
+  const float* __restrict in = input.data();
+  float* __restrict sum = spare_.data();
+  // The sums' largest magnitude bits: a NaN or infinity has the largest, and int8's scale is
+  // this maximum. QSGD's scale, the sums' norm, is summed here too, in SquaredL2Norm's order.
+  uint32_t largest = 0;
+  auto scan = [&]<bool kWrite>() {
+    auto add = [&](size_t k) {
+      const float t = r[k] + in[k];
+      if constexpr (kWrite) sum[k] = t;
+      const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
+      largest = magnitude > largest ? magnitude : largest;
+      return t;
+    };
+    if (options_.op == Operator::kQsgd) {
+      Lanes squares;
+      ForEachLane(residual_size_, [&](size_t k, size_t l) {
+        const double t = add(k);
+        squares.v[l] += t * t;
+      });
+      facts.squared_norm = squares.Total();
+    } else {
+      for (size_t k = 0; k < residual_size_; ++k) add(k);
+    }
+  };
+  if (quantizer) {
+    scan.template operator()<false>();
+  } else {
+    scan.template operator()<true>();
+  }
+  if (largest >= 0x7F800000u) return false;
+  facts.largest_bits = largest;
+  if (!quantizer) residual_.swap(spare_);
+  return true;
+}
+
+// The operator on `source` (the input, or the residual with error feedback's sums); false when
+// it met a NaN or infinity, with `out` cleared.
+bool Compressor::Encode(std::span<const float> source, SourceFacts facts,
+                        std::span<const float> input, std::span<const float> addend, Update& out,
+                        std::vector<std::byte>* encoded) {
+  const auto dimension = static_cast<uint32_t>(residual_size_);
+  if (IsQuantizer(options_.op)) {
+    // Quantize overwrites every value: keeping the values' size spares a zeroing pass.
+    std::vector<float> values = std::move(out.values);
+    out.Clear(options_.op, dimension);
+    out.values = std::move(values);
+  } else {
+    out.Clear(options_.op, dimension);
+  }
+  bool ok = true;
+  switch (options_.op) {
+    case Operator::kNone:
+    case Operator::kFp16:
+      out.dense = true;
+      out.values.assign(source.begin(), source.end());
+      out.format = options_.op == Operator::kNone ? ValueFormat::RawFloat32()
+                                                  : QuantizeFloats(out.values, 10);
+      return true;
+    case Operator::kQsgd:
+    case Operator::kInt8:
+      // Without error feedback the scale's pass is the finiteness check.
+      ok = Quantize(source, facts, out, encoded, addend);
+      break;
+    default:
+      if (options_.error_feedback) {  // the selection forms the sums (the *OfSum selections)
+        spare_.resize(residual_size_);
+        ok = Select(residual_, out, {}, input);
+        if (ok) residual_.swap(spare_);
+      } else {
+        ok = Select(source, out);
+        MURMUR_CHECK(ok || FirstNonFinite(input).has_value())
+            << "a selection saw a non-finite value the input lacks";
+      }
+      break;
+  }
+  if (!ok) {
+    out.Clear(options_.op, dimension);
+    return false;
+  }
+  DensifyIfSmaller(out);
+  return true;
+}
+
 Status Compressor::CompressInto(std::span<const float> input, Update& out,
                                 std::vector<std::byte>* encoded) {
   encoded_fresh_ = false;
-  const bool quantizer = options_.op == Operator::kQsgd || options_.op == Operator::kInt8;
-  const std::string_view name = OperatorName(options_.op);
   if (input.size() != residual_size_) {
     return InvalidArgumentError(fmt::format("compressor {}: input of {} values, dimension is {}",
-                                            name, input.size(), residual_size_));
+                                            OperatorName(options_.op), input.size(),
+                                            residual_size_));
   }
-  // A rejected input changes no state. With error feedback the sums are written into the spare
-  // buffer and checked (residual + input is NaN or infinite exactly when the input is or the sum
-  // overflows); only sums that all pass become the residual, by a swap. A selection forms and
-  // checks them while it selects; the others in a pass of their own first. Without error
-  // feedback, selections find a NaN or infinity in their own scan (selection.h), the
-  // quantizers in their scale's, and everything else checks first.
+  // A rejected input changes no state. With error feedback the sums are checked before they
+  // become the residual (SumWithResidual; a selection checks them while it selects). Without
+  // it, selections find a NaN or infinity in their own scan (selection.h), the quantizers in
+  // their scale's, and everything else checks first.
+  const bool quantizer = IsQuantizer(options_.op);
   std::span<const float> source = input;
+  std::span<const float> addend;  // the quantizers' input, summed again as they quantize
   SourceFacts facts;
-  // The selections form the sums in their own pass (the *OfSum selections).
-  const bool sum_in_selection = options_.error_feedback && HasThreshold(options_.op);
-  // The quantizers' sums are only read here (for their scale and finiteness): their pass forms
-  // them again as it quantizes (`addend`), so no sum is written and read back.
-  std::span<const float> addend;
-  if (options_.error_feedback && !sum_in_selection) {
-    if (!quantizer) spare_.resize(residual_size_);
-    const float* __restrict r = residual_.data();
-    const float* __restrict in = input.data();
-    float* __restrict sum = spare_.data();
-    // The sums' largest magnitude bits: a NaN or infinity has the largest, and int8's scale is
-    // this maximum. QSGD's scale, the sums' norm, is summed here too, in SquaredL2Norm's order.
-    uint32_t largest = 0;
-    auto scan = [&]<bool kWrite>() {
-      auto add = [&](size_t k) {
-        const float t = r[k] + in[k];
-        if constexpr (kWrite) sum[k] = t;
-        const uint32_t magnitude = std::bit_cast<uint32_t>(t) & 0x7FFFFFFFu;
-        largest = magnitude > largest ? magnitude : largest;
-        return t;
-      };
-      if (options_.op == Operator::kQsgd) {
-        Lanes squares;
-        ForEachLane(residual_size_, [&](size_t k, size_t l) {
-          const double t = add(k);
-          squares.v[l] += t * t;
-        });
-        facts.squared_norm = squares.Total();
-      } else {
-        for (size_t k = 0; k < residual_size_; ++k) add(k);
-      }
-    };
-    if (quantizer) {
-      scan.template operator()<false>();
-    } else {
-      scan.template operator()<true>();
-    }
-    if (largest >= 0x7F800000u) return RefusedInput(input);
-    facts.largest_bits = largest;
-    if (quantizer) {
-      addend = input;
-    } else {
-      residual_.swap(spare_);
-    }
+  if (options_.error_feedback && !HasThreshold(options_.op)) {
+    if (!SumWithResidual(input, facts)) return RefusedInput(input);
+    if (quantizer) addend = input;
     source = residual_;
   } else if (!HasThreshold(options_.op) && !quantizer) {
     if (FirstNonFinite(input)) return RefusedInput(input);
   }
-
-  if (quantizer) {
-    // Quantize overwrites every value: keeping the values' size spares a zeroing pass.
-    std::vector<float> values = std::move(out.values);
-    out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-    out.values = std::move(values);
-  } else {
-    out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-  }
-  switch (options_.op) {
-    case Operator::kNone:
-      out.dense = true;
-      out.values.assign(source.begin(), source.end());
-      out.format = ValueFormat::RawFloat32();
-      break;
-    case Operator::kFp16:
-      out.dense = true;
-      out.values.assign(source.begin(), source.end());
-      out.format = QuantizeFloats(out.values, 10);
-      break;
-    case Operator::kQsgd:
-    case Operator::kInt8:
-      // Without error feedback the scale's pass is the finiteness check.
-      if (!Quantize(source, facts, out, encoded, addend)) {
-        out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-        return RefusedInput(input);
-      }
-      DensifyIfSmaller(out);
-      break;
-    default:
-      if (sum_in_selection) {
-        spare_.resize(residual_size_);
-        if (!Select(residual_, out, {}, input)) {
-          out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-          return RefusedInput(input);
-        }
-        residual_.swap(spare_);
-      } else if (!Select(source, out)) {
-        MURMUR_CHECK(FirstNonFinite(input).has_value())
-            << "a selection saw a non-finite value the input lacks";
-        out.Clear(options_.op, static_cast<uint32_t>(residual_size_));
-        return RefusedInput(input);
-      }
-      DensifyIfSmaller(out);
-      break;
-  }
-
+  if (!Encode(source, facts, input, addend, out, encoded)) return RefusedInput(input);
   if (options_.error_feedback) {
     if (!quantizer) AddTo(out, -1.0f, residual_);  // the quantizers subtract in their pass
     if (options_.clip_multiple > 0 && (steps_ + 1) % options_.clip_every == 0 && threshold_ > 0) {
@@ -375,14 +378,10 @@ bool Compressor::Select(std::span<const float> source, Update& out,
   return true;
 }
 
-bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Update& out,
-                          std::vector<std::byte>* encoded, std::span<const float> addend) {
-  // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
-  // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
-  const bool qsgd = options_.op == Operator::kQsgd;
-  const uint32_t levels = qsgd ? options_.levels : 127;
+std::optional<double> Compressor::QuantizerScale(std::span<const float> source,
+                                                 SourceFacts facts) const {
   double scale = 0;
-  if (qsgd) {
+  if (options_.op == Operator::kQsgd) {
     scale = std::sqrt(facts.squared_norm ? *facts.squared_norm : SquaredL2Norm(source));
   } else {
     uint32_t largest_bits = facts.largest_bits;
@@ -395,15 +394,25 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
         largest_bits = bits > largest_bits ? bits : largest_bits;
       }
     }
-    if (largest_bits >= 0x7F800000u) return false;  // a NaN or infinity has the largest bits
+    if (largest_bits >= 0x7F800000u) return std::nullopt;  // a NaN or infinity: largest bits
     scale = static_cast<double>(std::bit_cast<float>(largest_bits));
   }
-  if (!std::isfinite(scale)) return false;  // a sum of squares of finite floats is finite
-  scale = std::min(scale, double{std::numeric_limits<float>::max()});
-  const double per_level = levels / scale;
+  if (!std::isfinite(scale)) return std::nullopt;  // a sum of squares of finite floats is finite
+  return std::min(scale, double{std::numeric_limits<float>::max()});
+}
+
+bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Update& out,
+                          std::vector<std::byte>* encoded, std::span<const float> addend) {
+  // QSGD (Alistarh et al. 2017, §3.1): level l = floor(s |v|/scale) rounded up with probability
+  // equal to the remainder, so E[value] = v exactly (up to float rounding of the level value).
+  const bool qsgd = options_.op == Operator::kQsgd;
+  const uint32_t levels = qsgd ? options_.levels : 127;
+  const std::optional<double> scale = QuantizerScale(source, facts);
+  if (!scale.has_value()) return false;
+  const double per_level = levels / *scale;
   // Rescaled QSGD sends the same levels with a smaller unit: scale / (1 + variance factor).
   const auto scale_f = static_cast<float>(
-      qsgd && options_.rescale ? scale / (1 + QsgdVarianceFactor(source.size(), levels)) : scale);
+      qsgd && options_.rescale ? *scale / (1 + QsgdVarianceFactor(source.size(), levels)) : *scale);
   out.format.coding = ValueCoding::kLevels;
   out.format.levels = levels;
   out.format.scale = scale_f;
@@ -411,13 +420,8 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   float* residual = options_.error_feedback ? residual_.data() : nullptr;
   if (residual != nullptr) MURMUR_CHECK(source.data() == residual);
   MURMUR_CHECK(addend.empty() || (residual != nullptr && addend.size() == source.size()));
-  // The sums written into the residual, where a form reads the source alone.
-  auto add_addend = [&] {
-    for (size_t k = 0; k < addend.size(); ++k) residual[k] = residual[k] + addend[k];
-    addend = {};
-  };
   if (scale_f == 0) {  // nothing to send: an empty sparse update (and nothing to subtract)
-    add_addend();
+    for (size_t k = 0; k < addend.size(); ++k) residual[k] = residual[k] + addend[k];
     out.values.clear();
     return true;
   }
@@ -428,37 +432,45 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   // step and index), so a host and a device node quantize the same vector to the same levels.
   const uint64_t seed = kernels::Mix64(options_.seed ^ (steps_ * 0x9e3779b97f4a7c15ULL));
   internal::LevelPass pass{source,
-                                 levels,
-                                 kernels::MakeLevelScale(per_level),
-                                 kernels::LevelSeed(seed),
-                                 scale_f,
-                                 tabled ? table.data() : nullptr};
-  // With b bits per value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8
-  // dense, so it is built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
-  const size_t n = source.size();
-  const auto bits_per_value = static_cast<size_t>(out.format.BitsPerValue());
-  const size_t sparse_below = SparseBelow(n, out.format);
+                           levels,
+                           kernels::MakeLevelScale(per_level),
+                           kernels::LevelSeed(seed),
+                           scale_f,
+                           tabled ? table.data() : nullptr};
+  pass.addend = addend.empty() ? nullptr : addend.data();
   // The sparse form goes first when the last step's levels were few (under 1 in 8): it writes
   // only them; denser, appending each costs more than the dense pass and its compaction. An
   // attempt that fills up costs a pass. With error feedback it forms the sums in its own pass
   // and writes them into the residual.
-  pass.addend = addend.empty() ? nullptr : addend.data();
-  if (sparse_first_) {
-    size_t summed = 0;
-    if (internal::QuantizeSparse(pass, sparse_below, out.indices, out.values, residual, &summed)) {
-      out.dense = false;
-      if (residual != nullptr) {
-        for (size_t k = 0; k < out.indices.size(); ++k) residual[out.indices[k]] -= out.values[k];
-      }
-      sparse_first_ = out.indices.size() < n / 8;
-      return true;
+  if (sparse_first_ && QuantizeSparseFirst(pass, out, residual)) return true;
+  QuantizeDenseForm(pass, out, encoded, residual, tabled);
+  return true;
+}
+
+bool Compressor::QuantizeSparseFirst(internal::LevelPass& pass, Update& out, float* residual) {
+  // With b bits per value a bitmap-indexed sparse form costs d/8 + nnz b/8 bytes against d b/8
+  // dense, so it is built only when nnz < d (1 - 1/b); DensifyIfSmaller then decides exactly.
+  const size_t n = pass.source.size();
+  size_t summed = 0;
+  if (internal::QuantizeSparse(pass, SparseBelow(n, out.format), out.indices, out.values, residual,
+                               &summed)) {
+    out.dense = false;
+    if (residual != nullptr) {
+      for (size_t k = 0; k < out.indices.size(); ++k) residual[out.indices[k]] -= out.values[k];
     }
-    if (!addend.empty()) {  // it gave up: the sums past `summed`, and the dense pass reads them
-      for (size_t k = summed; k < addend.size(); ++k) residual[k] = residual[k] + addend[k];
-      addend = {};
-      pass.addend = nullptr;
-    }
+    sparse_first_ = out.indices.size() < n / 8;
+    return true;
   }
+  if (pass.addend != nullptr) {  // it gave up: the sums past `summed`, for the dense pass
+    for (size_t k = summed; k < n; ++k) residual[k] = residual[k] + pass.addend[k];
+    pass.addend = nullptr;
+  }
+  return false;
+}
+
+void Compressor::QuantizeDenseForm(const internal::LevelPass& pass, Update& out,
+                                   std::vector<std::byte>* encoded, float* residual, bool tabled) {
+  const size_t n = pass.source.size();
   out.dense = true;
   out.indices.clear();
   out.values.resize(n);
@@ -466,7 +478,7 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   uint8_t* codes = nullptr;
   std::byte* header = nullptr;
   std::optional<internal::PayloadHash> hash;
-  if (encoded != nullptr && tabled && bits_per_value == 8) {
+  if (encoded != nullptr && tabled && out.format.BitsPerValue() == 8) {
     header = internal::PrepareBytes(out, *encoded);
     codes = reinterpret_cast<uint8_t*>(header + kUpdateHeaderBytes);
     hash.emplace();
@@ -474,12 +486,11 @@ bool Compressor::Quantize(std::span<const float> source, SourceFacts facts, Upda
   const size_t nonzero =
       internal::QuantizeDense(pass, out.values, codes, hash ? &*hash : nullptr, residual);
   sparse_first_ = nonzero < n / 8;
-  if (SparsifyIfSmaller(out, nonzero)) return true;
+  if (SparsifyIfSmaller(out, nonzero)) return;
   if (hash) {
     hash->Finish(header);
     encoded_fresh_ = true;
   }
-  return true;
 }
 
 }  // namespace murmur::coding

@@ -40,6 +40,10 @@
 
 namespace murmur::coding {
 
+namespace internal {
+struct LevelPass;
+}  // namespace internal
+
 struct AdaptiveThresholdOptions {
   double min_density = 1e-4;           // fraction of entries sent; below: lower tau
   double max_density = 1e-2;           // above: raise tau
@@ -141,6 +145,22 @@ class Compressor {
   // and the residual becomes sum - value.
   bool Quantize(std::span<const float> source, SourceFacts facts, Update& out,
                 std::vector<std::byte>* encoded, std::span<const float> addend = {});
+  // The quantizer's scale (QSGD: the L2 norm; int8: max |v|); none for a non-finite source.
+  std::optional<double> QuantizerScale(std::span<const float> source, SourceFacts facts) const;
+  // The sparse form, tried first: true when it fit (then done); else the residual holds every
+  // sum and `pass` reads it alone.
+  bool QuantizeSparseFirst(internal::LevelPass& pass, Update& out, float* residual);
+  // The dense form (int8 writes its wire bytes in the same pass), sparsified if smaller.
+  void QuantizeDenseForm(const internal::LevelPass& pass, Update& out,
+                         std::vector<std::byte>* encoded, float* residual, bool tabled);
+  // Error feedback's residual + input for the operators that do not select: false (nothing
+  // changed) when a sum is not finite; else `facts` describe the sums and, but for the
+  // quantizers, the sums are the residual.
+  bool SumWithResidual(std::span<const float> input, SourceFacts& facts);
+  // The operator's pass into `out`; false (out cleared) when it met a NaN or infinity.
+  bool Encode(std::span<const float> source, SourceFacts facts, std::span<const float> input,
+              std::span<const float> addend, Update& out, std::vector<std::byte>* encoded);
+  static bool IsQuantizer(Operator op) { return op == Operator::kQsgd || op == Operator::kInt8; }
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.
   Status RefusedInput(std::span<const float> input) const;

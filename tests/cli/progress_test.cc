@@ -70,7 +70,7 @@ TEST(SummaryTest, JsonIsOneParseableObjectWithTheHeadlineFigures) {
   s.test = {0.38, 0.8666, 10000};
   s.test_per_epoch = {s.test};
   const RunInfo info{"fashion-mnist", "784-256-128-10 softmax-ce", 235146, 60000, 10000};
-  const std::string json = SummaryJson(info, s);
+  const std::string json = SummaryJson(info, s).dump();
   EXPECT_EQ(json.find('\n'), std::string::npos);
   auto j = nlohmann::json::parse(json);
   EXPECT_DOUBLE_EQ(j["test_accuracy"].get<double>(), 0.8666);
@@ -78,7 +78,7 @@ TEST(SummaryTest, JsonIsOneParseableObjectWithTheHeadlineFigures) {
   EXPECT_EQ(j["per_epoch"].size(), 1u);
   // Regression has no accuracy: JSON null, not NaN (which is not JSON).
   s.test.accuracy = NAN;
-  EXPECT_TRUE(nlohmann::json::parse(SummaryJson(info, s))["test_accuracy"].is_null());
+  EXPECT_TRUE(nlohmann::json::parse(SummaryJson(info, s).dump())["test_accuracy"].is_null());
   EXPECT_NE(SummaryText(info, s).find("test accuracy  n/a"), std::string::npos);
 }
 
