@@ -271,9 +271,8 @@ Status DeviceCompressor::SubtractSent(const Update& out) {
   return AddTo(device_, out, -1.0f, residual_.span(), selection_);
 }
 
-Status DeviceCompressor::Compress(std::span<const float> input, Update& out) {
+StatusOr<std::span<const float>> DeviceCompressor::CheckedSource(std::span<const float> input) {
   const std::string_view name = OperatorName(options_.op);
-  transfer_bytes_ = 0;
   if (input.size() != dimension_) {
     return InvalidArgumentError(fmt::format("compressor {} on {}: input of {} values, dimension "
                                             "is {}",
@@ -286,22 +285,53 @@ Status DeviceCompressor::Compress(std::span<const float> input, Update& out) {
                                             "values; nothing was compressed",
                                             name, device_.ToString(), bad));
   }
-  std::span<const float> source = input;
-  if (options_.error_feedback) {
-    // source = residual + input in a scratch buffer, so a rejected step leaves the residual as
-    // it was.
-    MURMUR_RETURN_IF_ERROR(kernels::Copy<float>(device_, source_.span(), device_,
-                                                std::span<const float>(residual_.span())));
-    MURMUR_RETURN_IF_ERROR(kernels::Axpy(device_, 1.0f, input, source_.span()));
-    MURMUR_RETURN_IF_ERROR(kernels::CountNonFinite(device_, source_.span(), &bad));
-    if (bad > 0) {
-      return InvalidArgumentError(fmt::format("compressor {}: residual + input overflows float; "
-                                              "input rejected",
-                                              name));
-    }
-    source = source_.span();
+  if (!options_.error_feedback) return input;
+  // source = residual + input in a scratch buffer, so a rejected step leaves the residual as it
+  // was.
+  MURMUR_RETURN_IF_ERROR(kernels::Copy<float>(device_, source_.span(), device_,
+                                              std::span<const float>(residual_.span())));
+  MURMUR_RETURN_IF_ERROR(kernels::Axpy(device_, 1.0f, input, source_.span()));
+  MURMUR_RETURN_IF_ERROR(kernels::CountNonFinite(device_, source_.span(), &bad));
+  if (bad > 0) {
+    return InvalidArgumentError(
+        fmt::format("compressor {}: residual + input overflows float; "
+                    "input rejected",
+                    name));
   }
+  return std::span<const float>(source_.span());
+}
 
+Status DeviceCompressor::Select(std::span<const float> source, Update& out) {
+  float tau = 0;
+  if (options_.op == Operator::kTopK) {
+    MURMUR_RETURN_IF_ERROR(SelectTopK(source, KeptCount(), out));
+  } else if (options_.op == Operator::kSampledTopK) {
+    MURMUR_RETURN_IF_ERROR(SelectSampled(source, KeptCount(), out));
+  } else {
+    tau = options_.adaptive ? adaptive_.tau() : options_.tau;
+    MURMUR_RETURN_IF_ERROR(SelectAtLeast(source, tau, out));
+  }
+  if (options_.op == Operator::kOneBit) {
+    for (float& v : out.values) v = std::copysign(tau, v);
+    out.format.coding = ValueCoding::kSign;
+    out.format.scale = tau;
+    threshold_ = tau;
+    return OkStatus();
+  }
+  if (HasThresholdOp(options_.op) && tau > 0) {
+    threshold_ = tau;
+  } else {
+    float smallest = out.values.empty() ? 0.0f : std::numeric_limits<float>::max();
+    for (float v : out.values) smallest = std::min(smallest, std::fabs(v));
+    threshold_ = smallest;
+  }
+  out.format = QuantizeFloats(out.values, options_.mantissa_bits);
+  return OkStatus();
+}
+
+Status DeviceCompressor::Compress(std::span<const float> input, Update& out) {
+  transfer_bytes_ = 0;
+  MURMUR_ASSIGN_OR_RETURN(const std::span<const float> source, CheckedSource(input));
   out.Clear(options_.op, static_cast<uint32_t>(dimension_));
   switch (options_.op) {
     case Operator::kNone:
@@ -318,36 +348,11 @@ Status DeviceCompressor::Compress(std::span<const float> input, Update& out) {
       MURMUR_RETURN_IF_ERROR(Quantize(source, out));
       DensifyIfSmaller(out);
       break;
-    default: {
-      float tau = 0;
-      if (options_.op == Operator::kTopK) {
-        MURMUR_RETURN_IF_ERROR(SelectTopK(source, KeptCount(), out));
-      } else if (options_.op == Operator::kSampledTopK) {
-        MURMUR_RETURN_IF_ERROR(SelectSampled(source, KeptCount(), out));
-      } else {
-        tau = options_.adaptive ? adaptive_.tau() : options_.tau;
-        MURMUR_RETURN_IF_ERROR(SelectAtLeast(source, tau, out));
-      }
-      if (options_.op == Operator::kOneBit) {
-        for (float& v : out.values) v = std::copysign(tau, v);
-        out.format.coding = ValueCoding::kSign;
-        out.format.scale = tau;
-        threshold_ = tau;
-      } else {
-        if (HasThresholdOp(options_.op) && tau > 0) {
-          threshold_ = tau;
-        } else {
-          float smallest = out.values.empty() ? 0.0f : std::numeric_limits<float>::max();
-          for (float v : out.values) smallest = std::min(smallest, std::fabs(v));
-          threshold_ = smallest;
-        }
-        out.format = QuantizeFloats(out.values, options_.mantissa_bits);
-      }
+    default:
+      MURMUR_RETURN_IF_ERROR(Select(source, out));
       DensifyIfSmaller(out);
       break;
-    }
   }
-
   if (options_.error_feedback) {
     // residual = source - sent: the scratch becomes the residual, then loses what was sent.
     std::swap(residual_, source_);

@@ -68,6 +68,11 @@ class DeviceCompressor {
   Status SelectSampled(std::span<const float> source, size_t k, Update& out);
   Status SelectAtLeast(std::span<const float> source, float tau, Update& out);
   Status Quantize(std::span<const float> source, Update& out);
+  // The input checked (size, finiteness) and, with error feedback, residual + input in the
+  // scratch buffer (checked too): what the operator compresses.
+  StatusOr<std::span<const float>> CheckedSource(std::span<const float> input);
+  // The selections (top-k, DGC, threshold, one-bit) into `out`, and the threshold they met.
+  Status Select(std::span<const float> source, Update& out);
   Status Fp16(std::span<const float> source, Update& out);
   // residual -= out (the values every receiver decodes), on the device.
   Status SubtractSent(const Update& out);

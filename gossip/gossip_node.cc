@@ -100,19 +100,7 @@ std::string_view GossipNode::Check(const Incoming& m) const {
 
 void GossipNode::Step(const Incoming& m, TimePoint now) {
   if (const std::string_view why = Check(m); !why.empty()) {
-    // A member that just joined (or restarted) may send before this node's view has it: its
-    // messages wait, a bounded few and briefly, for the view instead of being refused. A
-    // member this node holds dead or gone is refused at once.
-    // Held: at most kMaxDeferred messages and two dense models' bytes.
-    if (MayPassLater(why) && m.from != o_.self && !KnownGone(m.from, m.incarnation) &&
-        deferred_.size() < kMaxDeferred &&
-        deferred_bytes_ + m.frame.size() <= 2 * x_.size() * sizeof(float)) {
-      Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
-      d.message.frame = {};
-      deferred_bytes_ += d.bytes.size();
-      deferred_.push_back(std::move(d));
-      return;
-    }
+    if (Defer(m, why, now)) return;
     return Reject(why, m.from, "clock " + std::to_string(m.step_clock) + ", incarnation " +
                                    std::to_string(m.incarnation));
   }
@@ -138,43 +126,70 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
            "a CodedReduce message in gossip mode: is every node started with the same --mode?");
     return;
   } else if (choco_) {
-    const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
-    ++s_.verdicts[ChocoVerdictName(result.verdict)];
-    if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
-        u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0) {
-      peer_consensus_[m.from] = u->consensus;
-    }
-    if (observer_ != nullptr) {
-      if (result.verdict == ChocoVerdict::kApplied && std::holds_alternative<UpdateHeader>(m.payload)) {
-        observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));
-      } else if (result.verdict == ChocoVerdict::kAwaitingSnapshot ||
-                 result.verdict == ChocoVerdict::kStaleIncarnation) {
-        observer_->LateDropped();
-      }
-    }
-    for (ChocoOutgoing& out : choco_->TakeOutput()) {
-      Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
-    }
-    if (result.verdict == ChocoVerdict::kOutlier) {
-      Reject(kRejectOutlier, m.from, result.status.ToString());
-      return;
-    }
-    if (result.verdict == ChocoVerdict::kNotTracked || result.verdict == ChocoVerdict::kRateLimited) {
-      Reject(result.verdict == ChocoVerdict::kNotTracked ? kRejectUntracked : kRejectSnapshotRate,
-             m.from, result.status.ToString());
-      return;
-    }
-    if (result.verdict == ChocoVerdict::kRejected) {
-      Reject(result.failure == coding::DecodeFailure::kNone ? kRejectProtocol
-                                                            : coding::DecodeFailureName(result.failure),
-             m.from, result.status.ToString());
-      return;
-    }
-    sync_.Observe(m.from, m.step_clock);
+    if (!OnChocoMessage(m, now)) return;
   } else {
     return;  // still joining: the streams start afterwards
   }
   Advance(now);
+}
+
+// A member that just joined (or restarted) may send before this node's view has it: its
+// messages wait, a bounded few and briefly, for the view instead of being refused. A member this
+// node holds dead or gone is refused at once. Held: at most kMaxDeferred messages and two dense
+// models' bytes.
+bool GossipNode::Defer(const Incoming& m, std::string_view why, TimePoint now) {
+  if (!MayPassLater(why) || m.from == o_.self || KnownGone(m.from, m.incarnation) ||
+      deferred_.size() >= kMaxDeferred ||
+      deferred_bytes_ + m.frame.size() > 2 * x_.size() * sizeof(float)) {
+    return false;
+  }
+  Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
+  d.message.frame = {};
+  deferred_bytes_ += d.bytes.size();
+  deferred_.push_back(std::move(d));
+  return true;
+}
+
+// A CHOCO message to the gossip machine: its verdict counted and observed, its replies sent, a
+// refusal counted by reason. False when it was refused.
+bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
+  const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
+  ++s_.verdicts[ChocoVerdictName(result.verdict)];
+  const bool update = std::holds_alternative<UpdateHeader>(m.payload);
+  if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
+      u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0) {
+    peer_consensus_[m.from] = u->consensus;
+  }
+  if (observer_ != nullptr) {
+    if (result.verdict == ChocoVerdict::kApplied && update) {
+      observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));
+    } else if (result.verdict == ChocoVerdict::kAwaitingSnapshot ||
+               result.verdict == ChocoVerdict::kStaleIncarnation) {
+      observer_->LateDropped();
+    }
+  }
+  for (ChocoOutgoing& out : choco_->TakeOutput()) {
+    Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
+  }
+  switch (result.verdict) {
+    case ChocoVerdict::kOutlier:
+      Reject(kRejectOutlier, m.from, result.status.ToString());
+      return false;
+    case ChocoVerdict::kNotTracked:
+    case ChocoVerdict::kRateLimited:
+      Reject(result.verdict == ChocoVerdict::kNotTracked ? kRejectUntracked : kRejectSnapshotRate,
+             m.from, result.status.ToString());
+      return false;
+    case ChocoVerdict::kRejected:
+      Reject(result.failure == coding::DecodeFailure::kNone
+                 ? kRejectProtocol
+                 : coding::DecodeFailureName(result.failure),
+             m.from, result.status.ToString());
+      return false;
+    default:
+      sync_.Observe(m.from, m.step_clock);
+      return true;
+  }
 }
 
 std::span<const float> GossipNode::HostModel() {

@@ -296,6 +296,9 @@ class GossipNode {
   int64_t ScheduleSamples() const;  // the cluster's samples now, for the learning-rate schedule
   void Finish(TimePoint now);
   void AdvanceFinishing(TimePoint now);
+  // Holds a message that may pass once the view has its sender; false when it may not wait.
+  bool Defer(const Incoming& m, std::string_view why, TimePoint now);
+  bool OnChocoMessage(const Incoming& m, TimePoint now);
   void OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now);
   void EmitFinishOutput();
   // Creates the consensus finish (when it is on) before training, or when a member's finish

@@ -12,6 +12,100 @@
 
 namespace murmur::node {
 
+namespace {
+
+// The evaluation batches of a dataset: rows [begin, begin + n) as a Batch in host memory, or
+// copied to the model's device.
+template <typename T>
+class EvalBatches {
+ public:
+  EvalBatches(const kernels::Device& device, const Dataset& data) : device_(device), data_(data) {}
+
+  // Room on a GPU for batches of up to `rows` rows.
+  Status Reserve(int64_t rows) {
+    if (device_.is_cpu()) return OkStatus();
+    const auto n = static_cast<size_t>(rows);
+    MURMUR_ASSIGN_OR_RETURN(device_x_, kernels::Buffer<T>::Create(device_, n * data_.cols));
+    MURMUR_ASSIGN_OR_RETURN(device_labels_, kernels::Buffer<int32_t>::Create(device_, n));
+    MURMUR_ASSIGN_OR_RETURN(device_targets_, kernels::Buffer<T>::Create(device_, n));
+    return OkStatus();
+  }
+
+  StatusOr<Batch<T>> Rows(int64_t begin, int64_t n) {
+    Batch<T> batch;
+    if constexpr (std::is_same_v<T, float>) {
+      if (data_.compact()) {
+        x_.resize(static_cast<size_t>(n * data_.cols));
+        data_.RowsInto(begin, n, x_);
+        batch.x = kernels::ConstMatrixView<T>(x_.data(), n, data_.cols);
+      } else {
+        batch.x = data_.Features().RowBlock(begin, n);
+      }
+    } else {  // gradient checks evaluate in double: convert this block
+      std::vector<float> block(static_cast<size_t>(n * data_.cols));
+      data_.RowsInto(begin, n, block);
+      x_.assign(block.begin(), block.end());
+      batch.x = kernels::ConstMatrixView<T>(x_.data(), n, data_.cols);
+    }
+    if (data_.task == TaskKind::kMulticlass) {
+      batch.labels = std::span<const int32_t>(data_.labels.data() + begin, static_cast<size_t>(n));
+    } else {
+      targets_.assign(data_.targets.begin() + begin, data_.targets.begin() + begin + n);
+      batch.targets = targets_;
+    }
+    if (!device_.is_cpu()) MURMUR_RETURN_IF_ERROR(ToDevice(batch, n));
+    return batch;
+  }
+
+ private:
+  Status ToDevice(Batch<T>& batch, int64_t n) {
+    const auto rows = static_cast<size_t>(n);
+    const kernels::Device host = kernels::Device::Cpu();
+    MURMUR_RETURN_IF_ERROR(kernels::Copy<T>(device_, device_x_.span().first(rows * data_.cols),
+                                            host, {batch.x.data, rows * data_.cols}));
+    batch.x = kernels::ConstMatrixView<T>(device_x_.data(), n, data_.cols);
+    if (!batch.labels.empty()) {
+      MURMUR_RETURN_IF_ERROR(
+          kernels::Copy<int32_t>(device_, device_labels_.span().first(rows), host, batch.labels));
+      batch.labels = device_labels_.span().first(rows);
+    } else {
+      MURMUR_RETURN_IF_ERROR(
+          kernels::Copy<T>(device_, device_targets_.span().first(rows), host, batch.targets));
+      batch.targets = device_targets_.span().first(rows);
+    }
+    return OkStatus();
+  }
+
+  kernels::Device device_;
+  const Dataset& data_;
+  std::vector<T> x_;
+  std::vector<T> targets_;
+  kernels::Buffer<T> device_x_;
+  kernels::Buffer<int32_t> device_labels_;
+  kernels::Buffer<T> device_targets_;
+};
+
+// Rows of `outputs` (host memory) classified right, for rows [begin, begin + outputs.rows).
+template <typename T>
+int64_t CountCorrect(kernels::ConstMatrixView<T> outputs, const Dataset& data, int64_t begin) {
+  int64_t correct = 0;
+  for (int64_t r = 0; r < outputs.rows; ++r) {
+    const auto row = static_cast<size_t>(begin + r);
+    if (data.task == TaskKind::kMulticlass) {
+      int best = 0;
+      for (int64_t c = 1; c < outputs.cols; ++c) {
+        if (outputs(r, c) > outputs(r, best)) best = static_cast<int>(c);
+      }
+      correct += best == data.labels[row];
+    } else if (data.task == TaskKind::kBinary) {
+      correct += (outputs(r, 0) > 0) == (data.targets[row] > 0.5f);
+    }
+  }
+  return correct;
+}
+
+}  // namespace
+
 template <typename T>
 StatusOr<Evaluation> Evaluate(Model<T>& model, std::span<const T> params, const Dataset& data,
                               int64_t batch_size) {
@@ -23,79 +117,22 @@ StatusOr<Evaluation> Evaluate(Model<T>& model, std::span<const T> params, const 
     return out;
   }
   const kernels::Device device = model.device();
-  const bool host = device.is_cpu();
-  std::vector<T> x;
-  std::vector<T> targets;
-  // A GPU's copies of one batch.
-  kernels::Buffer<T> device_x;
-  kernels::Buffer<int32_t> device_labels;
-  kernels::Buffer<T> device_targets;
-  if (!host) {
-    const auto n = static_cast<size_t>(std::min(batch_size, data.rows));
-    MURMUR_ASSIGN_OR_RETURN(device_x, kernels::Buffer<T>::Create(device, n * data.cols));
-    MURMUR_ASSIGN_OR_RETURN(device_labels, kernels::Buffer<int32_t>::Create(device, n));
-    MURMUR_ASSIGN_OR_RETURN(device_targets, kernels::Buffer<T>::Create(device, n));
-  }
+  EvalBatches<T> batches(device, data);
+  MURMUR_RETURN_IF_ERROR(batches.Reserve(std::min(batch_size, data.rows)));
   double loss_sum = 0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < data.rows; begin += batch_size) {
     const int64_t n = std::min(batch_size, data.rows - begin);
-    Batch<T> batch;
-    if constexpr (std::is_same_v<T, float>) {
-      if (data.compact()) {
-        x.resize(static_cast<size_t>(n * data.cols));
-        data.RowsInto(begin, n, x);
-        batch.x = kernels::ConstMatrixView<T>(x.data(), n, data.cols);
-      } else {
-        batch.x = data.Features().RowBlock(begin, n);
-      }
-    } else {  // gradient checks evaluate in double: convert this block
-      std::vector<float> block(static_cast<size_t>(n * data.cols));
-      data.RowsInto(begin, n, block);
-      x.assign(block.begin(), block.end());
-      batch.x = kernels::ConstMatrixView<T>(x.data(), n, data.cols);
-    }
-    if (data.task == TaskKind::kMulticlass) {
-      batch.labels = std::span<const int32_t>(data.labels.data() + begin, static_cast<size_t>(n));
-    } else {
-      targets.assign(data.targets.begin() + begin, data.targets.begin() + begin + n);
-      batch.targets = targets;
-    }
-    if (!host) {
-      const auto rows = static_cast<size_t>(n);
-      MURMUR_RETURN_IF_ERROR(kernels::Copy<T>(device, device_x.span().first(rows * data.cols),
-                                              kernels::Device::Cpu(),
-                                              {batch.x.data, rows * data.cols}));
-      batch.x = kernels::ConstMatrixView<T>(device_x.data(), n, data.cols);
-      if (!batch.labels.empty()) {
-        MURMUR_RETURN_IF_ERROR(kernels::Copy<int32_t>(device, device_labels.span().first(rows),
-                                                      kernels::Device::Cpu(), batch.labels));
-        batch.labels = device_labels.span().first(rows);
-      } else {
-        MURMUR_RETURN_IF_ERROR(kernels::Copy<T>(device, device_targets.span().first(rows),
-                                                kernels::Device::Cpu(), batch.targets));
-        batch.targets = device_targets.span().first(rows);
-      }
-    }
+    MURMUR_ASSIGN_OR_RETURN(Batch<T> batch, batches.Rows(begin, n));
     MURMUR_ASSIGN_OR_RETURN(T loss, model.LossAndGradient(params, batch, {}));
     loss_sum += static_cast<double>(loss) * static_cast<double>(n);
     std::vector<T> copied;
     kernels::ConstMatrixView<T> outputs = model.LastOutputs();
-    if (!host) {
+    if (!device.is_cpu()) {
       MURMUR_ASSIGN_OR_RETURN(copied, model.LastOutputsOnHost());
       outputs = kernels::ConstMatrixView<T>(copied.data(), outputs.rows, outputs.cols);
     }
-    for (int64_t r = 0; r < n; ++r) {
-      if (data.task == TaskKind::kMulticlass) {
-        int best = 0;
-        for (int64_t c = 1; c < outputs.cols; ++c) {
-          if (outputs(r, c) > outputs(r, best)) best = static_cast<int>(c);
-        }
-        correct += best == data.labels[static_cast<size_t>(begin + r)];
-      } else if (data.task == TaskKind::kBinary) {
-        correct += (outputs(r, 0) > 0) == (data.targets[static_cast<size_t>(begin + r)] > 0.5f);
-      }
-    }
+    correct += CountCorrect(outputs, data, begin);
   }
   out.loss = loss_sum / static_cast<double>(data.rows);
   out.accuracy = data.task == TaskKind::kRegression
