@@ -129,14 +129,23 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     o.view_interval = std::chrono::milliseconds(c.view_interval_ms);
     o.sample_every = std::chrono::milliseconds(c.sample_ms);
     o.seed = c.gossip.train.seed;
-    const bool sync = o.kind == SimKind::kSync;
-    int roots = 0;
-    if (sync) {
+    MURMUR_ASSIGN_OR_RETURN(const int roots, AddModeOptions(c, o));
+    if (c.cores > 0 && o.kind == SimKind::kMembership) {
+      return InvalidArgumentError(
+          "cores applies to the training modes (membership computes nothing)");
+    }
+    MURMUR_RETURN_IF_ERROR(AddInjections(c, roots, o));
+    return o;
+  }
+
+  // The synchronous plan or the gossip machine's options; returns how many ranks are roots.
+  StatusOr<int> AddModeOptions(const SimConfig& c, sim::SimOptions& o) {
+    if (o.kind == SimKind::kSync) {
       const gossip::Mode mode = *gossip::ParseMode(c.mode);
       MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan, SyncPlanFrom(mode, c.coded));
       MURMUR_ASSIGN_OR_RETURN(CodedTrainerOptions coded, CodedOptionsFrom(mode, c.coded, c.gossip));
       o.nodes = static_cast<size_t>(plan.processes);
-      roots = static_cast<int>(plan.processes - plan.workers);
+      const auto roots = static_cast<int>(plan.processes - plan.workers);
       o.sync = coded.node;
       o.plan = std::move(plan);
       if (!c.crash.empty() || !c.join.empty()) {
@@ -144,17 +153,21 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
             "crash and join apply to gossip and membership (a synchronous "
             "run needs every rank from start to end)");
       }
-    } else if (o.kind == SimKind::kGossip) {
+      return roots;
+    }
+    if (o.kind == SimKind::kGossip) {
       MURMUR_ASSIGN_OR_RETURN(GossipTrainerOptions g, GossipOptionsFrom(c.gossip));
       o.gossip = g.node;
       o.per_node_init = g.per_node_init;
       train_ = g.train;  // its learning-rate schedule resolved ("auto": cosine with a budget)
       if (o.gossip.expect_members <= 0) o.gossip.expect_members = c.nodes;
     }
-    if (c.cores > 0 && o.kind == SimKind::kMembership) {
-      return InvalidArgumentError(
-          "cores applies to the training modes (membership computes nothing)");
-    }
+    return 0;
+  }
+
+  // Stragglers, crashes and late joins, by node.
+  Status AddInjections(const SimConfig& c, int roots, sim::SimOptions& o) {
+    const bool sync = o.kind == SimKind::kSync;
     if (!c.straggle.empty()) {
       if (o.kind == SimKind::kMembership) {
         return InvalidArgumentError(
@@ -169,19 +182,17 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
         o.straggle[static_cast<size_t>(index)] = *s;
       }
     }
+    auto duration = [](double seconds) {
+      return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+    };
     MURMUR_ASSIGN_OR_RETURN(auto crashes, ParseCrashList(c.crash, static_cast<int>(o.nodes)));
     for (const CrashPlan& p : crashes) {
-      o.crashes.push_back(
-          {static_cast<size_t>(p.index),
-           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.at)),
-           std::chrono::duration_cast<Duration>(std::chrono::duration<double>(p.down))});
+      o.crashes.push_back({static_cast<size_t>(p.index), duration(p.at), duration(p.down)});
     }
     MURMUR_ASSIGN_OR_RETURN(auto joins, ParseJoinList(c.join, static_cast<int>(o.nodes)));
-    for (const JoinPlan& j : joins) {
-      o.joins.push_back({static_cast<size_t>(j.index), std::chrono::duration_cast<Duration>(
-                                                           std::chrono::duration<double>(j.at))});
-    }
-    return o;
+    for (const JoinPlan& j : joins)
+      o.joins.push_back({static_cast<size_t>(j.index), duration(j.at)});
+    return OkStatus();
   }
 
   // The workload, and the schedule, budget and batch that depend on its data set.

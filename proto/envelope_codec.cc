@@ -156,6 +156,37 @@ void SetPayload(wire::Envelope::Payload::Builder p, const gossip::Payload& paylo
       payload);
 }
 
+gossip::UpdateHeader ReadUpdate(wire::UpdateHeader::Reader r) {
+  // NaN would compare unequal to itself after a round trip and poison a neighbour's average
+  // (found by fuzz/fuzz_envelope.cc); the node bounds the finite range (gossip_node.h).
+  if (!std::isfinite(r.getConsensus())) {
+    throw Refusal{Rejection::kInvalidField,
+                  InvalidArgumentError("update header has a non-finite consensus estimate")};
+  }
+  return gossip::UpdateHeader{r.getRound(), r.getBaseSequence(), r.getDimension(),
+                              r.getDense(), r.getFromInitial(),  r.getConsensus()};
+}
+
+gossip::CodedMessage ReadCoded(wire::CodedMessage::Reader r) {
+  const auto kind = static_cast<uint16_t>(r.getKind());
+  if (kind > static_cast<uint16_t>(gossip::CodedMessage::Kind::kPartialGradient)) {
+    throw Refusal{Rejection::kInvalidField,
+                  InvalidArgumentError("coded message has unknown kind " + std::to_string(kind))};
+  }
+  return gossip::CodedMessage{static_cast<gossip::CodedMessage::Kind>(kind), r.getIteration(),
+                              r.getTreePosition(), r.getDimension()};
+}
+
+gossip::FinishMessage ReadFinish(wire::FinishMessage::Reader r) {
+  const auto kind = static_cast<uint16_t>(r.getKind());
+  if (kind > static_cast<uint16_t>(gossip::FinishMessage::Kind::kResult)) {
+    throw Refusal{Rejection::kInvalidField,
+                  InvalidArgumentError("finish message has unknown kind " + std::to_string(kind))};
+  }
+  return gossip::FinishMessage{static_cast<gossip::FinishMessage::Kind>(kind), r.getDimension(),
+                               r.getContributors(), r.getCollector()};
+}
+
 gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimits& limits) {
   using W = wire::Envelope::Payload;
   switch (p.which()) {
@@ -185,17 +216,8 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
     }
     case W::LEAVE:
       return gossip::Leave{};
-    case W::UPDATE: {
-      auto r = p.getUpdate();
-      // NaN would compare unequal to itself after a round trip and poison a neighbour's average
-      // (found by fuzz/fuzz_envelope.cc); the node bounds the finite range (gossip_node.h).
-      if (!std::isfinite(r.getConsensus())) {
-        throw Refusal{Rejection::kInvalidField,
-                      InvalidArgumentError("update header has a non-finite consensus estimate")};
-      }
-      return gossip::UpdateHeader{r.getRound(), r.getBaseSequence(), r.getDimension(),
-                                  r.getDense(), r.getFromInitial(),  r.getConsensus()};
-    }
+    case W::UPDATE:
+      return ReadUpdate(p.getUpdate());
     case W::SNAPSHOT_REQUEST: {
       auto r = p.getSnapshotRequest();
       return gossip::SnapshotRequest{r.getFromSequence(), r.getModel(), r.getReplay()};
@@ -204,27 +226,10 @@ gossip::Payload ReadPayload(wire::Envelope::Payload::Reader p, const DecodeLimit
       auto r = p.getSnapshotReply();
       return gossip::SnapshotReply{r.getRound(), r.getDimension(), r.getModel()};
     }
-    case W::CODED: {
-      auto r = p.getCoded();
-      const auto kind = static_cast<uint16_t>(r.getKind());
-      if (kind > static_cast<uint16_t>(gossip::CodedMessage::Kind::kPartialGradient)) {
-        throw Refusal{Rejection::kInvalidField,
-                      InvalidArgumentError("coded message has unknown kind " +
-                                           std::to_string(kind))};
-      }
-      return gossip::CodedMessage{static_cast<gossip::CodedMessage::Kind>(kind),
-                                  r.getIteration(), r.getTreePosition(), r.getDimension()};
-    }
-    case W::FINISH: {
-      auto r = p.getFinish();
-      const auto kind = static_cast<uint16_t>(r.getKind());
-      if (kind > static_cast<uint16_t>(gossip::FinishMessage::Kind::kResult)) {
-        throw Refusal{Rejection::kInvalidField,
-                      InvalidArgumentError("finish message has unknown kind " + std::to_string(kind))};
-      }
-      return gossip::FinishMessage{static_cast<gossip::FinishMessage::Kind>(kind), r.getDimension(),
-                                   r.getContributors(), r.getCollector()};
-    }
+    case W::CODED:
+      return ReadCoded(p.getCoded());
+    case W::FINISH:
+      return ReadFinish(p.getFinish());
   }
   throw Refusal{Rejection::kUnknownPayload,
                 FailedPreconditionError("envelope payload kind " +

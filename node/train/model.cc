@@ -143,16 +143,8 @@ StatusOr<ConstMatrixView<T>> Model<T>::Forward(std::span<const T> params, ConstM
 }
 
 template <typename T>
-StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>& batch,
-                                      std::span<T> grad) {
-  const bool want_grad = !grad.empty();
-  if (want_grad && static_cast<int64_t>(grad.size()) != num_params_) {
-    return InvalidArgumentError("gradient has " + std::to_string(grad.size()) +
-                                " entries, model has " + std::to_string(num_params_));
-  }
-  MURMUR_ASSIGN_OR_RETURN(ConstMatrixView<T> logits, Forward(params, batch.x));
-  const size_t last = NumLayers() - 1;
-  MatrixView<T> dlogits(deltas_[last].data(), logits.rows, logits.cols);
+StatusOr<T> Model<T>::Loss(ConstMatrixView<T> logits, const Batch<T>& batch, MatrixView<T> dlogits,
+                           bool want_grad) {
   T loss = 0;
   switch (spec_.loss) {
     case LossKind::kSoftmaxCrossEntropy:
@@ -181,9 +173,14 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
       }
       break;
   }
-  if (!want_grad) return loss;
+  return loss;
+}
 
+template <typename T>
+Status Model<T>::Backward(std::span<const T> params, const Batch<T>& batch, std::span<T> grad) {
   const int64_t rows = batch.x.rows;
+  const size_t last = NumLayers() - 1;
+  MatrixView<T> dlogits(deltas_[last].data(), rows, spec_.layer_sizes.back());
   if (!batch.weights.empty()) {
     if (static_cast<int64_t>(batch.weights.size()) != rows) {
       return InvalidArgumentError("batch has " + std::to_string(rows) + " rows and " +
@@ -194,8 +191,7 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
   // The last layer's bias gradient; each hidden layer's comes fused with its ReLU backward.
   MURMUR_RETURN_IF_ERROR(kernels::BiasGrad<T>(
       device_, ConstMatrixView<T>(dlogits),
-      std::span<T>(grad.data() + BiasOffset(NumLayers() - 1),
-                   static_cast<size_t>(spec_.layer_sizes.back()))));
+      std::span<T>(grad.data() + BiasOffset(last), static_cast<size_t>(spec_.layer_sizes.back()))));
   for (size_t l = NumLayers(); l-- > 0;) {
     const int64_t in = spec_.layer_sizes[l];
     const int64_t out = spec_.layer_sizes[l + 1];
@@ -217,6 +213,21 @@ StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>&
     MURMUR_RETURN_IF_ERROR(
         kernels::ReluBackwardBiasGrad<T>(device_, input, dinput, dinput, db_below));
   }
+  return OkStatus();
+}
+
+template <typename T>
+StatusOr<T> Model<T>::LossAndGradient(std::span<const T> params, const Batch<T>& batch,
+                                      std::span<T> grad) {
+  const bool want_grad = !grad.empty();
+  if (want_grad && static_cast<int64_t>(grad.size()) != num_params_) {
+    return InvalidArgumentError("gradient has " + std::to_string(grad.size()) +
+                                " entries, model has " + std::to_string(num_params_));
+  }
+  MURMUR_ASSIGN_OR_RETURN(ConstMatrixView<T> logits, Forward(params, batch.x));
+  MatrixView<T> dlogits(deltas_[NumLayers() - 1].data(), logits.rows, logits.cols);
+  MURMUR_ASSIGN_OR_RETURN(T loss, Loss(logits, batch, dlogits, want_grad));
+  if (want_grad) MURMUR_RETURN_IF_ERROR(Backward(params, batch, grad));
   return loss;
 }
 

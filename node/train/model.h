@@ -92,6 +92,11 @@ class Model {
   int64_t BiasOffset(size_t layer) const;
 
  private:
+  // The loss of `logits` and, when `want_grad`, its gradient into `dlogits` (the last delta).
+  StatusOr<T> Loss(kernels::ConstMatrixView<T> logits, const Batch<T>& batch,
+                   kernels::MatrixView<T> dlogits, bool want_grad);
+  // Back-propagation from the last delta into `grad` (weighted by the batch's sample weights).
+  Status Backward(std::span<const T> params, const Batch<T>& batch, std::span<T> grad);
   Model(ModelSpec spec, kernels::Device device);
   size_t NumLayers() const { return spec_.layer_sizes.size() - 1; }
   Status EnsureScratch(int64_t batch);
