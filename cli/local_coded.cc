@@ -94,54 +94,12 @@ class CodedLocal : public LocalMode {
   }
   void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
              const ReportOut& out) const override {
-    nlohmann::json late = nlohmann::json::array(), sent = nlohmann::json::array();
-    uint64_t rejected = 0, sent_total = 0;
-    for (const Child& c : cluster.children()) {
-      late.push_back(Finished(c) ? c.final_report.value("late_dropped", uint64_t{0}) : uint64_t{0});
-      // What each process put on the wire (every message kind), as far as it reported.
-      const nlohmann::json& last = c.final_report.is_object() ? c.final_report : c.progress;
-      const uint64_t bytes = last.is_object() ? last.value("bytes_sent", uint64_t{0}) : 0;
-      sent.push_back(bytes);
-      sent_total += bytes;
-      if (Finished(c)) rejected += c.final_report.value("rejected", uint64_t{0});
-    }
-    const nlohmann::json head = cluster.children()[0].final_report;
-    const bool have = head.is_object();
-    const std::vector<double> times =
-        have ? head["iteration_ms"].get<std::vector<double>>() : std::vector<double>{};
-    const auto [mean, p95] = MeanAndP95(times);
-    {
-      nlohmann::json j;
-      j["mode"] = std::string(gossip::ModeName(config_.mode));
-      j["n"] = config_.coded.n;
-      j["L"] = config_.coded.L;
-      j["s"] = config_.mode == Mode::kTree || config_.mode == Mode::kRing ? 0 : config_.coded.s;
-      j["workers"] = plan_.workers;
-      j["processes"] = plan_.processes;
-      j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
-      j["ok"] = ok;
-      j["iterations"] = have ? head["iteration"] : nlohmann::json(nullptr);
-      j["loss"] = have ? head["loss"] : nlohmann::json(nullptr);
-      j["accuracy"] = have ? head["accuracy"] : nlohmann::json(nullptr);
-      j["iteration_ms_mean"] = mean;
-      j["iteration_ms_p95"] = p95;
-      j["iteration_ms"] = times;
-      j["late_dropped"] = late;
-      j["rejected"] = rejected;
-      j["bytes_sent"] = sent;
-      j["bytes_sent_total"] = sent_total;
-      if (config_.mode == Mode::kPs) {
-        j["servers"] = plan_.ps.servers;
-        j["ps_sync"] = gossip::PsDescription(plan_.ps);
-        for (const char* key : {"applied", "staleness_mean", "staleness_max", "gated"}) {
-          j[key] = have && head.contains(key) ? head[key] : nlohmann::json(nullptr);
-        }
-      }
-      if (PrintJson(j, wall, killed, out)) return;
-    }
+    const RunFacts facts = Gather(cluster);
+    if (PrintJson(Json(facts, ok), wall, killed, out)) return;
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
-    if (have) {
+    const nlohmann::json& head = facts.head;
+    if (head.is_object()) {
       // The digits a reader compares (the JSON keeps every digit).
       // An async or SSP server counts every worker's gradient as an update (N per iteration).
       const bool per_gradient = config_.mode == Mode::kPs && plan_.ps.sync != gossip::PsSync::kFull;
@@ -149,7 +107,7 @@ class CodedLocal : public LocalMode {
                   head["iteration"].dump().c_str(),
                   per_gradient ? "updates, one per gradient" : "iterations",
                   Cell(head, "loss", "{:.5f}").c_str(), Cell(head, "accuracy", "{:.4f}").c_str());
-      std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", mean, p95);
+      std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", facts.mean_ms, facts.p95_ms);
       if (config_.mode == Mode::kPs && head.contains("applied")) {
         std::printf(
             "  server 0 applied %s gradients, staleness %s mean, %s max; %s replies held "
@@ -158,13 +116,76 @@ class CodedLocal : public LocalMode {
             head["staleness_max"].dump().c_str(), head["gated"].dump().c_str());
       }
     }
-    std::printf("  sent %.1f MB in all (every process, every message)\n", sent_total / 1e6);
+    std::printf("  sent %.1f MB in all (every process, every message)\n",
+                static_cast<double>(facts.sent_total) / 1e6);
     std::printf("  late answers dropped per node:");
-    for (const auto& l : late) std::printf(" %s", l.dump().c_str());
+    for (const auto& l : facts.late) std::printf(" %s", l.dump().c_str());
     std::printf("\n  %s\n", LogsLine(out).c_str());
   }
 
  private:
+  // What the processes reported at the end: the root's (rank 0's) report, and per process the
+  // late answers dropped and the bytes sent.
+  struct RunFacts {
+    nlohmann::json head;
+    nlohmann::json late = nlohmann::json::array(), sent = nlohmann::json::array();
+    uint64_t rejected = 0, sent_total = 0;
+    std::vector<double> times;
+    double mean_ms = 0, p95_ms = 0;
+  };
+
+  static RunFacts Gather(const LocalCluster& cluster) {
+    RunFacts f;
+    for (const Child& c : cluster.children()) {
+      f.late.push_back(Finished(c) ? c.final_report.value("late_dropped", uint64_t{0})
+                                   : uint64_t{0});
+      // What each process put on the wire (every message kind), as far as it reported.
+      const nlohmann::json& last = c.final_report.is_object() ? c.final_report : c.progress;
+      const uint64_t bytes = last.is_object() ? last.value("bytes_sent", uint64_t{0}) : 0;
+      f.sent.push_back(bytes);
+      f.sent_total += bytes;
+      if (Finished(c)) f.rejected += c.final_report.value("rejected", uint64_t{0});
+    }
+    f.head = cluster.children()[0].final_report;
+    if (f.head.is_object()) f.times = f.head["iteration_ms"].get<std::vector<double>>();
+    std::tie(f.mean_ms, f.p95_ms) = MeanAndP95(f.times);
+    return f;
+  }
+
+  nlohmann::json Json(const RunFacts& f, bool ok) const {
+    const bool have = f.head.is_object();
+    auto from_head = [&](const char* key) {
+      return have && f.head.contains(key) ? f.head[key] : nlohmann::json(nullptr);
+    };
+    nlohmann::json j;
+    j["mode"] = std::string(gossip::ModeName(config_.mode));
+    j["n"] = config_.coded.n;
+    j["L"] = config_.coded.L;
+    j["s"] = config_.mode == Mode::kTree || config_.mode == Mode::kRing ? 0 : config_.coded.s;
+    j["workers"] = plan_.workers;
+    j["processes"] = plan_.processes;
+    j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
+    j["ok"] = ok;
+    j["iterations"] = from_head("iteration");
+    j["loss"] = from_head("loss");
+    j["accuracy"] = from_head("accuracy");
+    j["iteration_ms_mean"] = f.mean_ms;
+    j["iteration_ms_p95"] = f.p95_ms;
+    j["iteration_ms"] = f.times;
+    j["late_dropped"] = f.late;
+    j["rejected"] = f.rejected;
+    j["bytes_sent"] = f.sent;
+    j["bytes_sent_total"] = f.sent_total;
+    if (config_.mode == Mode::kPs) {
+      j["servers"] = plan_.ps.servers;
+      j["ps_sync"] = gossip::PsDescription(plan_.ps);
+      for (const char* key : {"applied", "staleness_mean", "staleness_max", "gated"}) {
+        j[key] = from_head(key);
+      }
+    }
+    return j;
+  }
+
   const LocalConfig& config_;
   const gossip::SyncPlan plan_;
   const std::vector<std::string> forwarded_;

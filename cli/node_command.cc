@@ -59,6 +59,11 @@ class NodeCommand : public ConfiguredCommand<NodeConfig> {
             "synchronous mode's tree or ring), or only keep membership",
             NodeSchema()) {}
   int Run() override;
+
+ private:
+  // The keys, resolved and checked against each other (keys of another mode, checkpoint_every
+  // without a directory, duration outside membership).
+  StatusOr<NodeConfig> ResolveConfig();
 };
 
 namespace {
@@ -216,29 +221,61 @@ int RunMembershipNode(const NodeConfig& config, const PeerNodeOptions& options,
   return 0;
 }
 
+// A synchronous or membership node: its telemetry and admin port here, then its run.
+int RunWithTelemetry(const NodeConfig& config, const PeerNodeOptions& options,
+                     const kernels::Device& device) {
+  // The injection from flag/env/file; the admin port may replace it at run time.
+  StragglerOptions initial;
+  AdminServer::Validator validate;
+  if (gossip::IsSyncMode(config.mode)) {
+    auto straggle = ParseCodedStraggle(config.mode, config.gossip.straggle);
+    if (straggle.ok()) initial = *straggle;
+    validate = [mode = config.mode](const StragglerOptions& o) {
+      return CheckCodedStraggle(mode, o);
+    };
+  } else {
+    validate = [](const StragglerOptions&) {
+      return FailedPreconditionError(
+          "membership mode trains nothing: there is nothing to slow down");
+    };
+  }
+  // Metrics live in a registry owned here and handed to the telemetry (never a global one).
+  prometheus::Registry registry;
+  NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config.mode)), initial);
+  telemetry.SetDevice(device.ToString());
+  auto admin = StartAdminPort(config.admin, config.admin_token_file, telemetry, validate);
+  if (!admin.ok()) {
+    std::fprintf(stderr, "murmur node: %s\n", std::string(admin.status().message()).c_str());
+    return 2;
+  }
+  if (gossip::IsSyncMode(config.mode)) return RunCodedNode(config, options, &telemetry, device);
+  return RunMembershipNode(config, options, telemetry);
+}
+
 }  // namespace
 
-int NodeCommand::Run() {
+StatusOr<NodeConfig> NodeCommand::ResolveConfig() {
   std::map<std::string, std::string> texts;
-  StatusOr<NodeConfig> config = parser_.Resolve(std::getenv, &texts);
-  if (config.ok()) {
-    if (Status s = RefuseOtherModeKeys(config->mode,
-                                       parser_.ResolvedFlags(texts, OtherModeKeys(config->mode)));
-        !s.ok()) {
-      config = s;
-    } else if (config->checkpoint_dir.empty() &&
-               !parser_.ResolvedFlags(texts, {"checkpoint_every"}).empty()) {
-      config = InvalidArgumentError(
-          "checkpoint_every without checkpoint_dir: there is nowhere to write checkpoints");
-    } else if (config->mode != gossip::Mode::kMembership && config->duration > 0) {
-      config = InvalidArgumentError(fmt::format(
-          "duration is how long a membership node runs; --mode {} ends on its budget "
-          "({})",
-          gossip::ModeName(config->mode),
-          config->mode == gossip::Mode::kGossip ? "epochs, target_accuracy or time_limit_s"
-                                                : "iterations or time_limit_s"));
-    }
+  MURMUR_ASSIGN_OR_RETURN(NodeConfig config, parser_.Resolve(std::getenv, &texts));
+  MURMUR_RETURN_IF_ERROR(
+      RefuseOtherModeKeys(config.mode, parser_.ResolvedFlags(texts, OtherModeKeys(config.mode))));
+  if (config.checkpoint_dir.empty() &&
+      !parser_.ResolvedFlags(texts, {"checkpoint_every"}).empty()) {
+    return InvalidArgumentError(
+        "checkpoint_every without checkpoint_dir: there is nowhere to write checkpoints");
   }
+  if (config.mode != gossip::Mode::kMembership && config.duration > 0) {
+    return InvalidArgumentError(fmt::format(
+        "duration is how long a membership node runs; --mode {} ends on its budget ({})",
+        gossip::ModeName(config.mode),
+        config.mode == gossip::Mode::kGossip ? "epochs, target_accuracy or time_limit_s"
+                                             : "iterations or time_limit_s"));
+  }
+  return config;
+}
+
+int NodeCommand::Run() {
+  StatusOr<NodeConfig> config = ResolveConfig();
   StatusOr<PeerNodeOptions> options =
       config.ok() ? NodeOptionsFrom(*config) : StatusOr<PeerNodeOptions>(config.status());
   if (!options.ok()) {
@@ -262,32 +299,7 @@ int NodeCommand::Run() {
   // Gossip runs on the library, which keeps the node's metrics and admin port itself (and checks
   // save_model's path before the run: Peer::Start).
   if (config->mode == gossip::Mode::kGossip) return RunGossipNode(*config, *options, *device);
-  // The injection from flag/env/file; the admin port may replace it at run time.
-  StragglerOptions initial;
-  AdminServer::Validator validate;
-  if (gossip::IsSyncMode(config->mode)) {
-    auto straggle = ParseCodedStraggle(config->mode, config->gossip.straggle);
-    if (straggle.ok()) initial = *straggle;
-    validate = [mode = config->mode](const StragglerOptions& o) {
-      return CheckCodedStraggle(mode, o);
-    };
-  } else {
-    validate = [](const StragglerOptions&) {
-      return FailedPreconditionError(
-          "membership mode trains nothing: there is nothing to slow down");
-    };
-  }
-  // Metrics live in a registry owned here and handed to the telemetry (never a global one).
-  prometheus::Registry registry;
-  NodeTelemetry telemetry(registry, std::string(gossip::ModeName(config->mode)), initial);
-  telemetry.SetDevice(device->ToString());
-  auto admin = StartAdminPort(config->admin, config->admin_token_file, telemetry, validate);
-  if (!admin.ok()) {
-    std::fprintf(stderr, "murmur node: %s\n", std::string(admin.status().message()).c_str());
-    return 2;
-  }
-  if (gossip::IsSyncMode(config->mode)) return RunCodedNode(*config, *options, &telemetry, *device);
-  return RunMembershipNode(*config, *options, telemetry);
+  return RunWithTelemetry(*config, *options, *device);
 }
 
 std::unique_ptr<Command> MakeNodeCommand(CLI::App& app) {

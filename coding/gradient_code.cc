@@ -143,7 +143,9 @@ const char* CodeSchemeName(CodeScheme scheme) {
                                                      : "cyclic repetition";
 }
 
-StatusOr<GradientCode> GradientCode::Create(const GradientCodeOptions& options) {
+namespace {
+
+Status CheckCodeOptions(const GradientCodeOptions& options) {
   const int n = options.n;
   const int s = options.s;
   if (n < 1 || n > kMaxCodeWorkers) {
@@ -156,63 +158,86 @@ StatusOr<GradientCode> GradientCode::Create(const GradientCodeOptions& options) 
                     n, n - 1));
   }
   if (options.candidates < 1) return InvalidArgumentError("gradient code: candidates must be >= 1");
-  GradientCode code;
-  code.n_ = n;
-  code.s_ = s;
-  code.support_.resize(static_cast<size_t>(n));
-  if (options.allow_fractional && n % (s + 1) == 0) {
-    code.scheme_ = CodeScheme::kFractionalRepetition;
-    code.b_.assign(static_cast<size_t>(n * n), 0.0);
-    for (int i = 0; i < n; ++i) {
-      const int first = i / (s + 1) * (s + 1);
-      for (int j = first; j <= first + s; ++j) {
-        code.b_[static_cast<size_t>(i * n + j)] = 1;
-        code.support_[static_cast<size_t>(i)].push_back(j);
-      }
-    }
-    code.worst_condition_ = 1;
-    return code;
-  }
+  return OkStatus();
+}
 
-  code.scheme_ = CodeScheme::kCyclicRepetition;
-  for (int i = 0; i < n; ++i) {
-    for (int t = 0; t <= s; ++t) code.support_[static_cast<size_t>(i)].push_back((i + t) % n);
+// One candidate H of the cyclic code (algorithms.md §1.3): s rows of n Gaussian draws, each row
+// summing to zero.
+std::vector<double> DrawCyclicH(uint64_t seed, int candidate, int n, int s) {
+  PortableNormal draw(seed * 0x100000001b3ULL + static_cast<uint64_t>(candidate));
+  std::vector<double> h(static_cast<size_t>(s * n));
+  for (int r = 0; r < s; ++r) {
+    double sum = 0;
+    for (int j = 0; j + 1 < n; ++j) {
+      h[static_cast<size_t>(r * n + j)] = draw.Next();
+      sum += h[static_cast<size_t>(r * n + j)];
+    }
+    h[static_cast<size_t>(r * n + n - 1)] = -sum;
   }
-  const std::vector<uint64_t> sets = ResponderSetsToCheck(n, s, options.seed);
+  return h;
+}
+
+}  // namespace
+
+void GradientCode::BuildFractionalRepetition() {
+  scheme_ = CodeScheme::kFractionalRepetition;
+  b_.assign(static_cast<size_t>(n_ * n_), 0.0);
+  for (int i = 0; i < n_; ++i) {
+    const int first = i / (s_ + 1) * (s_ + 1);
+    for (int j = first; j <= first + s_; ++j) {
+      b_[static_cast<size_t>(i * n_ + j)] = 1;
+      support_[static_cast<size_t>(i)].push_back(j);
+    }
+  }
+  worst_condition_ = 1;
+}
+
+void GradientCode::SearchCyclicRepetition(const GradientCodeOptions& options,
+                                          const std::vector<uint64_t>& sets) {
+  scheme_ = CodeScheme::kCyclicRepetition;
+  for (int i = 0; i < n_; ++i) {
+    for (int t = 0; t <= s_; ++t) support_[static_cast<size_t>(i)].push_back((i + t) % n_);
+  }
   double best = std::numeric_limits<double>::infinity();
-  const double per_candidate = static_cast<double>(sets.size()) * n * n * n;
+  const double per_candidate = static_cast<double>(sets.size()) * n_ * n_ * n_;
   const int candidates = static_cast<int>(
       std::clamp(kCandidateWork / per_candidate, 1.0, static_cast<double>(options.candidates)));
   for (int candidate = 0; candidate < candidates; ++candidate) {
-    PortableNormal draw(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(candidate));
-    std::vector<double> h(static_cast<size_t>(s * n));
-    for (int r = 0; r < s; ++r) {
-      double sum = 0;
-      for (int j = 0; j + 1 < n; ++j) {
-        h[static_cast<size_t>(r * n + j)] = draw.Next();
-        sum += h[static_cast<size_t>(r * n + j)];
-      }
-      h[static_cast<size_t>(r * n + n - 1)] = -sum;
-    }
-    std::vector<double> b = CyclicRows(h, n, s);
+    std::vector<double> h = DrawCyclicH(options.seed, candidate, n_, s_);
+    std::vector<double> b = CyclicRows(h, n_, s_);
     double worst = 1;
     for (uint64_t f : sets) {
-      worst = std::max(worst, Condition(RowsOf(b, n, f)));
+      worst = std::max(worst, Condition(RowsOf(b, n_, f)));
       if (!(worst < best)) break;  // cannot win any more
     }
     if (worst < best) {
       best = worst;
-      code.b_ = std::move(b);
-      code.h_ = std::move(h);
+      b_ = std::move(b);
+      h_ = std::move(h);
     }
   }
-  code.worst_condition_ = best;
-  if (!(best <= options.max_condition)) {
+  worst_condition_ = best;
+}
+
+StatusOr<GradientCode> GradientCode::Create(const GradientCodeOptions& options) {
+  MURMUR_RETURN_IF_ERROR(CheckCodeOptions(options));
+  GradientCode code;
+  code.n_ = options.n;
+  code.s_ = options.s;
+  code.support_.resize(static_cast<size_t>(options.n));
+  if (options.allow_fractional && options.n % (options.s + 1) == 0) {
+    code.BuildFractionalRepetition();
+    return code;
+  }
+  const std::vector<uint64_t> sets = ResponderSetsToCheck(options.n, options.s, options.seed);
+  code.SearchCyclicRepetition(options, sets);
+  if (!(code.worst_condition_ <= options.max_condition)) {
     return FailedPreconditionError(fmt::format(
         "gradient code: the cyclic code for n = {}, s = {} is ill-conditioned (worst cond(B_F) "
         "{:.3g} over {} responder sets, limit {:.3g}; float32 messages would lose about {:.1g} "
         "relative accuracy): choose n divisible by s + 1 (fractional repetition) or a smaller s",
-        n, s, best, sets.size(), options.max_condition, best * 6e-8));
+        options.n, options.s, code.worst_condition_, sets.size(), options.max_condition,
+        code.worst_condition_ * 6e-8));
   }
   return code;
 }

@@ -82,6 +82,11 @@ class GradientCode {
   std::string ToString() const;
 
  private:
+  // Fractional repetition (algorithms.md §1.2): groups of s + 1 workers share their partitions.
+  void BuildFractionalRepetition();
+  // Cyclic repetition (§1.3): of the random candidates, the best conditioned over `sets` (§1.4).
+  void SearchCyclicRepetition(const GradientCodeOptions& options,
+                              const std::vector<uint64_t>& sets);
   GradientCode() = default;
   StatusOr<std::vector<double>> Solve(uint64_t responders) const;
 

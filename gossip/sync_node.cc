@@ -316,6 +316,55 @@ void SyncNode::Step(const Incoming& m, TimePoint now) {
   Handle(m, now);
 }
 
+// The length of the tensor a message from `sender` must carry (the model, a ps slice or a ring
+// chunk); none when it is refused (counted).
+std::optional<size_t> SyncNode::ExpectedLength(const Incoming& m, const CodedMessage& header,
+                                               int64_t sender) {
+  if (plan_.mode == Mode::kPs) {
+    // A server's slice (a model from a server, or a gradient slice for this server).
+    const int64_t slice = sender < plan_.ps.servers ? sender : rank_;
+    if (slice >= plan_.ps.servers) {
+      Reject(kRejectProtocol, m.from, "a worker's message to a worker");
+      return std::nullopt;
+    }
+    const auto [begin, end] = PsSlice(params_.size(), plan_.ps.servers, slice);
+    return end - begin;
+  }
+  if (ring_) {
+    if (header.tree_position >= 2 * (plan_.processes - 1)) {
+      Reject(kRejectProtocol, m.from, "ring step out of range");
+      return std::nullopt;
+    }
+    return ring_->ExpectedLength(header.tree_position);
+  }
+  return params_.size();
+}
+
+// The message's tensor, decoded, finite and dense; false when it is refused (counted).
+bool SyncNode::DecodeTensor(const Incoming& m, size_t expected, int64_t sender, coding::Update& u) {
+  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
+  // Only a ps worker's push to its server may be compressed (--compress); the rest is dense.
+  const bool compressed_push = server_ && sender >= plan_.ps.servers && o_.push_compress;
+  if (Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(expected), u, &failure);
+      !s.ok() || (!u.dense && !compressed_push)) {
+    Reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                   : coding::DecodeFailureName(failure),
+           m.from, fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
+    return false;
+  }
+  if (auto bad = coding::FirstNonFinite(u.values)) {
+    Reject(coding::DecodeFailureName(coding::DecodeFailure::kNonFinite), m.from,
+           fmt::format("non-finite value at index {}", *bad));
+    return false;
+  }
+  if (!u.dense) {
+    std::vector<float> dense(expected);
+    coding::Densify(u, dense);
+    u.values = std::move(dense);
+  }
+  return true;
+}
+
 void SyncNode::Handle(const Incoming& m, TimePoint now) {
   const auto* header = std::get_if<CodedMessage>(&m.payload);
   if (header == nullptr) {
@@ -324,62 +373,33 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   }
   auto it = rank_of_.find(m.from);
   if (it == rank_of_.end()) {
-    return Reject(kRejectUnknownSender, m.from, "sender is not a member of this run's tree or ring");
+    return Reject(kRejectUnknownSender, m.from,
+                  "sender is not a member of this run's tree or ring");
   }
   if (m.frames != 1) return Reject(kRejectFrames, m.from, "expected one tensor frame");
-  size_t expected = params_.size();
-  if (plan_.mode == Mode::kPs) {
-    // A server's slice (a model from a server, or a gradient slice for this server).
-    const int64_t slice = it->second < plan_.ps.servers ? it->second : rank_;
-    if (slice >= plan_.ps.servers) {
-      return Reject(kRejectProtocol, m.from, "a worker's message to a worker");
-    }
-    const auto [begin, end] = PsSlice(params_.size(), plan_.ps.servers, slice);
-    expected = end - begin;
-  } else if (ring_) {
-    if (header->tree_position >= 2 * (plan_.processes - 1)) {
-      return Reject(kRejectProtocol, m.from, "ring step out of range");
-    }
-    expected = ring_->ExpectedLength(header->tree_position);
-  }
+  const int64_t sender = it->second;
+  const std::optional<size_t> expected = ExpectedLength(m, *header, sender);
   coding::Update u;
-  coding::DecodeFailure failure = coding::DecodeFailure::kNone;
-  // Only a ps worker's push to its server may be compressed (--compress); the rest is dense.
-  const bool compressed_push = server_ && it->second >= plan_.ps.servers && o_.push_compress;
-  if (Status s = coding::DecodeUpdate(m.frame, static_cast<uint32_t>(expected), u, &failure);
-      !s.ok() || (!u.dense && !compressed_push)) {
-    return Reject(failure == coding::DecodeFailure::kNone ? kRejectProtocol
-                                                          : coding::DecodeFailureName(failure),
-                  m.from, fmt::format("payload {}: {}", coding::DecodeFailureName(failure), s.message()));
-  }
-  if (auto bad = coding::FirstNonFinite(u.values)) {
-    return Reject(coding::DecodeFailureName(coding::DecodeFailure::kNonFinite), m.from,
-                  fmt::format("non-finite value at index {}", *bad));
-  }
-  if (!u.dense) {
-    std::vector<float> dense(expected);
-    coding::Densify(u, dense);
-    u.values = std::move(dense);
-  }
+  if (!expected.has_value() || !DecodeTensor(m, *expected, sender, u)) return;
   if (observer_ != nullptr) {
     observer_->Staleness(static_cast<double>(s_.iteration) - static_cast<double>(header->iteration));
   }
   const uint64_t before = stats().rejected;
-  if (server_ && it->second < plan_.ps.servers) {
-    TakeFinalSlice(it->second, *header, u.values, now);
+  if (server_ && sender < plan_.ps.servers) {
+    TakeFinalSlice(sender, *header, u.values, now);
   } else if (phase_ != Phase::kRunning) {
     return;  // server 0 waiting for the final slices: no more updates
   } else if (server_) {
-    server_->Step(it->second, *header, u.values);
+    server_->Step(sender, *header, u.values);
     Dispatch(server_->TakeOutput(), now);
   } else if (worker_) {
-    worker_->Step(it->second, *header, u.values);
+    worker_->Step(sender, *header, u.values);
     Dispatch(worker_->TakeOutput(), now);
   } else if (tree_) {
-    tree_->Step(it->second, *header, u.values, now);
+    tree_->Step(sender, *header, u.values, now);
     Dispatch(tree_->TakeOutput(), now);
   } else {
-    ring_->Step(it->second, *header, u.values);
+    ring_->Step(sender, *header, u.values);
     Dispatch(ring_->TakeOutput(), now);
   }
   if (stats().rejected != before) {

@@ -173,6 +173,9 @@ class SyncNode {
   void Assemble(const std::vector<NodeId>& live, TimePoint now);
   void StartRunning(TimePoint now);
   void Handle(const Incoming& m, TimePoint now);
+  std::optional<size_t> ExpectedLength(const Incoming& m, const CodedMessage& header,
+                                       int64_t sender);
+  bool DecodeTensor(const Incoming& m, size_t expected, int64_t sender, coding::Update& u);
   void Dispatch(std::vector<CodedAction> actions, TimePoint now);
   void MaybeCompute(TimePoint now);
   void Update(const Aggregated& done);
