@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "base/check.h"
 #include "coding/stream_store.h"
@@ -186,12 +187,11 @@ class Fp16Converter {
 // so rounding those two gives the rounded values' exponent range (QuantizeFloats' emax, emin)
 // without rounding every value twice. Pass 2 writes value, 16-bit code and residual
 // (QuantizeFloats' rounding and flush, EncodeValues' code, residual = source - value).
+// The fp16 window of residual + input (or the input): the exponent range its rounded values
+// span, or none when a value is not finite (*non_finite) or the range needs other than 5 bits.
 template <bool kFeedback>
-DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, Update& out,
-                       std::vector<std::byte>& encoded) {
-  const size_t d = input.size();
-  const float* __restrict in = input.data();
-  float* __restrict r = residual.data();
+std::optional<ValueFormat> Fp16Window(const float* __restrict in, const float* __restrict r,
+                                      size_t d, bool* non_finite) {
   // The smallest magnitude bits that round to a normal float (0x7FF000 is a tie that rounds up
   // to 0x800000, to even).
   constexpr uint32_t kRoundsToNormal = 0x7FF000u;
@@ -204,14 +204,29 @@ DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, 
     const uint32_t candidate = magnitude | (magnitude < kRoundsToNormal ? 0xFFFFFFFFu : 0u);
     smallest_normal = candidate < smallest_normal ? candidate : smallest_normal;
   }
-  if (largest >= 0x7F800000u) return DenseResult::kNonFinite;
+  *non_finite = largest >= 0x7F800000u;
+  if (*non_finite) return std::nullopt;
   uint32_t emin = 255, emax = 0;
   ExtendExponentRange(RoundToFp16Precision(largest), emin, emax);
   if (smallest_normal != 0xFFFFFFFFu) {
     ExtendExponentRange(RoundToFp16Precision(smallest_normal), emin, emax);
   }
   const ValueFormat format = FloatWindow(emin, emax, 10);
-  if (format.exponent_bits != 5) return DenseResult::kNotHandled;
+  if (format.exponent_bits != 5) return std::nullopt;
+  return format;
+}
+
+template <bool kFeedback>
+DenseResult EncodeFp16(std::span<const float> input, std::span<float> residual, Update& out,
+                       std::vector<std::byte>& encoded) {
+  const size_t d = input.size();
+  const float* __restrict in = input.data();
+  float* __restrict r = residual.data();
+  bool non_finite = false;
+  const std::optional<ValueFormat> window = Fp16Window<kFeedback>(in, r, d, &non_finite);
+  if (non_finite) return DenseResult::kNonFinite;
+  if (!window.has_value()) return DenseResult::kNotHandled;
+  const ValueFormat format = *window;
 
   PrepareDense(Operator::kFp16, d, format, out);
   std::byte* header = PrepareBytes(out, encoded);
