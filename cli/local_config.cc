@@ -36,7 +36,7 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
                 &C::probe_timeout_ms, 80, "direct-ack wait of every node")
         .Progress(&C::progress,
                   "live table on stderr: redrawn (tty), a line per second (plain), or none")
-        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .SummaryJson(&C::json)
         .Text("run_dir", &C::run_dir, "",
               "keep the run in this directory for murmur report: the command, the resolved "
               "config (config.toml), the summary (result.json), the node logs and every node's "
@@ -63,12 +63,7 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "write the nodes' admin ports to this file as Prometheus file_sd targets, e.g. "
               "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "
               "looks; empty: none")
-        .Text("straggle", &C::straggle, "",
-              "straggler injection per node: node=K,<injection> (K the node's id, 1..N, as the "
-              "table and the logs name it), worker=W (the W-th process that computes gradients, "
-              "the same worker in every mode), or in the synchronous modes rank=R (0 the root); "
-              "injection as in `murmur node --straggle`), several separated by ';', e.g. "
-              "node=3,slowdown=4")
+        .StraggleList(&C::straggle, "")
         .Text("exec", &C::exec, "",
               "gossip: run this shell command as each node instead of `murmur node` (your own "
               "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
@@ -80,11 +75,7 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "bash -c in "
               "a process group of its own (stopped with SIGTERM: the Python module then ends "
               "the run cleanly); its output goes to the node's log")
-        .Text("crash", &C::crash, "",
-              "injected crashes (gossip, membership): node=K,at=S[,down=D] SIGKILLs node K S "
-              "into the run (5s, 1500ms) and, with down, starts it again D later (it rejoins "
-              "with a peer's model); several separated by ';'. A node crashed for good does not "
-              "fail the run")
+        .CrashList(&C::crash, " (SIGKILL). A node crashed for good does not fail the run")
         .Text("gpus", &C::gpus, "",
               "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "
               "e.g. 0,2 (empty: every visible GPU); several nodes may share one")

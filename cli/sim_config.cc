@@ -78,12 +78,8 @@ const ConfigSchema<SimConfig>& SimSchema() {
                  "cores the simulated nodes share (a computation slows while more nodes compute "
                  "than there are cores, and an injected delay frees its core, as for `murmur "
                  "local` on one machine); 0: a machine per node")
-        .Text("straggle", &C::straggle, "",
-              "straggler injection as in `murmur local --straggle`: node=K (1..N), worker=W or "
-              "rank=R, then the injection, several separated by ';', e.g. node=3,slowdown=4")
-        .Text("crash", &C::crash, "",
-              "crashes as in `murmur local --crash`: node=K,at=S[,down=D], several separated by "
-              "';' (a node with down restarts D later with a new incarnation)")
+        .StraggleList(&C::straggle, "; a simulated node's compute and sends are slowed")
+        .CrashList(&C::crash, "; a simulated crash stops the node's machines")
         .Text("join", &C::join, "",
               "late joins: node=K,at=S starts node K S into the run instead of at 0; several "
               "separated by ';'")
@@ -100,7 +96,7 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("csv", &C::csv, "",
               "write the time series here: t_s, node, step, samples, loss, accuracy, bytes_sent, "
               "live_view, up (membership: the first 64 nodes); empty: none")
-        .Bool("json", &C::json, false, "print the summary as one JSON object on stdout")
+        .SummaryJson(&C::json)
         .Progress(&C::progress,
                   "progress on stderr: redrawn (tty), a line every 2 s (plain), or none")
         .LogLevel("log_level", &C::log_level, "error",

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "base/check.h"
+#include "base/spec.h"
 
 namespace murmur::gossip {
 
@@ -13,11 +13,9 @@ StatusOr<PsSyncSpec> ParsePsSync(std::string_view text) {
   if (text == "full") return PsSyncSpec{PsSync::kFull, 0};
   if (text == "async") return PsSyncSpec{PsSync::kAsync, 0};
   if (text.starts_with("ssp:")) {
-    const std::string_view bound = text.substr(4);
-    int64_t s = -1;
-    const auto [end, ec] = std::from_chars(bound.data(), bound.data() + bound.size(), s);
-    if (ec == std::errc() && end == bound.data() + bound.size() && s >= 0) {
-      return PsSyncSpec{PsSync::kSsp, s};
+    if (const StatusOr<int64_t> s = ParseNumber<int64_t>(text.substr(4), "bound");
+        s.ok() && *s >= 0) {
+      return PsSyncSpec{PsSync::kSsp, *s};
     }
     return InvalidArgumentError(
         fmt::format("'{}': the staleness bound after 'ssp:' must be an integer >= 0", text));

@@ -144,6 +144,35 @@ class ConfigSchema {
   ConfigSchema& Progress(std::string C::*member, std::string help) {
     return Choice("progress", member, "auto", {"auto", "tty", "plain", "none"}, std::move(help));
   }
+  // --json: the run's summary as one JSON object on stdout, instead of the text report.
+  ConfigSchema& SummaryJson(bool C::*member) {
+    return Bool("json", member, false,
+                "print the summary as one JSON object on stdout instead of the text report");
+  }
+  // A node's shard of the training set: shard_index (0-based) of shard_count.
+  ConfigSchema& Shards(int C::*index, int C::*count, std::string index_help,
+                       std::string count_help) {
+    Integer("shard_index", index, 0, 0, 1 << 20, std::move(index_help));
+    return Integer("shard_count", count, 1, 1, 1 << 20, std::move(count_help));
+  }
+  // A cluster's injections by node (murmur local, murmur sim): `straggle` and `crash` lists, their
+  // syntax said once, then what the command adds.
+  ConfigSchema& StraggleList(std::string C::*member, std::string more) {
+    return Text("straggle", member, "",
+                "straggler injection per node: node=K,<injection> (K the node's id, 1..N, as the "
+                "table and the logs name it), worker=W (the W-th process that computes "
+                "gradients, the same worker in every mode), or in the synchronous modes rank=R "
+                "(0 the root); injection as in `murmur node --straggle`), several separated by "
+                "';', e.g. node=3,slowdown=4" +
+                    std::move(more));
+  }
+  ConfigSchema& CrashList(std::string C::*member, std::string more) {
+    return Text("crash", member, "",
+                "injected crashes (gossip, membership): node=K,at=S[,down=D] kills node K S into "
+                "the run (5s, 1500ms) and, with down, starts it again D later with a new "
+                "incarnation (it rejoins with a peer's model); several separated by ';'" +
+                    std::move(more));
+  }
   // The SWIM period and the direct-ack wait (gossip/membership.h), in milliseconds.
   ConfigSchema& Probes(int C::*interval, int interval_default, std::string interval_help,
                        int C::*timeout, int timeout_default, std::string timeout_help) {

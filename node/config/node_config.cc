@@ -68,10 +68,9 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
               "peer links without CURVE: anyone who reaches the port can join, send updates and "
               "read the model. For experiments on a network you trust")
         .Embed(GossipSchema(), &C::gossip, {})
-        .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20,
-                 "gossip: this node's shard of the training set (0-based)")
-        .Integer("shard_count", &C::shard_count, 1, 1, 1 << 20,
-                 "gossip: number of shards (the cluster size when every node has one)")
+        .Shards(&C::shard_index, &C::shard_count,
+                "gossip: this node's shard of the training set (0-based)",
+                "gossip: number of shards (the cluster size when every node has one)")
         .Integer("expect_members", &C::expect_members, 0, 0, 1 << 20,
                  "gossip: wait (up to 30 s) for this many live members before training; 0 waits "
                  "3 s for whoever is there")

@@ -54,8 +54,7 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
         .Real("weight_decay", &C::weight_decay, "0", 0, 1, "L2 weight decay")
         .Integer<uint64_t>("seed", &C::seed, 1, 0, std::numeric_limits<uint32_t>::max(),
                            "seed for initialization, shuffling and synthetic data")
-        .Integer("shard_index", &C::shard_index, 0, 0, 1 << 20, "this node's shard (0-based)")
-        .Integer("shard_count", &C::shard_count, 1, 1, 1 << 20, "number of shards")
+        .Shards(&C::shard_index, &C::shard_count, "this node's shard (0-based)", "number of shards")
         .Choice("shard_strategy", &C::shard_strategy, "contiguous", {"contiguous", "strided"},
                 "how rows are split into shards")
         .Integer<int64_t>("max_train_samples", &C::max_train_samples, 0, 0,
@@ -79,7 +78,7 @@ const ConfigSchema<TrainConfig>& TrainSchema() {
               "refused where the run trains on the CPU")
         .Progress(&C::progress,
                   "live progress on stderr: a redrawn line (tty), log lines (plain), or none")
-        .Bool("json", &C::json, false, "print the final summary as one JSON object on stdout")
+        .SummaryJson(&C::json)
         .Text("init_from", &C::init_from, "",
               "start from the parameters in this file (--save-model of murmur train or murmur "
               "node, or a node's checkpoint) instead of the seeded initialization; it must be "
