@@ -24,7 +24,7 @@
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
 #include "node/config/node_config.h"
-#include "node/config/node_report.h"
+#include "node/driver/node_report.h"
 #include "node/config/peer_keys.h"
 #include "node/config/secrets.h"
 #include "node/driver/gossip_checkpoint.h"

@@ -77,7 +77,7 @@ struct Progress {
   uint64_t max_lag = 0;  // the step clock's largest lead over a neighbour's copy
   std::string straggle;  // the straggler injection in force (its spec; "" none)
   // Hooks::progress only: this state as one line of `murmur node --report json`
-  // (node/config/node_report.h), what `murmur local` reads.
+  // (node/driver/node_report.h), what `murmur local` reads.
   std::string report;
 };
 

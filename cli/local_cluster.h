@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/config/node_report.h"
+#include "node/driver/node_report.h"
 #include "node/net/netns_network.h"
 
 namespace murmur::node {

@@ -30,7 +30,7 @@
 #include "gossip/sync_node.h"
 #include "kernels/device.h"
 #include "node/config/peer_keys.h"
-#include "node/config/step_breakdown.h"
+#include "node/driver/step_breakdown.h"
 #include "node/train/checkpoint.h"
 #include "node/train/fashion_mnist.h"
 

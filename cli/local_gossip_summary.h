@@ -12,7 +12,7 @@
 
 #include "cli/local_cluster.h"
 #include "cli/local_mode.h"
-#include "node/config/step_breakdown.h"
+#include "node/driver/step_breakdown.h"
 
 namespace murmur::node {
 

@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 #include "node/config/node_config.h"
-#include "node/config/node_report.h"
+#include "node/driver/node_report.h"
 
 namespace murmur::node {
 

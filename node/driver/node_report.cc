@@ -1,8 +1,8 @@
-#include "node/config/node_report.h"
+#include "node/driver/node_report.h"
 
 #include <cmath>
 
-#include "node/config/step_breakdown.h"
+#include "node/driver/step_breakdown.h"
 #include "proto/envelope_codec.h"
 
 namespace murmur::node {
@@ -162,8 +162,9 @@ void Absorb(ChildReport& c, const nlohmann::json& report) {
   if (report.contains("kind")) {  // gossip progress (GossipProgressJson)
     if (!report.contains("accuracy") || !report.contains("step")) return;
     const auto& before = c.progress;
-    c.new_accuracy |= !report["accuracy"].is_null() &&
-                      (before.is_null() || before.value("accuracy_step", -1) != report["accuracy_step"]);
+    c.new_accuracy |=
+        !report["accuracy"].is_null() &&
+        (before.is_null() || before.value("accuracy_step", -1) != report["accuracy_step"]);
     if (report["kind"] == "final") c.final_report = report;
     c.progress = report;
     return;

@@ -1,4 +1,4 @@
-#include "node/config/step_breakdown.h"
+#include "node/driver/step_breakdown.h"
 
 #include <fmt/format.h>
 

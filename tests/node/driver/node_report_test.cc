@@ -1,7 +1,7 @@
 // The report lines of `murmur node --report json` and what `murmur local` reads back: written and
 // parsed by node_report.h, so a field renamed on one side fails here.
 
-#include "node/config/node_report.h"
+#include "node/driver/node_report.h"
 
 #include <gtest/gtest.h>
 
