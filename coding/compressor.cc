@@ -360,21 +360,7 @@ bool Compressor::Select(std::span<const float> source, Update& out,
     default:
       MURMUR_CHECK(false) << "not a selection operator: " << OperatorName(options_.op);
   }
-  if (options_.op == Operator::kOneBit) {
-    for (float& v : out.values) v = std::copysign(threshold, v);
-    out.format.coding = ValueCoding::kSign;
-    out.format.scale = threshold;
-    threshold_ = threshold;
-    return true;
-  }
-  if (HasTau(options_.op)) {
-    threshold_ = threshold;
-  } else {
-    float smallest = out.values.empty() ? 0.0f : std::numeric_limits<float>::max();
-    for (float v : out.values) smallest = std::min(smallest, std::fabs(v));
-    threshold_ = smallest;
-  }
-  out.format = QuantizeFloats(out.values, options_.mantissa_bits);
+  threshold_ = internal::FinishSelection(options_.op, threshold, options_.mantissa_bits, out);
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "coding/operator_traits.h"
 #include "coding/selection.h"
 #include "coding/update_codec.h"
 #include "fmt/format.h"
@@ -14,11 +15,6 @@ namespace murmur::coding {
 namespace {
 
 using kernels::Buffer;
-
-bool HasThresholdOp(Operator op) {
-  return op == Operator::kTopK || op == Operator::kSampledTopK || op == Operator::kThreshold ||
-         op == Operator::kOneBit;
-}
 
 // QSGD Lemma 3.1, as in compressor.cc.
 double VarianceFactor(size_t dimension, uint32_t levels) {
@@ -311,21 +307,7 @@ Status DeviceCompressor::Select(std::span<const float> source, Update& out) {
     tau = options_.adaptive ? adaptive_.tau() : options_.tau;
     MURMUR_RETURN_IF_ERROR(SelectAtLeast(source, tau, out));
   }
-  if (options_.op == Operator::kOneBit) {
-    for (float& v : out.values) v = std::copysign(tau, v);
-    out.format.coding = ValueCoding::kSign;
-    out.format.scale = tau;
-    threshold_ = tau;
-    return OkStatus();
-  }
-  if (HasThresholdOp(options_.op) && tau > 0) {
-    threshold_ = tau;
-  } else {
-    float smallest = out.values.empty() ? 0.0f : std::numeric_limits<float>::max();
-    for (float v : out.values) smallest = std::min(smallest, std::fabs(v));
-    threshold_ = smallest;
-  }
-  out.format = QuantizeFloats(out.values, options_.mantissa_bits);
+  threshold_ = internal::FinishSelection(options_.op, tau, options_.mantissa_bits, out);
   return OkStatus();
 }
 
