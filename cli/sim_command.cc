@@ -61,16 +61,17 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     std::set<std::string> given;
     StatusOr<SimConfig> resolved = parser_.Resolve(std::getenv, &texts, &given);
     if (!resolved.ok()) return Refuse(resolved.status());
-    if (std::optional<gossip::Mode> m = gossip::ParseMode(resolved->mode);
-        m && gossip::IsSyncMode(*m) && given.count("nodes") > 0) {
+    if (const SimMode m = resolved->mode;
+        !m.consensus && gossip::IsSyncMode(m.mode) && given.count("nodes") > 0) {
       const bool shaped = given.count("n") > 0 || given.count("L") > 0;
-      if (Status s = NodesAsOneLayer(*m, resolved->nodes, shaped, resolved->coded); !s.ok()) {
+      if (Status s = NodesAsOneLayer(m.mode, resolved->nodes, shaped, resolved->coded); !s.ok()) {
         return Refuse(s);
       }
     }
     const SimConfig& c = *resolved;
-    if (std::optional<gossip::Mode> mode = gossip::ParseMode(c.mode)) {
-      Status s = RefuseOtherModeKeys(*mode, parser_.ResolvedFlags(texts, OtherModeKeys(*mode)));
+    if (!c.mode.consensus) {
+      const gossip::Mode mode = c.mode.mode;
+      Status s = RefuseOtherModeKeys(mode, parser_.ResolvedFlags(texts, OtherModeKeys(mode)));
       if (!s.ok()) return Refuse(s);
     }
     for (const UnreadKeys& unread : SimUnreadKeys(c)) {
@@ -78,7 +79,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       if (!set.empty()) return Refuse(InvalidArgumentError(set.front() + ": " + unread.why));
     }
     MURMUR_CHECK_OK(SetLogLevel(c.log_level));
-    if (c.mode == "consensus") return RunConsensusSim(c);
+    if (c.mode.consensus) return RunConsensusSim(c);
     auto options = Options(c);
     if (!options.ok()) return Refuse(options.status());
     auto workload = MakeWorkload(c, *options);
@@ -98,7 +99,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
         return 1;
       }
     }
-    const SimSummaryInput input{c.mode, Describe(c, *options), *options};
+    const SimSummaryInput input{std::string(c.mode.Name()), Describe(c, *options), *options};
     const nlohmann::json summary = SummaryJson(input, result);
     if (!WriteSummary(summary, {"murmur sim", c.json, {}})) {
       std::printf("%s", SummaryText(input, result).c_str());
@@ -109,9 +110,9 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
  private:
   StatusOr<sim::SimOptions> Options(const SimConfig& c) {
     sim::SimOptions o;
-    o.kind = c.mode == "membership" ? SimKind::kMembership
-             : c.mode == "gossip"   ? SimKind::kGossip
-                                    : SimKind::kSync;
+    o.kind = c.mode.mode == gossip::Mode::kMembership ? SimKind::kMembership
+             : c.mode.mode == gossip::Mode::kGossip   ? SimKind::kGossip
+                                                      : SimKind::kSync;
     o.nodes = static_cast<size_t>(c.nodes);
     o.duration = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(c.duration));
     MURMUR_ASSIGN_OR_RETURN(o.link, sim::ParseLink(c.network));
@@ -141,7 +142,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
   // The synchronous plan or the gossip machine's options; returns how many ranks are roots.
   StatusOr<int> AddModeOptions(const SimConfig& c, sim::SimOptions& o) {
     if (o.kind == SimKind::kSync) {
-      const gossip::Mode mode = *gossip::ParseMode(c.mode);
+      const gossip::Mode mode = c.mode.mode;
       MURMUR_ASSIGN_OR_RETURN(gossip::SyncPlan plan, SyncPlanFrom(mode, c.coded));
       MURMUR_ASSIGN_OR_RETURN(CodedTrainerOptions coded, CodedOptionsFrom(mode, c.coded, c.gossip));
       o.nodes = static_cast<size_t>(plan.processes);
@@ -201,7 +202,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     const TrainConfig& t = c.gossip.train;
     MURMUR_RETURN_IF_ERROR(kernels::CheckTf32(t.tf32, kernels::Device::Cpu()));  // all on the CPU
     std::optional<TrainTest> data;
-    if (c.fidelity == "training") {
+    if (c.fidelity == SimFidelity::kTraining) {
       if (t.device.wants_gpu()) {
         return InvalidArgumentError("device " + t.device.ToString() +
                                     ": the simulator computes on the CPU "
@@ -258,9 +259,9 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
              : v >= 1e3 ? fmt::format("{:g}ms", v / 1e3)
                         : fmt::format("{:g}us", v);
     };
-    std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes, c.mode,
-                                  o.link.ToString());
-    if (o.kind != SimKind::kMembership && c.fidelity == "protocol") {
+    std::string out = fmt::format("murmur sim: {} nodes, mode {}, network {}", o.nodes,
+                                  c.mode.Name(), o.link.ToString());
+    if (o.kind != SimKind::kMembership && c.fidelity == SimFidelity::kProtocol) {
       out += fmt::format(
           ", protocol fidelity ({} values computed, {:.0f} on the wire), {} per sample",
           c.dimension, static_cast<double>(c.dimension) * o.wire_scale, us(o.cost_per_sample));

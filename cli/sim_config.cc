@@ -21,15 +21,18 @@ StatusOr<std::optional<Duration>> ParseEvalCost(std::string_view text) {
 const ConfigSchema<SimConfig>& SimSchema() {
   static const ConfigSchema<SimConfig>* schema = [] {
     using C = SimConfig;
-    std::vector<std::string> modes = {"membership", "consensus"};
-    for (std::string_view m : gossip::ModeNames()) modes.emplace_back(m);
+    std::vector<std::pair<std::string, SimMode>> modes = {
+        {"membership", {gossip::Mode::kMembership, false}}, {"consensus", {.consensus = true}}};
+    for (std::string_view m : gossip::ModeNames()) {
+      if (m != "membership") modes.push_back({std::string(m), {*gossip::ParseMode(m), false}});
+    }
     auto* s = new ConfigSchema<SimConfig>();
-    s->Choice("mode", &C::mode, "gossip", modes,
-              "membership: only SWIM membership (who sees whom, failure detection); consensus: "
-              "CHOCO averaging alone in synchronous rounds (every node from its own random "
-              "vector, no local steps; the error per round); gossip: "
-              "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
-              "processes with a root); ps: K parameter servers and N workers")
+    s->Enum("mode", &C::mode, "gossip", std::move(modes),
+            "membership: only SWIM membership (who sees whom, failure detection); consensus: "
+            "CHOCO averaging alone in synchronous rounds (every node from its own random "
+            "vector, no local steps; the error per round); gossip: "
+            "CHOCO-SGD training; coded-tree, tree, gc, ring: the synchronous modes (N + 1 "
+            "processes with a root); ps: K parameter servers and N workers")
         .Integer("nodes", &C::nodes, 16, 1, 100000,
                  "simulated processes (membership, gossip); in a synchronous mode or ps, given, "
                  "its N workers in one layer (as n = N, L = 1), else the shape n, L gives")
@@ -39,10 +42,11 @@ const ConfigSchema<SimConfig>& SimSchema() {
               "every node's link: ideal, loopback, 100GbE, 25GbE, 10GbE, 1GbE or wan:LATENCY, "
               "then optional latency=D, bandwidth=B (bit, Kbit, Mbit, Gbit), loss=P, e.g. "
               "'wan:50ms,100Mbit' or '1GbE,loss=0.01'")
-        .Choice("fidelity", &C::fidelity, "protocol", {"protocol", "training"},
-                "protocol: every node computes a hashed least-squares task of `dimension` values "
-                "(1000s of nodes); training: every node runs the real Trainer on the task's data "
-                "(the MLP on Fashion-MNIST by default; tens of nodes)")
+        .Enum("fidelity", &C::fidelity, "protocol",
+              {{"protocol", SimFidelity::kProtocol}, {"training", SimFidelity::kTraining}},
+              "protocol: every node computes a hashed least-squares task of `dimension` values "
+              "(1000s of nodes); training: every node runs the real Trainer on the task's data "
+              "(the MLP on Fashion-MNIST by default; tens of nodes)")
         .Integer<int64_t>("dimension", &C::dimension, 1000, 1, 100000000,
                           "protocol fidelity: values each simulated model really has")
         .Integer<int64_t>(
@@ -110,7 +114,7 @@ const ConfigSchema<SimConfig>& SimSchema() {
 
 std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
   std::vector<UnreadKeys> out;
-  if (c.mode == "membership") {
+  if (!c.mode.consensus && c.mode.mode == gossip::Mode::kMembership) {
     static const std::vector<std::string> kRead = {"mode",
                                                    "nodes",
                                                    "duration",
@@ -139,13 +143,14 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
     out.push_back(std::move(unread));
     return out;
   }
-  if (c.mode == "consensus") {
+  if (c.mode.consensus) {
     out.push_back({{"sample_cost", "step_cost", "eval_cost", "start_cost", "cores"},
                    "--mode consensus runs synchronous rounds with no time in them"});
   } else {
-    out.push_back({{"consensus_rounds", "consensus_tolerance"},
-                   "a key of --mode consensus; --mode " + c.mode + " does not use it"});
-    if (c.fidelity == "training") {
+    out.push_back(
+        {{"consensus_rounds", "consensus_tolerance"},
+         "a key of --mode consensus; --mode " + std::string(c.mode.Name()) + " does not use it"});
+    if (c.fidelity == SimFidelity::kTraining) {
       out.push_back({{"dimension", "model_dimension"},
                      "a key of protocol fidelity; training fidelity computes the real model"});
     }

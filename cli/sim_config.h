@@ -6,21 +6,33 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
+#include "gossip/mode.h"
 #include "node/config/coded_config.h"
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
 
 namespace murmur::node {
 
+// --mode: a node mode (gossip::Mode), or consensus: CHOCO averaging alone, in rounds.
+struct SimMode {
+  gossip::Mode mode = gossip::Mode::kGossip;
+  bool consensus = false;
+  std::string_view Name() const { return consensus ? "consensus" : gossip::ModeName(mode); }
+};
+
+// --fidelity: a hashed least-squares task per node (protocol), or the real Trainer (training).
+enum class SimFidelity { kProtocol, kTraining };
+
 struct SimConfig {
-  std::string mode;  // membership, consensus, or a mode of gossip::ModeNames()
+  SimMode mode;
   int nodes = 0;
   double duration = 0;  // virtual seconds at most
   std::string network;
-  std::string fidelity;  // protocol, training
+  SimFidelity fidelity = SimFidelity::kProtocol;
   int64_t dimension = 0;
   int64_t model_dimension = 0;
   int consensus_rounds = 0;

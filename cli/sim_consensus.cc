@@ -119,9 +119,10 @@ int RunConsensusSim(const SimConfig& c) {
         "straggle, crash, join and cores do not apply to mode consensus (synchronous rounds "
         "of averaging, timed by the links alone; use mode gossip for them)");
   }
-  if (c.fidelity != "protocol") {
-    return Refuse("fidelity " + c.fidelity +
-                  ": mode consensus averages vectors and trains nothing (fidelity protocol)");
+  if (c.fidelity != SimFidelity::kProtocol) {
+    return Refuse(
+        "fidelity training: mode consensus averages vectors and trains nothing (fidelity "
+        "protocol)");
   }
   if (c.gossip.train.device.wants_gpu()) {
     return Refuse("device " + c.gossip.train.device.ToString() +
