@@ -8,9 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "api/peer_checkpoint.h"
@@ -24,11 +22,9 @@
 #include "node/config/config_schema.h"
 #include "node/config/gossip_config.h"
 #include "node/config/node_config.h"
-#include "node/driver/node_report.h"
-#include "node/config/peer_keys.h"
-#include "node/config/secrets.h"
 #include "node/driver/gossip_checkpoint.h"
 #include "node/driver/gossip_session.h"
+#include "node/driver/node_report.h"
 #include "node/observe/admin_server.h"
 #include "node/observe/telemetry.h"
 #include "node/train/checkpoint.h"
