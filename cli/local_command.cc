@@ -17,6 +17,7 @@
 #include <set>
 
 #include "cli/command.h"
+#include "cli/injection_lists.h"
 #include "cli/local_cluster.h"
 #include "cli/local_config.h"
 #include "cli/local_mode.h"

@@ -33,7 +33,7 @@ struct LocalConfig {
   bool secure = false;
   std::string prometheus_targets;
   std::string straggle;  // "node=3,slowdown=4;node=5,delay=10ms"
-  std::string crash;     // "node=3,at=5s,down=3s;..." (local_cluster.h: ParseCrashList)
+  std::string crash;     // "node=3,at=5s,down=3s;..." (injection_lists.h: ParseCrashList)
   std::string gpus;      // GPU ordinals to spread the nodes over ("": every visible one)
   std::string exec;      // gossip: a command each node runs instead of `murmur node` (api/)
   GossipConfig gossip;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/injection_lists.h"
 #include "cli/local_cluster.h"
 #include "cli/local_config.h"
 #include "cli/local_mode.h"

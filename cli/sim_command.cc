@@ -17,6 +17,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cli/command.h"
+#include "cli/injection_lists.h"
 #include "cli/local_cluster.h"
 #include "cli/progress.h"
 #include "cli/sim_config.h"
