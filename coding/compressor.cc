@@ -22,6 +22,7 @@ namespace {
 using internal::HasRatio;
 using internal::HasTau;
 using internal::HasThreshold;
+using internal::IsQuantizer;
 
 // QSGD Lemma 3.1: E||Q(v) - v||^2 <= min(d/s^2, sqrt(d)/s) ||v||^2.
 double QsgdVarianceFactor(size_t dimension, uint32_t levels) {

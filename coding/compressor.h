@@ -160,7 +160,6 @@ class Compressor {
   // The operator's pass into `out`; false (out cleared) when it met a NaN or infinity.
   bool Encode(std::span<const float> source, SourceFacts facts, std::span<const float> input,
               std::span<const float> addend, Update& out, std::vector<std::byte>* encoded);
-  static bool IsQuantizer(Operator op) { return op == Operator::kQsgd || op == Operator::kInt8; }
   size_t KeptCount() const;
   // The error for an input the sums refused: the first non-finite input entry, or the overflow.
   Status RefusedInput(std::span<const float> input) const;

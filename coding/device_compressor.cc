@@ -248,8 +248,7 @@ Status DeviceCompressor::SubtractSent(const Update& out) {
     // sent back up (an H100 run counted 2 d floats over PCIe per step before).
     return residual_.Zero();
   }
-  if (out.dense && (options_.op == Operator::kQsgd || options_.op == Operator::kInt8) &&
-      !dense_.empty()) {
+  if (out.dense && internal::IsQuantizer(options_.op) && !dense_.empty()) {
     // The device decoded the same levels itself: nothing goes back up.
     return kernels::Axpy(device_, -1.0f, dense_.span(), residual_.span());
   }

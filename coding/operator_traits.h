@@ -17,6 +17,8 @@ inline bool HasThreshold(Operator op) {
 inline bool HasRatio(Operator op) { return op == Operator::kTopK || op == Operator::kSampledTopK; }
 inline bool HasTau(Operator op) { return op == Operator::kThreshold || op == Operator::kOneBit; }
 inline bool HasValueChoice(Operator op) { return HasRatio(op) || op == Operator::kThreshold; }
+// The quantizers: qsgd, int8 (levels of a scale, every value sent).
+inline bool IsQuantizer(Operator op) { return op == Operator::kQsgd || op == Operator::kInt8; }
 
 // A selection's output as it is sent, by the host and the device compressor alike: onebit's
 // values become ±tau (sign coding, scale tau), the others are rounded to `mantissa_bits`.
