@@ -197,6 +197,16 @@ def job_output(path):
         return "(no output)"
 
 
+def task_log_tails(run_dir, lines=25):
+    """The end of every task's log in `run_dir`, for a failure's reason."""
+    out = []
+    logs = os.path.join(run_dir, "logs")
+    for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        tail = open(os.path.join(logs, name), errors="replace").read().splitlines()[-lines:]
+        out.append(f"--- {name}\n" + "\n".join(tail))
+    return "\n".join(out)
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
@@ -247,7 +257,8 @@ def main():
         log(text.rstrip())
         summary = read_summary(main_dir, text)
         if state != "COMPLETED" or not summary["one_model"] or summary["finished"] != 4:
-            fail(f"the 4-task job: {state}, summary {json.dumps(summary)[:1500]}")
+            fail(f"the 4-task job: {state}, summary {json.dumps(summary)[:1500]}\n" +
+                 task_log_tails(main_dir))
         t0 = time.monotonic()
         r = subprocess.run([murmur, "local", "--nodes", "4", "--epochs", "3", "--json",
                             "--progress", "none"], capture_output=True, text=True, timeout=300)

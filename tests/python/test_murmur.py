@@ -112,9 +112,10 @@ def train_two_torch_models_to_one(torch, device):
     models = [torch.nn.Linear(8, 1).to(device) for _ in range(2)]
     for m in models[1:]:
         m.load_state_dict(models[0].state_dict())  # one initial model: same_init
-    # About 64 steps each: an outer round every 16 of them (the default's 80 would leave a run
-    # this short without one, and the checks below without gossip).
-    config = dict(FAST, compress="topk:0.25", epochs=4, epoch_samples=1024, expect_members=2,
+    # About 128 steps each: an outer round every 16 of them (the default's 80 would leave a run
+    # this short with one or two, and the checks below without gossip). With half as many steps the
+    # fit ranged 0.001-0.05 and once, under load, ended above the bound.
+    config = dict(FAST, compress="topk:0.25", epochs=8, epoch_samples=1024, expect_members=2,
                   same_init=True, outer="nesterov:every=16")
     first = mt.GossipOptimizer(torch.optim.SGD(models[0].parameters(), lr=0.05, momentum=0.9),
                                **config)
@@ -148,7 +149,7 @@ def train_two_torch_models_to_one(torch, device):
     assert results[0].finish == "averaged" and results[1].finish == "averaged"
     assert results[0].finish_contributors == 2 and results[1].finish_contributors == 2
     assert results[0].bytes_sent > 0 and results[0].rounds > 0
-    assert sum(r.samples for r in results) >= 4 * 1024
+    assert sum(r.samples for r in results) >= 8 * 1024
     # The parameters are views of the buffer murmur mixed into: after the finish both models
     # are the cluster's average, bit for bit, and fit the data.
     for p, q in zip(models[0].parameters(), models[1].parameters()):
@@ -156,6 +157,7 @@ def train_two_torch_models_to_one(torch, device):
     assert losses[0][-1] < 0.1 * losses[0][0]
     with torch.no_grad():
         fit = torch.nn.functional.mse_loss(models[0](data[0][0]), data[0][1]).item()
+    print(f"steps {len(losses[0])} and {len(losses[1])}, fit of the averaged model {fit:.2e}")
     assert fit < 0.05, fit
     return first
 
