@@ -76,7 +76,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     // Contributions sent here while this node still trained (dropped with `pending`) were meant
     // for a collector it is not.
     Contribute(now);
-    MaybeAdoptRelayed();
+    MaybeAdoptRelayed(now);
     return;
   }
   AddOwn();
@@ -96,7 +96,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
     contributors_.insert(from);
   }
-  MaybeAdoptRelayed();
+  MaybeAdoptRelayed(now);
   MaybePublish(now);
 }
 
@@ -145,14 +145,18 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
   }
   return header.kind == FinishMessage::Kind::kContribution
              ? StepContribution(from, header, frame, own, now)
-             : StepResult(from, header, frame, own);
+             : StepResult(from, header, frame, own, now);
 }
 
 FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMessage& header,
                                                    std::span<const std::byte> frame,
                                                    std::span<const float> own, TimePoint now) {
-  if (result_frame_ != nullptr) {  // late: answered, once, with what the others adopted
-    if (!answered_.insert(from).second) return Verdict(FinishVerdict::kDuplicate);
+  if (result_frame_ != nullptr) {  // late, or not reached: answered with what the others adopted
+    const auto it = answered_.find(from);
+    if (it != answered_.end() && now - it->second < o_.resend) {
+      return Verdict(FinishVerdict::kDuplicate);
+    }
+    answered_[from] = now;
     SendResult(from);
     return Verdict(FinishVerdict::kAnswered);
   }
@@ -192,7 +196,7 @@ FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMess
 
 FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& header,
                                              std::span<const std::byte> frame,
-                                             std::span<const float> own) {
+                                             std::span<const float> own, TimePoint now) {
   if (outcome_.has_value() || early_result_.has_value()) return Verdict(FinishVerdict::kDuplicate);
   if (header.contributors == 0) {
     return {FinishVerdict::kRejected, coding::DecodeFailure::kNone,
@@ -200,7 +204,7 @@ FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& h
   }
   const bool asked = sent_to_.contains(from);
   const bool lowest = !live_.empty() && live_.front() == from;
-  if (!asked && !lowest) return Relayed(from, header, frame);
+  if (!asked && !lowest) return Relayed(from, header, frame, now);
   std::vector<float> values;
   FinishStepResult r = Decode(frame, values);
   if (r.verdict != FinishVerdict::kAccepted) return r;
@@ -222,7 +226,7 @@ FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& h
 }
 
 FinishStepResult ConsensusFinish::Relayed(NodeId from, const FinishMessage& header,
-                                          std::span<const std::byte> frame) {
+                                          std::span<const std::byte> frame, TimePoint now) {
   for (const Relay& relay : relayed_) {
     if (relay.by.contains(from)) return Verdict(FinishVerdict::kDuplicate);
   }
@@ -244,11 +248,11 @@ FinishStepResult ConsensusFinish::Relayed(NodeId from, const FinishMessage& head
     same = relayed_.end() - 1;
   }
   same->by.insert(from);
-  MaybeAdoptRelayed();
+  MaybeAdoptRelayed(now);
   return Verdict(FinishVerdict::kRelayed);
 }
 
-void ConsensusFinish::MaybeAdoptRelayed() {
+void ConsensusFinish::MaybeAdoptRelayed(TimePoint now) {
   if (!started_ || outcome_.has_value() || relayed_.empty()) return;
   const size_t others = live_.size() - 1;
   for (Relay& relay : relayed_) {
@@ -264,10 +268,13 @@ void ConsensusFinish::MaybeAdoptRelayed() {
       result_contributors_ = relay.contributors;
       result_collector_ = relay.collector;
       // Not to the relaying members, which hold it already.
-      answered_ = contributors_;
-      answered_.insert(abstained_.begin(), abstained_.end());
-      for (NodeId id : answered_) SendResult(id);
-      answered_.insert(relay.by.begin(), relay.by.end());
+      answered_.clear();
+      for (const std::set<NodeId>* ids : {&contributors_, &abstained_}) {
+        for (NodeId id : *ids) {
+          if (answered_.emplace(id, now).second) SendResult(id);
+        }
+      }
+      for (NodeId id : relay.by) answered_.emplace(id, now);
       sum_ = {};
     }
     relayed_.clear();
@@ -294,7 +301,7 @@ void ConsensusFinish::RelayToLowest() {
 void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
   SetLive(live, now);
   RelayToLowest();
-  MaybeAdoptRelayed();
+  MaybeAdoptRelayed(now);
   if (!started_ || outcome_.has_value()) return;
   if (collector_ != o_.self && collector_ != live_.front()) {
     // The collector left the view before answering: the next lowest collects.
@@ -356,8 +363,11 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   to.insert(abstained_.begin(), abstained_.end());
   to.insert(live_.begin(), live_.end());
   to.erase(o_.self);
-  for (NodeId id : to) SendResult(id);
-  answered_ = std::move(to);
+  answered_.clear();
+  for (NodeId id : to) {
+    SendResult(id);
+    answered_.emplace(id, now);
+  }
   outcome_ = FinishOutcome{true, count, o_.self, std::move(average), {}};
   sum_ = {};
 }

@@ -23,7 +23,9 @@
 //               Start. The average is rounded to fp16 once, so every member, the collector
 //               included, holds bit-identical values.
 //   publish     The result goes to every contributor and every live member; a contribution that
-//               comes later is answered with the same result.
+//               comes later is answered with the same result, and so is one from a member that
+//               was answered `resend` or longer before (the result did not reach it or was
+//               refused there: without a new answer it would end on its own model).
 //   adopt       A member adopts the first result from a collector it contributed to, or from the
 //               lowest live id of its view (a result may come before its own Start: a member
 //               still finishing its last step adopts it at Start). A member with no result
@@ -161,10 +163,11 @@ class ConsensusFinish {
                                     std::span<const std::byte> frame, std::span<const float> own,
                                     TimePoint now);
   FinishStepResult StepResult(NodeId from, const FinishMessage& header,
-                              std::span<const std::byte> frame, std::span<const float> own);
+                              std::span<const std::byte> frame, std::span<const float> own,
+                              TimePoint now);
   FinishStepResult Relayed(NodeId from, const FinishMessage& header,
-                           std::span<const std::byte> frame);
-  void MaybeAdoptRelayed();
+                           std::span<const std::byte> frame, TimePoint now);
+  void MaybeAdoptRelayed(TimePoint now);
   // Sends the outcome to the lowest live id when it is lower than the outcome's collector.
   void RelayToLowest();
   // Decodes a dense model of the right dimension.
@@ -193,7 +196,8 @@ class ConsensusFinish {
   std::map<NodeId, std::vector<float>> pending_;
   std::vector<std::pair<NodeId, FinishStepResult>> refusals_;
   std::shared_ptr<const std::vector<std::byte>> result_frame_;
-  std::set<NodeId> answered_;  // members the result went to (each gets it once)
+  // Members the result went to, and when last: each again at most once per `resend`.
+  std::map<NodeId, TimePoint> answered_;
   uint32_t result_contributors_ = 0;
   NodeId result_collector_ = 0;
   // A result that came before Start, from the then lowest live member.

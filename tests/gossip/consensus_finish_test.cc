@@ -204,6 +204,34 @@ TEST(ConsensusFinishTest, LateContributionIsAnsweredOnceWithTheSameResult) {
   EXPECT_TRUE(m.finish.at(1).TakeOutput().empty());
 }
 
+TEST(ConsensusFinishTest, AResultThatDidNotArriveIsSentAgainWhenTheMemberResends) {
+  Members m({1, 2, 3}, milliseconds(200));
+  TimePoint now{};
+  for (NodeId id : {3, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);  // held at the collector until its Start
+  m.finish.at(1).Start(m.model.at(1), m.live, now);
+  // The result to member 3 is lost on the way (or refused there); member 2's arrives.
+  for (SendTo& s : m.finish.at(1).TakeOutput()) {
+    if (s.to != 2) continue;
+    m.finish.at(2).Step(1, std::get<FinishMessage>(s.payload), *s.frame, m.model.at(2), now);
+  }
+  ExpectAdopted(m, {1, 2}, 3, Average(m, {1, 2, 3}));
+  ASSERT_FALSE(m.finish.at(3).outcome().has_value());
+  // A contribution sooner than `resend` after the answer is a duplicate: nothing goes out.
+  const auto soon =
+      m.finish.at(1).Step(3, {FinishMessage::Kind::kContribution, kDim, 1},
+                          std::vector<std::byte>{}, m.model.at(1), now + milliseconds(100));
+  EXPECT_EQ(soon.verdict, FinishVerdict::kDuplicate);
+  EXPECT_TRUE(m.finish.at(1).TakeOutput().empty());
+  // Member 3 resends its model after `resend`; the collector answers it again.
+  now += milliseconds(200);
+  m.finish.at(3).Tick(now);
+  m.Deliver(now);
+  EXPECT_EQ(m.verdicts["answered"], 1);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+  EXPECT_TRUE(m.finish.at(3).Settled());
+}
+
 TEST(ConsensusFinishTest, CollectorThatDiesBeforeAnsweringIsReplacedByTheNextLowest) {
   Members m({1, 2, 3, 4});
   m.dead.insert(1);
