@@ -6,6 +6,8 @@ slowed down (murmur: --straggle node=2,slowdown=F, applied inside the library; D
 (F - 1) x its compute after each step).
 
     python3 bench/byom_bench.py build [--procs 4] [--epochs 3] [--slowdown 4] [--target 0.85]
+    python3 bench/byom_bench.py build --program resnet_fashion.py --murmur-lrs 0.05,0.1 \
+        --ddp-lrs 0.1,0.2,0.4
     python3 bench/byom_bench.py build --no-straggler --example "--optimizer adamw --lr 0.002"
     python3 bench/byom_bench.py build --program resnet_fashion.py --epochs 1 --target 0.8 \
         --example "--train-rows 20000"
@@ -22,7 +24,13 @@ times for every run and costs no training time), then the goals:
 accuracy within 0.5 point of DDP and test loss (mean cross-entropy on the 10,000 test images)
 within 2 % of DDP's, with >= 50x fewer bytes per process; with the straggler, time to target up
 <= 25 % for murmur and >= 3x for DDP. Exit 1 when a goal is missed. Run it with
-Debian's python3, as root. About 8 minutes on 2 cores.
+Debian's python3, as root. About 8 minutes on 2 cores for one rate a side.
+
+With --murmur-lrs / --ddp-lrs each side first trains once per rate of its grid without the
+straggler (a row each), and the comparison and the straggler runs take each side at its best
+rate (--select: the highest accuracy, or the lowest test loss for a language model): a batch 4x
+as large wants a higher rate than each murmur process's, so one rate for both is not a fair
+baseline.
 
 Each process runs in a CPU cgroup of its own, capped to cores / N of the CPU time (`--isolate
 cgroup`, the default; cgroup v1's cpu controller or v2's cpu.max): N machines of equal speed.
@@ -108,10 +116,11 @@ def cpu_shares(procs, isolate):
 
 def gossip(build, a, slowdown):
     d = tempfile.mkdtemp(prefix="byom-")
+    example = a.example + (f" --lr {a.lr}" if a.lr else "")
     cmd = [os.path.join(build, "murmur"), "local", "--nodes", str(a.procs), "--epochs",
            str(a.epochs), "--json", "--progress", "none", "--exec",
            f"{sys.executable} {a.program} --seed {a.seed} --result-dir {d}"
-           + (f" --cpu-cgroup {a.cgroup}" if a.cgroup else "") + (f" {a.example}" if a.example else "")]
+           + (f" --cpu-cgroup {a.cgroup}" if a.cgroup else "") + (f" {example}" if example else "")]
     cmd += a.gossip.split()
     if slowdown > 1:
         cmd += ["--straggle", f"node=2,slowdown={slowdown}"]
@@ -134,7 +143,7 @@ def ddp(a, slowdown):
            str(a.epochs), "--seed", str(a.seed), "--result-dir", d]
     if a.cgroup:
         cmd += ["--cpu-cgroup", a.cgroup]
-    cmd += a.example.split()
+    cmd += a.example.split() + (["--lr", str(a.lr)] if a.lr else [])
     if slowdown > 1:
         cmd += ["--slowdown", str(slowdown), "--slow-rank", "1"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -161,7 +170,22 @@ def main():
     p.add_argument("--no-straggler", action="store_true", help="only the runs without one")
     p.add_argument("--isolate", choices=["cgroup", "none"], default="cgroup",
                    help="cgroup: each process capped to cores / N (N machines); none: shared cores")
+    p.add_argument("--murmur-lrs", default="", help="murmur's rate grid, comma-separated "
+                   "(default: the example's own rate)")
+    p.add_argument("--ddp-lrs", default="", help="DDP's rate grid (default: the example's own)")
+    p.add_argument("--select", choices=["accuracy", "loss"], default="accuracy",
+                   help="what makes a rate of the grid the best")
     a = p.parse_args()
+    try:
+        a.murmur_lrs = [float(x) for x in a.murmur_lrs.split(",") if x] or [None]
+        a.ddp_lrs = [float(x) for x in a.ddp_lrs.split(",") if x] or [None]
+    except ValueError as e:
+        p.error(f"--murmur-lrs/--ddp-lrs: comma-separated rates ({e})")
+    if any(x is not None and x <= 0 for x in a.murmur_lrs + a.ddp_lrs):
+        p.error("--murmur-lrs/--ddp-lrs: rates must be positive")
+    if "--lr " in f" {a.example} " and (a.murmur_lrs != [None] or a.ddp_lrs != [None]):
+        p.error("--example sets --lr and a grid is given: give the rates in one place")
+    a.lr = None
     a.program = os.path.join(ROOT, "examples", a.program)
     print(f"seed {a.seed}, {a.procs} processes, {a.epochs} epochs, target {a.target}, "
           f"straggler slowdown {a.slowdown}", flush=True)
@@ -169,21 +193,42 @@ def main():
         return measure(a)
 
 
+def best_rate(a, side, lrs, run, grid):
+    """Trains `side` once per rate of `lrs` (a row each in `grid`) and returns (rate, result) of
+    the best by --select; one rate (None: the example's own) is trained once, without a row."""
+    results = []
+    for lr in lrs:
+        a.lr = lr
+        r = run()
+        results.append((lr, r))
+        if len(lrs) > 1:
+            grid.append((f"{side}, lr {lr:g}", r))
+            print(f"  {side} lr {lr:g}: {r}", file=sys.stderr, flush=True)
+    key = (lambda x: -x[1]["accuracy"]) if a.select == "accuracy" else (lambda x: x[1]["loss"])
+    return min(results, key=key)
+
+
 def measure(a):
-    rows = {}
-    runs = [("murmur gossip", lambda: gossip(a.build, a, 1)), ("DDP", lambda: ddp(a, 1))]
+    rows, grid = {}, []
+    g_lr, rows["murmur gossip"] = best_rate(a, "murmur gossip", a.murmur_lrs,
+                                            lambda: gossip(a.build, a, 1), grid)
+    d_lr, rows["DDP"] = best_rate(a, "DDP", a.ddp_lrs, lambda: ddp(a, 1), grid)
     if not a.no_straggler:
-        runs += [(f"murmur gossip, node 2 at {a.slowdown:g}x", lambda: gossip(a.build, a, a.slowdown)),
-                 (f"DDP, rank 1 at {a.slowdown:g}x", lambda: ddp(a, a.slowdown))]
-    for name, run in runs:
-        rows[name] = run()
-        print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
+        for name, lr, run in [
+                (f"murmur gossip, node 2 at {a.slowdown:g}x", g_lr,
+                 lambda: gossip(a.build, a, a.slowdown)),
+                (f"DDP, rank 1 at {a.slowdown:g}x", d_lr, lambda: ddp(a, a.slowdown))]:
+            a.lr = lr
+            rows[name] = run()
+            print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
+    rate = lambda lr: "the example's" if lr is None else f"{lr:g}"
     fmt = lambda v, f: "-" if v is None else f.format(v)
-    print(f"{os.path.basename(a.program)} {a.example}".strip())
+    print(f"{os.path.basename(a.program)} {a.example}".strip() +
+          f"; murmur at lr {rate(g_lr)}, DDP at lr {rate(d_lr)}")
     print("| run | accuracy | test loss | MB sent per process | samples | start-up s | training s "
           "| s to target |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, r in rows.items():
+    for name, r in grid + list(rows.items()):
         print(f"| {name} | {r['accuracy']:.4f} | {r['loss']:.4f} | {r['bytes'] / 1e6:.2f} | "
               f"{r['samples']} | {r['startup_s']:.2f} | {r['train_s']:.1f} | "
               f"{fmt(r['to_target'], '{:.1f}')} |")

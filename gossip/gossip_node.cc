@@ -226,6 +226,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   ++s_.local_steps;
   s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
+  if (o_.outer.has_value() && outer_every_ == 0) ResolveOuterH(done.samples);
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
   s_.consensus_estimate = ConsensusEstimate();
   s_.gossip_period = CurrentH();
@@ -235,7 +236,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   // Outer rounds fall on the step clock's multiples of H, the same steps on every member (a
   // clock adopted on joining or catching up keeps them aligned): the members' updates of one
   // round are what GateRound waits for.
-  const bool round_due = OuterActive() ? s_.step % static_cast<uint64_t>(o_.outer->every) == 0
+  const bool round_due = OuterActive() ? s_.step % static_cast<uint64_t>(OuterH()) == 0
                                        : ++steps_since_round_ >= s_.gossip_period;
   if (round_due) {
     steps_since_round_ = 0;
@@ -347,6 +348,25 @@ double GossipNode::ConsensusEstimate() const {
   return sum / n;
 }
 
+int GossipNode::OuterH() const { return outer_every_ > 0 ? outer_every_ : o_.outer->every; }
+
+void GossipNode::ResolveOuterH(int64_t batch) {
+  // This node's share of the budget in steps, for the cluster it expects (every member is told
+  // the same) or, without that, the one it sees at its first step.
+  const int64_t members = o_.expect_members > 0
+                              ? o_.expect_members
+                              : static_cast<int64_t>(std::max<size_t>(1, view_.size()));
+  const int64_t steps =
+      o_.budget_samples > 0 && batch > 0 ? o_.budget_samples / (members * batch) : 0;
+  outer_every_ = OuterEvery(*o_.outer, steps);
+  if (outer_every_ != o_.outer->every) {
+    MURMUR_LOG_INFO(
+        "node {}: an outer round every {} steps, not {}: about {} steps of {} members "
+        "at a batch of {} hold at least {} rounds (outer rounds=)",
+        o_.self, outer_every_, o_.outer->every, steps, members, batch, o_.outer->rounds);
+  }
+}
+
 bool GossipNode::OuterActive() const {
   return o_.outer.has_value() && s_.local_epoch >= o_.outer->start_epoch;
 }
@@ -359,7 +379,7 @@ bool GossipNode::SparseSchedule() const {
 }
 
 int GossipNode::CurrentH() const {
-  if (OuterActive()) return o_.outer->every;
+  if (OuterActive()) return OuterH();
   const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
                     ? o_.post_local_steps
                 : o_.local_steps == 0 ? (SparseSchedule() ? 2 : 1)

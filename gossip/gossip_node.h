@@ -349,6 +349,10 @@ class GossipNode {
   int CurrentH() const;
   // The outer optimizer runs from this step on (GossipNodeOptions::outer and its start epoch).
   bool OuterActive() const;
+  // H of the outer rounds: OuterOptions::every, or fewer steps for a short run
+  // (OuterOptions::rounds), resolved at the first step from the budget and the first batch.
+  int OuterH() const;
+  void ResolveOuterH(int64_t batch);
   // After the round's mix: the outer step (the first active round starts the anchor instead).
   Status OuterRound();
   // local_steps 0: whether the small-cluster schedule (H 2, twice the kept fraction) applies now.
@@ -393,6 +397,7 @@ class GossipNode {
   std::vector<NodeId> finished_ids_;
   bool evaluate_now_ = false;    // a member finished: check the target with an evaluation
   int64_t max_batch_ = 0;        // the largest mini-batch this node computed
+  int outer_every_ = 0;          // OuterH once resolved
   int64_t steps_since_round_ = 0;
   uint64_t clock_sent_ = 0;          // the step of the latest round or clock announcement
   int64_t own_samples_at_view_ = 0;  // s_.samples when the latest view came

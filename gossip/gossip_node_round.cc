@@ -23,7 +23,7 @@ void GossipNode::Round(TimePoint now) {
   // round, waiting at most a quarter of a round's steps (RoundWaitOver); a CHOCO round mixes at
   // once, and its updates then carry this round's consensus estimate.
   if (outer_.has_value() && OuterActive() && o_.soft_sync.max_lead >= 0) {
-    const double reach_s = 0.25 * o_.outer->every * sync_.step_seconds();
+    const double reach_s = 0.25 * OuterH() * sync_.step_seconds();
     round_wait_until_ =
         now + std::min(sync_.EffectiveWait(),
                        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(reach_s)));
@@ -47,7 +47,7 @@ void GossipNode::EmitRoundOutput() {
 
 bool GossipNode::RoundWaitOver(TimePoint now) const {
   if (now >= round_wait_until_) return true;
-  const uint64_t reach = static_cast<uint64_t>(std::max(o_.outer->every / 4, 1));
+  const uint64_t reach = static_cast<uint64_t>(std::max(OuterH() / 4, 1));
   for (NodeId id : MixingPeers(round_view_)) {
     const uint64_t clock = sync_.ClockOf(id);
     // Not waited for: a peer already there, one further behind than a quarter round (it could

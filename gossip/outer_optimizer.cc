@@ -1,5 +1,7 @@
 #include "gossip/outer_optimizer.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "base/check.h"
@@ -39,6 +41,9 @@ Status OuterOptions::Validate() const {
   if (method == OuterMethod::kSgd && momentum != 0) {
     return InvalidArgumentError("outer sgd takes no momentum (use nesterov or momentum)");
   }
+  if (rounds < 0 || rounds > 1000000) {
+    return InvalidArgumentError(fmt::format("outer rounds={} (in [0, 1000000])", rounds));
+  }
   if (!(start_epoch >= 0 && std::isfinite(start_epoch))) {
     return InvalidArgumentError(fmt::format("outer start={} (a local epoch, at least 0)", start_epoch));
   }
@@ -65,12 +70,16 @@ StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text) {
     return error(fmt::format("unknown method '{}' (none, {})", parts->name, kMethods));
   }
   for (const auto& [key, value] : parts->options) {
-    const Status parsed = key == "every"      ? ReadNumber(value, key, o.every)
-                          : key == "lr"       ? ReadNumber(value, key, o.lr)
-                          : key == "momentum" ? ReadNumber(value, key, o.momentum)
-                          : key == "start"    ? ReadNumber(value, key, o.start_epoch)
-                                              : InvalidArgumentError(fmt::format(
-                                                    "unknown key '{}' (every, lr, momentum, start)", key));
+    const Status parsed =
+        key == "every"      ? ReadNumber(value, key, o.every)
+        : key == "lr"       ? ReadNumber(value, key, o.lr)
+        : key == "momentum" ? ReadNumber(value, key, o.momentum)
+        : key == "start"    ? ReadNumber(value, key, o.start_epoch)
+        : key == "rounds"
+            ? ReadNumber(value, key, o.rounds)
+            : InvalidArgumentError(fmt::format("unknown key '{}' (every, lr, momentum, start, "
+                                               "rounds)",
+                                               key));
     if (!parsed.ok()) return error(parsed.message());
   }
   if (Status valid = o.Validate(); !valid.ok()) return error(valid.message());
@@ -83,7 +92,16 @@ std::string OuterSpec(const std::optional<OuterOptions>& options) {
   std::string spec = fmt::format("{}:every={},lr={}", MethodName(o.method), o.every, o.lr);
   if (o.method != OuterMethod::kSgd) spec += fmt::format(",momentum={}", o.momentum);
   if (o.start_epoch > 0) spec += fmt::format(",start={}", o.start_epoch);
+  if (o.rounds > 0) spec += fmt::format(",rounds={}", o.rounds);
   return spec;
+}
+
+int OuterEvery(const OuterOptions& options, int64_t steps) {
+  if (options.rounds <= 0 || steps <= 0 || steps >= int64_t{options.every} * options.rounds) {
+    return options.every;
+  }
+  const auto most = static_cast<uint64_t>(std::max<int64_t>(steps / options.rounds, 1));
+  return static_cast<int>(std::bit_floor(most));
 }
 
 StatusOr<OuterOptimizer> OuterOptimizer::Create(const OuterOptions& options,

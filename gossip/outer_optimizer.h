@@ -45,16 +45,25 @@ struct OuterOptions {
   // The local epoch from which outer rounds run; before it, plain CHOCO rounds at the node's own
   // H (a dense warm-up while the models move fast, Kong et al. 2021 §5).
   double start_epoch = 0;
+  // At least this many outer rounds in a run with a sample budget: H is `every`, or, when the
+  // node's share of the budget holds fewer than rounds × every steps, the largest power of two
+  // at most share / rounds (at least 1), so members whose estimates differ still meet at rounds
+  // (powers of two divide each other). 0: H is `every` however short the run.
+  int rounds = 0;
 
   Status Validate() const;
 };
 
 // "none" (no outer optimizer) or METHOD[:KEY=VALUE,...] with METHOD nesterov, momentum or sgd
-// and keys every (H, ≥ 1), lr (η, in (0, 10]), momentum (μ, in [0, 1); not for sgd) and start
-// (a local epoch, ≥ 0). kInvalidArgument naming the spec and the key otherwise.
+// and keys every (H, ≥ 1), lr (η, in (0, 10]), momentum (μ, in [0, 1); not for sgd), start
+// (a local epoch, ≥ 0) and rounds (≥ 0). kInvalidArgument naming the spec and the key otherwise.
 StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text);
 // The spec of `options` (what ParseOuterSpec reads back), for reports and logs.
 std::string OuterSpec(const std::optional<OuterOptions>& options);
+
+// H for a node whose share of the run is `steps` steps (OuterOptions::rounds); `every` when the
+// share is unknown (0) or long enough.
+int OuterEvery(const OuterOptions& options, int64_t steps);
 
 struct OuterStats {
   double delta_norm = 0;  // ‖Δ̄‖

@@ -198,5 +198,36 @@ TEST(GossipNodeOuterTest, TheFinishAveragesAfterOuterRounds) {
   }
 }
 
+// A run too short for its H (rounds=): every member takes the same smaller H, a power of two,
+// from its share of the budget, and rounds on its multiples; without rounds= it keeps H.
+TEST(GossipNodeOuterTest, AShortRunTakesASmallerHThatHoldsTheRounds) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const char* spec : {"nesterov:every=80,rounds=8", "nesterov:every=80"}) {
+      GossipNodeOptions base = OuterOptions(spec);
+      base.budget_samples = 4000;  // 10 samples a step, 4 members: 100 steps a node
+      base.expect_members = 4;
+      base.finish_wait = std::chrono::seconds(2);
+      Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
+      for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+      ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+        for (size_t i = 0; i < 4; ++i) {
+          if (!cluster.node(i).over.has_value()) return false;
+        }
+        return true;
+      }));
+      const bool short_h = std::string_view(spec).find("rounds") != std::string_view::npos;
+      for (size_t i = 0; i < 4; ++i) {
+        const GossipNodeState& s = cluster.machine(i).state();
+        SCOPED_TRACE(std::string(spec) + ", node " + std::to_string(i));
+        EXPECT_EQ(s.gossip_period, short_h ? 8 : 80);  // 100 / 8 = 12: 8 the power of two
+        // The first round starts the anchor; rounds fall on the clock's multiples of H.
+        EXPECT_EQ(s.outer_rounds + 1, short_h ? s.step / 8 : s.step / 80);
+        EXPECT_EQ(s.finish, "averaged");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace murmur::gossip

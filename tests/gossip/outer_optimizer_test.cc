@@ -34,7 +34,7 @@ TEST(OuterSpecTest, ParsesMethodsAndKeys) {
   EXPECT_DOUBLE_EQ((*sgd)->momentum, 0.0);
   // The spec reads back to the same options.
   for (const char* text : {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25",
-                           "sgd:every=4,lr=1"}) {
+                           "sgd:every=4,lr=1", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8"}) {
     auto parsed = ParseOuterSpec(text);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(OuterSpec(*parsed), text);
@@ -51,6 +51,8 @@ TEST(OuterSpecTest, RefusesWithTheReason) {
       {"nesterov:momentum=1", "momentum=1 (in [0, 1))"},
       {"sgd:momentum=0.9", "sgd takes no momentum"},
       {"nesterov:start=-1", "start=-1"},
+      {"nesterov:rounds=-1", "rounds=-1 (in [0, 1000000])"},
+      {"nesterov:rounds=2.5", "rounds '2.5' is not"},
       {"nesterov:speed=2", "unknown key 'speed'"},
       {"nesterov:every", "is not key=value"},
   };
@@ -61,6 +63,32 @@ TEST(OuterSpecTest, RefusesWithTheReason) {
     EXPECT_NE(message.find(why), std::string::npos) << text << ": " << message;
     EXPECT_NE(message.find(text), std::string::npos) << message;  // names the spec
   }
+}
+
+TEST(OuterSpecTest, ShortRunsGetAPowerOfTwoThatHoldsTheRounds) {
+  OuterOptions o;
+  o.every = 80;
+  o.rounds = 8;
+  // Long enough (8 x 80 steps or more), or unknown: every.
+  for (int64_t steps : {int64_t{0}, int64_t{-5}, int64_t{640}, int64_t{641}, int64_t{1} << 40}) {
+    EXPECT_EQ(OuterEvery(o, steps), 80) << steps;
+  }
+  // Shorter: the largest power of two at most steps / rounds, so rounds to 2 x rounds of them.
+  for (int64_t steps = 1; steps < 640; ++steps) {
+    const int h = OuterEvery(o, steps);
+    SCOPED_TRACE("steps " + std::to_string(steps) + ", H " + std::to_string(h));
+    ASSERT_GE(h, 1);
+    ASSERT_LT(h, 80);
+    ASSERT_EQ(h & (h - 1), 0) << "a power of two";
+    if (steps >= 8) {
+      ASSERT_GE(steps / h, 8);
+      ASSERT_LT(steps / h, 16);
+    } else {
+      ASSERT_EQ(h, 1);
+    }
+  }
+  o.rounds = 0;  // off: every, however short
+  EXPECT_EQ(OuterEvery(o, 10), 80);
 }
 
 std::vector<float> Noise(size_t n, std::mt19937_64& rng, double scale) {
