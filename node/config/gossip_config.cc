@@ -71,7 +71,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "consensus control: how many times fewer rounds under the target (8 against 4: "
                  "the same accuracy at 4 and 8 nodes, 12 % fewer rounds at 4, a 2-node cluster "
                  "about 7 % faster; 16 costs 4 nodes 0.2 point)")
-        .Parsed("outer", &C::outer, "nesterov:every=80,lr=0.9,momentum=0.8",
+        .Parsed("outer", &C::outer, "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4",
                 "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH,rounds=R]",
                 "outer optimizer (DiLoCo's, decentralized): every H inner steps the round's mix "
                 "of the model with the neighbours' gives the averaged pseudo-gradient (anchor - "

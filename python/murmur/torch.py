@@ -76,8 +76,9 @@ class GossipOptimizer:
           "step:...", "constant"), applied to every param group each step; without lr_schedule
           the wrapped optimizer keeps its own rate (and a torch LR scheduler you step works as
           usual). lr defaults to the optimizer's first group's rate.
-      outer (str): the outer optimizer ("nesterov:every=80,lr=0.9,momentum=0.8", murmur's
-          default; "none": CHOCO gossip every step).
+      outer (str): the outer optimizer ("nesterov:every=80,lr=0.9,momentum=0.8,rounds=4",
+          murmur's default: every 80 steps, more often in a run too short for 4 such rounds;
+          "none": CHOCO gossip every step).
       compress (str): the operator for the exchanged updates ("auto", "int8", "topk:0.01", ...).
       eval_every (int): steps between evaluate() calls; target_accuracy (float) ends the run
           once reached.

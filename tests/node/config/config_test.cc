@@ -222,6 +222,7 @@ TEST(ConfigTest, GossipDefaultsToTheOuterOptimizerAndRefusesChocoRoundKeysUnderI
   EXPECT_EQ(outer->node.outer->every, 80);
   EXPECT_DOUBLE_EQ(outer->node.outer->lr, 0.9);
   EXPECT_DOUBLE_EQ(outer->node.outer->momentum, 0.8);
+  EXPECT_EQ(outer->node.outer->rounds, 4);
   EXPECT_EQ(coding::CompressorSpec(outer->node.choco.compressor),
             coding::CompressorSpec(*coding::ParseCompressorSpec("int8")));
   auto choco = GossipOptionsFrom(*parse({"--outer", "none"}));
