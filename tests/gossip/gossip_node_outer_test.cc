@@ -44,6 +44,17 @@ Cluster MakeOuterCluster(size_t n, uint64_t seed, const GossipNodeOptions& base,
                  });
 }
 
+// Starts the n nodes and runs until every one is over (at most 10 virtual seconds).
+bool RunToTheEnd(Cluster& cluster, size_t n) {
+  for (size_t i = 0; i < n; ++i) cluster.Start(i);
+  return cluster.RunFor(std::chrono::seconds(10), [&] {
+    for (size_t i = 0; i < n; ++i) {
+      if (!cluster.node(i).over.has_value()) return false;
+    }
+    return true;
+  });
+}
+
 double Spread(Cluster& cluster, size_t n) {
   double lo = 1e30, hi = -1e30;
   for (size_t i = 0; i < n; ++i) {
@@ -182,13 +193,7 @@ TEST(GossipNodeOuterTest, TheFinishAveragesAfterOuterRounds) {
     base.budget_samples = 4000;  // 10 samples a step: 100 steps a node
     base.finish_wait = std::chrono::seconds(2);
     Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
-    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
-    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
-      for (size_t i = 0; i < 4; ++i) {
-        if (!cluster.node(i).over.has_value()) return false;
-      }
-      return true;
-    }));
+    ASSERT_TRUE(RunToTheEnd(cluster, 4));
     for (size_t i = 0; i < 4; ++i) {
       const GossipNodeState& s = cluster.machine(i).state();
       EXPECT_GE(s.outer_rounds, 15u) << "node " << i;
@@ -209,13 +214,7 @@ TEST(GossipNodeOuterTest, AShortRunTakesASmallerHThatHoldsTheRounds) {
       base.expect_members = 4;
       base.finish_wait = std::chrono::seconds(2);
       Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
-      for (size_t i = 0; i < 4; ++i) cluster.Start(i);
-      ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
-        for (size_t i = 0; i < 4; ++i) {
-          if (!cluster.node(i).over.has_value()) return false;
-        }
-        return true;
-      }));
+      ASSERT_TRUE(RunToTheEnd(cluster, 4));
       const bool short_h = std::string_view(spec).find("rounds") != std::string_view::npos;
       for (size_t i = 0; i < 4; ++i) {
         const GossipNodeState& s = cluster.machine(i).state();
