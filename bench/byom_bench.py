@@ -54,6 +54,14 @@ def results(directory):
     return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(directory, "rank-*.json")))]
 
 
+def checked(cmd):
+    """Runs `cmd`; a failure ends the bench with its command and the end of its stderr."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"byom_bench: exit {r.returncode}: {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    return r
+
+
 def time_to(timeline, target):
     for t, a in timeline:
         if a >= target:
@@ -124,7 +132,7 @@ def gossip(build, a, slowdown):
     cmd += a.gossip.split()
     if slowdown > 1:
         cmd += ["--straggle", f"node=2,slowdown={slowdown}"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = checked(cmd).stdout
     report = json.loads(out.strip().splitlines()[-1])
     ranks = results(d)
     reach = [time_to(r["timeline"], a.target) for r in ranks]
@@ -146,7 +154,7 @@ def ddp(a, slowdown):
     cmd += a.example.split() + (["--lr", str(a.lr)] if a.lr else [])
     if slowdown > 1:
         cmd += ["--slowdown", str(slowdown), "--slow-rank", "1"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    checked(cmd)
     ranks = results(d)
     r0 = ranks[0]
     return {"accuracy": r0["accuracy"], "loss": r0["test_loss"], "bytes": r0["bytes_sent"],
@@ -176,6 +184,11 @@ def main():
     p.add_argument("--select", choices=["accuracy", "loss"], default="accuracy",
                    help="what makes a rate of the grid the best")
     a = p.parse_args()
+    try:
+        import torch  # noqa: F401  (the examples' import, checked before any run)
+    except ImportError:
+        sys.exit(f"byom_bench: {sys.executable} has no torch; run it with Debian's python3 "
+                 f"(/usr/bin/python3, with python3-torch from ops/install-deps.sh)")
     try:
         a.murmur_lrs = [float(x) for x in a.murmur_lrs.split(",") if x] or [None]
         a.ddp_lrs = [float(x) for x in a.ddp_lrs.split(",") if x] or [None]
