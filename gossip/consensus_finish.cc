@@ -56,6 +56,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   own_counts_ = trained;
   SetLive(live, now);
   started_at_ = now;
+  collecting_since_ = now;
   deadline_ = now + o_.result_wait;
   std::map<NodeId, std::vector<float>> pending = std::exchange(pending_, {});
   std::set<NodeId> abstained = std::exchange(abstained_, {});
@@ -100,8 +101,25 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
   MaybePublish(now);
 }
 
+bool ConsensusFinish::Answer(NodeId to, TimePoint now) {
+  const auto it = answered_.find(to);
+  if (it == answered_.end()) {
+    answered_.emplace(to, Answered{now, o_.resend});
+  } else if (now - it->second.at < it->second.wait) {
+    return false;
+  } else {
+    it->second = Answered{now, 2 * it->second.wait};
+  }
+  SendResult(to);
+  return true;
+}
+
 void ConsensusFinish::Contribute(TimePoint now) {
-  sent_to_.insert(collector_);
+  // A first contribution to this collector waits `resend` for its result; each resend twice as
+  // long as the one before.
+  resend_after_ = sent_to_.insert(collector_).second
+                      ? o_.resend
+                      : std::min<Duration>(2 * resend_after_, o_.result_wait);
   contributed_at_ = now;
   out_.push_back(
       SendTo{collector_,
@@ -152,13 +170,7 @@ FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMess
                                                    std::span<const std::byte> frame,
                                                    std::span<const float> own, TimePoint now) {
   if (result_frame_ != nullptr) {  // late, or not reached: answered with what the others adopted
-    const auto it = answered_.find(from);
-    if (it != answered_.end() && now - it->second < o_.resend) {
-      return Verdict(FinishVerdict::kDuplicate);
-    }
-    answered_[from] = now;
-    SendResult(from);
-    return Verdict(FinishVerdict::kAnswered);
+    return Verdict(Answer(from, now) ? FinishVerdict::kAnswered : FinishVerdict::kDuplicate);
   }
   if (started_ && collector_ != o_.self) {
     return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
@@ -270,11 +282,9 @@ void ConsensusFinish::MaybeAdoptRelayed(TimePoint now) {
       // Not to the relaying members, which hold it already.
       answered_.clear();
       for (const std::set<NodeId>* ids : {&contributors_, &abstained_}) {
-        for (NodeId id : *ids) {
-          if (answered_.emplace(id, now).second) SendResult(id);
-        }
+        for (NodeId id : *ids) Answer(id, now);
       }
-      for (NodeId id : relay.by) answered_.emplace(id, now);
+      for (NodeId id : relay.by) answered_.emplace(id, Answered{now, o_.resend});
       sum_ = {};
     }
     relayed_.clear();
@@ -310,6 +320,7 @@ void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
       Contribute(now);
       return;
     }
+    collecting_since_ = now;  // the members contribute here from now on
     AddOwn();
   }
   MaybePublish(now);
@@ -317,7 +328,7 @@ void ConsensusFinish::View(const std::vector<NodeId>& live, TimePoint now) {
 
 void ConsensusFinish::Tick(TimePoint now) {
   if (!started_ || outcome_.has_value()) return;
-  if (collector_ != o_.self && o_.resend.count() > 0 && now - contributed_at_ >= o_.resend) {
+  if (collector_ != o_.self && o_.resend.count() > 0 && now - contributed_at_ >= resend_after_) {
     Contribute(now);
   }
   MaybePublish(now);
@@ -345,7 +356,7 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   // A collector that trained nothing restarted late: its view may not hold every member yet, so
   // it waits until its view held still for `resend` (a member it did not see yet resends).
   const bool view_still = own_counts_ || now >= view_changed_at_ + o_.resend;
-  if ((!everyone || !view_still) && now < started_at_ + o_.collect_wait) return;
+  if ((!everyone || !view_still) && now < collecting_since_ + o_.collect_wait) return;
   JudgeHeld();
   uint32_t count = static_cast<uint32_t>(contributors_.size()) + (own_counts_ ? 1 : 0);
   if (count == 0) {
@@ -364,10 +375,7 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   to.insert(live_.begin(), live_.end());
   to.erase(o_.self);
   answered_.clear();
-  for (NodeId id : to) {
-    SendResult(id);
-    answered_.emplace(id, now);
-  }
+  for (NodeId id : to) Answer(id, now);
   outcome_ = FinishOutcome{true, count, o_.self, std::move(average), {}};
   sum_ = {};
 }

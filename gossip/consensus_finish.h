@@ -20,17 +20,20 @@
 //               collector starved of CPU may not have left its zero start) — and averages once
 //               every live member of its view has contributed
 //               (members that die meanwhile drop out of the wait) or `collect_wait` after its own
-//               Start. The average is rounded to fp16 once, so every member, the collector
-//               included, holds bit-identical values.
+//               Start (or after it became the collector, when the one before it left). The average
+//               is rounded to fp16 once, so every member, the collector included, holds
+//               bit-identical values.
 //   publish     The result goes to every contributor and every live member; a contribution that
 //               comes later is answered with the same result, and so is one from a member that
 //               was answered `resend` or longer before (the result did not reach it or was
-//               refused there: without a new answer it would end on its own model).
+//               refused there: without a new answer it would end on its own model), each further
+//               answer to a member after twice the wait of the one before.
 //   adopt       A member adopts the first result from a collector it contributed to, or from the
 //               lowest live id of its view (a result may come before its own Start: a member
 //               still finishing its last step adopts it at Start). A member with no result
 //               `result_wait` after its Start keeps its own model, and the outcome says so.
-//               Until then it sends its contribution again every `resend`.
+//               Until then it sends its contribution again, `resend` after its first one and
+//               after twice the wait each time (a new collector: from `resend` again).
 //   relay       A member that holds an average and sees a live member lower than that average's
 //               collector (one that restarted, or came back into view, after the average was
 //               published, and would otherwise collect alone) sends it the result, once. A node
@@ -74,9 +77,13 @@ struct ConsensusFinishOptions {
   uint32_t dimension = 0;
   Duration collect_wait = std::chrono::seconds(5);  // the collector, from its Start
   Duration result_wait = std::chrono::seconds(10);  // a member, from its Start
-  // A member without a result sends its contribution again this often: one lost or refused on
-  // the way (a collector that restarted and did not know the member yet) would otherwise be
-  // missing from the average. The collector counts a member once.
+  // A member without a result sends its contribution again `resend` after its first one, then
+  // after twice as long each time (at most result_wait): one lost or refused on the way (a
+  // collector that restarted and did not know the member yet) would otherwise be missing from
+  // the average. The collector counts a member once. The doubling keeps a thin link's queue
+  // from filling with copies of models that are still on their way: on a link that carries a
+  // model in a large part of a second, resends every `resend` multiplied the finish's bytes
+  // and held membership probes behind them long enough for live members to be declared dead.
   Duration resend = std::chrono::seconds(1);
   // A model (contribution or result) farther than this × ‖own model‖ from the own model is
   // refused (0: no check). Honest models of one run are within a few percent of each other.
@@ -178,12 +185,14 @@ class ConsensusFinish {
   const ConsensusFinishOptions o_;
   bool started_ = false;
   TimePoint started_at_{};
+  TimePoint collecting_since_{};  // Start, or when the collector before this node left the view
   TimePoint deadline_{};
   std::vector<NodeId> live_;
   TimePoint view_changed_at_{};
   NodeId collector_ = 0;
   std::set<NodeId> sent_to_;  // collectors this node contributed to
   TimePoint contributed_at_{};  // the latest contribution sent
+  Duration resend_after_{};     // from contributed_at_ to the next resend
   std::vector<float> own_half_;  // this node's model as contributed (fp16 values)
   std::shared_ptr<const std::vector<std::byte>> own_frame_;
   // Collector state, from its Start (what comes before waits in pending_).
@@ -196,8 +205,16 @@ class ConsensusFinish {
   std::map<NodeId, std::vector<float>> pending_;
   std::vector<std::pair<NodeId, FinishStepResult>> refusals_;
   std::shared_ptr<const std::vector<std::byte>> result_frame_;
-  // Members the result went to, and when last: each again at most once per `resend`.
-  std::map<NodeId, TimePoint> answered_;
+  // Members the result went to: when last, and how long from then a contribution is a duplicate
+  // (`resend`, doubled by each further answer).
+  struct Answered {
+    TimePoint at;
+    Duration wait;
+  };
+  std::map<NodeId, Answered> answered_;
+  // Answers `to` and notes it; false (nothing sent) when `to` was answered less than its wait
+  // before.
+  bool Answer(NodeId to, TimePoint now);
   uint32_t result_contributors_ = 0;
   NodeId result_collector_ = 0;
   // A result that came before Start, from the then lowest live member.

@@ -42,6 +42,8 @@
 //   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver;
 //             no linger once the finish is settled (ConsensusFinish::Settled: a member holds
 //             the average every live member contributed to; the collector saw them all leave).
+//             The collector lingers until then, or until a member would give up waiting for
+//             its result (`finish_wait` from the collector's own finish).
 // The model is the caller's span (the trainer's parameters) in the memory of `device`: the
 // machine reads it for rounds and snapshots and writes it only between steps (rounds, adoption,
 // catch-up), never while a ComputeStep is outstanding. On a GPU it stays there: CHOCO runs on the

@@ -34,7 +34,7 @@ void GossipNode::Step(const Evaluated& result, TimePoint now) {
     s_.accuracy_step = s_.step;
     if (phase_ == Phase::kFinishing) s_.own_accuracy = result.accuracy;
   }
-  if (phase_ == Phase::kLingering) linger_until_ = now + o_.linger;
+  if (phase_ == Phase::kLingering) linger_until_ = std::max(linger_until_, now + o_.linger);
   Advance(now);
 }
 
@@ -119,6 +119,10 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   s_.finish_moved = norm > 0 ? std::sqrt(moved / norm) : 0;
   SetModel(o.model);
   Emit(ResetOptimizer{});
+  // The collector stays until every member left (Settled) or a member would have given up
+  // waiting: its results may still be on their way over a thin link, and a collector that left
+  // took the ones not yet sent with it (the members then collected again among themselves).
+  if (o.collector == o_.self) linger_until_ = std::max(linger_until_, finish_->deadline());
   MURMUR_LOG_INFO(
       "node {}: adopted the average of {} members' models from node {} ({:.3g} "
       "relative from its own)",

@@ -345,6 +345,7 @@ bool Membership::Step(const Envelope& message, TimePoint now) {
                                   },
                                   message.payload);
   if (!handled) return false;
+  HeardFromSuspect(heard);
   if (!std::holds_alternative<gossip::Leave>(message.payload)) TellIfHeldDead(heard);
   UpdateView();
   return true;

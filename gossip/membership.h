@@ -224,6 +224,13 @@ class Membership {
   bool OnLeave(const Heard& heard);
   void MergeOrVerify(const Heard& heard, const std::vector<MemberEntry>& entries);
   void TellIfHeldDead(const Heard& heard);
+  // A message from a suspect itself, at the incarnation it is suspected at, is first-hand
+  // evidence that it lives: its suspicion deadline restarts from now. (A member whose link is
+  // full answers probes late but still sends; before, a collector receiving every member's
+  // model over a thin link was declared dead by all while it collected.) It stays a suspect
+  // until it refutes, as SWIM has it; a crashed member sends nothing, so its detection is
+  // delayed at most by the messages still queued on their way when it crashed.
+  void HeardFromSuspect(const Heard& heard);
 
   void Merge(const MemberEntry& entry, TimePoint now);
   // An unknown sender's claim about itself: Ping it at the claimed address (Candidate).

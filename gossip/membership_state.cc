@@ -109,6 +109,15 @@ void Membership::SendDigests(TimePoint) {
   for (size_t i = 0; i < fanout; ++i) Send(members_.at(live[i]).entry.address, Digest{all, false});
 }
 
+void Membership::HeardFromSuspect(const Heard& heard) {
+  const auto it = members_.find(heard.sender);
+  if (it == members_.end()) return;
+  Member& m = it->second;
+  if (m.entry.state != MemberState::kSuspect || heard.incarnation != m.entry.incarnation) return;
+  m.suspect_deadline = std::max(m.suspect_deadline, heard.now + SuspicionTimeout());
+  NoteDeadlines(m);
+}
+
 void Membership::NoteDeadlines(const Member& m) {
   if (m.entry.state == MemberState::kSuspect)
     next_expiry_ = std::min(next_expiry_, m.suspect_deadline);

@@ -232,6 +232,47 @@ TEST(ConsensusFinishTest, AResultThatDidNotArriveIsSentAgainWhenTheMemberResends
   EXPECT_TRUE(m.finish.at(3).Settled());
 }
 
+// On a thin link a model takes a large part of a second; copies sent every `resend` would fill
+// the link's queue ahead of the one still on its way. A member waits twice as long before each
+// resend, and the collector answers a member again only after twice the wait of its answer
+// before.
+TEST(ConsensusFinishTest, ResendsAndRepeatedAnswersWaitTwiceAsLongEachTime) {
+  Members m({1, 2}, milliseconds(100));
+  TimePoint start{};
+  m.finish.at(2).Start(m.model.at(2), m.live, start);
+  ASSERT_EQ(m.finish.at(2).TakeOutput().size(), 1u);  // the contribution, lost on the way
+  // Ticks every 10 ms until result_wait (1 s): resends at 100, 300, 700 ms from the start.
+  std::vector<int64_t> resent_ms;
+  for (int64_t ms = 10; ms < 1000; ms += 10) {
+    m.finish.at(2).Tick(start + milliseconds(ms));
+    for (const SendTo& s : m.finish.at(2).TakeOutput()) {
+      EXPECT_EQ(s.to, 1u);
+      resent_ms.push_back(ms);
+    }
+  }
+  EXPECT_EQ(resent_ms, (std::vector<int64_t>{100, 300, 700}));
+  // The collector published; member 2's contributions keep coming (its results are lost): each
+  // answered only once the wait since the answer before, doubling from `resend`, has passed.
+  Members c({1, 2}, milliseconds(100));
+  c.finish.at(2).Start(c.model.at(2), c.live, start);
+  c.Deliver(start);
+  c.finish.at(1).Start(c.model.at(1), c.live, start);
+  ASSERT_EQ(c.finish.at(1).TakeOutput().size(), 1u);  // the result to 2, lost
+  std::vector<int64_t> answered_ms;
+  for (int64_t ms = 10; ms < 1000; ms += 10) {
+    const auto r =
+        c.finish.at(1).Step(2, {FinishMessage::Kind::kContribution, kDim, 1},
+                            std::vector<std::byte>{}, c.model.at(1), start + milliseconds(ms));
+    const bool sent = !c.finish.at(1).TakeOutput().empty();
+    EXPECT_EQ(sent, r.verdict == FinishVerdict::kAnswered) << ms;
+    if (sent)
+      answered_ms.push_back(ms);
+    else
+      EXPECT_EQ(r.verdict, FinishVerdict::kDuplicate) << ms;
+  }
+  EXPECT_EQ(answered_ms, (std::vector<int64_t>{100, 300, 700}));
+}
+
 TEST(ConsensusFinishTest, CollectorThatDiesBeforeAnsweringIsReplacedByTheNextLowest) {
   Members m({1, 2, 3, 4});
   m.dead.insert(1);

@@ -257,6 +257,49 @@ TEST(MembershipTest, FalseSuspicionIsRefutedWithAHigherIncarnation) {
   for (const auto& e : sim.events()) EXPECT_NE(e.event.kind, MemberEvent::Kind::kDead);
 }
 
+// A member whose link is full (a collector receiving every member's model over a thin link)
+// answers probes late but still sends: its own messages restart its suspicion deadline, so it is
+// not declared dead while it speaks; once silent it is, one suspicion timeout after its last word.
+TEST(MembershipTest, ASuspectThatStillSpeaksIsNotDeclaredDead) {
+  SimCluster sim(3, Fast(), 7, {.incarnation = 1000});
+  ASSERT_TRUE(sim.RunFor(seconds(10), [&] { return sim.AllUpSeeAllUpAlive(); }));
+  Membership& a = sim.node(0);
+  const NodeId slow = SimCluster::Id(2);
+  const Incarnation inc = sim.node(2).incarnation();
+  auto state = [&] { return a.Find(slow)->state; };
+  TimePoint now = sim.now();
+  Envelope rumour;
+  rumour.sender_id = SimCluster::Id(1);
+  rumour.payload =
+      Digest{{{slow, SimCluster::Address(2), inc, MemberState::kSuspect, 0, 0}}, false};
+  ASSERT_TRUE(a.Step(rumour, now));
+  ASSERT_EQ(state(), MemberState::kSuspect);
+  const Duration timeout = a.SuspicionTimeout();
+  // Node 0 runs alone from here: nothing it sends arrives. Node 2's digests reach it every half
+  // timeout, for three timeouts.
+  Envelope own;
+  own.sender_id = slow;
+  own.incarnation = inc;
+  own.payload = Digest{{{slow, SimCluster::Address(2), inc, MemberState::kAlive, 0, 0}}, false};
+  for (int k = 0; k < 6; ++k) {
+    now += timeout / 2;
+    a.Tick(now);
+    a.TakeOutput();
+    ASSERT_EQ(state(), MemberState::kSuspect) << "after " << ToSeconds(now - sim.now()) << " s";
+    a.Step(own, now);
+  }
+  // An old life's message is no word from the member now.
+  Envelope old = own;
+  old.incarnation = inc - 1;
+  a.Step(old, now);
+  now += timeout - milliseconds(1);
+  a.Tick(now);
+  EXPECT_EQ(state(), MemberState::kSuspect);
+  now += milliseconds(2);
+  a.Tick(now);
+  EXPECT_EQ(state(), MemberState::kDead);
+}
+
 TEST(MembershipTest, RestartedNodeRejoinsWithHigherOrEqualIncarnation) {
   for (Incarnation restart_inc : {Incarnation{0}, Incarnation{1000}}) {
     SimCluster sim(6, Fast(), 21 + restart_inc);
