@@ -160,6 +160,10 @@ bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
       u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0) {
     peer_consensus_[m.from] = u->consensus;
   }
+  if (result.verdict == ChocoVerdict::kApplied) {
+    uint64_t& clock = copy_clock_[m.from];
+    clock = std::max(clock, m.step_clock);
+  }
   if (observer_ != nullptr) {
     if (result.verdict == ChocoVerdict::kApplied && update) {
       observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));

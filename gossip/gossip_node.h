@@ -375,6 +375,10 @@ class GossipNode {
   std::optional<OuterOptimizer> outer_;  // from the first outer round on
   // An outer round published and not mixed yet (RoundWaitOver).
   bool mix_pending_ = false;
+  // Per neighbour, the highest step clock of a message that changed its public copy here (an
+  // update or a snapshot of it): its copy holds its rounds up to that clock. Members of the
+  // view only (pruned at each round).
+  std::map<NodeId, uint64_t> copy_clock_;
   ChocoRoundStats round_stats_;
   std::vector<NodeId> round_view_;
   uint64_t round_clock_ = 0;

@@ -50,12 +50,13 @@ bool GossipNode::RoundWaitOver(TimePoint now) const {
   const uint64_t reach = static_cast<uint64_t>(std::max(OuterH() / 4, 1));
   for (NodeId id : MixingPeers(round_view_)) {
     const uint64_t clock = sync_.ClockOf(id);
-    // Not waited for: a peer already there, one further behind than a quarter round (it could
-    // not arrive within the wait at this node's pace), a marked straggler, a finished member.
-    if (clock == 0 || clock >= round_clock_ || clock + reach < round_clock_ ||
-        sync_.IsStraggler(id, now)) {
-      continue;
-    }
+    // Not waited for: a peer whose update of the round is in (its copy is from its clock at the
+    // round or later: a clock alone may come first, on membership's lane), one further behind
+    // than a quarter round (it could not arrive within the wait at this node's pace), a marked
+    // straggler, a finished member.
+    const auto copy = copy_clock_.find(id);
+    const bool in = copy != copy_clock_.end() && copy->second >= round_clock_;
+    if (clock == 0 || in || clock + reach < round_clock_ || sync_.IsStraggler(id, now)) continue;
     if (std::find(finished_ids_.begin(), finished_ids_.end(), id) != finished_ids_.end()) continue;
     return false;
   }
@@ -74,6 +75,9 @@ void GossipNode::MixRound() {
   s_.consensus_average = s_.rounds == 1 ? stats.consensus_distance
                                         : 0.9 * s_.consensus_average + 0.1 * stats.consensus_distance;
   std::erase_if(peer_consensus_, [&](const auto& e) {
+    return !std::binary_search(view.begin(), view.end(), e.first);
+  });
+  std::erase_if(copy_clock_, [&](const auto& e) {
     return !std::binary_search(view.begin(), view.end(), e.first);
   });
   if (observer_ != nullptr) {

@@ -9,7 +9,11 @@
 //   When the queue is full (max_queued_messages or max_queued_bytes), the oldest *update*
 //   message in it is dropped and counted; if it holds only control messages, the oldest of
 //   those goes. Training never waits for a slow or dead peer.
-// - Messages from one sender to one receiver arrive in send order, whole (all frames or none).
+// - Messages from one sender to one receiver arrive whole (all frames or none) and in send order
+//   within their lane: membership messages (Traffic::kMembership) have a lane of their own
+//   (ZeroMQ: a connection of their own), so they may overtake other messages sent before them;
+//   a probe does not wait behind a model on a thin link. Everything else is one lane. (The
+//   in-process transport keeps one order for all.)
 // - A peer that is not there yet, or vanished, is retried with backoff; what is queued (up to the
 //   bound) is delivered when it comes back. Messages already handed to a connection that then
 //   breaks may be lost: protocols above use sequence numbers and snapshots, not retransmission.
@@ -58,8 +62,9 @@ class Frame {
   std::span<const std::byte> bytes_;
 };
 
-// What the drop policy may discard first.
-enum class Traffic : uint8_t { kControl = 0, kUpdate = 1 };
+// What the drop policy may discard first (kUpdate), and what travels on a lane of its own
+// (kMembership: SWIM's probes, acks and digests; dropped as control).
+enum class Traffic : uint8_t { kControl = 0, kUpdate = 1, kMembership = 2 };
 
 struct Message {
   Frame header;

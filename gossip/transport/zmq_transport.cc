@@ -127,12 +127,25 @@ class ZmqTransport final : public Transport {
     Message message;
     bool forget;
   };
-  struct Peer {
-    Peer(zmq::socket_t s, const TransportOptions& o)
+  // A peer's connections: membership messages on one of their own, so that SWIM's probes and
+  // acks do not wait behind a model on a thin link (there they waited seconds and live members
+  // were declared dead); everything else on the other. Each lane has its own queue and order.
+  struct Lane {
+    Lane(zmq::socket_t s, const TransportOptions& o)
         : dealer(std::move(s)), queue(o.max_queued_messages, o.max_queued_bytes) {}
     zmq::socket_t dealer;
     SendQueue queue;
+  };
+  static constexpr size_t kLanes = 2;
+  static size_t LaneOf(const Message& m) { return m.traffic == Traffic::kMembership ? 0 : 1; }
+  struct Peer {
+    std::array<std::optional<Lane>, kLanes> lanes;  // each made on first use
     uint64_t last_used = 0;  // use_counter_ at the latest message queued
+    size_t queued() const {
+      size_t n = 0;
+      for (const auto& lane : lanes) n += lane.has_value() ? lane->queue.size() : 0;
+      return n;
+    }
   };
 
   // One eventfd write per wake-up of the I/O thread, however many sends queue before it runs:
@@ -143,21 +156,28 @@ class ZmqTransport final : public Transport {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
 
-  // The peer's connection, made (after closing the least recently used one when max_peers are
+  // The peer's lane for `m`, made (after closing the least recently used peer when max_peers are
   // open) when there is none; nullptr when no socket can be made (out of file descriptors).
-  Peer* PeerFor(const std::string& endpoint) {
+  Lane* LaneFor(const std::string& endpoint, const Message& m) {
     auto it = peers_.find(endpoint);
-    if (it != peers_.end()) return &it->second;
-    if (peers_.size() >= std::max<size_t>(1, options_.max_peers)) {
-      auto lru = std::min_element(peers_.begin(), peers_.end(), [](const auto& a, const auto& b) {
-        return a.second.last_used < b.second.last_used;
-      });
-      stats_.dropped_control += lru->second.queue.size();
-      ++stats_.evicted_peers;
-      peers_.erase(lru);
+    if (it == peers_.end()) {
+      if (peers_.size() >= std::max<size_t>(1, options_.max_peers)) {
+        auto lru = std::min_element(peers_.begin(), peers_.end(), [](const auto& a, const auto& b) {
+          return a.second.last_used < b.second.last_used;
+        });
+        stats_.dropped_control += lru->second.queued();
+        ++stats_.evicted_peers;
+        peers_.erase(lru);
+      }
+      it = peers_.emplace(endpoint, Peer{}).first;
     }
+    Peer& peer = it->second;
+    peer.last_used = ++use_counter_;
+    std::optional<Lane>& lane = peer.lanes[LaneOf(m)];
+    if (lane.has_value()) return &*lane;
     try {
-      return &peers_.emplace(endpoint, Peer(Connect(endpoint), options_)).first->second;
+      lane.emplace(Connect(endpoint), options_);
+      return &*lane;
     } catch (const zmq::error_t& e) {
       if (dropped_logged_++ % 1000 == 0) {
         MURMUR_LOG_WARN("transport: no socket for '{}': {} ({} messages dropped so far)", endpoint,
@@ -208,13 +228,12 @@ class ZmqTransport final : public Transport {
         peers_.erase(c.peer);
         continue;
       }
-      Peer* peer = PeerFor(c.peer);
-      if (peer == nullptr) {
+      Lane* lane = LaneFor(c.peer, c.message);
+      if (lane == nullptr) {
         ++stats_.dropped_no_socket;
         continue;
       }
-      peer->last_used = ++use_counter_;
-      peer->queue.Push(std::move(c.message), stats_);
+      lane->queue.Push(std::move(c.message), stats_);
     }
     stats_.peers = peers_.size();
   }
@@ -251,15 +270,21 @@ class ZmqTransport final : public Transport {
       if (!commands_.empty()) return false;
     }
     auto it = peers_.find(peer);
-    if (it == peers_.end() || !it->second.queue.empty()) return false;
-    if (!SendNow(it->second.dealer, m)) return false;
+    if (it == peers_.end()) return false;
+    std::optional<Lane>& lane = it->second.lanes[LaneOf(m)];
+    if (!lane.has_value() || !lane->queue.empty() || !SendNow(lane->dealer, m)) return false;
     it->second.last_used = ++use_counter_;
     return true;
   }
 
-  // Sends queued messages until the socket would block. REQUIRES sockets_mu_.
+  // Sends queued messages until each lane's socket would block. REQUIRES sockets_mu_.
   void Flush(Peer& peer) {
-    while (!peer.queue.empty() && SendNow(peer.dealer, peer.queue.front())) peer.queue.PopFront();
+    for (std::optional<Lane>& lane : peer.lanes) {
+      if (!lane.has_value()) continue;
+      while (!lane->queue.empty() && SendNow(lane->dealer, lane->queue.front())) {
+        lane->queue.PopFront();
+      }
+    }
   }
 
   // Moves what the ROUTER holds into the inbox, at most 64 messages or 256 KB at a time: small
@@ -384,8 +409,10 @@ class ZmqTransport final : public Transport {
       {
         std::lock_guard<std::mutex> sockets(sockets_mu_);
         for (auto& [endpoint, peer] : peers_) {
-          if (peer.queue.empty()) continue;
-          items.push_back({peer.dealer.handle(), 0, ZMQ_POLLOUT, 0});
+          for (std::optional<Lane>& lane : peer.lanes) {
+            if (!lane.has_value() || lane->queue.empty()) continue;
+            items.push_back({lane->dealer.handle(), 0, ZMQ_POLLOUT, 0});
+          }
         }
       }
       try {

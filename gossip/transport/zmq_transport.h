@@ -1,6 +1,7 @@
 #pragma once
 // The ZeroMQ transport (transport.h): one ROUTER socket bound at the listen endpoint receives
-// from every peer; one DEALER per peer endpoint sends to it. All sockets belong to one I/O
+// from every peer; two DEALERs per peer endpoint send to it, one for membership messages and
+// one for the rest (transport.h: lanes), each made on first use. All sockets belong to one I/O
 // thread; Send() hands the message over through a queue and an eventfd wake-up, so callers never
 // touch a socket. Payload frames are handed to ZeroMQ without copying (the Frame's owner is kept
 // alive until the socket is done with it). DEALERs use ZMQ_IMMEDIATE, so nothing piles up inside

@@ -244,7 +244,7 @@ void PeerNode::Handle(const transport::Message& message, TimePoint now) {
 
 void PeerNode::Flush() {
   for (gossip::Outgoing& out : membership_->TakeOutput()) {
-    Emit(out.address, std::move(out.payload), {}, transport::Traffic::kControl);
+    Emit(out.address, std::move(out.payload), {}, transport::Traffic::kMembership);
   }
   for (const gossip::MemberEvent& ev : membership_->TakeEvents()) {
     if (ev.kind == gossip::MemberEvent::Kind::kIdConflict) {

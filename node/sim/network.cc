@@ -132,16 +132,17 @@ NetworkModel::NetworkModel(size_t nodes, LinkSpec link, uint64_t seed)
       down_(nodes, false) {}
 
 std::optional<TimePoint> NetworkModel::Send(size_t from, size_t to, uint64_t bytes, TimePoint now,
-                                            Duration hold) {
+                                            Duration hold, bool own_lane) {
   const Duration tx = link_.Transmission(bytes);
-  const TimePoint start = std::max(now + hold, uplink_free_[from]);
-  uplink_free_[from] = start + tx;
+  const TimePoint start = own_lane ? now + hold : std::max(now + hold, uplink_free_[from]);
+  if (!own_lane) uplink_free_[from] = start + tx;
   if (link_.loss > 0 && Uniform() < link_.loss) return std::nullopt;
   (void)to;
   return start + link_.latency;
 }
 
-TimePoint NetworkModel::Receive(size_t to, uint64_t bytes, TimePoint at) {
+TimePoint NetworkModel::Receive(size_t to, uint64_t bytes, TimePoint at, bool own_lane) {
+  if (own_lane) return at + link_.Transmission(bytes);
   const TimePoint start = std::max(at, downlink_free_[to]);
   downlink_free_[to] = start + link_.Transmission(bytes);
   return downlink_free_[to];

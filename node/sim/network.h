@@ -6,6 +6,11 @@
 // messages that arrive at one downlink at once queue (a parent's incast, a snapshot behind an
 // update). Loss is drawn per message from a seeded generator; a partition or a node that is down
 // loses what crosses it. No wall clock: the caller passes virtual time.
+// Lanes: membership messages travel on a connection of their own (the real transport's, see
+// gossip/transport/transport.h), so they neither wait for nor hold a NIC's queue: they take
+// latency + their own bytes / bandwidth. This idealizes TCP flows sharing a link packet by packet;
+// on a link shaped by tc tbf a probe still waits behind the qdisc's backlog (at most its
+// `latency`, 200 ms under murmur local's netns), which is not modeled.
 // Thread safety: none; the simulator's one thread.
 
 #include <cstdint>
@@ -55,11 +60,12 @@ class NetworkModel {
   // Reserves `from`'s uplink for a message of `bytes` sent at `now` (plus `hold`, an injected
   // send delay, before it reaches the NIC). Returns when its first byte reaches `to`'s NIC, or
   // nullopt when it is lost (drawn loss). Partitions and down nodes are checked at arrival.
+  // `own_lane`: a membership message (above), which reserves nothing.
   std::optional<TimePoint> Send(size_t from, size_t to, uint64_t bytes, TimePoint now,
-                                Duration hold = Duration(0));
+                                Duration hold = Duration(0), bool own_lane = false);
   // Reserves `to`'s downlink for a message whose first byte arrives at `at`: returns when its
   // last byte is in (the delivery time).
-  TimePoint Receive(size_t to, uint64_t bytes, TimePoint at);
+  TimePoint Receive(size_t to, uint64_t bytes, TimePoint at, bool own_lane = false);
   // False across a partition or when the receiver is down (what a sender sent before it went
   // down is on its way).
   bool Reachable(size_t from, size_t to) const;

@@ -163,6 +163,7 @@ struct Simulator::Impl {
     const node::MessageKind kind = node::KindOf(payload);
     e.payload = std::move(payload);
     auto wire = MakeWire(i, to, std::move(e), std::move(frame), o.wire_scale);
+    wire->own_lane = kind == node::MessageKind::kMembership;
     ++n.r.messages_sent;
     n.r.bytes_sent += wire->bytes;
     ++result.messages;
@@ -177,7 +178,7 @@ struct Simulator::Impl {
       (*on_message)({Seconds(now.time_since_epoch()), i, to, wire->bytes,
                      std::string(node::MessageKindName(kind)), wire->header});
     }
-    const auto arrival = net.Send(i, to, wire->bytes, now, n.straggle.send_delay);
+    const auto arrival = net.Send(i, to, wire->bytes, now, n.straggle.send_delay, wire->own_lane);
     if (!arrival.has_value()) {
       ++n.r.lost;
       return;
@@ -201,7 +202,8 @@ struct Simulator::Impl {
       ++nodes[wire->from].r.lost;
       return;
     }
-    Push(Event{net.Receive(wire->to, wire->bytes, now), 0, EventKind::kDeliver, wire->to, 0, wire});
+    Push(Event{net.Receive(wire->to, wire->bytes, now, wire->own_lane), 0, EventKind::kDeliver,
+               wire->to, 0, wire});
   }
 
   void Deliver(const std::shared_ptr<Wire>& wire) {

@@ -18,6 +18,7 @@ namespace murmur::sim {
 struct Wire {
   size_t from = 0, to = 0;
   uint64_t bytes = 0;  // on the links: header + tensor frame × wire_scale (StretchedFrameBytes)
+  bool own_lane = false;  // a membership message (network.h: lanes)
   std::string header;
   std::shared_ptr<const std::vector<std::byte>> frame;
 };

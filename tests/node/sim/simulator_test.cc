@@ -67,6 +67,24 @@ TEST(NetworkModelTest, SerializesEachNicAndAddsLatency) {
   EXPECT_FALSE(net.Reachable(0, 2));
 }
 
+// Membership messages have a lane of their own (network.h): behind a model on the uplink and on
+// the downlink they take latency + their own bytes, and they hold neither NIC for what follows.
+TEST(NetworkModelTest, MembershipMessagesDoNotQueueBehindModels) {
+  NetworkModel net(2, LinkSpec{milliseconds(10), 8e6, 0}, 1);  // 1000 bytes a millisecond
+  const TimePoint t0{};
+  auto model = net.Send(0, 1, 500'000, t0);  // 500 ms on each NIC
+  auto probe = net.Send(0, 1, 1000, t0, Duration(0), /*own_lane=*/true);
+  ASSERT_TRUE(model && probe);
+  EXPECT_EQ(*probe, t0 + milliseconds(10));
+  EXPECT_EQ(net.Receive(1, 500'000, *model), t0 + milliseconds(510));
+  EXPECT_EQ(net.Receive(1, 1000, *probe, /*own_lane=*/true), t0 + milliseconds(11));
+  // The next model still waits for the first on both NICs: the probe took no room there.
+  auto next = net.Send(0, 1, 1000, t0);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(*next, t0 + milliseconds(510));
+  EXPECT_EQ(net.Receive(1, 1000, *next), t0 + milliseconds(511));
+}
+
 SimOptions GossipOptions(size_t nodes, int64_t budget) {
   SimOptions o;
   o.kind = SimKind::kGossip;
