@@ -118,11 +118,13 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
               "budget: stop when a node's test accuracy reaches this (0: none)")
         .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9,
               "budget: seconds of training (0: none)")
-        .Real("finish_wait_s", &C::finish_wait_s, "10", 0, 86400,
+        .Real("finish_wait_s", &C::finish_wait_s, "30", 0, 86400,
               "consensus finish: once the budget is spent every node sends its model to the "
               "lowest live id and adopts the members' average; how long a node waits for it "
-              "(the collector averages what it has after half of it). 0: no finish, every node "
-              "keeps its own model")
+              "(the collector averages what it has after half of it). The collector's link "
+              "carries every member's model in and the average out: 8 members' fp16 models of "
+              "235,146 values take about 27 s on a 2 Mbit/s link, under a second on 100 Mbit/s. "
+              "0: no finish, every node keeps its own model")
         .Integer("eval_every", &C::eval_every, -1, -1, 1 << 30,
                  "steps between test evaluations on eval_samples rows, so the live table, "
                  "/metrics, the dashboards and the reports show accuracy during the run (-1: "
