@@ -3,7 +3,7 @@
 real wire bytes, a modeled network and compute). Deterministic: one seed gives the same figures
 on any machine; only the wall times vary.
 
-Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,gossip,accuracy,real,links]
+Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,gossip,accuracy,real,links,finish]
                           [--seed 1]
 
   membership  SWIM at N = 16, 64, 256, 1024 (ops/scenarios/sim/membership.toml): when every view
@@ -32,6 +32,10 @@ Usage: bench/sim_bench.py [build/murmur] [--only membership,consensus,coded,goss
   links       the simulator against real shaped links (root): murmur local --network
               netns:rate=100mbit and 10mbit, gossip and ring all-reduce at 8 nodes, one epoch,
               against murmur sim with the same link rate: time to 75 % and bytes per node
+  finish      the consensus finish on thin links: 8 nodes of gossip training (the outer
+              optimizer, 3 epochs, 200 us a sample) at 1 Gbit/s down to 2 Mbit/s per node, with
+              the default finish wait and with 10 s: training time, the finish's time after it,
+              how many different models the members end on, their accuracy, MB per node
 """
 import argparse
 import json
@@ -441,14 +445,38 @@ def real_link_run(murmur, mode, flags, rate, seed, target):
         return real_t, first, R.run_row(run, target)["bytes_per_node"] / 1e6
 
 
+def finish(murmur, seed):
+    print(f"## The consensus finish on thin links (8 nodes, 3 epochs, outer optimizer, 200 us a sample, "
+          f"89 us a step, seed {seed})\n")
+    print("Training: until the last member's budget is spent; finish: from then until the last member is "
+          "over. Models: how many different final models the members hold (1: the finish agreed).\n")
+    print("| link | finish wait | training s | finish s | models | accuracy | MB per node |")
+    print("|---|---|---|---|---|---|---|")
+    for rate in ("1Gbit", "100Mbit", "10Mbit", "5Mbit", "2Mbit"):
+        for wait in (None, 10):
+            r = sim(murmur, "--fidelity", "training", "--mode", "gossip", "--nodes", 8, "--epochs", 3,
+                    "--sample-cost", "200us", "--step-cost", "89us", "--network", f"1GbE,bandwidth={rate}",
+                    "--seed", seed, *(["--finish-wait-s", wait] if wait else []))
+            nodes = r["per_node"]
+            trained = max(n["finished_s"] for n in nodes)
+            over = max(n["over_s"] for n in nodes)
+            acc = sorted({n["accuracy"] for n in nodes})
+            accuracy = f"{acc[0]:.4f}" if len(acc) == 1 else f"{acc[0]:.4f}-{acc[-1]:.4f}"
+            print(f"| {rate}/s | {'default' if wait is None else f'{wait} s'} | {trained:.2f} | "
+                  f"{over - trained:.2f} | {len(acc)} | {accuracy} | {r['bytes'] / len(nodes) / 1e6:.2f} |",
+                  flush=True)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("murmur", nargs="?", default=os.path.join(ROOT, "build", "murmur"))
-    ap.add_argument("--only", default="membership,consensus,coded,gossip,accuracy,real,links")
+    ap.add_argument("--only", default="membership,consensus,coded,gossip,accuracy,real,links,finish")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     for part in a.only.split(","):
-        {"membership": membership, "consensus": consensus, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real, "links": links}[part](a.murmur, a.seed)
+        {"membership": membership, "consensus": consensus, "coded": coded, "gossip": gossip, "accuracy": accuracy, "real": real, "links": links,
+         "finish": finish}[part](a.murmur, a.seed)
 
 
 if __name__ == "__main__":
