@@ -12,6 +12,9 @@
 3. A run killed with SIGKILL leaves its namespaces behind; the next run says it removed them,
    and they are gone. A run stopped with Ctrl-C (SIGINT) removes its own.
 4. Two racks: the nodes split over two bridges joined by a shaped uplink, a node of its own rate.
+5. The consensus finish over 10 Mbit/s links (8 nodes, the default gossip): the collector's link
+   carries every model in and the average out for seconds, and every member still ends on the
+   average of all 8 (membership's own lane keeps the collector from being taken for dead).
 After every run: no namespace and no host link of that run is left (`ip netns list`, `ip link`).
 """
 import json
@@ -141,6 +144,18 @@ def two_racks(tmp):
     assert_clean(p.pid, "the two-rack run")
 
 
+def finish_over_a_thin_link(tmp):
+    pid, rc, r = local(["--nodes", "8", "--network", "netns:rate=10mbit", "--epochs", "3"],
+                       f"{tmp}/finish.log")
+    assert rc == 0 and r and r["ok"], f"the run failed ({rc}); see {tmp}/finish.log"
+    groups = r["finish_groups"]
+    print(f"ok: 8 nodes over 10 Mbit/s in {r['wall_s']:.1f} s: finish groups {groups}, "
+          f"missed {r['finish_missed']}", flush=True)
+    assert r["finish_models"] == 1 and not r["finish_missed"], (groups, r["finish_missed"])
+    assert groups[0]["contributors"] == 8 and len(groups[0]["nodes"]) == 8, groups
+    assert_clean(pid, "thin-link finish run")
+
+
 def main():
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         print("SKIPPED: a network of namespaces needs root, ip and tc")
@@ -152,6 +167,7 @@ def main():
         ring_is_link_bound(tmp)
         leftovers_are_removed(tmp)
         two_racks(tmp)
+        finish_over_a_thin_link(tmp)
         ok = True
         print("ok: murmur local on a shaped network of namespaces")
     finally:
