@@ -17,6 +17,9 @@
 // - A peer that is not there yet, or vanished, is retried with backoff; what is queued (up to the
 //   bound) is delivered when it comes back. Messages already handed to a connection that then
 //   breaks may be lost: protocols above use sequence numbers and snapshots, not retransmission.
+// - What is queued when the transport is destroyed (a final model, a Leave) still goes out, on
+//   every lane, to peers that are reachable: ZeroMQ waits up to 0.5 s for a lane still
+//   connecting to take it, then each connection's linger bounds its delivery.
 // - Received messages wait in a bounded inbox (oldest update dropped and counted when full).
 //   ZeroMQ: Receive moves what the socket holds into the inbox on the caller's thread; while
 //   nobody receives, messages wait in ZeroMQ's bounded pipes and then hold back the sender.

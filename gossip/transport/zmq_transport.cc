@@ -137,6 +137,7 @@ class ZmqTransport final : public Transport {
     SendQueue queue;
   };
   static constexpr size_t kLanes = 2;
+  static constexpr std::chrono::milliseconds kStopDrain{500};
   static size_t LaneOf(const Message& m) { return m.traffic == Traffic::kMembership ? 0 : 1; }
   struct Peer {
     std::array<std::optional<Lane>, kLanes> lanes;  // each made on first use
@@ -398,6 +399,36 @@ class ZmqTransport final : public Transport {
     }
   }
 
+  // What is still queued at Stop (a final model, a Leave) gets up to kStopDrain to reach a
+  // socket: a lane made at the end (a first message to that peer) is still connecting, and with
+  // ZMQ_IMMEDIATE it takes nothing until it has. Then each socket's linger bounds delivery.
+  void DrainOnStop() {
+    const auto deadline = std::chrono::steady_clock::now() + kStopDrain;
+    std::vector<zmq::pollitem_t> items;
+    while (true) {
+      items.clear();
+      {
+        std::lock_guard<std::mutex> sockets(sockets_mu_);
+        ApplyCommands();
+        for (auto& [endpoint, peer] : peers_) {
+          Flush(peer);
+          for (std::optional<Lane>& lane : peer.lanes) {
+            if (!lane.has_value() || lane->queue.empty()) continue;
+            items.push_back({lane->dealer.handle(), 0, ZMQ_POLLOUT, 0});
+          }
+        }
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (items.empty() || left.count() <= 0) return;
+      try {
+        zmq::poll(items, left);
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) return;
+      }
+    }
+  }
+
   void Run() {
     std::vector<zmq::pollitem_t> items;
     while (!stop_.load()) {
@@ -436,10 +467,8 @@ class ZmqTransport final : public Transport {
         for (auto& [endpoint, peer] : peers_) Flush(peer);
       }
     }
-    // Give queued control messages (a Leave) a last chance; linger bounds the wait.
+    DrainOnStop();
     std::lock_guard<std::mutex> sockets(sockets_mu_);
-    ApplyCommands();
-    for (auto& [endpoint, peer] : peers_) Flush(peer);
     peers_.clear();
     if (monitor_) monitor_.close();
     if (zap_) zap_.close();

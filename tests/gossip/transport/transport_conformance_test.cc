@@ -380,6 +380,24 @@ TEST_P(TransportConformanceTest, AMembershipMessageOvertakesModelsSentBeforeIt) 
   EXPECT_LT(at, models) << "it waited behind every model";
 }
 
+// A node's last words: a final model to a peer it never sent a model to (a lane made at the
+// end, still connecting) and its Leave, sent just before the transport closes, both arrive.
+TEST_P(TransportConformanceTest, WhatIsSentJustBeforeCloseArrivesOnAFreshLane) {
+  auto b = Make(FreshListen(), Roomy());
+  auto a = Make(FreshListen(), Roomy());
+  a->Send(b->endpoint(), Numbered(0, Traffic::kMembership));
+  ASSERT_EQ(ReceiveN(*b, 1).size(), 1u);
+  a->Send(b->endpoint(),
+          Numbered(1, Traffic::kControl, {Frame::FromString(std::string(4096, 'm'))}));
+  a->Send(b->endpoint(), Numbered(2, Traffic::kMembership));
+  a.reset();
+  auto got = ReceiveN(*b, 2);
+  ASSERT_EQ(got.size(), 2u);
+  std::vector<uint64_t> numbers{NumberOf(got[0]), NumberOf(got[1])};
+  std::sort(numbers.begin(), numbers.end());
+  EXPECT_EQ(numbers, (std::vector<uint64_t>{1, 2}));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformanceTest,
                          ::testing::Values("tcp", "ipc", "inproc"),
                          [](const auto& info) { return info.param; });
