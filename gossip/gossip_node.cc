@@ -228,6 +228,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   }
   ++s_.step;
   ++s_.local_steps;
+  if (mix_pending_) ++s_.overlapped_steps;
   s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
   if (o_.outer.has_value() && outer_every_ == 0) ResolveOuterH(done.samples);
@@ -243,6 +244,7 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   const bool round_due = OuterActive() ? s_.step % static_cast<uint64_t>(OuterH()) == 0
                                        : ++steps_since_round_ >= s_.gossip_period;
   if (round_due) {
+    MURMUR_CHECK(!mix_pending_) << "an overlapped round mixes within H - 1 steps";
     steps_since_round_ = 0;
     Round(now);
     if (phase_ == Phase::kOver) return;
@@ -404,11 +406,13 @@ int GossipNode::CurrentH() const {
 void GossipNode::AdvanceTraining(TimePoint now) {
   if (computing_ || evaluating_) return;
   // A run that ends (budget, stop, a finished quorum) mixes what it has.
-  if (mix_pending_ && !BudgetSpent(now) && !RoundWaitOver(now)) {
+  // Under overlap a round not due yet lets the node step on.
+  const bool mix_due = mix_pending_ && MixDue(now);
+  if (mix_pending_ && !mix_due && round_overlap_ == 0) {
     Emit(Wait{std::min(now + std::chrono::milliseconds(1), round_wait_until_)});
     return;
   }
-  if (mix_pending_) {
+  if (mix_due) {
     MixRound();
     if (phase_ == Phase::kOver) return;
   }
@@ -428,9 +432,14 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
   const uint64_t clock_before = s_.step;
-  if (sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()))) {
-    CatchUp(view, mixing, now);
+  const bool catch_up =
+      sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()));
+  // An overlapped round mixes before anything replaces the model.
+  if (mix_pending_ && (catch_up || received_model_.has_value())) {
+    MixRound();
+    if (phase_ == Phase::kOver) return;
   }
+  if (catch_up) CatchUp(view, mixing, now);
   if (received_model_.has_value()) {
     AdoptReceivedModel();
     ++s_.catchups;

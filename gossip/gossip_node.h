@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/lr_schedule.h"
 #include "base/status.h"
 #include "base/token_bucket.h"
 #include "coding/compressor.h"
@@ -83,7 +84,7 @@
 #include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
 #include "kernels/device.h"
-#include "base/lr_schedule.h"
+#include "kernels/memory.h"
 
 namespace murmur::gossip {
 
@@ -205,6 +206,8 @@ struct GossipNodeState {
   uint64_t rounds = 0;
   uint64_t outer_rounds = 0;     // outer steps taken (GossipNodeOptions::outer)
   double outer_delta = 0;        // ‖Δ̄‖ / ‖a‖ of the latest outer step
+  // Inner steps taken while an outer round's exchange was in flight (OuterOptions::overlap).
+  uint64_t overlapped_steps = 0;
   uint64_t max_lag = 0;
   double consensus_distance = 0;
   double consensus_average = 0;  // over recent rounds (consensus control)
@@ -319,6 +322,11 @@ class GossipNode {
   // round_wait_until_ passed. The wait marks nobody: a peer that falls S behind is marked by the
   // soft-sync gate as always.
   bool RoundWaitOver(TimePoint now) const;
+  // Every mixing peer that RoundWaitOver waits for has its update of the round in.
+  bool RoundPeersIn(TimePoint now) const;
+  // Whether the pending round mixes now: the budget is spent, or RoundWaitOver (no overlap), or
+  // (OuterOptions::overlap) its peers are in or round_overlap_ steps passed since the round.
+  bool MixDue(TimePoint now);
   // Logs `status` and ends the run with it.
   void Fail(const Status& status);  // Between rounds, every S / 2 steps: the step clock alone (NoPayload) to the trackers, whose
   // soft-sync gates wait for it. A node learns its neighbours' clocks from their messages; with
@@ -355,8 +363,9 @@ class GossipNode {
   // (OuterOptions::rounds), resolved at the first step from the budget and the first batch.
   int OuterH() const;
   void ResolveOuterH(int64_t batch);
-  // After the round's mix: the outer step (the first active round starts the anchor instead).
-  Status OuterRound();
+  // After the round's mix of `mixed` (x_, or the model at the round under overlap): the outer step
+  // (the first active round starts the anchor instead).
+  Status OuterRound(std::span<float> mixed);
   // local_steps 0: whether the small-cluster schedule (H 2, twice the kept fraction) applies now.
   bool SparseSchedule() const;
   // The model on the host: x_ itself on the CPU, else a copy in host_model_.
@@ -379,6 +388,10 @@ class GossipNode {
   // update or a snapshot of it): its copy holds its rounds up to that clock. Members of the
   // view only (pruned at each round).
   std::map<NodeId, uint64_t> copy_clock_;
+  // Under overlap: the inner steps the pending round may overlap (min(overlap, H − 1); 0 waits),
+  // and the model at the round, which the mix and the outer step work on (device memory).
+  int round_overlap_ = 0;
+  kernels::Buffer<float> round_model_;
   ChocoRoundStats round_stats_;
   std::vector<NodeId> round_view_;
   uint64_t round_clock_ = 0;

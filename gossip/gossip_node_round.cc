@@ -2,8 +2,10 @@
 // round's wait for its peers and its outer step (outer_optimizer.h).
 #include <algorithm>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "gossip/gossip_node.h"
+#include "kernels/compress_ops.h"
 
 namespace murmur::gossip {
 
@@ -22,11 +24,22 @@ void GossipNode::Round(TimePoint now) {
   // An outer round goes out at once and mixes once its mixing peers have sent theirs of the same
   // round, waiting at most a quarter of a round's steps (RoundWaitOver); a CHOCO round mixes at
   // once, and its updates then carry this round's consensus estimate.
+  // Under overlap the node steps on meanwhile, from the model at the round kept aside.
   if (outer_.has_value() && OuterActive() && o_.soft_sync.max_lead >= 0) {
     const double reach_s = 0.25 * OuterH() * sync_.step_seconds();
     round_wait_until_ =
         now + std::min(sync_.EffectiveWait(),
                        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(reach_s)));
+    round_overlap_ = std::min(o_.outer->overlap, OuterH() - 1);
+    if (round_overlap_ > 0) {
+      if (round_model_.size() != x_.size()) {
+        auto buffer = kernels::Buffer<float>::Uninitialized(o_.choco.device, x_.size());
+        if (!buffer.ok()) return Fail(buffer.status());
+        round_model_ = *std::move(buffer);
+      }
+      MURMUR_CHECK_OK(
+          kernels::Copy<float>(o_.choco.device, round_model_.span(), o_.choco.device, x_));
+    }
     mix_pending_ = true;
     EmitRoundOutput();
     return;
@@ -46,13 +59,24 @@ void GossipNode::EmitRoundOutput() {
 }
 
 bool GossipNode::RoundWaitOver(TimePoint now) const {
-  if (now >= round_wait_until_) return true;
-  const uint64_t reach = static_cast<uint64_t>(std::max(OuterH() / 4, 1));
+  return now >= round_wait_until_ || RoundPeersIn(now);
+}
+
+bool GossipNode::MixDue(TimePoint now) {
+  if (BudgetSpent(now)) return true;
+  if (round_overlap_ == 0) return RoundWaitOver(now);
+  return s_.step >= round_clock_ + static_cast<uint64_t>(round_overlap_) || RoundPeersIn(now);
+}
+
+bool GossipNode::RoundPeersIn(TimePoint now) const {
+  // Under overlap the node steps on while it waits, so it waits for peers that could arrive
+  // within the overlap's steps too.
+  const uint64_t reach = static_cast<uint64_t>(std::max(OuterH() / 4, 1) + round_overlap_);
   for (NodeId id : MixingPeers(round_view_)) {
     const uint64_t clock = sync_.ClockOf(id);
     // Not waited for: a peer whose update of the round is in (its copy is from its clock at the
     // round or later: a clock alone may come first, on membership's lane), one further behind
-    // than a quarter round (it could not arrive within the wait at this node's pace), a marked
+    // than `reach` (it could not arrive within the wait at this node's pace), a marked
     // straggler, a finished member.
     const auto copy = copy_clock_.find(id);
     const bool in = copy != copy_clock_.end() && copy->second >= round_clock_;
@@ -65,9 +89,18 @@ bool GossipNode::RoundWaitOver(TimePoint now) const {
 
 void GossipNode::MixRound() {
   mix_pending_ = false;
-  auto damping = [&](NodeId id) { return sync_.Damping(s_.step, id); };
-  choco_->Mix(x_, round_view_, s_.rounds, damping, round_stats_);
-  if (Status outer = OuterRound(); !outer.ok()) return Fail(outer);
+  // Under overlap, x_ holds the steps since the round while the model at the round is mixed and
+  // stepped; then they go on top of the new anchor.
+  const bool carried = round_overlap_ > 0 && s_.step > round_clock_;
+  const std::span<float> mixed = carried ? round_model_.span() : x_;
+  const kernels::Device& device = o_.choco.device;
+  if (carried) MURMUR_CHECK_OK(kernels::Axpy(device, -1.0f, round_model_.span(), x_));
+  auto damping = [&](NodeId id) { return sync_.Damping(round_clock_, id); };
+  choco_->Mix(mixed, round_view_, s_.rounds, damping, round_stats_);
+  const Status outer = OuterRound(mixed);
+  if (carried) MURMUR_CHECK_OK(kernels::Axpy(device, 1.0f, round_model_.span(), x_));
+  round_overlap_ = 0;
+  if (!outer.ok()) return Fail(outer);
   const ChocoRoundStats& stats = round_stats_;
   const std::vector<NodeId>& view = round_view_;
   ++s_.rounds;
@@ -100,13 +133,13 @@ void GossipNode::Fail(const Status& status) {
   Emit(RunOver{status});
 }
 
-Status GossipNode::OuterRound() {
+Status GossipNode::OuterRound(std::span<float> mixed) {
   if (!OuterActive()) return OkStatus();
   if (!outer_.has_value()) {
-    MURMUR_ASSIGN_OR_RETURN(outer_, OuterOptimizer::Create(*o_.outer, o_.choco.device, x_));
+    MURMUR_ASSIGN_OR_RETURN(outer_, OuterOptimizer::Create(*o_.outer, o_.choco.device, mixed));
     return OkStatus();
   }
-  MURMUR_ASSIGN_OR_RETURN(OuterStats stats, outer_->Step(x_));
+  MURMUR_ASSIGN_OR_RETURN(OuterStats stats, outer_->Step(mixed));
   ++s_.outer_rounds;
   s_.outer_delta = stats.relative;
   return OkStatus();

@@ -44,6 +44,10 @@ Status OuterOptions::Validate() const {
   if (rounds < 0 || rounds > 1000000) {
     return InvalidArgumentError(fmt::format("outer rounds={} (in [0, 1000000])", rounds));
   }
+  if (overlap < 0 || overlap > 1000000) {
+    return InvalidArgumentError(
+        fmt::format("outer overlap={} (inner steps, in [0, 1000000])", overlap));
+  }
   if (!(start_epoch >= 0 && std::isfinite(start_epoch))) {
     return InvalidArgumentError(fmt::format("outer start={} (a local epoch, at least 0)", start_epoch));
   }
@@ -75,11 +79,11 @@ StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text) {
         : key == "lr"       ? ReadNumber(value, key, o.lr)
         : key == "momentum" ? ReadNumber(value, key, o.momentum)
         : key == "start"    ? ReadNumber(value, key, o.start_epoch)
-        : key == "rounds"
-            ? ReadNumber(value, key, o.rounds)
-            : InvalidArgumentError(fmt::format("unknown key '{}' (every, lr, momentum, start, "
-                                               "rounds)",
-                                               key));
+        : key == "rounds"   ? ReadNumber(value, key, o.rounds)
+        : key == "overlap"
+            ? ReadNumber(value, key, o.overlap)
+            : InvalidArgumentError(fmt::format(
+                  "unknown key '{}' (every, lr, momentum, start, rounds, overlap)", key));
     if (!parsed.ok()) return error(parsed.message());
   }
   if (Status valid = o.Validate(); !valid.ok()) return error(valid.message());
@@ -93,6 +97,7 @@ std::string OuterSpec(const std::optional<OuterOptions>& options) {
   if (o.method != OuterMethod::kSgd) spec += fmt::format(",momentum={}", o.momentum);
   if (o.start_epoch > 0) spec += fmt::format(",start={}", o.start_epoch);
   if (o.rounds > 0) spec += fmt::format(",rounds={}", o.rounds);
+  if (o.overlap > 0) spec += fmt::format(",overlap={}", o.overlap);
   return spec;
 }
 

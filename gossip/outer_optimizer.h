@@ -50,13 +50,21 @@ struct OuterOptions {
   // at most share / rounds (at least 1), so members whose estimates differ still meet at rounds
   // (powers of two divide each other). 0: H is `every` however short the run.
   int rounds = 0;
+  // Inner steps a round's exchange may overlap (Streaming DiLoCo, Douillard et al. 2025, arXiv
+  // 2501.18512, §2.3: the outer step lands τ steps late): 0, the node waits for its neighbours'
+  // updates before its next inner step (at most a quarter round); K > 0, it goes on stepping
+  // and mixes once they are in, or after min(K, H − 1) steps. The mix and the outer step are
+  // then those of the model at the round; the steps taken since are kept on top of the new
+  // anchor (x ← a' + (x − x_round)).
+  int overlap = 0;
 
   Status Validate() const;
 };
 
 // "none" (no outer optimizer) or METHOD[:KEY=VALUE,...] with METHOD nesterov, momentum or sgd
 // and keys every (H, ≥ 1), lr (η, in (0, 10]), momentum (μ, in [0, 1); not for sgd), start
-// (a local epoch, ≥ 0) and rounds (≥ 0). kInvalidArgument naming the spec and the key otherwise.
+// (a local epoch, ≥ 0), rounds (≥ 0) and overlap (inner steps, ≥ 0). kInvalidArgument naming the
+// spec and the key otherwise.
 StatusOr<std::optional<OuterOptions>> ParseOuterSpec(std::string_view text);
 // The spec of `options` (what ParseOuterSpec reads back), for reports and logs.
 std::string OuterSpec(const std::optional<OuterOptions>& options);

@@ -72,14 +72,17 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "the same accuracy at 4 and 8 nodes, 12 % fewer rounds at 4, a 2-node cluster "
                  "about 7 % faster; 16 costs 4 nodes 0.2 point)")
         .Parsed("outer", &C::outer, "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4",
-                "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH,rounds=R]",
+                "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH,rounds=R,"
+                "overlap=K]",
                 "outer optimizer (DiLoCo's, decentralized): every H inner steps the round's mix "
                 "of the model with the neighbours' gives the averaged pseudo-gradient (anchor - "
                 "mixed model), an outer step (nesterov: lr 0.7, momentum 0.9 unless given) moves "
                 "the anchor and the next inner steps start from it. From local epoch `start` on; "
                 "then H is `every` (or, when a node's share of the budget holds fewer than R x H "
                 "steps, the largest power of two that leaves R rounds) and local_steps and "
-                "consensus control no longer apply",
+                "consensus control no longer apply. overlap=K: the node steps on while its "
+                "round's updates are in flight and mixes once they are in or after min(K, H-1) "
+                "steps, keeping those steps (for thin links; 0 waits at most a quarter round)",
                 &gossip::ParseOuterSpec)
         .Real("gamma", &C::gamma, "0", 0, 1,
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")

@@ -74,6 +74,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["bytes_received"] = p.bytes_received;
   j["rounds"] = p.rounds;
   j["outer_rounds"] = p.outer_rounds;
+  j["overlapped_steps"] = p.overlapped_steps;
   j["lag"] = p.max_lag;
   j["consensus"] = p.consensus_distance;
   j["consensus_average"] = p.consensus_average;

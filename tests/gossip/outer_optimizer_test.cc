@@ -34,7 +34,8 @@ TEST(OuterSpecTest, ParsesMethodsAndKeys) {
   EXPECT_DOUBLE_EQ((*sgd)->momentum, 0.0);
   // The spec reads back to the same options.
   for (const char* text : {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25",
-                           "sgd:every=4,lr=1", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8"}) {
+                           "sgd:every=4,lr=1", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8",
+                           "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4,overlap=40"}) {
     auto parsed = ParseOuterSpec(text);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(OuterSpec(*parsed), text);
@@ -53,6 +54,8 @@ TEST(OuterSpecTest, RefusesWithTheReason) {
       {"nesterov:start=-1", "start=-1"},
       {"nesterov:rounds=-1", "rounds=-1 (in [0, 1000000])"},
       {"nesterov:rounds=2.5", "rounds '2.5' is not"},
+      {"nesterov:overlap=-1", "overlap=-1 (inner steps, in [0, 1000000])"},
+      {"nesterov:overlap=0.5", "overlap '0.5' is not"},
       {"nesterov:speed=2", "unknown key 'speed'"},
       {"nesterov:every", "is not key=value"},
   };

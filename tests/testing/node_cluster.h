@@ -93,6 +93,9 @@ class NodeCluster {
   // Called for every output a node takes, before the cluster acts on it (which may rewrite it:
   // a peer that says something else).
   std::function<void(size_t i, gossip::NodeAction&)> on_output;
+  // Extra delay for a message that carries a tensor frame (an update, a model): a thin link,
+  // where a model takes longer than a clock or a probe.
+  Duration frame_delay{0};
   // Membership messages node i sends to an address outside the cluster (an attacker's).
   std::function<void(size_t i, const gossip::Outgoing&)> on_outside;
 
@@ -224,7 +227,9 @@ class NodeCluster {
         if (on_output) on_output(i, action);
         if (auto* send = std::get_if<gossip::SendTo>(&action)) {
           if (send->to >= 1 && send->to <= size()) {
-            net_.Send(i, static_cast<size_t>(send->to - 1), Wrap(i, std::move(send->payload), std::move(send->frame)), now_);
+            const Duration extra = send->frame != nullptr ? frame_delay : Duration(0);
+            net_.Send(i, static_cast<size_t>(send->to - 1),
+                      Wrap(i, std::move(send->payload), std::move(send->frame)), now_, extra);
           }
         } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
           n.announced_step = a->step_clock;
