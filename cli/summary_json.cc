@@ -56,6 +56,7 @@ void to_json(nlohmann::json& j, const SimNodeResult& n) {
        {"finish", n.finish},
        {"catchups", n.catchups},
        {"rounds", n.rounds},
+       {"overlapped_steps", n.overlapped_steps},
        {"step_clock", n.step_clock},
        {"live_view", n.live_view}};
 }

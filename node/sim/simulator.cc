@@ -530,6 +530,7 @@ struct Simulator::Impl {
         r.finish = n.gossip->state().finish;
         r.catchups = n.gossip->state().catchups;
         r.rounds = n.gossip->state().rounds;
+        r.overlapped_steps = n.gossip->state().overlapped_steps;
         r.optimum_distance = workload->OptimumDistance(workload->Params(i));
         if (r.up) models.push_back(workload->Params(i));
       } else if (n.sync) {

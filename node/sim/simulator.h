@@ -134,6 +134,7 @@ struct SimNodeResult {
   std::string finish;  // gossip: the consensus finish's outcome
   uint64_t catchups = 0;  // gossip: models adopted from a neighbour after falling behind
   uint64_t rounds = 0;    // gossip: CHOCO rounds
+  uint64_t overlapped_steps = 0;  // gossip: steps taken while an outer round was in flight
   uint64_t step_clock = 0;
   size_t live_view = 0;  // members it holds alive or suspect at the end
 };
