@@ -448,6 +448,13 @@ def real_link_run(murmur, mode, flags, rate, seed, target):
         return real_t, first, R.run_row(run, target)["bytes_per_node"] / 1e6
 
 
+def thin_link_run(murmur, rate, seed, *extra):
+    """8 nodes of gossip training for 3 epochs, 200 us a sample, every node behind `rate`."""
+    return sim(murmur, "--fidelity", "training", "--mode", "gossip", "--nodes", 8, "--epochs", 3,
+               "--sample-cost", "200us", "--step-cost", "89us", "--network", f"1GbE,bandwidth={rate}",
+               "--seed", seed, *extra)
+
+
 def finish(murmur, seed):
     print(f"## The consensus finish on thin links (8 nodes, 3 epochs, outer optimizer, 200 us a sample, "
           f"89 us a step, seed {seed})\n")
@@ -457,9 +464,7 @@ def finish(murmur, seed):
     print("|---|---|---|---|---|---|---|")
     for rate in ("1Gbit", "100Mbit", "10Mbit", "5Mbit", "2Mbit"):
         for wait in (None, 10):
-            r = sim(murmur, "--fidelity", "training", "--mode", "gossip", "--nodes", 8, "--epochs", 3,
-                    "--sample-cost", "200us", "--step-cost", "89us", "--network", f"1GbE,bandwidth={rate}",
-                    "--seed", seed, *(["--finish-wait-s", wait] if wait else []))
+            r = thin_link_run(murmur, rate, seed, *(["--finish-wait-s", wait] if wait else []))
             nodes = r["per_node"]
             trained = max(n["finished_s"] for n in nodes)
             over = max(n["over_s"] for n in nodes)
@@ -484,9 +489,7 @@ def overlap(murmur, seed, seeds=3, k=40):
         for spec in (outer, f"{outer},overlap={k}"):
             rows = []
             for s in range(seed, seed + seeds):
-                r = sim(murmur, "--fidelity", "training", "--mode", "gossip", "--nodes", 8, "--epochs", 3,
-                        "--sample-cost", "200us", "--step-cost", "89us", "--network", f"1GbE,bandwidth={rate}",
-                        "--seed", s, "--outer", spec)
+                r = thin_link_run(murmur, rate, s, "--outer", spec)
                 nodes = r["per_node"]
                 rows.append((training_s(r), sum(n["accuracy"] for n in nodes) / len(nodes),
                              sum(n["overlapped_steps"] for n in nodes) / len(nodes),

@@ -322,7 +322,8 @@ class GossipNode {
   // round_wait_until_ passed. The wait marks nobody: a peer that falls S behind is marked by the
   // soft-sync gate as always.
   bool RoundWaitOver(TimePoint now) const;
-  // Every mixing peer that RoundWaitOver waits for has its update of the round in.
+  // Every mixing peer that a round waits for has its update of the round in: not a marked
+  // straggler, not finished, and within H / 4 (plus round_overlap_) steps of the round's step.
   bool RoundPeersIn(TimePoint now) const;
   // Whether the pending round mixes now: the budget is spent, or RoundWaitOver (no overlap), or
   // (OuterOptions::overlap) its peers are in or round_overlap_ steps passed since the round.

@@ -399,6 +399,16 @@ class ZmqTransport final : public Transport {
     }
   }
 
+  // A POLLOUT item for every lane with a backlog. REQUIRES sockets_mu_.
+  void PollBacklogged(std::vector<zmq::pollitem_t>& items) {
+    for (auto& [endpoint, peer] : peers_) {
+      for (std::optional<Lane>& lane : peer.lanes) {
+        if (!lane.has_value() || lane->queue.empty()) continue;
+        items.push_back({lane->dealer.handle(), 0, ZMQ_POLLOUT, 0});
+      }
+    }
+  }
+
   // What is still queued at Stop (a final model, a Leave) gets up to kStopDrain to reach a
   // socket: a lane made at the end (a first message to that peer) is still connecting, and with
   // ZMQ_IMMEDIATE it takes nothing until it has. Then each socket's linger bounds delivery.
@@ -410,13 +420,8 @@ class ZmqTransport final : public Transport {
       {
         std::lock_guard<std::mutex> sockets(sockets_mu_);
         ApplyCommands();
-        for (auto& [endpoint, peer] : peers_) {
-          Flush(peer);
-          for (std::optional<Lane>& lane : peer.lanes) {
-            if (!lane.has_value() || lane->queue.empty()) continue;
-            items.push_back({lane->dealer.handle(), 0, ZMQ_POLLOUT, 0});
-          }
-        }
+        for (auto& [endpoint, peer] : peers_) Flush(peer);
+        PollBacklogged(items);
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
@@ -439,12 +444,7 @@ class ZmqTransport final : public Transport {
       if (secure) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
       {
         std::lock_guard<std::mutex> sockets(sockets_mu_);
-        for (auto& [endpoint, peer] : peers_) {
-          for (std::optional<Lane>& lane : peer.lanes) {
-            if (!lane.has_value() || lane->queue.empty()) continue;
-            items.push_back({lane->dealer.handle(), 0, ZMQ_POLLOUT, 0});
-          }
-        }
+        PollBacklogged(items);
       }
       try {
         zmq::poll(items, std::chrono::milliseconds(100));
