@@ -55,7 +55,7 @@ struct Progress {
   std::string phase;           // joining, awaiting_model, training, finishing, lingering, over
   std::string activity;        // what it waits for, in words
   double accuracy = -1;        // the latest evaluation (-1: none)
-  double own_accuracy = -1;    // this peer's own model before the consensus finish
+  double own_accuracy = -1;    // its own model before the consensus finish (evaluate(false))
   uint64_t step = 0;           // the step clock (the cluster's steps this node has seen)
   int64_t local_steps = 0;     // steps this peer computed
   int64_t samples = 0;         // samples of those steps

@@ -115,7 +115,8 @@ void PrintFinish(const GossipRunSummary& s, size_t averaged) {
     const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
     std::printf(
         "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
-        "accuracy %.4f\n  before the consensus finish the nodes' own models: %.4f-%.4f\n",
+        "accuracy %.4f\n  before the consensus finish the nodes' own models (on the periodic "
+        "evaluations' rows): %.4f-%.4f\n",
         s.contributors, averaged, s.nodes, s.cluster_accuracy, *lo, *hi);
   }
   if (s.finish_groups.size() + s.missed.size() > 1) {

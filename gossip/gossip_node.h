@@ -36,9 +36,9 @@
 //             target accuracy evaluate its own model at once and decide by that.
 //   finishing "finished" announced so every member stops; then, unless `finish_wait` is 0, the
 //             consensus finish (consensus_finish.h): the model goes to the collector (the lowest
-//             live id), the node evaluates it on the full test set meanwhile (own_accuracy),
-//             and adopts the members' average when it comes (or keeps its own model after
-//             `finish_wait`, and says so).
+//             live id), the node evaluates it meanwhile on the periodic evaluations' rows
+//             (own_accuracy), and adopts the members' average when it comes (or keeps its own model
+//             after `finish_wait`, and says so).
 //   finished  a full Evaluate of the final model, `linger` spent answering peers, then RunOver;
 //             no linger once the finish is settled (ConsensusFinish::Settled: a member holds
 //             the average every live member contributed to; the collector saw them all leave).
@@ -234,7 +234,7 @@ struct GossipNodeState {
   uint32_t finish_contributors = 0;
   NodeId finish_collector = 0;  // whose average it adopted (0: none adopted)
   double finish_moved = 0;      // ‖x̄ − x_i‖ / ‖x̄‖: how far the average was from this model
-  double own_accuracy = -1;     // this node's own model before the finish (full test set)
+  double own_accuracy = -1;     // this node's own model before the finish (eval_samples rows)
   std::map<std::string, uint64_t> finish_verdicts;
 };
 

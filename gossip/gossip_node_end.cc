@@ -87,7 +87,11 @@ void GossipNode::Finish(TimePoint now) {
   }
   finish_->Start(final_model_, view_.empty() ? std::vector<NodeId>{o_.self} : view_, now, trained);
   EmitFinishOutput();
-  Emit(Evaluate{true, x_});  // the own model's accuracy while the contributions travel
+  // The own model's accuracy while the contributions travel, on the periodic evaluations' rows:
+  // the full test set is for the model the run ends on. A caller's evaluation runs on the model
+  // itself, so the result is adopted only after it; two full ones would hold an expensive
+  // evaluation's finish for twice its time.
+  Emit(Evaluate{false, x_});
 }
 
 void GossipNode::AdvanceFinishing(TimePoint now) {
@@ -109,6 +113,11 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
         "model, which is not the cluster's",
         o_.self, o.why);
     if (observer_ != nullptr) observer_->Finish(false, 0, 0);
+    // The run ends on the own model: its full evaluation, unless the operator is waiting.
+    if (!stop_requested_) {
+      evaluating_ = true;
+      Emit(Evaluate{true, x_});
+    }
     return;
   }
   const double moved = coding::SquaredL2Distance(o.model, final_model_);

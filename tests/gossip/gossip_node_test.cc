@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include "coding/update_codec.h"
 #include "tests/testing/gossip_node_cluster.h"
@@ -727,6 +728,42 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
           << "node " << i << " lingered after a settled finish";
       EXPECT_GE(cluster.node(collector).over_at, cluster.node(i).over_at)
           << "the collector left before member " << i;
+    }
+  }
+}
+
+// The finish evaluates the own model on the periodic rows while the contributions travel, and
+// the model the run ends on on the full test set: the average, or the own model when the
+// collector never answers. An evaluation holds the adoption (it runs on the model itself), so two
+// full ones held an expensive evaluation's finish for twice its time.
+TEST(GossipNodeTest, TheFinishEvaluatesTheFullTestSetOnlyOnTheModelTheRunEndsOn) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const bool answered = seed % 2 == 0;
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 3000;
+    // Unanswered, the members give up before they could suspect the collector and collect anew.
+    base.finish_wait = answered ? std::chrono::seconds(2) : milliseconds(100);
+    Cluster cluster = MakeCluster(3, seed, base);
+    std::map<size_t, std::vector<bool>> after_finished;  // Evaluate's `full`, from Finished on
+    std::set<size_t> ended;
+    cluster.on_output = [&](size_t i, const NodeAction& action) {
+      if (std::holds_alternative<Finished>(action)) ended.insert(i);
+      const auto* e = std::get_if<Evaluate>(&action);
+      if (e != nullptr && ended.contains(i)) after_finished[i].push_back(e->full);
+    };
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] { return ended.contains(1); }));
+    if (!answered) cluster.Hold(0, true);  // the collector (lowest id) never answers
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(10), [&] {
+      return cluster.node(1).over.has_value() && cluster.node(2).over.has_value();
+    }));
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      SCOPED_TRACE("node " + std::to_string(i));
+      EXPECT_EQ(cluster.machine(i).state().finish, answered ? "averaged" : "missed");
+      EXPECT_EQ(after_finished[i], (std::vector<bool>{false, true}))
+          << "the own model on the periodic rows, then the final one on the full test set";
+      EXPECT_GE(cluster.machine(i).state().own_accuracy, 0);
     }
   }
 }

@@ -25,8 +25,8 @@ def results(stderr):
 
 
 def launch(program, *args):
-    # A long finish wait: each process evaluates its own model on the whole test set before the
-    # consensus finish, which on 2 loaded cores (bfloat16 on a CPU) can outlast the default.
+    # A long finish wait: each process evaluates its own model (on the periodic rows) while the
+    # contributions travel, which on 2 loaded cores (bfloat16 on a CPU) can outlast the default.
     r = subprocess.run([sys.executable, "-m", "murmur.run", "--progress", "none", "--nodes", "2",
                         "--epochs", "1", "--json", "--finish-wait-s", "120", os.path.join(EXAMPLES, program), *BRIEF, *args],
                        capture_output=True, text=True, timeout=300)
