@@ -17,7 +17,8 @@ slowed down (murmur: --straggle node=2,slowdown=F, applied inside the library; D
 Prints a markdown table: the final model's test accuracy (murmur: the cluster's model after the
 consensus finish), bytes sent per process (murmur: measured on the wire; DDP: gloo's ring
 all-reduce, 2 (N - 1) / N of the fp32 gradient per step), the training time (first step to
-the final model, the slowest process), and the time until the target accuracy on 1000 test rows
+the final model evaluated on the test set, the slowest process; murmur: the consensus finish in
+it), and the time until the target accuracy on 1000 test rows
 (murmur: when every process's own model has reached it; DDP: its one model; each process copies
 its model every 0.25 s and evaluates the copies after training, so the timeline has the same
 times for every run and costs no training time), then the goals:

@@ -208,10 +208,19 @@ def train(rank, task, args, port):
             opt.step()
         return len(y)
 
+    # murmur evaluates the model the run ends on (the cluster's average) on the full test set as
+    # the finish ends; that result, with its loss, is this process's final one: a step clears it.
+    final_evaluation = [None]
+
+    def evaluate_for_murmur(full):
+        out = evaluate(full)
+        final_evaluation[0] = out if full else None
+        return out[0]
+
     if args.backend == "murmur":
         import murmur.torch
         opt = murmur.torch.GossipOptimizer(
-            inner, evaluate=lambda full: evaluate(full)[0], epoch_samples=len(ys),
+            inner, evaluate=evaluate_for_murmur, epoch_samples=len(ys),
             shard_samples=len(shard), same_init=True, lr_schedule="cosine",
             warmup_epochs=args.warmup_epochs, eval_every=args.eval_every,
             **finish_wait(args))
@@ -220,10 +229,13 @@ def train(rank, task, args, port):
                 first_step[0] = time.time()
                 result["startup_s"] = round(first_step[0] - start, 3)
             samples += one_step(opt, True)
+            final_evaluation[0] = None
             steps += 1
             snapshot()
         final = opt.finish()
-        train_seconds = time.time() - first_step[0] if first_step[0] else 0  # the finish in it
+        final_result = final_evaluation[0] or evaluate(True)
+        # The finish and the final model's evaluation in it, as in DDP's below.
+        train_seconds = time.time() - first_step[0] if first_step[0] else 0
         result.update(bytes_sent=final.bytes_sent, finish=final.finish, end=final.end_reason)
     else:
         if args.backend == "ddp":
@@ -244,10 +256,11 @@ def train(rank, task, args, port):
             cluster += args.batch_size * world
             steps += 1
             snapshot()
+        final_result = evaluate(True)
         train_seconds = time.time() - first_step[0]
         if args.backend == "ddp":
             model = model.module
-    final_accuracy, final_loss = evaluate(True)
+    final_accuracy, final_loss = final_result
     result.update(accuracy=final_accuracy, test_loss=round(final_loss, 5), samples=samples,
                   steps=steps, seconds=round(time.time() - start, 2), optimizer=args.optimizer)
     if args.backend == "ddp":
