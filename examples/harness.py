@@ -228,8 +228,8 @@ def train(rank, task, args, port):
             if first_step[0] is None:
                 first_step[0] = time.time()
                 result["startup_s"] = round(first_step[0] - start, 3)
+            final_evaluation[0] = None  # what is evaluated from here on is a newer model
             samples += one_step(opt, True)
-            final_evaluation[0] = None
             steps += 1
             snapshot()
         final = opt.finish()
