@@ -126,8 +126,9 @@ struct Hooks {
   int dimension_mismatch_limit = 16;
 };
 
-// Test accuracy of the buffer's model in [0, 1]: on the whole test set (`full`: the end of the
-// run, and after the consensus finish) or a periodic subset; nullopt: not evaluated.
+// Test accuracy of the buffer's model in [0, 1]: on the whole test set (`full`: the model the run
+// ends on, after the consensus finish) or a periodic subset (also the own model while the finish's
+// contributions travel); nullopt: not evaluated.
 using EvaluateFn = std::function<std::optional<double>(bool full)>;
 
 class Peer {

@@ -60,8 +60,9 @@ def launched_at():
 
 def finish_wait(args):
     """The finish_wait_s key: --finish-wait-s, else the launcher's when it was given one, else
-    60 s. Each process evaluates its own model on the whole test set before the consensus
-    finish, and a ResNet's evaluation on shared CPU cores outlasts murmur's default 10 s."""
+    60 s. Each process evaluates its own model on --eval-rows rows while the consensus finish's
+    contributions travel, and a ResNet's evaluation on shared CPU cores outlasts murmur's default
+    10 s."""
     if args.finish_wait_s is not None:
         return {"finish_wait_s": args.finish_wait_s}
     if "--finish-wait-s" in os.environ.get("MURMUR_PEER_ARGS", ""):

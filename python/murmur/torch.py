@@ -86,7 +86,9 @@ class GossipOptimizer:
       checkpoint_dir (str), checkpoint_every (int): the peer's checkpoints, holding the wrapped
           optimizer's state too; with the same `id` a restarted process resumes.
       device (str): "cuda:N" for parameters on a GPU (set from the parameters).
-      evaluate (callable): evaluate(full) -> the model's test accuracy in [0, 1] (or None).
+      evaluate (callable): evaluate(full) -> the model's test accuracy in [0, 1] (or None);
+          full=True (the whole test set) only for the model the run ends on, once: the periodic
+          evaluations and the own model's before the consensus finish are full=False.
       params: the parameters to train (default: every parameter of the optimizer's groups).
 
     A bad value raises ValueError and anything else murmur.Error, each with murmur's reason.
