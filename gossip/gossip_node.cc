@@ -498,20 +498,25 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   uint64_t clock = 0;
   for (NodeId id : mixing) clock = std::max(clock, sync_.ClockOf(id));
   // NeighbourAverage leaves x_ untouched when it has nothing to average.
-  if (clock > s_.step && choco_->NeighbourAverage(view, x_)) {
+  const bool averaged = clock > s_.step && choco_->NeighbourAverage(view, x_);
+  if (averaged) {
     if (outer_.has_value()) outer_->Restart(x_);
     Emit(ResetOptimizer{});
     MURMUR_LOG_DEBUG("node {}: caught up from step {} to {} with the neighbours' average", o_.self,
                      s_.step, clock);
     s_.step = clock;
     ++s_.catchups;
-    return;
   }
-  // No fresher neighbour copy. A dense model costs as much as ~100 compressed rounds, so only a
-  // node far behind (4 S: it was stopped or cut off, not merely slow) asks the most advanced
-  // member for its model, at most once per model_retry.
+  // A dense model costs as much as ~100 compressed rounds, so a node asks the most advanced member
+  // for it (at most once per model_retry) only when the copies fall short:
+  // - without a fresher copy, once far behind (4 S: it was stopped or cut off, not merely slow);
+  // - with an outer optimizer, after every catch-up: the copies hold the neighbours' models at
+  //   the last round, before the outer step moved their anchors on (by η / (1 − μ) times the
+  //   averaged progress at steady momentum, DiLoCo §2), and their average lacks that step. The
+  //   average still moves the clock at once, so the neighbours' gates do not wait for the reply.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
-  if (best_clock_ < s_.step + far) return;
+  const bool ask = averaged ? OuterActive() : best_clock_ >= s_.step + far;
+  if (!ask) return;
   if (awaiting_model_from_ != 0 && !model_refused_ && now - model_asked_at_ < o_.model_retry)
     return;
   if (AskForModel(now)) ++s_.model_requests;

@@ -20,20 +20,21 @@
 //             injected pause (nothing computed, peers still answered, the budget still checked);
 //             the catch-up of a node more than S behind the most advanced live member (the
 //             mixing neighbours' public-copy average; if none is fresher, a model snapshot from
-//             the most advanced member once 4 S behind, re-asked every `model_retry`); a snapshot
-//             that arrived is adopted; the soft-sync gate (wait at most W for a mixing neighbour
-//             more than S behind, then mark it a straggler); then ComputeStep. When it is done:
-//             every H-th step (consensus_slack × H while the consensus estimate is under
-//             consensus_target) a CHOCO round on the model, and between rounds the step clock
-//             alone to the trackers every S/2 steps (AnnounceClock); the progress announced, a
-//             periodic Evaluate. With an outer optimizer (`outer`, outer_optimizer.h) every round
-//             is an outer round on the step clock's multiples of H: the update goes out at once,
-//             the mix waits (before the next step) until the mixing peers within H / 4 steps of
-//             the round reached it, at most H / 4 of this node's step times, and the outer
-//             step follows the mix; an adopted model (catch-up, snapshot) restarts the anchor.
-//             "finished" from other members is believed from a quorum only (half the cluster:
-//             live members and finished ones); a single finished member makes a node with a
-//             target accuracy evaluate its own model at once and decide by that.
+//             the most advanced member once 4 S behind, re-asked every `model_retry`; with an
+//             outer optimizer, after the average also a snapshot, whose model has the outer
+//             step the copies lack); a snapshot that arrived is adopted; the soft-sync gate (wait
+//             at most W for a mixing neighbour more than S behind, then mark it a straggler); then
+//             ComputeStep. When it is done: every H-th step (consensus_slack × H while the
+//             consensus estimate is under consensus_target) a CHOCO round on the model, and between
+//             rounds the step clock alone to the trackers every S/2 steps (AnnounceClock); the
+//             progress announced, a periodic Evaluate. With an outer optimizer (`outer`,
+//             outer_optimizer.h) every round is an outer round on the step clock's multiples of H:
+//             the update goes out at once, the mix waits (before the next step) until the mixing
+//             peers within H / 4 steps of the round reached it, at most H / 4 of this node's step
+//             times, and the outer step follows the mix; an adopted model (catch-up, snapshot)
+//             restarts the anchor. "finished" from other members is believed from a quorum only
+//             (half the cluster: live members and finished ones); a single finished member makes a
+//             node with a target accuracy evaluate its own model at once and decide by that.
 //   finishing "finished" announced so every member stops; then, unless `finish_wait` is 0, the
 //             consensus finish (consensus_finish.h): the model goes to the collector (the lowest
 //             live id), the node evaluates it meanwhile on the periodic evaluations' rows

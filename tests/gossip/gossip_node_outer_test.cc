@@ -162,6 +162,42 @@ TEST(GossipNodeOuterTest, AStragglersLateRoundsDoNotHoldTheOthers) {
   }
 }
 
+// A straggler more than S behind catches up with its neighbours' public copies, which hold their
+// models at the last round, before the outer step carried the anchors on; with an outer optimizer
+// it then asks the most advanced member for its model and adopts it. The members' snapshot rate
+// bounds the dense models it gets (a refusal carries none).
+TEST(GossipNodeOuterTest, AStragglerAsksForTheModelPastTheOuterStep) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = OuterOptions("nesterov:every=4,lr=0.7,momentum=0.9");
+    base.soft_sync.max_lead = 4;
+    base.soft_sync.max_wait = milliseconds(60);
+    Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
+    cluster.node(3).step_time = milliseconds(8);  // 4x the others
+    cluster.compute = [&cluster](size_t i, std::optional<double>) {
+      for (float& v : cluster.node(i).x) v += 0.01f;  // a common direction
+      return std::pair<double, int64_t>(1.0, 10);
+    };
+    size_t served = 0;  // dense models sent to node 3
+    cluster.on_output = [&](size_t i, gossip::NodeAction& action) {
+      const auto* send = std::get_if<gossip::SendTo>(&action);
+      if (i != 3 && send != nullptr && send->to == Cluster::Id(3) &&
+          std::holds_alternative<SnapshotReply>(send->payload) && send->frame != nullptr) {
+        ++served;
+      }
+    };
+    const TimePoint start = cluster.now();
+    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
+    cluster.RunFor(std::chrono::seconds(3));
+    const GossipNodeState& slow = cluster.machine(3).state();
+    EXPECT_GE(slow.catchups, 20u);
+    EXPECT_GE(slow.model_requests, slow.catchups / 4);
+    EXPECT_GE(served, 10u);
+    const double seconds = ToSeconds(cluster.now() - start) + 1;
+    EXPECT_LE(served, 3 * (base.model_snapshot_burst + seconds * base.model_snapshots_per_s));
+  }
+}
+
 // A member that crashes stops nobody's outer rounds: the others go on past W.
 TEST(GossipNodeOuterTest, ACrashedMemberDoesNotStopTheOuterRounds) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
