@@ -44,6 +44,15 @@ Cluster MakeOuterCluster(size_t n, uint64_t seed, const GossipNodeOptions& base,
                  });
 }
 
+// Four nodes from the same model, S = 4 and W = 60 ms, node 3 taking 4x the others' step time.
+Cluster MakeStragglerCluster(uint64_t seed, GossipNodeOptions base) {
+  base.soft_sync.max_lead = 4;
+  base.soft_sync.max_wait = milliseconds(60);
+  Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
+  cluster.node(3).step_time = milliseconds(8);
+  return cluster;
+}
+
 // Starts the n nodes and runs until every one is over (at most 10 virtual seconds).
 bool RunToTheEnd(Cluster& cluster, size_t n) {
   for (size_t i = 0; i < n; ++i) cluster.Start(i);
@@ -132,10 +141,7 @@ TEST(GossipNodeOuterTest, AStragglersLateRoundsDoNotHoldTheOthers) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = OuterOptions("nesterov:every=4");
-    base.soft_sync.max_lead = 4;
-    base.soft_sync.max_wait = milliseconds(60);
-    Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
-    cluster.node(3).step_time = milliseconds(8);  // 4x the others
+    Cluster cluster = MakeStragglerCluster(seed, base);
     for (size_t i = 0; i < 4; ++i) cluster.Start(i);
     cluster.RunFor(std::chrono::seconds(4));
     // It takes outer rounds, or, once more than S behind, catches up with its neighbours' average
@@ -170,10 +176,7 @@ TEST(GossipNodeOuterTest, AStragglerAsksForTheModelPastTheOuterStep) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     GossipNodeOptions base = OuterOptions("nesterov:every=4,lr=0.7,momentum=0.9");
-    base.soft_sync.max_lead = 4;
-    base.soft_sync.max_wait = milliseconds(60);
-    Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
-    cluster.node(3).step_time = milliseconds(8);  // 4x the others
+    Cluster cluster = MakeStragglerCluster(seed, base);
     cluster.compute = [&cluster](size_t i, std::optional<double>) {
       for (float& v : cluster.node(i).x) v += 0.01f;  // a common direction
       return std::pair<double, int64_t>(1.0, 10);
