@@ -512,7 +512,8 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   // - without a fresher copy, once far behind (4 S: it was stopped or cut off, not merely slow);
   // - with an outer optimizer, after every catch-up: the copies hold the neighbours' models at
   //   the last round, before the outer step moved their anchors on (by η / (1 − μ) times the
-  //   averaged progress at steady momentum, DiLoCo §2), and their average lacks that step. The
+  //   averaged progress at steady momentum, from outer_optimizer.h's step), and their average
+  //   lacks that step. The
   //   average still moves the clock at once, so the neighbours' gates do not wait for the reply.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
   const bool ask = averaged ? OuterActive() : best_clock_ >= s_.step + far;
