@@ -69,60 +69,63 @@ SoftSync::Decision SoftSync::Decide(uint64_t self_clock, const std::vector<NodeI
   const Duration dt = gated_before_ ? std::max(Duration(0), now - last_gate_) : Duration(0);
   gated_before_ = true;
   last_gate_ = now;
-  // Time blocked since the previous call is charged to the peers it waited for; every peer's
-  // charge decays with the window, so old waits are forgotten.
-  const double window = ToSeconds(max_wait) / std::max(options_.straggler_wait_fraction, 1e-9);
-  const double decay = window > 0 ? std::exp(-ToSeconds(dt) / window) : 0.0;
-  for (auto& [id, waited] : waited_s_) waited *= decay;
-  if (waiting_) {
-    total_wait_ += dt;
-    for (NodeId id : blocked_on_) waited_s_[id] += ToSeconds(dt);
-  }
-  blocked_on_.clear();
-  if (options_.max_lead < 0) {
-    waiting_ = false;
-    return d;
-  }
+  ChargeWait(dt, max_wait);
+  if (options_.max_lead < 0) return d;
   for (NodeId id : peers) {
     const uint64_t clock = ClockOf(id);
     if (clock == 0 || IsStraggler(id, now)) continue;
     if (self_clock > clock + static_cast<uint64_t>(options_.max_lead)) d.waiting_for.push_back(id);
   }
-  if (d.waiting_for.empty()) {
-    waiting_ = false;
-    return d;
-  }
-  if (!waiting_) {
-    waiting_ = true;
-    wait_started_ = now;
-  }
-  // Marked: every peer of a wait that lasted W, or a peer whose recent waits add up to W.
+  // A stretch ends for every peer no longer waited for.
+  std::erase_if(stretch_, [&](const auto& entry) {
+    return std::find(d.waiting_for.begin(), d.waiting_for.end(), entry.first) ==
+           d.waiting_for.end();
+  });
+  if (d.waiting_for.empty()) return d;
+  // Marked: a peer waited for W at a stretch, or whose recent waits add up to W.
   std::vector<NodeId> mark;
   for (NodeId id : d.waiting_for) {
-    if (now - wait_started_ >= max_wait || waited_s_[id] >= ToSeconds(max_wait)) {
-      mark.push_back(id);
-    }
-  }
-  if (mark.empty()) {
-    d.proceed = false;
-    blocked_on_ = d.waiting_for;
-    return d;
+    if (stretch_[id] >= max_wait || waited_s_[id] >= ToSeconds(max_wait)) mark.push_back(id);
   }
   for (NodeId id : mark) {
     straggler_until_[id] = now + options_.straggler_hold;
     waited_s_.erase(id);
+    stretch_.erase(id);
     ++detected_;
   }
   d.newly_marked = std::move(mark);
   // Proceed only if no unmarked peer is still too far behind.
   std::erase_if(d.waiting_for, [&](NodeId id) { return IsStraggler(id, now); });
-  if (!d.waiting_for.empty()) {
-    d.proceed = false;
-    blocked_on_ = d.waiting_for;
-    return d;
-  }
-  waiting_ = false;
+  for (NodeId id : d.waiting_for) blocked_on_.push_back({id, LooksHeld(id)});
+  d.proceed = d.waiting_for.empty();
   return d;
+}
+
+void SoftSync::ChargeWait(Duration dt, Duration max_wait) {
+  // Every peer's charge decays with the window, so old waits are forgotten.
+  const double window = ToSeconds(max_wait) / std::max(options_.straggler_wait_fraction, 1e-9);
+  const double decay = window > 0 ? std::exp(-ToSeconds(dt) / window) : 0.0;
+  for (auto& [id, waited] : waited_s_) waited *= decay;
+  if (!blocked_on_.empty()) total_wait_ += dt;
+  // Time blocked since the previous call is charged to the peers that call waited for, half to
+  // one that looked held then (LooksHeld).
+  for (const auto& [id, held] : blocked_on_) {
+    const Duration charged = held ? dt / 2 : dt;
+    waited_s_[id] += ToSeconds(charged);
+    stretch_[id] += charged;
+  }
+  blocked_on_.clear();
+}
+
+bool SoftSync::LooksHeld(NodeId id) const {
+  if (options_.max_lead < 0) return false;
+  const uint64_t lead = static_cast<uint64_t>(options_.max_lead);
+  const uint64_t clock = ClockOf(id);
+  for (const auto& [other, other_clock] : clocks_) {
+    if (other == id || other_clock == 0) continue;
+    if (clock > other_clock + lead && clock <= other_clock + 2 * lead + 1) return true;
+  }
+  return false;
 }
 
 bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops) const {

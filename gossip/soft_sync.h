@@ -11,14 +11,16 @@
 // over a connected graph it holds transitively, within S times the graph's diameter, and no
 // node ever needs a fresh clock from every member. S < 0 means unbounded (fully asynchronous);
 // S = 0 is lock-step. A peer is marked after one wait of W, or once many shorter waits for it
-// add up to W within the recent window (see straggler_wait_fraction). A peer that has not taken a step yet (clock 0: starting, or restarted and
-// about to adopt a model) is not waited for.
+// add up to W within the recent window (see straggler_wait_fraction); the waits for a peer held
+// by another member's gate count half (LooksHeld). A peer that has not taken a step yet (clock 0:
+// starting, or restarted and about to adopt a model) is not waited for.
 //
 // Sans-IO: clocks come in through Observe, time through the `now` arguments.
 // Thread safety: none.
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -71,6 +73,14 @@ class SoftSync {
   double Damping(uint64_t self_clock, NodeId id) const;
   uint64_t Lag(uint64_t self_clock, NodeId id) const;
 
+  // True when `id` is more than S (and at most 2 S + 1) steps ahead of another member this node
+  // knows a clock of: its own gate holds it there, so a wait for it is that member's doing (in
+  // a ring 1-2-3-4 with 3 slow, node 1 waits for 2 and 4 only because they wait for 3). Such a
+  // peer is charged half of each wait for it, so it is marked after 2 W, which leaves its own
+  // neighbours W to mark the member behind; a peer that marked that member runs on past 2 S + 1
+  // and looks held no more. The clocks are the digests' (possibly older, so lower): a stale one
+  // only delays a mark, to 2 W at most.
+  bool LooksHeld(NodeId id) const;
   bool IsStraggler(NodeId id, TimePoint now) const;
   std::vector<NodeId> Stragglers(TimePoint now) const;
   uint64_t ClockOf(NodeId id) const;
@@ -86,16 +96,18 @@ class SoftSync {
   // The step time sample of a new clock (see step_s_).
   void MeasureStep(uint64_t self_clock, TimePoint now);
   Decision Decide(uint64_t self_clock, const std::vector<NodeId>& peers, TimePoint now);
+  // Charges the time since the previous gate to the peers it waited for.
+  void ChargeWait(Duration dt, Duration max_wait);
 
   SoftSyncOptions options_;
   std::map<NodeId, uint64_t> clocks_;
   std::map<NodeId, TimePoint> straggler_until_;
-  bool waiting_ = false;
   bool gated_before_ = false;
-  TimePoint wait_started_{};
   TimePoint last_gate_{};
-  std::vector<NodeId> blocked_on_;        // peers the last Gate call waited for
-  std::map<NodeId, double> waited_s_;    // decayed seconds spent waiting for each peer
+  // Peers the last Gate call waited for, each with whether it looked held then.
+  std::vector<std::pair<NodeId, bool>> blocked_on_;
+  std::map<NodeId, double> waited_s_;   // decayed seconds charged to each peer
+  std::map<NodeId, Duration> stretch_;  // charged in the current unbroken wait for each peer
   uint64_t detected_ = 0;
   Duration total_wait_{0};
   // The step time: from a gate that let step c through to the first gate of step c + 1.

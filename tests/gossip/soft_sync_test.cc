@@ -1,10 +1,12 @@
 #include "gossip/soft_sync.h"
-#include "gossip/peer_sampling.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+
+#include "gossip/peer_sampling.h"
 
 namespace murmur::gossip {
 namespace {
@@ -144,6 +146,30 @@ TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
   d = s.Gate(40, {2, 3}, now);
   EXPECT_FALSE(d.proceed);
   EXPECT_EQ(d.waiting_for, std::vector<NodeId>{2});
+}
+
+// A ring 1-2-3-4 with node 3 slow: node 1 (this one) waits for 2 only because 2's gate holds it
+// S + 1 ahead of 3. Node 2 is marked after 2 W, not W (its own wait for 3 marks 3 in W); a peer
+// with no member that far behind it, or one that marked that member and ran on past 2 S + 1, is
+// marked after W.
+TEST(SoftSyncTest, APeerHeldByAnotherMembersGateIsMarkedAfterTwiceTheWait) {
+  constexpr int64_t kLead = 4;
+  auto marked_after_ms = [](std::optional<uint64_t> member_behind, uint64_t peer_clock) {
+    SoftSync s({.max_lead = kLead, .max_wait = milliseconds(500)});
+    if (member_behind.has_value()) s.Observe(3, *member_behind);
+    s.Observe(2, peer_clock);
+    TimePoint now{};
+    for (int ms = 0; ms <= 2000; ms += 10, now += milliseconds(10)) {
+      if (!s.Gate(peer_clock + kLead + 1, {2}, now).newly_marked.empty()) return ms;
+    }
+    return -1;
+  };
+  EXPECT_EQ(marked_after_ms(std::nullopt, 20), 500);
+  EXPECT_EQ(marked_after_ms(20 - kLead - 1, 20), 1000) << "held S + 1 ahead of node 3";
+  EXPECT_EQ(marked_after_ms(20 - 2 * kLead - 1, 20), 1000) << "2 S + 1 ahead: stale clocks";
+  EXPECT_EQ(marked_after_ms(20 - 2 * kLead - 2, 20), 500) << "ran on past node 3";
+  EXPECT_EQ(marked_after_ms(20 - kLead, 20), 500) << "S ahead of node 3: not held";
+  EXPECT_EQ(marked_after_ms(0, 20), 500) << "a member that has not started holds nobody";
 }
 
 // A peer that is slow but never W late at a stretch (it paces the others by short waits) is
