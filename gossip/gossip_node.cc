@@ -461,10 +461,13 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   }
   const auto gate = sync_.Gate(s_.step, waited_for, now);
   for (NodeId id : gate.newly_marked) {
-    MURMUR_LOG_INFO("node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits; "
-                    "step {} vs {}): marked a straggler, not waiting for it for {:.0f} s",
-                    o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step,
-                    ToSeconds(o_.soft_sync.straggler_hold));
+    const auto [slowest, slowest_clock] = sync_.Slowest();
+    MURMUR_LOG_INFO(
+        "node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits, "
+        "half of a wait while it looked held; step {} vs {}; the slowest member it "
+        "knows: node {} at step {}): marked a straggler, not waiting for it for {:.0f} s",
+        o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step, slowest,
+        slowest_clock, ToSeconds(o_.soft_sync.straggler_hold));
   }
   if (!gate.proceed) {
     Emit(Wait{now + std::chrono::milliseconds(1)});

@@ -17,6 +17,14 @@ uint64_t SoftSync::ClockOf(NodeId id) const {
   return it == clocks_.end() ? 0 : it->second;
 }
 
+std::pair<NodeId, uint64_t> SoftSync::Slowest() const {
+  std::pair<NodeId, uint64_t> slowest{0, 0};
+  for (const auto& [id, clock] : clocks_) {
+    if (clock > 0 && (slowest.second == 0 || clock < slowest.second)) slowest = {id, clock};
+  }
+  return slowest;
+}
+
 bool SoftSync::IsStraggler(NodeId id, TimePoint now) const {
   auto it = straggler_until_.find(id);
   return it != straggler_until_.end() && now < it->second;

@@ -84,6 +84,8 @@ class SoftSync {
   bool IsStraggler(NodeId id, TimePoint now) const;
   std::vector<NodeId> Stragglers(TimePoint now) const;
   uint64_t ClockOf(NodeId id) const;
+  // The member with the lowest clock this node knows (started ones only; {0, 0}: none).
+  std::pair<NodeId, uint64_t> Slowest() const;
   uint64_t stragglers_detected() const { return detected_; }
   // W as it stands: max_wait, or the scaled wait (max_wait_steps).
   Duration EffectiveWait() const;

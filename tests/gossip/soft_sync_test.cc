@@ -172,6 +172,19 @@ TEST(SoftSyncTest, APeerHeldByAnotherMembersGateIsMarkedAfterTwiceTheWait) {
   EXPECT_EQ(marked_after_ms(0, 20), 500) << "a member that has not started holds nobody";
 }
 
+// The slowest member named in a mark's log line: the lowest clock among members that started.
+TEST(SoftSyncTest, TheSlowestKnownMemberIsTheLowestStartedClock) {
+  SoftSync s({.max_lead = 4});
+  EXPECT_EQ(s.Slowest(), (std::pair<NodeId, uint64_t>{0, 0}));
+  s.Observe(5, 0);  // not started
+  s.Observe(2, 30);
+  s.Observe(7, 12);
+  s.Observe(3, 40);
+  EXPECT_EQ(s.Slowest(), (std::pair<NodeId, uint64_t>{7, 12}));
+  s.Forget(7);
+  EXPECT_EQ(s.Slowest(), (std::pair<NodeId, uint64_t>{2, 30}));
+}
+
 // A peer that is slow but never W late at a stretch (it paces the others by short waits) is
 // marked once the waits add up to W within the window; one that costs little time never is.
 
