@@ -516,8 +516,8 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   // - with an outer optimizer, after every catch-up: the copies hold the neighbours' models at
   //   the last round, before the outer step moved their anchors on (by η / (1 − μ) times the
   //   averaged progress at steady momentum, from outer_optimizer.h's step), and their average
-  //   lacks that step. The
-  //   average still moves the clock at once, so the neighbours' gates do not wait for the reply.
+  //   lacks that step. The average still moves the clock at once, so the neighbours' gates do
+  //   not wait for the reply.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
   const bool ask = averaged ? OuterActive() : best_clock_ >= s_.step + far;
   if (!ask) return;
