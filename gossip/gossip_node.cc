@@ -432,16 +432,8 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
   const std::vector<NodeId> mixing = MixingPeers(view);
   const uint64_t clock_before = s_.step;
-  std::optional<uint64_t> since_catch_up;
-  // Only with the outer optimizer, whose catch-up also fetches the model past the outer step:
-  // under CHOCO alone a catch-up's jump makes the node's next update an outlier to its
-  // neighbours, and more of them would cost more than the trailing model.
-  if (caught_up_at_.has_value() && OuterActive()) {
-    since_catch_up = s_.local_steps - *caught_up_at_;
-  }
-  const bool catch_up = sync_.ShouldCatchUp(
-      s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()), since_catch_up);
-  if (catch_up) caught_up_at_ = s_.local_steps;
+  const bool catch_up =
+      sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()));
   // An overlapped round mixes before anything replaces the model.
   if (mix_pending_ && (catch_up || received_model_.has_value())) {
     MixRound();

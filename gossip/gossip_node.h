@@ -421,8 +421,6 @@ class GossipNode {
   int outer_every_ = 0;          // OuterH once resolved
   int64_t steps_since_round_ = 0;
   uint64_t clock_sent_ = 0;          // the step of the latest round or clock announcement
-  // s_.local_steps at the latest catch-up (none yet): SoftSync::ShouldCatchUp's window.
-  std::optional<uint64_t> caught_up_at_;
   int64_t own_samples_at_view_ = 0;  // s_.samples when the latest view came
   // Messages that may pass once the view catches up (MayPassLater), at most kMaxDeferred.
   struct Deferred {

@@ -136,14 +136,9 @@ bool SoftSync::LooksHeld(NodeId id) const {
   return false;
 }
 
-bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops,
-                             std::optional<uint64_t> own_steps_since_catch_up) const {
-  if (options_.max_lead < 0) return false;
-  const int64_t lead = options_.max_lead;
-  const bool slow = own_steps_since_catch_up.has_value() &&
-                    *own_steps_since_catch_up < static_cast<uint64_t>(lead);
-  const int64_t allowed = slow ? std::max<int64_t>(lead / 4, hops) : std::max<int64_t>(lead, hops);
-  return best_clock > self_clock + static_cast<uint64_t>(allowed);
+bool SoftSync::ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops) const {
+  return options_.max_lead >= 0 &&
+         best_clock > self_clock + static_cast<uint64_t>(std::max<int64_t>(options_.max_lead, hops));
 }
 
 uint64_t SoftSync::Lag(uint64_t self_clock, NodeId id) const {

@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -69,15 +68,7 @@ class SoftSync {
   // peer), `hops` the mixing graph's diameter: a node trails the most advanced member by up to
   // one step per hop with nobody slow (a gate opens one step at a time), so in lock-step (S = 0)
   // a lag under it is the graph's ripple, not a node left behind.
-  //
-  // `own_steps_since_catch_up`: steps this node computed since its last catch-up (none: it
-  // has not caught up, or its node keeps S; GossipNode passes it under an outer optimizer). Within
-  // S of them it is slower than the members it follows (it fell S behind once and does again), so
-  // it catches up at a quarter of the lead, max(S / 4, hops): between catch-ups its model trails by
-  // up to the lead, and a slow member's own steps are overwritten at the next catch-up anyway. A
-  // node that stays within S / 4 for S steps of its own is back to S.
-  bool ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops = 0,
-                     std::optional<uint64_t> own_steps_since_catch_up = std::nullopt) const;
+  bool ShouldCatchUp(uint64_t self_clock, uint64_t best_clock, int hops = 0) const;
   // d_j for the consensus step.
   double Damping(uint64_t self_clock, NodeId id) const;
   uint64_t Lag(uint64_t self_clock, NodeId id) const;

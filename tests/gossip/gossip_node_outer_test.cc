@@ -44,10 +44,9 @@ Cluster MakeOuterCluster(size_t n, uint64_t seed, const GossipNodeOptions& base,
                  });
 }
 
-// Four nodes from the same model, S = max_lead (4 unless given) and W = 60 ms, node 3 taking 4x
-// the others' step time.
-Cluster MakeStragglerCluster(uint64_t seed, GossipNodeOptions base, int64_t max_lead = 4) {
-  base.soft_sync.max_lead = max_lead;
+// Four nodes from the same model, S = 4 and W = 60 ms, node 3 taking 4x the others' step time.
+Cluster MakeStragglerCluster(uint64_t seed, GossipNodeOptions base) {
+  base.soft_sync.max_lead = 4;
   base.soft_sync.max_wait = milliseconds(60);
   Cluster cluster = MakeOuterCluster(4, seed, base, [](size_t) { return 0.0f; });
   cluster.node(3).step_time = milliseconds(8);
@@ -195,35 +194,6 @@ TEST(GossipNodeOuterTest, AStragglerAsksForTheModelPastTheOuterStep) {
     EXPECT_GE(served, 10u);
     const double seconds = ToSeconds(cluster.now() - start) + 1;
     EXPECT_LE(served, 3 * (base.model_snapshot_burst + seconds * base.model_snapshots_per_s));
-  }
-}
-
-// Once a straggler has caught up, it catches up again at a quarter of S (SoftSync::
-// ShouldCatchUp): its model trails the members by about S / 4 steps between catch-ups, not S.
-// Steps of 20 ms (the straggler's 80 ms), so that a catch-up's model reply, within the members'
-// snapshot rate, comes well within a step; the lag behind the most advanced member is sampled
-// every 10 ms after the straggler's first catch-up: under S / 2 on average (about 6 steps, where
-// the rule before, S every time, trails by about 11 in every seed).
-TEST(GossipNodeOuterTest, AStragglerThatCaughtUpTrailsByAQuarterOfTheLead) {
-  constexpr int64_t kLead = 16;
-  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    SCOPED_TRACE("seed " + std::to_string(seed));
-    Cluster cluster = MakeStragglerCluster(seed, OuterOptions("nesterov:every=4"), kLead);
-    for (size_t i = 0; i < 4; ++i) cluster.node(i).step_time *= 10;
-    for (size_t i = 0; i < 4; ++i) cluster.Start(i);
-    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(5),
-                               [&] { return cluster.machine(3).state().catchups > 0; }));
-    double lag_sum = 0;
-    constexpr int kSamples = 300;
-    for (int k = 0; k < kSamples; ++k) {
-      cluster.RunFor(milliseconds(10));
-      uint64_t best = 0;
-      for (size_t i = 0; i < 3; ++i) best = std::max(best, cluster.machine(i).state().step);
-      const uint64_t own = cluster.machine(3).state().step;
-      lag_sum += best > own ? static_cast<double>(best - own) : 0.0;
-    }
-    const double mean_lag = lag_sum / kSamples;
-    EXPECT_LE(mean_lag, kLead / 2.0);
   }
 }
 

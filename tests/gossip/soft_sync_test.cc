@@ -247,23 +247,6 @@ TEST(SoftSyncTest, UnboundedLeadNeverWaitsAndUnstartedPeersAreNotWaitedFor) {
   EXPECT_TRUE(s.ShouldCatchUp(10, 13, 1)) << "S above the hops: S decides";
 }
 
-TEST(SoftSyncTest, ANodeThatCaughtUpWithinSOfItsOwnStepsCatchesUpAtAQuarterOfTheLead) {
-  SoftSync s({.max_lead = 32});
-  EXPECT_FALSE(s.ShouldCatchUp(100, 132)) << "never caught up: S";
-  EXPECT_TRUE(s.ShouldCatchUp(100, 133));
-  EXPECT_FALSE(s.ShouldCatchUp(100, 108, 0, 3));
-  EXPECT_TRUE(s.ShouldCatchUp(100, 109, 0, 3)) << "3 steps after a catch-up: S / 4";
-  EXPECT_TRUE(s.ShouldCatchUp(100, 109, 0, 31));
-  EXPECT_FALSE(s.ShouldCatchUp(100, 109, 0, 32)) << "S steps of its own within S / 4: back to S";
-  EXPECT_FALSE(s.ShouldCatchUp(100, 132, 0, 32));
-  EXPECT_FALSE(s.ShouldCatchUp(100, 110, 10, 3)) << "never under the graph's hops";
-  EXPECT_TRUE(s.ShouldCatchUp(100, 111, 10, 3));
-  SoftSync lockstep({.max_lead = 0});
-  EXPECT_FALSE(lockstep.ShouldCatchUp(10, 14, 4, 0)) << "S = 0: the window is empty";
-  SoftSync async({.max_lead = -1});
-  EXPECT_FALSE(async.ShouldCatchUp(0, 1000000, 0, 0));
-}
-
 TEST(SoftSyncTest, DampingHalvesAtTheStalenessScale) {
   SoftSync s({.staleness_scale = 16});
   s.Observe(2, 84);
