@@ -15,7 +15,6 @@ AdamW's two moments too). nesterov: the outer step of gossip/outer_optimizer.h (
 final (mean) model on the 10,000 test images. About 90 s on one core.
 """
 import argparse
-import math
 import os
 import sys
 
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import fashion_cnn  # noqa: E402
+import harness  # noqa: E402
 
 
 def main():
@@ -43,12 +43,6 @@ def main():
     xs, ys, xt, yt = fashion_cnn.load_fashion_mnist()
     w, batch = a.workers, 64
     total, warm = int(a.epochs * len(ys)), int(0.2 * len(ys))
-
-    def rate(samples):
-        if samples < warm:
-            return a.lr * (samples + 1) / warm
-        return 0.5 * a.lr * (1 + math.cos(math.pi * min(1.0, (samples - warm) / (total - warm))))
-
     shards = [torch.arange(r, len(ys), w) for r in range(w)]
     g = torch.Generator().manual_seed(a.seed)
     start = fashion_cnn.Net().state_dict()
@@ -69,7 +63,7 @@ def main():
         pos += batch
         for opt in opts:
             for group in opt.param_groups:
-                group["lr"] = rate(s * batch * w)
+                group["lr"] = harness.cosine(a.lr, s * batch * w, total, warm)
         if a.mode == "ddp":
             idx = torch.cat(rows)
             opts[0].zero_grad()
