@@ -156,6 +156,8 @@ def main():
                     verdict = f"FAILED (exit {p.returncode})"
             print(f"{'ok  ' if not verdict.startswith('FAILED') else 'FAIL'} {verdict:<27} "
                   f"{time.monotonic() - t0:5.1f} s  {line[:110]}", flush=True)
+            if verdict.startswith("FAILED") and tail:
+                print(f"     its last line: {tail[0][:300]}", flush=True)  # the reason, in place
     finally:
         for p in background:
             stop(p)
