@@ -13,6 +13,8 @@ slowed down (murmur: --straggle node=2,slowdown=F, applied inside the library; D
         --example "--train-rows 20000"
     python3 bench/byom_bench.py build --program fortune_lm.py --epochs 1 --target 0.4 \
         --example "--train-windows 40000"
+    python3 bench/byom_bench.py build --program resnet_fashion.py --epochs 1 --target 0.7 \
+        --murmur-lrs 0.4 --ddp-lrs 0.4 --gossip "--outer sgd:every=1,lr=1" --repeats 3
 
 Prints a markdown table: the final model's test accuracy (murmur: the cluster's model after the
 consensus finish), bytes sent per process (murmur: measured on the wire; DDP: gloo's ring
@@ -32,6 +34,11 @@ straggler (a row each), and the comparison and the straggler runs take each side
 rate (--select: the highest accuracy, or the lowest test loss for a language model): a batch 4x
 as large wants a higher rate than each murmur process's, so one rate for both is not a fair
 baseline.
+
+With --repeats R every row at the chosen rates (without and with the straggler, both sides) is
+R runs, and the table shows their means, each run's time to target, and the ratios of the mean
+times. A noisy accuracy curve crossing a fixed target makes one run's time a rough figure: a
+ratio from single runs can mislead.
 
 Each process runs in a CPU cgroup of its own, capped to cores / N of the CPU time (`--isolate
 cgroup`, the default; cgroup v1's cpu controller or v2's cpu.max): N machines of equal speed.
@@ -184,6 +191,9 @@ def main():
     p.add_argument("--ddp-lrs", default="", help="DDP's rate grid (default: the example's own)")
     p.add_argument("--select", choices=["accuracy", "loss"], default="accuracy",
                    help="what makes a rate of the grid the best")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="runs of each row at its side's best rate (the figures are their means, "
+                   "the times to target also their range, and the ratios of the means)")
     a = p.parse_args()
     try:
         import torch  # noqa: F401  (the examples' import, checked before any run)
@@ -197,6 +207,8 @@ def main():
         p.error(f"--murmur-lrs/--ddp-lrs: comma-separated rates ({e})")
     if any(x is not None and x <= 0 for x in a.murmur_lrs + a.ddp_lrs):
         p.error("--murmur-lrs/--ddp-lrs: rates must be positive")
+    if a.repeats < 1:
+        p.error(f"--repeats: {a.repeats} is not a count of runs (at least 1)")
     if "--lr " in f" {a.example} " and (a.murmur_lrs != [None] or a.ddp_lrs != [None]):
         p.error("--example sets --lr and a grid is given: give the rates in one place")
     a.lr = None
@@ -222,30 +234,55 @@ def best_rate(a, side, lrs, run, grid):
     return min(results, key=key)
 
 
+def mean_of(runs):
+    """One row from repeated runs: each figure's mean; the time to target also as its list
+    (None when some run did not reach the target)."""
+    row = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0] if k != "to_target"}
+    times = [r["to_target"] for r in runs]
+    row["to_target_runs"] = times
+    row["to_target"] = None if None in times else sum(times) / len(times)
+    return row
+
+
+def repeated(a, name, lr, run, first=None):
+    """`run` at rate `lr` until there are --repeats runs (`first`, when given, is one of them)."""
+    a.lr = lr
+    runs = [first] if first is not None else []
+    while len(runs) < a.repeats:
+        runs.append(run())
+        print(f"  {name} ({len(runs)}/{a.repeats}): {runs[-1]}", file=sys.stderr, flush=True)
+    return mean_of(runs)
+
+
 def measure(a):
     rows, grid = {}, []
-    g_lr, rows["murmur gossip"] = best_rate(a, "murmur gossip", a.murmur_lrs,
-                                            lambda: gossip(a.build, a, 1), grid)
-    d_lr, rows["DDP"] = best_rate(a, "DDP", a.ddp_lrs, lambda: ddp(a, 1), grid)
+    g_lr, first = best_rate(a, "murmur gossip", a.murmur_lrs, lambda: gossip(a.build, a, 1), grid)
+    rows["murmur gossip"] = repeated(a, "murmur gossip", g_lr, lambda: gossip(a.build, a, 1), first)
+    d_lr, first = best_rate(a, "DDP", a.ddp_lrs, lambda: ddp(a, 1), grid)
+    rows["DDP"] = repeated(a, "DDP", d_lr, lambda: ddp(a, 1), first)
     if not a.no_straggler:
         for name, lr, run in [
                 (f"murmur gossip, node 2 at {a.slowdown:g}x", g_lr,
                  lambda: gossip(a.build, a, a.slowdown)),
                 (f"DDP, rank 1 at {a.slowdown:g}x", d_lr, lambda: ddp(a, a.slowdown))]:
-            a.lr = lr
-            rows[name] = run()
-            print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
+            rows[name] = repeated(a, name, lr, run)
     rate = lambda lr: "the example's" if lr is None else f"{lr:g}"
     fmt = lambda v, f: "-" if v is None else f.format(v)
     print(f"{os.path.basename(a.program)} {a.example}".strip() +
-          f"; murmur at lr {rate(g_lr)}, DDP at lr {rate(d_lr)}")
+          f"; murmur at lr {rate(g_lr)}, DDP at lr {rate(d_lr)}" +
+          (f"; each row the mean of {a.repeats} runs" if a.repeats > 1 else ""))
     print("| run | accuracy | test loss | MB sent per process | samples | start-up s | training s "
           "| s to target |")
     print("|---|---|---|---|---|---|---|---|")
+
+    def to_target(r):
+        times = r.get("to_target_runs", [])
+        spread = (" (" + ", ".join(fmt(t, "{:.1f}") for t in times) + ")") if len(times) > 1 else ""
+        return fmt(r["to_target"], "{:.1f}") + spread
+
     for name, r in grid + list(rows.items()):
         print(f"| {name} | {r['accuracy']:.4f} | {r['loss']:.4f} | {r['bytes'] / 1e6:.2f} | "
-              f"{r['samples']} | {r['startup_s']:.2f} | {r['train_s']:.1f} | "
-              f"{fmt(r['to_target'], '{:.1f}')} |")
+              f"{r['samples']:.0f} | {r['startup_s']:.2f} | {r['train_s']:.1f} | {to_target(r)} |")
     g, d = rows["murmur gossip"], rows["DDP"]
     ok = True
     gap = (g["accuracy"] - d["accuracy"]) * 100
