@@ -193,7 +193,7 @@ def main():
                    help="what makes a rate of the grid the best")
     p.add_argument("--repeats", type=int, default=1,
                    help="runs of each row at its side's best rate (the figures are their means, "
-                   "the times to target also their range, and the ratios of the means)")
+                   "each run's time to target too, and the ratios of the means)")
     a = p.parse_args()
     try:
         import torch  # noqa: F401  (the examples' import, checked before any run)
