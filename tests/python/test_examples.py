@@ -42,11 +42,11 @@ def test_the_resnet_trains_under_murmur_with_bfloat16_autocast():
     pytest.importorskip("torch")
     if not os.path.exists("/usr/share/datasets/fashion-mnist"):
         pytest.skip("no Fashion-MNIST (ops/install-deps.sh installs it)")
-    report, ranks = launch("resnet_fashion.py", "--train-rows", "2048", "--amp")
+    report, ranks = launch("resnet_fashion.py", "--train-rows", "4096", "--amp")
     # After the consensus finish both processes hold one model: the same test scores.
     assert ranks[0]["accuracy"] == ranks[1]["accuracy"] > 0.15, ranks  # chance: 0.10
     # The budget ends on the nodes' estimate of the cluster's samples, not an exact count.
-    assert ranks[0]["samples"] + ranks[1]["samples"] >= 0.75 * 2048, ranks
+    assert ranks[0]["samples"] + ranks[1]["samples"] >= 0.75 * 4096, ranks
 
 
 def test_the_language_model_trains_under_murmur_and_as_its_ddp_twin():
