@@ -17,6 +17,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
 
 import torch
@@ -109,6 +110,13 @@ def parse(task, doc):
                    help="seconds between copies of the model, evaluated after training: the "
                         "result's timeline, at the same times for every backend and not in the "
                         "training time (0: none)")
+    p.add_argument("--members-timeline", action="store_true",
+                   help="murmur, with --result-dir: rank 0 also evaluates the members' average "
+                        "(the model a consensus finish would make) at each of its snapshot "
+                        "times, from every process's latest copy by then (members_timeline)")
+    p.add_argument("--members-target", type=float, default=None,
+                   help="--members-timeline: stop at the first time the average reaches this "
+                        "accuracy (default: evaluate at every snapshot time)")
     p.add_argument("--finish-wait-s", type=float, default=None,
                    help="murmur: how long a process waits for the consensus finish's average "
                         "(default: the launcher's --finish-wait-s when given, else 60)")
@@ -119,6 +127,59 @@ def parse(task, doc):
                         "bench/byom_bench.py: one share of the cores per process) before training")
     task.add_arguments(p)
     return p.parse_args()
+
+
+def members_timeline(args, rank, world, first_step, snapshots, model, accuracy):
+    """The accuracy of the members' average over time: each process saves its copies to
+    --result-dir; rank 0 waits for all of them (at most 10 minutes) and, at each of its own
+    snapshot times T, averages every process's latest copy taken by T and evaluates it. Times are
+    from the earliest first step of the members; the timeline ends where the average first
+    reaches --members-target, when given. None for ranks other than 0, or when a process's
+    copies never came (named on stderr)."""
+    def path(r):
+        return os.path.join(args.result_dir, f"members-rank-{r}.pt")
+    partial = path(rank) + ".part"
+    torch.save({"first_step": first_step, "snapshots": snapshots}, partial)
+    os.replace(partial, path(rank))  # whole or absent, for rank 0's wait
+    if rank != 0:
+        return None
+    deadline = time.time() + 600
+    while not all(os.path.exists(path(r)) for r in range(world)):
+        if time.time() > deadline:
+            missing = [r for r in range(world) if not os.path.exists(path(r))]
+            print(f"members timeline: no copies from ranks {missing} after 10 minutes",
+                  file=sys.stderr, flush=True)
+            return None
+        time.sleep(0.2)
+    saved = [torch.load(path(r)) for r in range(world)]
+    for r in range(world):
+        os.remove(path(r))
+    origin = min(m["first_step"] for m in saved)
+    timeline = []
+    with torch.no_grad():
+        for t, _ in snapshots:
+            average = members_average(saved, first_step + t)
+            if average is None:
+                continue
+            for p, v in zip(model.parameters(), average):
+                p.copy_(v)
+            timeline.append((round(first_step + t - origin, 3), accuracy()))
+            if args.members_target is not None and timeline[-1][1] >= args.members_target:
+                break
+    return timeline
+
+
+def members_average(saved, at):
+    """The mean over the members of each one's latest copy taken by wall-clock time `at` (a list
+    of tensors, one per parameter), or None while some member has no copy yet. `saved`: each
+    member's {"first_step": wall-clock s, "snapshots": [(s since it, [tensor, ...]), ...]}."""
+    latest = []
+    for m in saved:
+        taken = [params for t, params in m["snapshots"] if m["first_step"] + t <= at]
+        if not taken:
+            return None
+        latest.append(taken[-1])
+    return [sum(values) / len(latest) for values in zip(*latest)]
 
 
 def main(task, doc):
@@ -276,6 +337,9 @@ def train(rank, task, args, port):
                 p.copy_(v)
             timeline.append((round(t, 3), evaluate(False)[0]))
     result["timeline"] = timeline
+    if args.backend == "murmur" and args.members_timeline and args.result_dir:
+        result["members_timeline"] = members_timeline(args, rank, world, first_step[0], snapshots,
+                                                      model, lambda: evaluate(False)[0])
     result["train_seconds"] = round(train_seconds, 2)
     line = json.dumps(result)
     print(line, flush=True)

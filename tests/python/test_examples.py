@@ -49,11 +49,32 @@ def test_the_resnet_trains_under_murmur_with_bfloat16_autocast():
     assert ranks[0]["samples"] + ranks[1]["samples"] >= 0.75 * 4096, ranks
 
 
-def test_the_language_model_trains_under_murmur_and_as_its_ddp_twin():
+def test_the_members_average_takes_each_process_latest_copy_by_then():
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, EXAMPLES)
+    import harness
+    one = lambda v: [torch.tensor([v]), torch.tensor([10 * v])]
+    a = {"first_step": 100.0, "snapshots": [(0.5, one(1.0)), (1.5, one(3.0))]}
+    b = {"first_step": 100.2, "snapshots": [(0.6, one(5.0)), (2.0, one(9.0))]}
+    assert harness.members_average([a, b], 100.7) is None  # b's first copy is at 100.8
+    for at, want in [(100.8, 3.0), (101.4, 3.0), (101.5, 4.0), (102.19, 4.0), (102.2, 6.0),
+                     (500.0, 6.0)]:
+        got = harness.members_average([a, b], at)
+        assert [v.item() for v in got] == pytest.approx([want, 10 * want]), at
+
+
+def test_the_language_model_trains_under_murmur_and_as_its_ddp_twin(tmp_path):
     pytest.importorskip("torch")
     if not os.path.isdir("/usr/share/games/fortunes"):
         pytest.skip("no fortunes (ops/install-deps.sh installs the package)")
-    report, ranks = launch("fortune_lm.py", "--train-windows", "768")
+    report, ranks = launch("fortune_lm.py", "--train-windows", "768", "--snapshot-every", "0.5",
+                           "--result-dir", str(tmp_path), "--members-timeline")
+    # Rank 0 evaluated the members' average over time, and removed the copies it read.
+    members = ranks[0]["members_timeline"]
+    assert members and ranks[1].get("members_timeline") is None, ranks
+    assert [t for t, _ in members] == sorted(t for t, _ in members), members
+    assert all(0 <= acc <= 1 for _, acc in members), members
+    assert not list(tmp_path.glob("members-rank-*")), list(tmp_path.iterdir())
     uniform = math.log(256)  # the loss of a model that knows nothing
     # One model after the finish (the evaluation's sums may differ in their last digits).
     assert ranks[0]["accuracy"] == ranks[1]["accuracy"]
