@@ -126,7 +126,14 @@ def parse(task, doc):
                    help="join the CPU cgroup DIR/rank-R (made by the caller, e.g. "
                         "bench/byom_bench.py: one share of the cores per process) before training")
     task.add_arguments(p)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.members_timeline and (args.backend != "murmur" or not args.result_dir
+                                  or args.snapshot_every <= 0):
+        p.error("--members-timeline needs --backend murmur (DDP's ranks hold one model), "
+                "--result-dir (where the processes leave their copies) and --snapshot-every > 0")
+    if args.members_target is not None and not args.members_timeline:
+        p.error("--members-target applies to --members-timeline, which is not given")
+    return args
 
 
 def members_timeline(args, rank, world, first_step, snapshots, model, accuracy):
@@ -337,7 +344,7 @@ def train(rank, task, args, port):
                 p.copy_(v)
             timeline.append((round(t, 3), evaluate(False)[0]))
     result["timeline"] = timeline
-    if args.backend == "murmur" and args.members_timeline and args.result_dir:
+    if args.members_timeline:
         result["members_timeline"] = members_timeline(args, rank, world, first_step[0], snapshots,
                                                       model, lambda: evaluate(False)[0])
     result["train_seconds"] = round(train_seconds, 2)

@@ -63,6 +63,18 @@ def test_the_members_average_takes_each_process_latest_copy_by_then():
         assert [v.item() for v in got] == pytest.approx([want, 10 * want]), at
 
 
+@pytest.mark.parametrize("flags, why", [
+    (["--members-timeline"], "--result-dir"),
+    (["--members-timeline", "--result-dir", "/tmp", "--backend", "ddp"], "--backend murmur"),
+    (["--members-timeline", "--result-dir", "/tmp", "--snapshot-every", "0"], "--snapshot-every"),
+    (["--members-target", "0.5"], "--members-timeline")])
+def test_a_members_timeline_that_cannot_be_made_is_refused(flags, why):
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "fortune_lm.py"), *flags],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and why in r.stderr, r.stderr[-2000:]
+
+
 def test_the_language_model_trains_under_murmur_and_as_its_ddp_twin(tmp_path):
     pytest.importorskip("torch")
     if not os.path.isdir("/usr/share/games/fortunes"):
