@@ -195,10 +195,7 @@ StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::s
     return InvalidArgumentError(
         "epochs needs epoch_samples: the training samples of one epoch over the whole cluster");
   }
-  if (g.epochs <= 0 && g.node.time_limit.count() <= 0 && g.node.target_accuracy <= 0) {
-    return InvalidArgumentError(
-        "no budget: give epochs (with epoch_samples), time_limit_s or target_accuracy");
-  }
+  MURMUR_RETURN_IF_ERROR(g.CheckBudget());
   if (g.train.lr_reference_batch > 0 && o.expect_members <= 0) {
     return InvalidArgumentError(
         "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "

@@ -1,5 +1,5 @@
 #pragma once
-// Learning-rate schedules keyed on training samples seen (issue 19): the learning rate of a step
+// Learning-rate schedules keyed on training samples seen: the learning rate of a step
 // is a function of how far the run is through its sample budget, so every mode reads the same
 // curve — `murmur train` over its own samples, a gossip node over the cluster's samples (every
 // node at the same point of the schedule), the synchronous modes over iterations × global batch.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-step overhead of the Python binding over the C++ library (issue 26: <= 5 %).
+"""Per-step overhead of the Python binding over the C++ library (<= 5 %).
 
     python3 bench/binding_bench.py build [--dim 1048576] [--steps 300] [--rounds 5]
 

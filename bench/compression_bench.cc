@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
                   gigabytes / decode_s, memcpy_s / decode_s);
       const std::string& s = spec;
       const std::string at = " (d=" + std::to_string(d) + ")";
-      // Issue 22 (codecs at memory speed): at 16 M every operator's encode >= 0.5x memcpy and
+      // Codecs at memory speed: at 16 M every operator's encode >= 0.5x memcpy and
       // >= 0.35x with error feedback; at 1 M (cache-resident) >= 0.3x.
       if (d >= (16u << 20)) {
         goals.push_back({s + " encode, x memcpy" + at, memcpy_s / encode_s, 0.5, true});

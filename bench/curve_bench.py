@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What CURVE costs the main job (issue 20: at most 10 % in time and bytes).
+"""What CURVE costs the main job (at most 10 % in time and bytes).
 
     bench/curve_bench.py [--murmur build/murmur] [--repeats 3] [--nodes 4] [--epochs 3]
 

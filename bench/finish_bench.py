@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does the consensus finish complete on a loaded machine and after a kill? (issue 63)
+"""Does the consensus finish complete on a loaded machine and after a kill?
 
     bench/finish_bench.py [--murmur build/murmur] [--runs 20] [--nodes 4] [--epochs 1] [--cases load,kill]
 

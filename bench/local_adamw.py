@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Local AdamW against DDP-AdamW in one process, without murmur: what averaging every H steps
-costs by itself (the reference for murmur's AdamW rows, issue 62).
+costs by itself (the reference for murmur's AdamW rows).
 
     /usr/bin/python3 bench/local_adamw.py --mode ddp --lr 0.016
     /usr/bin/python3 bench/local_adamw.py --mode local --every 5 --lr 0.024 [--average-moments]

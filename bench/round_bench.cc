@@ -1,4 +1,4 @@
-// A CHOCO round's cost on the host (issue 22), by part: Publish (sample, select, quantize,
+// A CHOCO round's cost on the host, by part: Publish (sample, select, quantize,
 // encode: the step bench's "compress"), Mix (the consensus step: "mix") and the receivers'
 // Step for the updates (decode, check, add: "apply"), on a ring of the main job's shape (the
 // default MLP's 235,146 values, top-1 % with fp16 values, a ring of 4). Between rounds every

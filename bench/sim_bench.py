@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The claims of issue 24, measured in virtual time with `murmur sim` (the real machines, their
+"""What the simulator claims to show, measured in virtual time with `murmur sim` (the real machines, their
 real wire bytes, a modeled network and compute). Deterministic: one seed gives the same figures
 on any machine; only the wall times vary.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a gossip step's time goes, and the cluster's throughput against the machine's (issue 22).
+"""Where a gossip step's time goes, and the cluster's throughput against the machine's.
 
 Usage: bench/step_bench.py [build/murmur] [--nodes 2,4] [--rounds 3] [--epochs 3]
                            [--model "FLAGS"] [-- FLAGS]
@@ -18,7 +18,7 @@ go to every run, the single and apart trainings too, so that all train the same 
 Prints per N the median over rounds of the cluster's training-phase samples/s (the nodes' sum),
 counted as murmur train counts its own (the periodic evaluations' time excluded; the ratio with
 it is printed beside), the ratio to min(N, cores) x single (what the cores could do training
-alone) with the goals of issue 22 (2 nodes on 2 cores >= 0.8, 4 nodes >= 0.7), the same ratio
+alone) with the goals set for the step's cost (2 nodes on 2 cores >= 0.8, 4 nodes >= 0.7), the same ratio
 for N independent `murmur train` processes run at once on 1/N of the rows each (the machine's
 ceiling for N processes, without gossip), and the nodes' mean share of each phase.
 """

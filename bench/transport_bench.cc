@@ -1,4 +1,4 @@
-// Transport throughput and latency between two processes on loopback (issue 4): murmur's
+// Transport throughput and latency between two processes on loopback: murmur's
 // ZmqTransport (I/O thread, queues, zero-copy frames) against raw cppzmq DEALER -> ROUTER sockets
 // in the same run, for 4 KB, 64 KB and 4 MB messages, plus the round-trip latency of a small
 // message. The receiver is a forked child; the sender reuses one frame for every message (the
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
               m50, m99, z50, z99, m50 / z50);
   std::printf("goal: >= 1.5 GB/s for 4 MB frames: %.2f GB/s, %s\n", four_mb,
               four_mb >= 1.5 ? "met" : "MISSED");
-  // Issue 22: raw ZeroMQ's speed.
+  // raw ZeroMQ's speed.
   std::printf("goal: >= 0.9x raw ZeroMQ at every size: worst %.2fx, %s\n", worst_ratio,
               worst_ratio >= 0.9 ? "met" : "MISSED");
   std::printf("goal: round trip <= 1.2x raw ZeroMQ: %.2fx, %s\n", m50 / z50,

@@ -1,6 +1,6 @@
 #pragma once
 // How murmur's command line talks back: --help's option names, and a suggestion for a mistyped
-// flag (issue 23).
+// flag.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

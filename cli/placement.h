@@ -1,5 +1,5 @@
 #pragma once
-// Where each node process of `murmur local` trains (issue 21), from its --device and --gpus:
+// Where each node process of `murmur local` trains, from its --device and --gpus:
 //   cpu      every node on the CPU;
 //   auto     round-robin over the GPUs (those --gpus lists, or every visible one); the CPU when
 //            none is visible, or for membership, which trains nothing;

@@ -1,4 +1,4 @@
-// `murmur sim`: the real node machines of every mode in virtual time (node/sim/, issue 24), from
+// `murmur sim`: the real node machines of every mode in virtual time (node/sim/), from
 // flags or a TOML scenario, with progress on stderr and a summary (text or JSON) on stdout, plus
 // the time series as CSV.
 #include <fmt/format.h>

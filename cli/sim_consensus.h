@@ -1,5 +1,5 @@
 #pragma once
-// `murmur sim --mode consensus` (issue 24): CHOCO averaging alone in synchronous rounds
+// `murmur sim --mode consensus`: CHOCO averaging alone in synchronous rounds
 // (node/sim/consensus.h) from the command's keys: nodes, topology, compress, gamma, network,
 // dimension, model_dimension, consensus_rounds, consensus_tolerance, seed, csv, json, progress.
 

@@ -1,5 +1,5 @@
 #pragma once
-// CodedReduce tree (Reisizadeh, Prakash, Pedarsani, Avestimehr; algorithms.md §2): the layout of
+// CodedReduce tree (Reisizadeh, Prakash, Pedarsani, Avestimehr; docs/algorithms.md §2): the layout of
 // a regular tree of workers under a root, and the recursive allocation of data with
 // gradient-coding redundancy among siblings.
 //

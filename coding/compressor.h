@@ -7,16 +7,16 @@
 //   none            dense fp32, the reference
 //   fp16            dense, fp16 precision (10-bit mantissa, 5-bit exponent window)
 //   topk:R          exact top ceil(R d) by magnitude, ties by lower index
-//   dgc:R           DGC sampled-threshold top-k (selection.h; algorithms.md §4.3)
+//   dgc:R           DGC sampled-threshold top-k (selection.h; docs/algorithms.md §4.3)
 //   threshold:T     every |v| >= T, values sent
-//   onebit:T        Strom 2015: every |v| >= T sent as sign only, magnitude T (algorithms.md §5.1)
+//   onebit:T        Strom 2015: every |v| >= T sent as sign only, magnitude T (docs/algorithms.md §5.1)
 //   qsgd:S          QSGD (Alistarh et al. 2017): unbiased stochastic rounding of |v|/||v||_2 to
 //                   S levels, sign per value; rescale=on scales it by 1/(1 + min(d/S^2,
-//                   sqrt(d)/S)), the biased but contractive form CHOCO-SGD uses (algorithms.md
+//                   sqrt(d)/S)), the biased but contractive form CHOCO-SGD uses (docs/algorithms.md
 //                   §3.1)
 //   int8            the same with 127 levels of max|v|: 8 bits per value, unbiased
 // Keys: values=fp32|fp16 (topk, dgc, threshold); adaptive=on with band=MIN..MAX and
-// decay=RHO (threshold, onebit: DL4J's controller, algorithms.md §5.3); sample=F, aim=A,
+// decay=RHO (threshold, onebit: DL4J's controller, docs/algorithms.md §5.3); sample=F, aim=A,
 // lower=L, adapt=N (dgc); ef=on|off (error feedback, default on); clip=M and clip_every=N (clip the
 // residual to M times the current threshold every N steps, as DL4J does; topk, dgc,
 // threshold, onebit); seed=N (dgc sampling, qsgd/int8 rounding).

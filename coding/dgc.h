@@ -1,5 +1,5 @@
 #pragma once
-// Deep Gradient Compression's training-side pieces (Lin et al., ICLR 2018; algorithms.md §4):
+// Deep Gradient Compression's training-side pieces (Lin et al., ICLR 2018; docs/algorithms.md §4):
 // local gradient clipping, momentum correction, momentum factor masking, and the warm-up
 // schedule of densities. The selection itself is a Compressor (dgc or topk) run with error
 // feedback off: the accumulated velocity v below *is* the residual.

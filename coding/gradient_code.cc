@@ -161,7 +161,7 @@ Status CheckCodeOptions(const GradientCodeOptions& options) {
   return OkStatus();
 }
 
-// One candidate H of the cyclic code (algorithms.md §1.3): s rows of n Gaussian draws, each row
+// One candidate H of the cyclic code (docs/algorithms.md §1.3): s rows of n Gaussian draws, each row
 // summing to zero.
 std::vector<double> DrawCyclicH(uint64_t seed, int candidate, int n, int s) {
   PortableNormal draw(seed * 0x100000001b3ULL + static_cast<uint64_t>(candidate));

@@ -1,5 +1,5 @@
 #pragma once
-// Gradient codes (Tandon, Lei, Dimakis, Karampatziakis, ICML 2017; algorithms.md §1): n workers,
+// Gradient codes (Tandon, Lei, Dimakis, Karampatziakis, ICML 2017; docs/algorithms.md §1): n workers,
 // n data partitions; worker i computes the partial gradients g_j of the partitions in its
 // support and sends m_i = sum_j B[i, j] g_j. From the messages of any n - s workers F the
 // aggregator recovers g_1 + ... + g_n as sum_{i in F} a_i m_i, where a^T B_F = 1^T.
@@ -82,7 +82,7 @@ class GradientCode {
   std::string ToString() const;
 
  private:
-  // Fractional repetition (algorithms.md §1.2): groups of s + 1 workers share their partitions.
+  // Fractional repetition (docs/algorithms.md §1.2): groups of s + 1 workers share their partitions.
   void BuildFractionalRepetition();
   // Cyclic repetition (§1.3): of the random candidates, the best conditioned over `sets` (§1.4).
   void SearchCyclicRepetition(const GradientCodeOptions& options,

@@ -52,7 +52,7 @@ namespace murmur::coding {
                                 std::span<float> sum);
 
 // DGC's sampled-threshold top-k (Lin et al. 2018, §3 and the reference code's
-// dgc/compression.py; algorithms.md §4.3).
+// dgc/compression.py; docs/algorithms.md §4.3).
 struct SampledTopKOptions {
   double sample_fraction = 0.01;  // at least max(this * d, 2 d / k) samples
   // Aim the sampled threshold at aim * k entries. The estimate's spread is ~10 % at 1 % density

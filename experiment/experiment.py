@@ -28,7 +28,7 @@ import tomllib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report as REPORT  # noqa: E402
 
-BACKENDS = ("local",)  # "sim" once `murmur sim` exists
+BACKENDS = ("local",)  # murmur sim takes scenario files of its own (ops/scenarios/sim/)
 # What the runner sets itself: a scenario may not.
 RESERVED = {"run_dir", "json", "progress", "prometheus_targets", "admin_token_file", "admin", "config"}
 
@@ -56,7 +56,8 @@ def parse_scenario(path):
     backend = s.get("backend", "local")
     if backend not in BACKENDS:
         raise ScenarioError(f"{path}: backend '{backend}' is not one of {', '.join(BACKENDS)}"
-                            + (" (murmur sim does not exist yet)" if backend == "sim" else ""))
+                            + (" (virtual-time scenarios run with `murmur sim FILE`; ops/scenarios/sim/ has "
+                               "examples)" if backend == "sim" else ""))
     target = s.get("target_accuracy", 0.8)
     if not isinstance(target, (int, float)) or not 0 < target <= 1:
         raise ScenarioError(f"{path}: target_accuracy {target!r} must be a number in (0, 1]")

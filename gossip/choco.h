@@ -1,5 +1,5 @@
 #pragma once
-// CHOCO-Gossip / CHOCO-SGD averaging (Koloskova, Stich, Jaggi, ICML 2019; algorithms.md §3) as a
+// CHOCO-Gossip / CHOCO-SGD averaging (Koloskova, Stich, Jaggi, ICML 2019; docs/algorithms.md §3) as a
 // sans-IO state machine: messages in through Step(), a round through Round(), messages out
 // through TakeOutput(). No sockets, no wall clock.
 //
@@ -40,7 +40,7 @@
 // guard quiet while SGD drives models apart from a common start (relative distances of a few
 // percent); a diverging iteration sits near 1.
 //
-// Robust mixing (issue 20): one faulty or hostile peer must not destroy the others' models. An
+// Robust mixing: one faulty or hostile peer must not destroy the others' models. An
 // update whose norm exceeds `outlier_factor` × the sender's recent update norms (an exponential
 // average; for a stream's first update, this node's own; before this node's first round, none)
 // and half of ‖x̂_i‖ is refused
@@ -51,10 +51,10 @@
 // updates and then a full one (onebit near consensus), and one SGD step moves a model by far
 // less than half its norm. An honest update refused by the rule costs one snapshot.
 //
-// Bounded state (issue 20): at most `max_copies` copies, the mixing peers' first; public-copy
+// Bounded state: at most `max_copies` copies, the mixing peers' first; public-copy
 // snapshots served at a bounded rate, so invented or runaway peers cost bounded memory.
 //
-// Device residence (issue 21): x, x̂_i, the copies x̂_j and every scratch vector of a round live
+// Device residence: x, x̂_i, the copies x̂_j and every scratch vector of a round live
 // in the memory of `options.device` and all arithmetic on them runs there (kernels/gossip_ops.h,
 // kernels/compress_ops.h): on a GPU only q_i goes down per round (compressed, by
 // coding::DeviceCompressor) and only received updates go up; dense vectors cross only as snapshots.
@@ -88,7 +88,7 @@ namespace murmur::gossip {
 
 // γ when none is configured, per operator: 1 for lossless or nearly lossless operators (CHOCO
 // is then exact gossip), the tuned values of the CHOCO experiments for QSGD, and for top-k / DGC
-// a value that grows with the kept fraction: 0.05 at 1 % (algorithms.md §3.4 gives 0.04 for
+// a value that grows with the kept fraction: 0.05 at 1 % (docs/algorithms.md §3.4 gives 0.04 for
 // convex logistic regression on a ring of 9; for the MLP on a ring of 8, 0.05 gave the lowest
 // consensus distance of 0.02–0.4 in bench/gossip_bench.sh, and 0.4 drove the guard to act).
 double DefaultGamma(const coding::CompressorOptions& compressor);

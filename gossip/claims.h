@@ -1,5 +1,5 @@
 #pragma once
-// Bounds on what members say about their own progress (issue 63): a member's gossiped step
+// Bounds on what members say about their own progress: a member's gossiped step
 // clock and sample count steer every node (the cluster's sample budget ends the run, the most
 // advanced clock makes trailing nodes catch up), so no single member's word decides either.
 //

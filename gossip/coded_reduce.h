@@ -1,5 +1,5 @@
 #pragma once
-// CodedReduce aggregation (algorithms.md §2.3) and the synchronous baselines, as sans-IO state
+// CodedReduce aggregation (docs/algorithms.md §2.3) and the synchronous baselines, as sans-IO state
 // machines: the driver feeds arrived messages and its own computed part (Step) and time
 // (Tick), and takes an ordered list of actions (sends, compute requests, results, reports).
 //
@@ -30,7 +30,7 @@
 // peers and checks the vector's finiteness and length against the header before Step (both
 // machines also reject a wrong length themselves and count it).
 //
-// Device (issue 21): both machines keep their arithmetic on `Options::device` — a parent's own
+// Device: both machines keep their arithmetic on `Options::device` — a parent's own
 // part, its children's answers and the decoded sum Σ a_k M_k, a ring's vector and the chunks it
 // adds. Messages arrive and leave in host memory (one copy up per answer or chunk received, one
 // copy down per vector sent); OwnPart and Aggregated are in the device's memory. On the CPU

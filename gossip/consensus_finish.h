@@ -1,5 +1,5 @@
 #pragma once
-// The consensus finish (issue 19) as a sans-IO machine: when the budget is spent, the members'
+// The consensus finish as a sans-IO machine: when the budget is spent, the members'
 // N different models become one — their average — so the run ends on the cluster's model. The
 // plain average is what exact all-reduce would hold after a final averaging step (local SGD
 // with a last synchronization, Lin et al. 2020 §3; SGP's exact average, Assran et al. 2019 §3).

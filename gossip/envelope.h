@@ -1,5 +1,5 @@
 #pragma once
-// The plain C++ form of the wire Envelope (DESIGN.md "Wire"): what every message between nodes
+// The plain C++ form of the wire Envelope (docs/design.md "Wire"): what every message between nodes
 // carries. proto/ converts it to and from Cap'n Proto bytes; protocol code only sees these
 // structs. Large tensors never live here: they travel as separate frames after the header frame,
 // and `payload_frames` says how many follow.
@@ -32,7 +32,7 @@ struct NoPayload {
 
 // ---- Membership (gossip/membership.h) ----
 
-// Ordered by "how dead": the merge rules of SWIM (algorithms.md §7.1) compare incarnations
+// Ordered by "how dead": the merge rules of SWIM (docs/algorithms.md §7.1) compare incarnations
 // first, then these states.
 enum class MemberState : uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
 
@@ -117,7 +117,7 @@ struct SnapshotReply {
   bool model = false;
   bool operator==(const SnapshotReply&) const = default;
 };
-// CodedReduce (issue 6): a model sent down the tree or a coded partial gradient sent up; frame 0
+// CodedReduce: a model sent down the tree or a coded partial gradient sent up; frame 0
 // holds the dense vector.
 struct CodedMessage {
   enum class Kind : uint8_t { kModel = 0, kPartialGradient = 1 };

@@ -14,6 +14,18 @@
 
 namespace murmur::gossip {
 
+coding::CompressorOptions AutoCompressor(bool outer) {
+  auto spec = coding::ParseCompressorSpec(outer ? "int8" : "topk:0.01,values=fp16");
+  MURMUR_CHECK(spec.ok());
+  return *spec;
+}
+
+ChocoOptions DefaultNodeChoco() {
+  ChocoOptions o;
+  o.compressor = AutoCompressor(/*outer=*/true);
+  return o;
+}
+
 Status GossipNodeOptions::Validate() const {
   if (consensus_target < 0 || consensus_slack < 1) {
     return InvalidArgumentError("consensus_target must be >= 0 and consensus_slack >= 1");

@@ -2,7 +2,7 @@
 // Membership and failure detection as a sans-IO state machine: SWIM probes with suspicion and
 // incarnation numbers (Das et al., DSN 2002; memberlist's precedence rules), plus a heartbeat
 // digest gossiped to a few random members each period (van Renesse et al. 1998) that carries
-// every member's heartbeat and training step clock. algorithms.md §7.1–7.2.
+// every member's heartbeat and training step clock. docs/algorithms.md §7.1–7.2.
 //
 // Driving it: feed every received membership message to Step(message, now), call Tick(now)
 // often (every probe_interval / 10 is plenty), and send what TakeOutput() returns. Nothing here
@@ -157,7 +157,7 @@ class Membership {
   std::vector<MemberEvent> TakeEvents();
 
   // Alive and suspected members with this node, sorted by id: the view peer sampling uses.
-  // Suspects stay in until confirmed dead (algorithms.md §7.3).
+  // Suspects stay in until confirmed dead (docs/algorithms.md §7.3).
   const std::vector<NodeId>& LiveView() const { return live_view_; }
   // Increases whenever LiveView() changes.
   uint64_t view_epoch() const { return view_epoch_; }

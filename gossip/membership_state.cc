@@ -32,7 +32,7 @@ std::vector<MemberEntry> Membership::Piggyback() {
   const int limit =
       options_.retransmit_multiplier *
       static_cast<int>(std::ceil(std::log10(static_cast<double>(members_.size()) + 2)));
-  // Fewest transmissions first (algorithms.md §7.1, dissemination); broadcast_order_ keeps that
+  // Fewest transmissions first (docs/algorithms.md §7.1, dissemination); broadcast_order_ keeps that
   // order, so a message costs the entries it carries, not a sort of all the news.
   std::vector<std::pair<int, NodeId>> taken;
   for (auto it = broadcast_order_.begin();

@@ -1,5 +1,5 @@
 #pragma once
-// The modes a node runs (DESIGN.md "Modes of aggregation"), one enum for every layer.
+// The modes a node runs (docs/design.md "Modes of aggregation"), one enum for every layer.
 
 #include <optional>
 #include <string_view>

@@ -96,7 +96,7 @@ std::string OuterSpec(const std::optional<OuterOptions>& options) {
   std::string spec = fmt::format("{}:every={},lr={}", MethodName(o.method), o.every, o.lr);
   if (o.method != OuterMethod::kSgd) spec += fmt::format(",momentum={}", o.momentum);
   if (o.start_epoch > 0) spec += fmt::format(",start={}", o.start_epoch);
-  if (o.rounds > 0) spec += fmt::format(",rounds={}", o.rounds);
+  spec += fmt::format(",rounds={}", o.rounds);  // always: 0 is not the default
   if (o.overlap > 0) spec += fmt::format(",overlap={}", o.overlap);
   return spec;
 }

@@ -37,11 +37,15 @@ namespace murmur::gossip {
 
 enum class OuterMethod : uint8_t { kNesterov, kMomentum, kSgd };
 
+// The defaults here are the defaults of every entry point (`--outer`'s schema default is
+// OuterSpec(OuterOptions{}), `--outer nesterov` parses to them): H 80, η 0.9, μ 0.8 and 4 rounds,
+// tuned on murmur's gossip (docs/algorithms.md, "Outer optimizer"); DiLoCo §3 used η 0.7, μ 0.9
+// with an exact all-reduce of the pseudo-gradients.
 struct OuterOptions {
   OuterMethod method = OuterMethod::kNesterov;
-  int every = 20;          // H: inner steps per outer round
-  double lr = 0.7;         // η (DiLoCo §3: 0.7)
-  double momentum = 0.9;   // μ (DiLoCo §3: 0.9); kSgd: 0
+  int every = 80;          // H: inner steps per outer round
+  double lr = 0.9;         // η
+  double momentum = 0.8;   // μ; kSgd: 0
   // The local epoch from which outer rounds run; before it, plain CHOCO rounds at the node's own
   // H (a dense warm-up while the models move fast, Kong et al. 2021 §5).
   double start_epoch = 0;
@@ -49,7 +53,7 @@ struct OuterOptions {
   // node's share of the budget holds fewer than rounds × every steps, the largest power of two
   // at most share / rounds (at least 1), so members whose estimates differ still meet at rounds
   // (powers of two divide each other). 0: H is `every` however short the run.
-  int rounds = 0;
+  int rounds = 4;
   // Inner steps a round's exchange may overlap (Streaming DiLoCo, Douillard et al. 2025, arXiv
   // 2501.18512, §2.3: the outer step lands τ steps late): 0, the node waits for its neighbours'
   // updates before its next inner step (at most a quarter round); K > 0, it goes on stepping

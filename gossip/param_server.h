@@ -1,5 +1,5 @@
 #pragma once
-// The parameter-server baselines (`--mode ps`; algorithms.md §1, the source documents' "who
+// The parameter-server baselines (`--mode ps`; docs/algorithms.md §1, the source documents' "who
 // aggregates" axis) as two sans-IO protocol machines that gossip::SyncNode hosts, as it hosts
 // TreeAggregator and RingAllReduce (coded_reduce.h): the same actions (CodedSend,
 // ComputeRequest, Aggregated), the same CodedMessage frames.

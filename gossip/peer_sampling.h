@@ -1,6 +1,6 @@
 #pragma once
 // Who a node exchanges with in a gossip round, and with what mixing weights
-// (algorithms.md §7.3). Every function here is a pure function of (live view, round, seed), so
+// (docs/algorithms.md §7.3). Every function here is a pure function of (live view, round, seed), so
 // all nodes that share a membership view compute the same graph, and the mixing matrix W_t they
 // jointly apply is doubly stochastic: rows sum to 1 (each node's update is a weighted average)
 // and columns sum to 1 (the network average is preserved). When views disagree briefly during

@@ -1,5 +1,5 @@
 #pragma once
-// Soft synchronization (DESIGN.md "Staleness"): step clocks travel in every envelope and in the
+// Soft synchronization (docs/design.md "Staleness"): step clocks travel in every envelope and in the
 // membership digests; a node may run at most S = max_lead steps ahead of the slowest peer it
 // mixes with, waits at most W = max_wait for it, then marks that peer a straggler (for
 // `straggler_hold`) and stops waiting for it. A node that finds itself more than S behind the
@@ -36,7 +36,7 @@ struct SoftSyncOptions {
   // this node waiting (1 - 1/k) of its time once S ahead, so it is marked after about
   // W / (1 - 1/k) (with straggler_wait_fraction's window) whether a step takes 3 ms or 3 s.
   // Until a step was measured, W = max_wait. 0: W = max_wait always.
-  double max_wait_steps = 0;
+  double max_wait_steps = 50;
   Duration min_wait = std::chrono::milliseconds(250);
   Duration straggler_hold = std::chrono::seconds(30);  // how long a straggler is not waited for
   double staleness_scale = 16;                          // steps of lag that halve a peer's weight

@@ -37,7 +37,7 @@
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's
 //               other members have left its view, a ring rank once the others all finished.
-// Device (issue 21): the model, its momentum, the SGD step and the aggregators' arithmetic
+// Device: the model, its momentum, the SGD step and the aggregators' arithmetic
 // (coded_reduce.h) live on `SyncNodeOptions::device`; ComputeGradient's model and
 // GradientComputed's partial are in its memory. The model comes down to the host only to go to
 // the network (the root's model for its children, every iteration) or to be evaluated.

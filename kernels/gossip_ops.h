@@ -1,7 +1,7 @@
 #pragma once
 // The vector arithmetic of CHOCO gossip (gossip/choco.h) on a device, so a GPU node keeps its
 // model, its public copy x̂_i and its copies x̂_j of the peers' public copies in device memory
-// and only compressed updates cross PCIe (issue 21).
+// and only compressed updates cross PCIe.
 //
 // Same conventions as compress_ops.h: shapes first (kInvalidArgument, nothing written), memory
 // of the device, scalar results in host memory. Element-wise results are bit for bit the same on

@@ -18,7 +18,7 @@ namespace {
 // Host allocations are 64-byte aligned (a cache line; AVX-512 loads). Large ones (a shard, a
 // GPU-sized model on the CPU) are 2 MiB aligned and advised as transparent huge pages: first
 // touching them then takes one fault per 2 MiB instead of per 4 KiB, which was most of a node's
-// start-up on this VM (issue 23).
+// start-up on this VM.
 constexpr size_t kHostAlignment = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeFrom = size_t{8} << 20;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a header is included outside the folder allowed to include it, or when a layer
-# includes a higher one (DESIGN.md "Layers and folders"). Usage: check_layering.sh REPO_ROOT
+# includes a higher one (docs/design.md "Layers and folders"). Usage: check_layering.sh REPO_ROOT
 set -u
 root="${1:-.}"
 cd "$root" || exit 2

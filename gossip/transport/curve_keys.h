@@ -2,7 +2,7 @@
 // CURVE keys (ZeroMQ RFC 26, CurveZMQ) for authenticated, encrypted peer links, in ZeroMQ's
 // Z85 text form (40 characters for 32 bytes).
 //
-// How a cluster uses them (DESIGN.md "Security"): every node serves with the *cluster* keypair,
+// How a cluster uses them (docs/security.md): every node serves with the *cluster* keypair,
 // so a node can dial any peer knowing only its address; as a client it presents the cluster
 // keypair too, or its own node keypair when the cluster admits an allowlist of node keys. The
 // transport's ZAP handler admits a client only if its public key is the cluster's or on the

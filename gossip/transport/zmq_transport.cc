@@ -78,7 +78,7 @@ class ZmqTransport final : public Transport {
     Wake();
   }
 
-  // The caller's thread reads the ROUTER itself (issue 22): a message reaches the consumer
+  // The caller's thread reads the ROUTER itself: a message reaches the consumer
   // without a hand-off through the I/O thread (a wake-up and a context switch per message). What
   // the socket holds is moved into the inbox first, so a slow consumer gets the inbox's drop
   // policy as before; while nobody receives, messages wait in ZeroMQ's bounded pipes (rcvhwm per
@@ -260,7 +260,7 @@ class ZmqTransport final : public Transport {
 
   // The caller's thread sends itself when nothing is ahead of `m`: no command is pending (one
   // could be for this peer) and the peer's queue is empty, so the order of sends holds and the
-  // I/O thread is not woken (a wake-up and a context switch per message, issue 22). The sockets
+  // I/O thread is not woken (a wake-up and a context switch per message). The sockets
   // move between the two threads only under sockets_mu_ (ZeroMQ allows that with a full
   // barrier); the I/O thread never polls a DEALER whose queue is empty, so it is never inside a
   // poll on the socket used here. False (and `m` unchanged) when the I/O thread must take it.

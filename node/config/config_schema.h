@@ -48,7 +48,18 @@ class ConfigSchema {
     bool is_bool = false;
     Setter set;
     std::string type = "TEXT";  // --help's value label: INT, NUMBER, CHOICE, LIST, TEXT
+    // Records in the config that a file, the environment or a flag gave this key (the given-sets
+    // of the structs it is embedded in, innermost first); empty when no struct keeps one.
+    std::function<void(C& config)> mark = nullptr;
   };
+
+  // Keeps in `member` the names of the keys a file, the environment or a flag gave (never those
+  // left at their defaults): a rule that depends on whether a key was given reads this set,
+  // never a comparison with the default. Call before the keys are added.
+  ConfigSchema& Given(std::set<std::string> C::*member) {
+    given_ = member;
+    return *this;
+  }
 
   template <typename M>
   ConfigSchema& Integer(std::string name, M C::*member, M def, M lo, M hi, std::string help) {
@@ -203,10 +214,12 @@ class ConfigSchema {
       if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
       auto d = defaults.find(key.name);
       auto h = helps.find(key.name);
-      Add({key.name, d == defaults.end() ? key.default_text : d->second, key.allowed,
-           h == helps.end() ? key.help : h->second, key.is_bool,
-           [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); },
-           key.type});
+      Key added{key.name, d == defaults.end() ? key.default_text : d->second, key.allowed,
+                h == helps.end() ? key.help : h->second, key.is_bool,
+                [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); },
+                key.type};
+      if (key.mark) added.mark = [member, mark = key.mark](C& c) { mark(c.*member); };
+      Add(std::move(added));
     }
     return *this;
   }
@@ -215,6 +228,12 @@ class ConfigSchema {
 
  private:
   ConfigSchema& Add(Key key) {
+    if (given_ != nullptr) {
+      key.mark = [given = given_, name = key.name, inner = std::move(key.mark)](C& c) {
+        if (inner) inner(c);
+        (c.*given).insert(name);
+      };
+    }
     keys_.push_back(std::move(key));
     return *this;
   }
@@ -225,6 +244,7 @@ class ConfigSchema {
     return s;
   }
   std::vector<Key> keys_;
+  std::set<std::string> C::*given_ = nullptr;
 };
 
 // Every mode by name, for an Enum key.
@@ -306,7 +326,7 @@ class ConfigParser {
         }
         MURMUR_RETURN_IF_ERROR(Apply(*key, text, "'" + key->name + "' in " + path, config));
         if (texts != nullptr) (*texts)[key->name] = text;
-        if (given != nullptr) given->insert(key->name);
+        MarkGiven(*key, config, given);
       }
     }
     for (const auto& key : schema_.keys()) {
@@ -314,7 +334,7 @@ class ConfigParser {
       if (const char* value = getenv(env.c_str())) {
         MURMUR_RETURN_IF_ERROR(Apply(key, value, "environment variable " + env, config));
         if (texts != nullptr) (*texts)[key.name] = value;
-        if (given != nullptr) given->insert(key.name);
+        MarkGiven(key, config, given);
       }
     }
     for (size_t i = 0; i < schema_.keys().size(); ++i) {
@@ -322,7 +342,7 @@ class ConfigParser {
         const auto& key = schema_.keys()[i];
         MURMUR_RETURN_IF_ERROR(Apply(key, flag_values_[i], "flag " + FlagName(key.name), config));
         if (texts != nullptr) (*texts)[key.name] = flag_values_[i];
-        if (given != nullptr) given->insert(key.name);
+        MarkGiven(key, config, given);
       }
     }
     return config;
@@ -378,6 +398,10 @@ class ConfigParser {
     std::string out;
     for (const auto& key : schema_.keys()) out += (out.empty() ? "" : ", ") + key.name;
     return out;
+  }
+  static void MarkGiven(const Key& key, C& config, std::set<std::string>* given) {
+    if (key.mark) key.mark(config);
+    if (given != nullptr) given->insert(key.name);
   }
   static Status Apply(const Key& key, std::string_view text, const std::string& source,
                       C& config) {

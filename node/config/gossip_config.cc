@@ -3,12 +3,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace murmur::node {
 
-Status GossipTrainerOptions::Validate() const {
+Status GossipTrainerOptions::CheckBudget() const {
   if (epochs <= 0 && node.target_accuracy <= 0 && node.time_limit.count() <= 0) {
-    return InvalidArgumentError("gossip training needs a budget: epochs, target_accuracy or time_limit");
+    return InvalidArgumentError(
+        "no budget: set epochs, target_accuracy or time_limit_s (a gossip run ends on a "
+        "cluster-wide budget)");
   }
+  return OkStatus();
+}
+
+Status GossipTrainerOptions::Validate() const {
+  MURMUR_RETURN_IF_ERROR(CheckBudget());
   if (epochs > 0 && dataset_rows <= 0) return InvalidArgumentError("an epoch budget needs the data set size");
   if (node.target_accuracy < 0 || node.target_accuracy > 1) {
     return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
@@ -19,8 +28,22 @@ Status GossipTrainerOptions::Validate() const {
 
 coding::CompressorOptions GossipCompressor(const GossipConfig& c) {
   if (c.compress.has_value()) return *c.compress;
-  return *coding::ParseCompressorSpec(c.outer.has_value() ? "int8" : "topk:0.01,values=fp16");
+  return gossip::AutoCompressor(c.outer.has_value());
 }
+
+namespace {
+
+// Each key's default, written from a default-constructed option struct: the one default of the
+// setting (GossipNodeOptions, SoftSyncOptions, OuterOptions, GossipTrainerOptions).
+std::string Number(double v) { return fmt::format("{}", v); }
+std::string Seconds(Duration d) {
+  return Number(std::chrono::duration<double>(d).count());
+}
+int Millis(Duration d) {
+  return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+}  // namespace
 
 std::string GossipAveraging(const GossipConfig& c) {
   const std::string choco = coding::CompressorSpec(GossipCompressor(c));
@@ -31,8 +54,11 @@ std::string GossipAveraging(const GossipConfig& c) {
 const ConfigSchema<GossipConfig>& GossipSchema() {
   static const ConfigSchema<GossipConfig>* schema = [] {
     using C = GossipConfig;
+    const GossipTrainerOptions trainer;
+    const gossip::GossipNodeOptions& node = trainer.node;
+    const gossip::SoftSyncOptions& sync = node.soft_sync;
     auto* s = new ConfigSchema<GossipConfig>();
-    s->Embed(
+    s->Given(&C::given).Embed(
          TrainSchema(), &C::train,
          {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
           "init_from", "save_model"},
@@ -53,7 +79,7 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
            "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
            "modes compute their weighted gradients there. murmur local spreads its nodes "
            "over the GPUs round-robin (--gpus)"}})
-        .Real("epochs", &C::epochs, "3", 0, 100000,
+        .Real("epochs", &C::epochs, Number(trainer.epochs), 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
         .Parsed(
@@ -62,21 +88,19 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
             "compression operator for the model differences CHOCO sends (error feedback is "
             "implicit). auto: int8 under an outer optimizer, topk:0.01,values=fp16 without",
             +[](std::string_view text) { return ParseCompressorKey(text, "auto"); })
-        .Real("consensus_target", &C::consensus_target, "0.04", 0, 10,
+        .Real("consensus_target", &C::consensus_target, Number(node.consensus_target), 0, 10,
               "consensus control (Kong et al. 2021): while a node's estimate of the relative "
               "consensus distance (its own, averaged over recent rounds, and its mixing peers', "
               "which their updates carry: the mean) is under this, it gossips every "
               "consensus_slack x H steps instead of every H (0: off)")
-        .Integer("consensus_slack", &C::consensus_slack, 8, 1, 1000,
-                 "consensus control: how many times fewer rounds under the target (8 against 4: "
-                 "the same accuracy at 4 and 8 nodes, 12 % fewer rounds at 4, a 2-node cluster "
-                 "about 7 % faster; 16 costs 4 nodes 0.2 point)")
-        .Parsed("outer", &C::outer, "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4",
+        .Integer("consensus_slack", &C::consensus_slack, node.consensus_slack, 1, 1000,
+                 "consensus control: how many times fewer rounds under the target")
+        .Parsed("outer", &C::outer, gossip::OuterSpec(node.outer),
                 "none, or nesterov|momentum|sgd[:every=H,lr=ETA,momentum=MU,start=EPOCH,rounds=R,"
                 "overlap=K]",
                 "outer optimizer (DiLoCo's, decentralized): every H inner steps the round's mix "
                 "of the model with the neighbours' gives the averaged pseudo-gradient (anchor - "
-                "mixed model), an outer step (nesterov: lr 0.7, momentum 0.9 unless given) moves "
+                "mixed model), an outer step (the default's lr and momentum unless given) moves "
                 "the anchor and the next inner steps start from it. From local epoch `start` on; "
                 "then H is `every` (or, when a node's share of the budget holds fewer than R x H "
                 "steps, the largest power of two that leaves R rounds) and local_steps and "
@@ -84,61 +108,59 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                 "round's updates are in flight and mixes once they are in or after min(K, H-1) "
                 "steps, keeping those steps (for thin links; 0 waits at most a quarter round)",
                 &gossip::ParseOuterSpec)
-        .Real("gamma", &C::gamma, "0", 0, 1,
+        .Real("gamma", &C::gamma, Number(node.choco.gamma), 0, 1,
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
-        .Enum("topology", &C::topology, "ring",
+        .Enum("topology", &C::topology, gossip::TopologyName(node.choco.sampling.topology),
               {{"ring", gossip::Topology::kRing},
                {"exponential", gossip::Topology::kExponential},
                {"random", gossip::Topology::kRandom}},
               "who mixes with whom each round")
-        .Integer("random_peers", &C::random_peers, 2, 2, 64,
+        .Integer("random_peers", &C::random_peers, node.choco.sampling.random_peers, 2, 64,
                  "peers per node for topology random: exactly this many (every other member when "
                  "the view has fewer; at least 2: one each would pair nodes off for good)")
-        .Integer("local_steps", &C::local_steps, 0, 0, 100000,
+        .Integer("local_steps", &C::local_steps, node.local_steps, 0, 100000,
                  "H: local SGD steps between gossip rounds (1: plain decentralized SGD). 0: every "
                  "2nd step with twice top-k's kept fraction (and its default gamma) while the "
                  "cluster has at most 4 members, every step above 4 or for other operators (a "
                  "small ring mixes fast: about the same bytes and accuracy in half the rounds)")
-        .Real("post_local_epoch", &C::post_local_epoch, "-1", -1, 100000,
+        .Real("post_local_epoch", &C::post_local_epoch, Number(node.post_local_epoch), -1, 100000,
               "post-local SGD: from this local epoch on use post_local_steps (-1: never)")
-        .Integer("post_local_steps", &C::post_local_steps, 4, 1, 100000, "H after post_local_epoch")
-        .Integer("max_lead", &C::max_lead, 32, -1, 1 << 30,
+        .Integer("post_local_steps", &C::post_local_steps, node.post_local_steps, 1, 100000, "H after post_local_epoch")
+        .Integer("max_lead", &C::max_lead, static_cast<int>(sync.max_lead), -1, 1 << 30,
                  "S: steps a node may run ahead of a neighbour (-1: unbounded, 0: lock-step)")
-        .Integer("max_wait_ms", &C::max_wait_ms, 2000, 0, 3600000,
+        .Integer("max_wait_ms", &C::max_wait_ms, Millis(sync.max_wait), 0, 3600000,
                  "W: longest wait for a neighbour before marking it a straggler (with "
                  "max_wait_steps: W's ceiling)")
-        .Real("max_wait_steps", &C::max_wait_steps, "50", 0, 1e9,
+        .Real("max_wait_steps", &C::max_wait_steps, Number(sync.max_wait_steps), 0, 1e9,
               "W scales with the run: this many of the node's own measured step times, at least "
               "250 ms and at most max_wait_ms (0: W = max_wait_ms), so a slow neighbour is marked "
-              "within about as many steps in a short run as in a long one (50 against 200: a 4x "
-              "straggler's neighbours held for under a round of the outer optimizer's 80 steps, "
-              "the same accuracy)")
-        .Real("straggler_hold_s", &C::straggler_hold_s, "30", 0, 86400,
+              "within about as many steps in a short run as in a long one")
+        .Real("straggler_hold_s", &C::straggler_hold_s, Seconds(sync.straggler_hold), 0, 86400,
               "how long a straggler is not waited for")
-        .Real("staleness_scale", &C::staleness_scale, "16", 0, 1e9,
+        .Real("staleness_scale", &C::staleness_scale, Number(sync.staleness_scale), 0, 1e9,
               "steps of lag that halve a neighbour's mixing weight (0: no damping)")
-        .Real("target_accuracy", &C::target_accuracy, "0", 0, 1,
+        .Real("target_accuracy", &C::target_accuracy, Number(node.target_accuracy), 0, 1,
               "budget: stop when a node's test accuracy reaches this (0: none)")
-        .Real("time_limit_s", &C::time_limit_s, "0", 0, 1e9,
+        .Real("time_limit_s", &C::time_limit_s, Seconds(node.time_limit), 0, 1e9,
               "budget: seconds of training (0: none)")
-        .Real("finish_wait_s", &C::finish_wait_s, "30", 0, 86400,
+        .Real("finish_wait_s", &C::finish_wait_s, Seconds(node.finish_wait), 0, 86400,
               "consensus finish: once the budget is spent every node sends its model to the "
               "lowest live id and adopts the members' average; how long a node waits for it "
               "(the collector averages what it has after half of it). The collector's link "
-              "carries every member's model in and the average out: 8 members' fp16 models of "
-              "235,146 values take about 27 s on a 2 Mbit/s link, under a second on 100 Mbit/s. "
-              "0: no finish, every node keeps its own model")
-        .Integer("eval_every", &C::eval_every, -1, -1, 1 << 30,
+              "carries every member's fp16 model in and the average out, so on a thin link it "
+              "takes about members x model bytes / rate. 0: no finish, every node keeps its own "
+              "model")
+        .Integer("eval_every", &C::eval_every, static_cast<int>(node.eval_every), -1, 1 << 30,
                  "steps between test evaluations on eval_samples rows, so the live table, "
                  "/metrics, the dashboards and the reports show accuracy during the run (-1: "
                  "about 20 evaluations over an epoch budget, every 200 steps without one; 0: "
                  "only at the end)")
-        .Integer("eval_samples", &C::eval_samples, 1000, 1, 1 << 30,
+        .Integer("eval_samples", &C::eval_samples, static_cast<int>(trainer.eval_samples), 1, 1 << 30,
                  "test rows of the periodic evaluations (the final one uses all)")
         .Text("straggle", &C::straggle, "",
               "straggler injection for this node: slowdown=F, delay=D, exp=D, pause=A..B, "
               "send_delay=D, drop=P (e.g. slowdown=4); empty or none: no injection")
-        .Choice("init", &C::init, "common", {"common", "per-node"},
+        .Choice("init", &C::init, trainer.per_node_init ? "per-node" : "common", {"common", "per-node"},
                 "initial model: the cluster's seeded one, or a different one per node");
     return s;
   }();
@@ -167,11 +189,16 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.init_seed = c.train.seed;
   o.per_node_init = c.init == "per-node";
   // Under an outer optimizer its `every` is H: the keys that set CHOCO's own rounds would be
-  // ignored, so a value other than their default (GossipSchema's) is refused.
-  if (c.outer.has_value() && (c.local_steps != 0 || c.post_local_epoch != -1 ||
-                              c.consensus_target != 0.04 || c.consensus_slack != 8)) {
+  // ignored, so giving one is refused.
+  const bool plain_round_key = c.given.contains("local_steps") ||
+                               c.given.contains("post_local_epoch") ||
+                               c.given.contains("post_local_steps") ||
+                               c.given.contains("consensus_target") ||
+                               c.given.contains("consensus_slack");
+  if (c.outer.has_value() && plain_round_key) {
     return InvalidArgumentError(
-        "local_steps, post_local_epoch, consensus_target and consensus_slack set plain CHOCO "
+        "local_steps, post_local_epoch, post_local_steps, consensus_target and consensus_slack "
+        "set plain CHOCO "
         "rounds (--outer none); under --outer " + gossip::OuterSpec(c.outer) +
         " a round is every H steps (its every=)");
   }
@@ -199,11 +226,7 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   auto straggle = ParseStraggle(c.straggle);
   if (!straggle.ok()) return straggle.status();
   o.straggler = *straggle;
-  if (c.epochs <= 0 && c.target_accuracy <= 0 && c.time_limit_s <= 0) {
-    return InvalidArgumentError(
-        "no budget: set epochs, target_accuracy or time_limit_s (a gossip run ends on a "
-        "cluster-wide budget)");
-  }
+  MURMUR_RETURN_IF_ERROR(o.CheckBudget());
   return o;
 }
 

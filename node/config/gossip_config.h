@@ -5,6 +5,7 @@
 // synchronization, the cluster-wide budget, evaluation and straggler injection.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 
 namespace murmur::node {
 
+// What GossipSchema resolves. Its values come from the schema's defaults, which are the option
+// structs' (GossipTrainerOptions, gossip::GossipNodeOptions and their parts); the member
+// initializers below are only zeros.
 struct GossipConfig {
   TrainConfig train;  // task, data, model, optimizer, seed
   double epochs = 0;  // cluster-wide
@@ -43,6 +47,8 @@ struct GossipConfig {
   int eval_samples = 0;
   std::string straggle;
   std::string init;
+  // The keys a file, the environment or a flag gave (ConfigSchema::Given).
+  std::set<std::string> given;
 };
 
 // The options of gossip training with murmur's own Trainer, from GossipOptionsFrom.
@@ -59,9 +65,11 @@ struct GossipTrainerOptions {
   // not used; at least one must be set).
   double epochs = 3;                  // passes over the whole training set, all members' samples
   int64_t dataset_rows = 0;           // size of the whole training set
-  int64_t eval_samples = 2000;        // test rows used by the periodic evaluations
+  int64_t eval_samples = 1000;        // test rows used by the periodic evaluations
   StragglerOptions straggler;
 
+  // The budget rule, stated once: at least one of epochs, target accuracy and time limit.
+  Status CheckBudget() const;
   Status Validate() const;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// Secrets a node reads at start (issue 20): the CURVE keys of its peer links
+// Secrets a node reads at start: the CURVE keys of its peer links
 // (gossip/transport/curve_keys.h) and the bearer token of its admin port. Each comes from a
 // file — a path on the command line, in the environment (MURMUR_CLUSTER_KEY_FILE, ...) or in
 // the TOML config; in Kubernetes a mounted Secret — never from the secret on the command line,

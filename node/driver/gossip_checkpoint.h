@@ -1,5 +1,5 @@
 #pragma once
-// A gossip node's checkpoint (issue 20): what a peer (api/peer.h) writes every `every` local
+// A gossip node's checkpoint: what a peer (api/peer.h) writes every `every` local
 // steps and when it ends (SIGTERM included), and reads back when it starts, so a node killed and
 // restarted trains on at its own step instead of copying a peer. It holds the model, the
 // node's clocks (step clock, local steps, samples), its public copy x̂_i (x − x̂ is the

@@ -144,7 +144,7 @@ Status GossipSession::Start() {
 Duration GossipSession::Drain(Duration wait) {
   const TimePoint t0 = clock_.Now();
   // The wait is exact: cast to milliseconds, a gate's 1 ms wait became a busy loop of polls for
-  // most of its length (issue 22: the spin was most of a gated node's "other").
+  // most of its length (the spin was most of a gated node's "other").
   auto m = peer_->TakeTraining(wait);
   const TimePoint t1 = clock_.Now();
   for (int i = 0; m.has_value() && i < 4096; ++i) {

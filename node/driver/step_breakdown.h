@@ -1,5 +1,5 @@
 #pragma once
-// Where a gossip node's training phase went (issue 22): the node report's "phases" object,
+// Where a gossip node's training phase went: the node report's "phases" object,
 // written by `murmur node` and read back by `murmur local`, which prints it as a table (one row
 // per node, each phase's share of the node's training-phase wall time) and sums the nodes'
 // training-phase throughput.

@@ -5,7 +5,7 @@
 // kept elsewhere (the peer's traffic, membership, rejections) and the process's own figures are
 // pulled when a scrape asks for them.
 //
-// Metric names follow the Prometheus conventions (reference/ops-ecosystem.md §1.1): `murmur_`
+// Metric names follow the Prometheus conventions (docs/operations.md, "Metric names"): `murmur_`
 // prefix, base units (seconds, bytes, ratios), `_total` counters, histograms only, and labels
 // with a fixed set of values (phase, kind, state, reason); node identity is in
 // murmur_build_info and in the scrape's target labels, never a per-peer label. Process metrics

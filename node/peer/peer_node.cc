@@ -282,7 +282,7 @@ void PeerNode::Run() {
     }
     // What else is waiting is taken before the lock: the training thread's sends and views take
     // mu_ too, and the transport's reads (system calls) would hold them up; with more processes
-    // than cores, this thread may be descheduled while holding it (issue 22).
+    // than cores, this thread may be descheduled while holding it.
     batch.clear();
     if (message.has_value()) {
       batch.push_back(std::move(*message));

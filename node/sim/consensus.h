@@ -1,5 +1,5 @@
 #pragma once
-// CHOCO-Gossip consensus alone (issue 24; Koloskova et al., ICML 2019, §3 "average consensus"):
+// CHOCO-Gossip consensus alone (Koloskova et al., ICML 2019, §3 "average consensus"):
 // every node starts from its own random vector, nobody computes a step, and the real
 // gossip::ChocoGossip machines average them in synchronous rounds — every node publishes
 // (Publish: q_i = C(x_i − x̂_i)), every message is encoded by the real wire code

@@ -1,5 +1,5 @@
 #pragma once
-// Compute on shared cores (issue 24): the simulated processes of a run on `cores` cores, as
+// Compute on shared cores: the simulated processes of a run on `cores` cores, as
 // `murmur local` runs them on one machine. Processor sharing: while k jobs compute, each advances
 // at min(1, cores / k) of full speed, so a process that sleeps (an injected straggler delay) frees
 // its share for the others, as it does on a real machine. cores = 0: every process has its own.

@@ -1,5 +1,5 @@
 #pragma once
-// The simulator's network (issue 24): every node has one NIC whose uplink serializes what it
+// The simulator's network: every node has one NIC whose uplink serializes what it
 // sends and whose downlink serializes what it receives; a message occupies each for
 // bytes / bandwidth, and its first byte reaches the receiver's NIC one latency after it left the
 // sender's (cut-through: an idle path delivers at send + latency + bytes / bandwidth). Two

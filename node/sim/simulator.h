@@ -1,5 +1,5 @@
 #pragma once
-// `murmur sim`'s engine (issue 24): a discrete-event simulation that drives the real sans-IO
+// `murmur sim`'s engine: a discrete-event simulation that drives the real sans-IO
 // machines of every mode — gossip::Membership, and gossip::GossipNode or gossip::SyncNode — in
 // virtual time, with no threads and no sockets. Every message is encoded by the real wire code
 // (proto::EncodeEnvelope) and decoded by it at the receiver (proto::DecodeEnvelope with the

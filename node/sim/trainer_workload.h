@@ -1,5 +1,5 @@
 #pragma once
-// Training fidelity (issue 24): every simulated node computes with the real Trainer (gossip: its
+// Training fidelity: every simulated node computes with the real Trainer (gossip: its
 // shard, its mini-batches, its optimizer and the cluster's learning-rate schedule) or the real
 // PartialGradient (the synchronous modes: its rank's weighted positions), on the CPU, so a
 // simulated run learns what a real one would; only time is modeled. Tens of nodes: every node

@@ -1,5 +1,5 @@
 #pragma once
-// What a simulated node computes (issue 24). The simulator models how long a computation takes
+// What a simulated node computes. The simulator models how long a computation takes
 // (compute_model in simulator.h); a Workload decides what it does to the model, so the protocols
 // see real values: snapshots, outlier checks, the consensus finish and CodedReduce's exact decode
 // all run on them.

@@ -4,7 +4,7 @@
 // either dense floats or compact bytes (Fashion-MNIST: one byte per pixel, memory-mapped from the
 // data cache and shared by every copy of the set and every process on the machine); a consumer
 // reads rows through RowsInto / RowInto, which convert, so a node holds floats only for the rows
-// it trains on (issue 23).
+// it trains on.
 
 #include <cmath>
 #include <cstdint>

@@ -33,7 +33,7 @@ StatusOr<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> compressed, const
   if (inflateInit2(&stream, 15 + 16) != Z_OK) return InternalError("zlib inflateInit2 failed");
   std::vector<uint8_t> out;
   // The gzip trailer's ISIZE (the size mod 2^32) is only a hint: the output grows past it if
-  // it lies. Reserving it spares the copies of a growing vector (start-up time, issue 20).
+  // it lies. Reserving it spares the copies of a growing vector (start-up time).
   if (compressed.size() >= 4) {
     const uint8_t* t = compressed.data() + compressed.size() - 4;
     const size_t hint = uint32_t{t[0]} | (uint32_t{t[1]} << 8) | (uint32_t{t[2]} << 16) |

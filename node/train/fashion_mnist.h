@@ -37,7 +37,7 @@ std::string DefaultCacheDir();
 // features are (x / 255 - 0.2860) / 0.3530 (the training set's mean and standard deviation).
 // A missing directory or file gives a kNotFound naming the Debian package to install.
 //
-// The data cache (issue 23): each split is decoded once per machine into `cache_dir` as
+// The data cache: each split is decoded once per machine into `cache_dir` as
 //   "MURMURU8", u32 version 1, u32 rows, u32 cols, u32 0, u64 XXH3-64 of the rest,
 //   rows label bytes, rows × cols pixel bytes
 // named by the source files' path, size and modification time, and memory-mapped, so node

@@ -1,7 +1,7 @@
 #pragma once
 // One rank's part of a synchronous iteration (coded-tree, tree, gc, ring; gossip/sync_node.h):
 // Σ_{(p, w) ∈ own} w · ∇ℓ(params; row(t, p)), the per-sample-weighted gradient sum of gradient
-// coding (algorithms.md §2.3), computed on the model's device. Position p of iteration t is row
+// coding (docs/algorithms.md §2.3), computed on the model's device. Position p of iteration t is row
 // p with a full batch, else row perm_e[(t·B + p) mod m] of epoch e = ⌊(t·B + p) / m⌋'s seeded
 // permutation, so every rank of a run maps positions to the same rows. The rank's rows, weights
 // and labels go up to the device once per iteration (once per run with a full batch); the model

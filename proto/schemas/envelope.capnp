@@ -1,5 +1,5 @@
 @0xc37dfadd8f83dde6;
-# The wire header of every murmur message (DESIGN.md "Wire"). Rules for changing it are in
+# The wire header of every murmur message (docs/design.md "Wire"). Rules for changing it are in
 # proto/README.md: add fields at the end with the next ordinal, never renumber or retype.
 
 using Cxx = import "/capnp/c++.capnp";
@@ -9,7 +9,7 @@ struct Heartbeat {
   counter @0 :UInt64;
 }
 
-# ---- Membership (gossip/membership.h; SWIM, algorithms.md §7.1) ----
+# ---- Membership (gossip/membership.h; SWIM, docs/algorithms.md §7.1) ----
 
 enum MemberState {
   alive @0;

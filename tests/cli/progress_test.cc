@@ -83,7 +83,7 @@ TEST(SummaryTest, JsonIsOneParseableObjectWithTheHeadlineFigures) {
 }
 
 // murmur local --progress plain: a log gets the title and header once, then only the rows that
-// changed, stamped with the time (issue 23: it used to get the whole table every 2 s).
+// changed, stamped with the time (it used to get the whole table every 2 s).
 TEST(ProgressTest, PlainLocalProgressPrintsOnlyChangedRows) {
   std::vector<std::string> printed;
   const std::string first =

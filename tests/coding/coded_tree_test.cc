@@ -10,7 +10,7 @@ namespace murmur::coding {
 namespace {
 
 TEST(TreeLayoutTest, RanksParentsAndChildren) {
-  // algorithms.md §2.8 test 1.
+  // docs/algorithms.md §2.8 test 1.
   for (auto [n, layers, workers] : {std::tuple{3, 2, 12}, {4, 3, 84}, {12, 2, 156}, {1, 3, 3}}) {
     auto layout = TreeLayout::Create(n, layers);
     ASSERT_TRUE(layout.ok());

@@ -18,7 +18,7 @@ Compressor MakeCompressor(std::string_view spec, size_t n) {
 }
 
 TEST(DgcTest, SendingEverythingWithoutMaskingIsDenseMomentumSgd) {
-  // algorithms.md §4.7 test 2: ratio 1 reproduces momentum SGD's trajectory.
+  // docs/algorithms.md §4.7 test 2: ratio 1 reproduces momentum SGD's trajectory.
   const size_t n = 257;
   const float lr = 0.05f;
   const float m = 0.9f;
@@ -115,7 +115,7 @@ TEST(DgcTest, RejectsBadGradientsAndOptions) {
 }
 
 TEST(DensityScheduleTest, ExponentialWarmUpMatchesThePaperRamp) {
-  // algorithms.md §4.4: 25 % -> 6.25 % -> 1.56 % -> 0.4 % -> 0.1 % (the code's formula gives
+  // docs/algorithms.md §4.4: 25 % -> 6.25 % -> 1.56 % -> 0.4 % -> 0.1 % (the code's formula gives
   // 0.001^(1/5) = 25.1 %, 6.31 %, 1.58 %, 0.398 %, then 0.1 %).
   const DensitySchedule s = *DensitySchedule::Exponential(0.001, 4);
   const double want[] = {0.2512, 0.0631, 0.01585, 0.003981, 0.001, 0.001, 0.001};

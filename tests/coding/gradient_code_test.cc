@@ -65,7 +65,7 @@ double DecodeError(const GradientCode& code, uint64_t responders, uint64_t seed)
 }
 
 TEST(GradientCodeTest, SpanPropertyForEveryResponderSet) {
-  // algorithms.md §1.6 tests 1 and 3 over both schemes.
+  // docs/algorithms.md §1.6 tests 1 and 3 over both schemes.
   for (auto [n, s] : {std::pair{3, 1}, {4, 1}, {5, 2}, {6, 2}, {7, 3}, {8, 3}, {12, 2}, {6, 0}}) {
     for (bool fractional : {true, false}) {
       const GradientCode code = Make(n, s, fractional);

@@ -1,4 +1,4 @@
-// The device-resident CHOCO (issue 21) on the CPU device: the device path (DeviceCompressor and
+// The device-resident CHOCO on the CPU device: the device path (DeviceCompressor and
 // the kernels' vector ops on device buffers) against the host path (Compressor), bit for bit
 // after every one of 200 rounds, with a gap and its snapshots in the middle.
 #include <cstdio>

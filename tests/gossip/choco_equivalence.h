@@ -1,5 +1,5 @@
 #pragma once
-// CHOCO on a device against CHOCO on the host (issue 21): P nodes on the shared fake network run
+// CHOCO on a device against CHOCO on the host: P nodes on the shared fake network run
 // `rounds` rounds of local steps and gossip, with a gap in one node's streams in the middle (it
 // asks for and installs snapshots), and record after every round a hash of every model, public
 // copy and copy, and at the end the vectors themselves. Two runs are the same computation exactly

@@ -123,7 +123,7 @@ TEST(ChocoTest, PreservesTheAverageForAnyCompressor) {
 }
 
 TEST(ChocoTest, TopKReachesConsensusOnARingOfNine) {
-  // algorithms.md §3.6 test 2 (in float32 the error stops at rounding, not at 1e-20).
+  // docs/algorithms.md §3.6 test 2 (in float32 the error stops at rounding, not at 1e-20).
   const uint64_t seed = 3;
   Cluster c(9, 100, "topk:0.1", 0.2, seed);
   const double initial = c.ConsensusError();
@@ -353,7 +353,7 @@ TEST(ChocoTest, CorruptOrMismatchedUpdatesAreRejectedAndRecovered) {
 }
 
 TEST(ChocoTest, DivergenceGuardHalvesGammaUntilConsensusResumes) {
-  // algorithms.md §3.6 test 6: gamma 1 with top-10 % on a ring of 9 diverges without the guard
+  // docs/algorithms.md §3.6 test 6: gamma 1 with top-10 % on a ring of 9 diverges without the guard
   // and converges with it.
   const uint64_t seed = 4;
   {

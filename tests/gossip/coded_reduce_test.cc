@@ -217,7 +217,7 @@ TEST(CodedReduceTest, RootRecoversTheFullGradientForEveryStragglerPattern) {
 }
 
 TEST(CodedReduceTest, ModelIsForwardedBeforeComputing) {
-  // algorithms.md §2.8 test 6.
+  // docs/algorithms.md §2.8 test 6.
   TreeSim sim(3, 2, 1, 60, 1);
   ASSERT_TRUE(sim.Iterate(0, {}).has_value());
   const auto& trace = sim.trace();

@@ -124,7 +124,7 @@ TEST(GossipNodeTest, ARefusedSnapshotIsAskedOfTheNextMemberAtOnce) {
   }
 }
 
-// What a person sees while a node starts (issue 23): how many members it waits for, whom it
+// What a person sees while a node starts: how many members it waits for, whom it
 // asked for a snapshot, then training.
 TEST(GossipNodeTest, ActivitySaysWhatAStartingNodeWaitsFor) {
   GossipNodeOptions base = BaseOptions();
@@ -157,7 +157,7 @@ TEST(GossipNodeTest, ActivitySaysWhatAStartingNodeWaitsFor) {
   EXPECT_EQ(cluster.machine(3).Activity(), "training");
 }
 
-// Issue 20: a node restarted from its own checkpoint trains on at its saved step with its saved
+// a node restarted from its own checkpoint trains on at its saved step with its saved
 // public copy, asking nobody for a model; when the cluster has gone more than resume_max_lag
 // steps beyond the checkpoint it joins with a peer's model instead.
 TEST(GossipNodeTest, ResumedNodeTrainsOnFromItsCheckpointUnlessTheClusterIsTooFarAhead) {

@@ -1,4 +1,4 @@
-// Hostile input to the node machines (issue 20): forged incarnations, clocks, members, samples,
+// Hostile input to the node machines: forged incarnations, clocks, members, samples,
 // "finished" flags, updates and snapshot requests. Each is refused, counted by reason, and
 // changes nothing; the cluster goes on. Membership alone, then GossipNode on the fake network
 // with a manual clock (tests/testing/node_cluster.h). Seeds are fixed and printed on failure.
@@ -13,6 +13,7 @@
 #include "gossip/gossip_node.h"
 #include "gossip/membership.h"
 #include "tests/testing/node_cluster.h"
+#include "tests/testing/plain_choco_options.h"
 
 namespace murmur::gossip {
 namespace {
@@ -185,7 +186,7 @@ class CountingObserver : public GossipNodeObserver {
 struct Attacked {
   explicit Attacked(uint64_t seed, int64_t budget_samples = 0)
       : cluster(3, FastMembership(), seed, [budget_samples](size_t i, Cluster::Node& node, TimePoint now) {
-          GossipNodeOptions o;
+          GossipNodeOptions o = murmur::testing::PlainChocoNodeOptions();
           o.self = Cluster::Id(i);
           o.incarnation = node.membership->incarnation();
           o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
@@ -296,7 +297,7 @@ TEST(HostileGossipNodeTest, AForgedClockOrIncarnationFromAMemberIsRefused) {
   EXPECT_TRUE(run.ModelsSane());
 }
 
-// A "new life" of a live member that only a data message claims (issue 63's posing attack: a
+// A "new life" of a live member that only a data message claims (the posing attack: a
 // zero update from the initial model under member 1's id at a newer incarnation) waits for the
 // membership to confirm that life, is refused when it does not, and leaves member 1's public
 // copy and its stream alone: its real updates keep being applied, none is stale.
@@ -412,7 +413,7 @@ TEST(HostileGossipNodeTest, ForgedSamplesAndOneForgedFinishDoNotEndTheRun) {
   }
 }
 
-// Issue 63's inflated claims: a member that announces a clock 90,000 steps ahead (under the
+// Inflated claims: a member that announces a clock 90,000 steps ahead (under the
 // lead limit) and samples of clock x 256 (under the batch cap) neither ends the budget nor
 // makes the others catch up; both are counted once.
 TEST(HostileGossipNodeTest, OneMembersInflatedClockAndSamplesDecideNothing) {

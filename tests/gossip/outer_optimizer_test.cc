@@ -18,9 +18,12 @@ TEST(OuterSpecTest, ParsesMethodsAndKeys) {
   auto n = ParseOuterSpec("nesterov");
   ASSERT_TRUE(n.ok() && n->has_value()) << n.status();
   EXPECT_EQ((*n)->method, OuterMethod::kNesterov);
-  EXPECT_EQ((*n)->every, 20);
-  EXPECT_DOUBLE_EQ((*n)->lr, 0.7);
-  EXPECT_DOUBLE_EQ((*n)->momentum, 0.9);
+  // A bare method is the default optimizer (the schema's default spec is OuterSpec of it).
+  const OuterOptions defaults;
+  EXPECT_EQ((*n)->every, defaults.every);
+  EXPECT_DOUBLE_EQ((*n)->lr, defaults.lr);
+  EXPECT_DOUBLE_EQ((*n)->momentum, defaults.momentum);
+  EXPECT_EQ((*n)->rounds, defaults.rounds);
   auto full = ParseOuterSpec("momentum:every=50,lr=0.5,momentum=0.8,start=0.25");
   ASSERT_TRUE(full.ok() && full->has_value()) << full.status();
   EXPECT_EQ((*full)->method, OuterMethod::kMomentum);
@@ -33,8 +36,8 @@ TEST(OuterSpecTest, ParsesMethodsAndKeys) {
   EXPECT_DOUBLE_EQ((*sgd)->lr, 1.0);
   EXPECT_DOUBLE_EQ((*sgd)->momentum, 0.0);
   // The spec reads back to the same options.
-  for (const char* text : {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25",
-                           "sgd:every=4,lr=1", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8",
+  for (const char* text : {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25,rounds=4",
+                           "sgd:every=4,lr=1,rounds=0", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8",
                            "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4,overlap=40"}) {
     auto parsed = ParseOuterSpec(text);
     ASSERT_TRUE(parsed.ok());
@@ -109,7 +112,9 @@ TEST(OuterOptimizerTest, ExactAverageIsDiLoCo) {
     std::mt19937_64 rng(seed);
     constexpr size_t kMembers = 4, kSize = 33;
     const std::vector<float> start = Noise(kSize, rng, 1.0);
-    OuterOptions o;  // Nesterov, η 0.7, μ 0.9
+    OuterOptions o;  // Nesterov at DiLoCo's η 0.7, μ 0.9
+    o.lr = 0.7;
+    o.momentum = 0.9;
     std::vector<OuterOptimizer> members;
     for (size_t i = 0; i < kMembers; ++i) {
       auto made = OuterOptimizer::Create(o, kernels::Device::Cpu(), start);

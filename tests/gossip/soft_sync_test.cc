@@ -36,7 +36,7 @@ uint64_t StepsUntilMarked(SoftSyncOptions options, Duration step, double slowdow
 }
 
 TEST(SoftSyncTest, WithoutScalingTheWaitIsMaxWait) {
-  SoftSync s({.max_lead = 4, .max_wait = milliseconds(700)});
+  SoftSync s({.max_lead = 4, .max_wait = milliseconds(700), .max_wait_steps = 0});
   TimePoint now{};
   for (uint64_t c = 1; c < 50; ++c) {
     s.Observe(2, c);
@@ -111,7 +111,8 @@ TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) 
   EXPECT_LT(fast, 600u);  // the lead (about 43 steps) and W's 200 steps at 3/4 waiting
   EXPECT_NEAR(static_cast<double>(fast), static_cast<double>(slow),
               0.05 * static_cast<double>(fast));
-  const SoftSyncOptions fixed{.max_lead = 32, .max_wait = std::chrono::seconds(2)};
+  const SoftSyncOptions fixed{
+      .max_lead = 32, .max_wait = std::chrono::seconds(2), .max_wait_steps = 0};
   const uint64_t fixed_fast = StepsUntilMarked(fixed, milliseconds(2), 4, 5000);
   const uint64_t fixed_slow = StepsUntilMarked(fixed, milliseconds(200), 4, 5000);
   std::printf("with W = 2 s: after %llu steps of 2 ms, %llu steps of 200 ms\n",
@@ -124,7 +125,7 @@ TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) 
 }
 
 TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
-  SoftSync s({.max_lead = 4, .max_wait = milliseconds(500), .straggler_hold = milliseconds(2000)});
+  SoftSync s({.max_lead = 4, .max_wait = milliseconds(500), .max_wait_steps = 0, .straggler_hold = milliseconds(2000)});
   TimePoint now{};
   s.Observe(2, 10);
   s.Observe(3, 14);
@@ -155,7 +156,7 @@ TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
 TEST(SoftSyncTest, APeerHeldByAnotherMembersGateIsMarkedAfterTwiceTheWait) {
   constexpr int64_t kLead = 4;
   auto marked_after_ms = [](std::optional<uint64_t> member_behind, uint64_t peer_clock) {
-    SoftSync s({.max_lead = kLead, .max_wait = milliseconds(500)});
+    SoftSync s({.max_lead = kLead, .max_wait = milliseconds(500), .max_wait_steps = 0});
     if (member_behind.has_value()) s.Observe(3, *member_behind);
     s.Observe(2, peer_clock);
     TimePoint now{};
@@ -174,7 +175,7 @@ TEST(SoftSyncTest, APeerHeldByAnotherMembersGateIsMarkedAfterTwiceTheWait) {
 
 // The slowest member named in a mark's log line: the lowest clock among members that started.
 TEST(SoftSyncTest, TheSlowestKnownMemberIsTheLowestStartedClock) {
-  SoftSync s({.max_lead = 4});
+  SoftSync s({.max_lead = 4, .max_wait_steps = 0});
   EXPECT_EQ(s.Slowest(), (std::pair<NodeId, uint64_t>{0, 0}));
   s.Observe(5, 0);  // not started
   s.Observe(2, 30);

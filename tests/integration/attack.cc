@@ -1,5 +1,5 @@
 // murmur_attack: what an attacker with nothing but the cluster name and one node's address sends
-// (issue 20), over real ZeroMQ. Used by attack_test.py (every attack against a live cluster,
+//, over real ZeroMQ. Used by attack_test.py (every attack against a live cluster,
 // keys off and on) and flood_test.py (memory under invented senders).
 //
 //   murmur_attack [--cluster-public KEY | --cluster-key-file F [--node-key-file F]]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every attack of issues 20 and 63 against a live cluster: keys off, a shared cluster key, and
+"""Every attack an outsider or a member can make, against a live cluster: keys off, a shared cluster key, and
 per-node keys bound to member ids.
 
     attack_test.py MURMUR MURMUR_ATTACK [--seed S]

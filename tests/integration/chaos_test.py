@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Chaos: a gossip cluster trains on while nodes are killed -9 and restarted, and another is
-SIGSTOPped (issue 20).
+SIGSTOPped.
 
     chaos_test.py MURMUR [--minutes M] [--seed S]
 

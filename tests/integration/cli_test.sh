@@ -81,7 +81,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["devices"] == ["cpu", "cpu"], d["devices"]
 print("ok   local devices:", d["devices"])
-# Where each node's training phase went (issue 22): the phases add up to its wall time, compute
+# Where each node's training phase went: the phases add up to its wall time, compute
 # is most of it on an idle cluster, and the cluster's rate is the nodes' sum.
 phases = d["phases"]
 assert len(phases) == 2, phases

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The scenario grid of murmur experiment (issue 68): [[when]] settings per matching cell,
+"""The scenario grid of murmur experiment: [[when]] settings per matching cell,
 --only, and the link rate the report reads from a run's network.
 
     experiment_grid_test.py MURMUR

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The researcher's loop end to end (issue 23): `murmur experiment` and `murmur report`.
+"""The researcher's loop end to end: `murmur experiment` and `murmur report`.
 
 1. A 2 x 2 x 2 grid (ring and tree on 2 workers, with and without a slow rank, seeds 1 and 2;
    logistic regression, so each run takes about a second) runs uninterrupted: every run
@@ -155,7 +155,7 @@ def main():
               "reads it; its config.toml repeats the run; a used run directory is refused")
         bad = os.path.join(tmp, "bad.toml")
         for text, why in (("[axes]\nseed = []\n", "axis 'seed' has no values"),
-                          ("backend = \"sim\"\n[axes]\nseed = [1]\n", "murmur sim does not exist yet"),
+                          ("backend = \"sim\"\n[axes]\nseed = [1]\n", "virtual-time scenarios run with `murmur sim FILE`"),
                           ("[base]\nrun_dir = \"x\"\n[axes]\nseed = [1]\n", "set by murmur experiment itself"),
                           ("[axes]\nseed = [1\n", "not valid TOML"),
                           # Every cell is resolved as murmur local would before anything runs:

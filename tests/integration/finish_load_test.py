@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The consensus finish on a loaded machine and after a kill (issue 63), as bench/finish_bench.py
+"""The consensus finish on a loaded machine and after a kill, as bench/finish_bench.py
 runs it: `murmur local --nodes 4 --epochs 1 --admin`, a busy loop on every core and idle
 connections held on node 1's admin port; the second run also SIGKILLs node 1 (the collector)
 at 0.6 s and restarts it 1 s later, so it comes back as the lowest id, having trained nothing,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory under floods (issues 20 and 63): its resident size must stay bounded.
+"""Memory under floods: its resident size must stay bounded.
 
 1. 10,000 invented sender ids each send a node a Join, an update and a model snapshot request;
 2. huge frames from invented senders: ten of 200 MB (refused by the socket from their size, which

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Multi-process membership on loopback with real ZeroMQ (issue 4).
+"""Multi-process membership on loopback with real ZeroMQ.
 
 8 `murmur node` processes converge to a full view; SIGKILL one and the others mark it dead
 within the documented bound; restart it and it is back; SIGSTOP one (a straggler) and nobody

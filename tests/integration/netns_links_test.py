@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`murmur local --network netns:...` on a real, shaped network (issue 68).
+"""`murmur local --network netns:...` on a real, shaped network.
 
     netns_links_test.py MURMUR        (root; exits 77, SKIPPED, without root, ip or tc)
 

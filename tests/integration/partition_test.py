@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A network partition and its heal (issue 20), on a network of the test's own.
+"""A network partition and its heal, on a network of the test's own.
 
     partition_test.py MURMUR        (root; exits 77, SKIPPED, without root or `ip`)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end checks of `murmur sim` (issue 24): runs end, are deterministic for a seed, detect a
+"""End-to-end checks of `murmur sim`: runs end, are deterministic for a seed, detect a
 crash in every view, read scenario files, write their time series, and refuse bad input with
 exit 2. Usage: sim_test.py path/to/murmur"""
 import csv

@@ -7,6 +7,7 @@
 #include "coding/compressor.h"
 #include "gossip/gossip_node.h"
 #include "tests/testing/node_cluster.h"
+#include "tests/testing/plain_choco_options.h"
 
 namespace murmur::testing {
 
@@ -15,7 +16,7 @@ using GossipNodeCluster = NodeCluster<gossip::GossipNode>;
 // Top-25 % CHOCO with γ = 0.2 on 16 values, and join, snapshot and linger times that play out in
 // a simulated second.
 inline gossip::GossipNodeOptions GossipTestOptions() {
-  gossip::GossipNodeOptions o;
+  gossip::GossipNodeOptions o = PlainChocoNodeOptions();
   o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
   o.choco.gamma = 0.2;
   o.join_wait = std::chrono::milliseconds(300);

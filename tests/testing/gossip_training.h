@@ -1,5 +1,5 @@
 #pragma once
-// Four gossip nodes that really train (issue 21): each a GossipNode and a node::Trainer on one
+// Four gossip nodes that really train: each a GossipNode and a node::Trainer on one
 // device, in one process, on the fake network under a manual clock (node_cluster.h), with the
 // MLP on the first 8000 Fashion-MNIST rows for one epoch, top-1 % fp16 CHOCO on a ring and the
 // consensus finish. Everything is seeded, so two runs on the CPU are the same computation; a GPU
@@ -21,6 +21,7 @@
 #include "node/train/sharding.h"
 #include "node/train/trainer.h"
 #include "tests/testing/node_cluster.h"
+#include "tests/testing/plain_choco_options.h"
 
 namespace murmur::testing {
 
@@ -84,7 +85,7 @@ inline TrainingRun RunGossipTraining(const node::TrainTest& data, const kernels:
   NodeCluster<gossip::GossipNode> cluster(
       kNodes, FastMembership(), kSeed, [&](size_t i, auto&, TimePoint now) {
         EXPECT_TRUE(trainers[i]->SetParams(x0).ok());
-        gossip::GossipNodeOptions o;
+        gossip::GossipNodeOptions o = PlainChocoNodeOptions();
         o.self = NodeCluster<gossip::GossipNode>::Id(i);
         o.incarnation = 1;
         o.choco.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");

@@ -1,8 +1,8 @@
 #pragma once
-// A synchronous mode that really trains (issue 21): every process a SyncNode and a
+// A synchronous mode that really trains: every process a SyncNode and a
 // node::PartialGradient on one device, in one process, on the fake network under a manual clock
 // (node_cluster.h), with a small MLP on the first 4000 Fashion-MNIST rows. The decode makes every
-// iteration one step of centralized SGD on the global batch (algorithms.md §2.3), so the root's
+// iteration one step of centralized SGD on the global batch (docs/algorithms.md §2.3), so the root's
 // model is compared with CentralSgd: the same steps computed by one process. Used by
 // murmur_node_test (the CPU device) and murmur_cuda_test (a GPU).
 #include <gtest/gtest.h>

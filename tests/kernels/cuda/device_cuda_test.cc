@@ -102,7 +102,7 @@ TEST_F(CudaTest, DeviceCompressorMatchesItsHostRun) {
   }
 }
 
-// The device-resident CHOCO (issue 21) on the GPU against the host CHOCO on the CPU: 5 nodes,
+// The device-resident CHOCO on the GPU against the host CHOCO on the CPU: 5 nodes,
 // 200 rounds, a gap and its snapshots in the middle. The element-wise ops and the deterministic
 // compressions are bit for bit the same on both; QSGD's scale is a double sum in another order,
 // so its models are compared to 1e-5 relative.

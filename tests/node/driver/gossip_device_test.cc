@@ -1,4 +1,4 @@
-// Gossip nodes that really train, on the CPU device (issue 21): the device-resident path (CHOCO
+// Gossip nodes that really train, on the CPU device: the device-resident path (CHOCO
 // with DeviceCompressor and the kernels' vector ops) gives the same models as the host path, bit
 // for bit, through training, the consensus finish and the final evaluation.
 #include "tests/testing/gossip_training.h"

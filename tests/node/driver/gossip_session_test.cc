@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coding/compressor.h"
+#include "tests/testing/plain_choco_options.h"
 
 namespace murmur::node {
 namespace {
@@ -51,6 +52,7 @@ class PullWork : public GossipWork {
 
 GossipSessionOptions Options(std::vector<std::string> seeds, int members, int64_t budget) {
   GossipSessionOptions o;
+  o.node = murmur::testing::PlainChocoNodeOptions();
   o.peer.cluster_id = "session-test";
   o.peer.seeds = std::move(seeds);
   o.peer.membership.probe_interval = std::chrono::milliseconds(100);

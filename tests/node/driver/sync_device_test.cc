@@ -1,4 +1,4 @@
-// The synchronous modes on the CPU device with a real model (issue 21): every mode's root ends
+// The synchronous modes on the CPU device with a real model: every mode's root ends
 // on the model of centralized SGD over the same global batches — through the device-resident
 // decode, ring and SGD step — also when a straggler is left out of the decode. The synchronous
 // parameter server (one server or the model sharded over three) ends on the same model.
@@ -29,7 +29,7 @@ TEST(SyncDeviceTest, EveryModeTrainsAsCentralizedSgdOnTheCpuDevice) {
       {Mode::kTree, 2, 2, 0, std::nullopt},
       {Mode::kGc, 3, 1, 1, size_t{2}},
       {Mode::kRing, 4, 1, 0, std::nullopt},
-      // Synchronous parameter servers compute the same global step (issue 65), sharded or not.
+      // Synchronous parameter servers compute the same global step, sharded or not.
       {Mode::kPs, 4, 1, 0, std::nullopt, {.servers = 1}},
       {Mode::kPs, 4, 1, 0, std::nullopt, {.servers = 3}},
   };

@@ -44,7 +44,7 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   EXPECT_GT(Sample(text, "process_resident_memory_bytes"), 1e6);
   EXPECT_GT(Sample(text, "process_open_fds"), 2);
   EXPECT_GT(Sample(text, "process_start_time_seconds"), 1.7e9);
-  // Where the node trains (issue 21): on the CPU no GPU memory and no host<->device traffic.
+  // Where the node trains: on the CPU no GPU memory and no host<->device traffic.
   EXPECT_EQ(Sample(text, "murmur_device_memory_bytes"), 0);
   EXPECT_EQ(Sample(text, "murmur_host_device_bytes_total"), 0);
   EXPECT_NE(t.StatusJson().find(R"("device":"cpu")"), std::string::npos);

@@ -1,4 +1,4 @@
-// CHOCO averaging alone in the simulator (node/sim/consensus.h, issue 24): the real ChocoGossip
+// CHOCO averaging alone in the simulator (node/sim/consensus.h): the real ChocoGossip
 // machines, their real wire bytes, synchronous rounds.
 #include "node/sim/consensus.h"
 

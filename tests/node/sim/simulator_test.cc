@@ -1,4 +1,4 @@
-// The simulator (node/sim/, issue 24): its network model, determinism, and the real machines of
+// The simulator (node/sim/): its network model, determinism, and the real machines of
 // every mode run to their end in virtual time.
 #include "node/sim/simulator.h"
 
@@ -11,6 +11,7 @@
 #include "gossip/mode.h"
 #include "node/sim/network.h"
 #include "node/sim/workload.h"
+#include "tests/testing/plain_choco_options.h"
 
 namespace murmur::sim {
 namespace {
@@ -93,6 +94,7 @@ SimOptions GossipOptions(size_t nodes, int64_t budget) {
   o.membership.probe_interval = milliseconds(200);
   o.membership.probe_timeout = milliseconds(80);
   o.membership.join_retry = milliseconds(400);
+  o.gossip = murmur::testing::PlainChocoNodeOptions();
   o.gossip.choco.compressor = *coding::ParseCompressorSpec("topk:0.01,values=fp16");
   o.gossip.expect_members = static_cast<int>(nodes);
   o.gossip.budget_samples = budget;
@@ -324,7 +326,7 @@ TEST(SimulatorTest, SyncModesComputeTheSameStepsAndOnlyCodingIgnoresAStraggler) 
   EXPECT_GT(slow_ms["ring"], 2.5 * base_ms["ring"]);
 }
 
-// The parameter server in the simulator (issue 65): the synchronous forms take ring's 20 steps
+// The parameter server in the simulator: the synchronous forms take ring's 20 steps
 // (one server or the model over three), and with one worker at 5x the synchronous server's
 // budget takes much longer while one backup worker or asynchrony hardly waits for it.
 TEST(SimulatorTest, ParameterServerFormsTakeRingsStepsAndOnlyTheSynchronousWaits) {

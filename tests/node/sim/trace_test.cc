@@ -1,4 +1,4 @@
-// The simulator is the protocols' truth, not a second implementation (issue 24): for the same
+// The simulator is the protocols' truth, not a second implementation: for the same
 // seed, a membership run in `murmur sim`'s engine and the same run on the unit tests' fake
 // network (tests/testing/sim_cluster.h) send the same messages — the same ends, at the same
 // virtual times, with the same header bytes — through joins, a crash and a restart. What the

@@ -144,7 +144,7 @@ TEST(CheckpointTest, ValuesAreCheckedAfterTheChecksum) {
   std::filesystem::remove_all(dir);
 }
 
-// Issue 20: kill -9 at random moments during checkpoint writes never leaves a checkpoint that
+// kill -9 at random moments during checkpoint writes never leaves a checkpoint that
 // fails to load. A child rewrites a 1 MB checkpoint with a rising counter as fast as it can; the
 // parent kills it after a random delay, 200 times, and each time reads what is on disk.
 TEST(CheckpointTest, KillNineDuringWritesNeverLeavesAnUnloadableCheckpoint) {

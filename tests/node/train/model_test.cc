@@ -166,7 +166,7 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   }, c.name);
 
   // Per-sample weights (gradient coding): one weighted pass equals sum_i w_i grad_i / B, each
-  // grad_i from a batch of that sample alone (algorithms.md §1.6 test 7).
+  // grad_i from a batch of that sample alone (docs/algorithms.md §1.6 test 7).
   std::vector<double> weights = Random(static_cast<size_t>(c.batch), rng);
   weights[0] = 0;  // a zero weight drops the sample
   Batch<double> weighted = batch;
