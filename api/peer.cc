@@ -32,24 +32,6 @@
 namespace murmur::api {
 namespace {
 
-const char* PhaseName(gossip::GossipNode::Phase p) {
-  switch (p) {
-    case gossip::GossipNode::Phase::kJoining:
-      return "joining";
-    case gossip::GossipNode::Phase::kAwaitingModel:
-      return "awaiting_model";
-    case gossip::GossipNode::Phase::kTraining:
-      return "training";
-    case gossip::GossipNode::Phase::kFinishing:
-      return "finishing";
-    case gossip::GossipNode::Phase::kLingering:
-      return "lingering";
-    case gossip::GossipNode::Phase::kOver:
-      return "over";
-  }
-  return "unknown";
-}
-
 class BufferWork : public node::GossipWork {
  public:
   BufferWork(std::span<float> params, const kernels::Device& device, EvaluateFn evaluate,
@@ -131,7 +113,7 @@ struct Peer::Impl {
   void Fill(const node::GossipProgress& p) {
     progress.id = p.id;
     progress.endpoint = endpoint;
-    progress.phase = PhaseName(session->machine().phase());
+    progress.phase = gossip::PhaseName(session->machine().phase());
     progress.activity = p.activity;
     progress.accuracy = p.accuracy;
     progress.own_accuracy = p.own_accuracy;
@@ -323,7 +305,7 @@ StatusOr<Turn> Peer::Next() {
     // What changes every step, fresher than the periodic report.
     const gossip::GossipNodeState& s = m.session->machine().state();
     std::lock_guard<std::mutex> lock(m.mu);
-    m.progress.phase = PhaseName(m.session->machine().phase());
+    m.progress.phase = gossip::PhaseName(m.session->machine().phase());
     m.progress.step = s.step;
     m.progress.local_steps = s.local_steps;
     m.progress.samples = s.samples;

@@ -4,11 +4,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -26,8 +28,9 @@ namespace {
 
 // A node's reported activity (GossipNode::Activity) before it trains: joining, or waiting for a
 // model snapshot.
-bool BeforeTraining(const std::string& activity) {
-  return activity.starts_with("joining") || activity.starts_with("waiting");
+// A table cell: `v` in `format`, "-" when there is none.
+std::string Cell(std::optional<double> v, const char* format) {
+  return v.has_value() ? fmt::format(fmt::runtime(format), *v) : "-";
 }
 
 // How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
@@ -84,12 +87,12 @@ class GossipLocal : public LocalMode {
     for (auto& c : cluster.children()) {
       fresh |= c.new_accuracy;
       c.new_accuracy = false;
-      if (!c.progress.is_object() || c.progress["accuracy"].is_null()) {
+      if (!c.gossip.has_value() || c.gossip->accuracy < 0) {
         all_have = false;
         continue;
       }
-      sum += c.progress["accuracy"].get<double>();
-      for (const auto& id : c.progress["stragglers"]) flagged_.insert(id.get<uint64_t>());
+      sum += c.gossip->accuracy;
+      flagged_.insert(c.gossip->stragglers.begin(), c.gossip->stragglers.end());
     }
     if (fresh && all_have)
       timeline_.push_back({t, sum / static_cast<double>(cluster.children().size())});
@@ -102,14 +105,14 @@ class GossipLocal : public LocalMode {
     const auto& children = cluster.children();
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& c = children[i];
-      if (c.exited || c.down || stopped_late_.count(i) > 0 || !c.progress.is_object()) continue;
-      const std::string activity = c.progress.value("activity", "training");
-      if (!BeforeTraining(activity)) continue;
+      if (c.exited || c.down || stopped_late_.count(i) > 0 || !c.gossip.has_value()) continue;
+      if (!gossip::BeforeTraining(c.gossip->phase)) continue;
+      const std::string& activity = c.gossip->activity;
       bool others_done = true, any_finished = false;
       for (size_t j = 0; j < children.size(); ++j) {
         if (j == i) continue;
         others_done &= children[j].exited;
-        any_finished |= children[j].final_report.is_object();
+        any_finished |= children[j].gossip_final.has_value();
       }
       if (!others_done || !any_finished) continue;
       stopped_late_.insert(i);
@@ -121,17 +124,16 @@ class GossipLocal : public LocalMode {
     }
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
-    static const nlohmann::json kNoProgress;  // null: every cell "-"
     // While it runs: the furthest node's estimate of the cluster's samples; once every node
     // ended: what their final reports count, the summary's own number.
     int64_t samples = 0, budget = 0, reported = 0;
     bool all_ended = true;
     for (const auto& c : cluster.children()) {
       all_ended &= c.exited;
-      if (c.final_report.is_object()) reported += c.final_report.value("samples", int64_t{0});
-      if (!c.progress.is_object()) continue;
-      samples = std::max<int64_t>(samples, c.progress.value("cluster_samples", int64_t{0}));
-      budget = std::max<int64_t>(budget, c.progress.value("budget_samples", int64_t{0}));
+      if (c.gossip_final.has_value()) reported += c.gossip_final->samples;
+      if (!c.gossip.has_value()) continue;
+      samples = std::max<int64_t>(samples, c.gossip->cluster_samples);
+      budget = std::max<int64_t>(budget, c.gossip->budget_samples);
     }
     if (all_ended) samples = reported;
     std::string out =
@@ -147,22 +149,29 @@ class GossipLocal : public LocalMode {
                     "epoch", "loss", "accuracy", "sent MB", "stale", "wait s", "straggler");
     for (size_t i = 0; i < cluster.children().size(); ++i) {
       const Child& c = cluster.children()[i];
-      const nlohmann::json& p = c.progress;
+      const std::optional<GossipProgress>& p = c.gossip;
       std::string flag = flagged_.count(i + 1) ? "yes" : "";
       if (!c.straggle.empty())
         flag += (flag.empty() ? "" : ", ") + std::string("injected ") + c.straggle;
-      std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
-      if (state.empty() && !p.is_object()) state = "  starting";
-      const std::string activity = p.is_object() ? p.value("activity", "training") : "";
-      if (state.empty() && activity != "training") state = "  " + activity;
+      std::string state = c.gossip_final.has_value() ? "  done" : (c.exited ? "  (exited)" : "");
+      if (state.empty() && !p.has_value()) state = "  starting";
+      if (state.empty() && p->phase != gossip::GossipNode::Phase::kTraining) {
+        state = "  " + p->activity;
+      }
       // Before it trains a node has no step, loss or accuracy to show: only what it waits for.
-      const bool waiting = BeforeTraining(activity);
-      const nlohmann::json& shown = waiting ? kNoProgress : p;
-      out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
-                         Cell(shown, "step", "{:.0f}"), Cell(shown, "epoch", "{:.2f}"),
-                         Cell(shown, "loss", "{:.4f}"), Cell(shown, "accuracy", "{:.4f}"),
-                         Cell(shown, "bytes_sent", "{:.2f}", 1e-6), Cell(shown, "lag", "{:.0f}"),
-                         Cell(shown, "wait_s", "{:.1f}"), flag, state);
+      const bool shown = p.has_value() && !gossip::BeforeTraining(p->phase);
+      auto cell = [&](double v, const char* format, bool has = true) {
+        return Cell(shown && has ? std::optional<double>(v) : std::nullopt, format);
+      };
+      out += fmt::format(
+          "{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
+          cell(shown ? static_cast<double>(p->step) : 0, "{:.0f}"),
+          cell(shown ? p->local_epoch : 0, "{:.2f}"),
+          cell(shown ? p->loss : 0, "{:.4f}", shown && std::isfinite(p->loss)),
+          cell(shown ? p->accuracy : 0, "{:.4f}", shown && p->accuracy >= 0),
+          cell(shown ? static_cast<double>(p->bytes_sent) * 1e-6 : 0, "{:.2f}"),
+          cell(shown ? static_cast<double>(p->max_lag) : 0, "{:.0f}"),
+          cell(shown ? p->wait_s : 0, "{:.1f}"), flag, state);
     }
     return out;
   }

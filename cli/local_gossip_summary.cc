@@ -13,16 +13,14 @@ namespace murmur::node {
 namespace {
 
 // One finished node's final report into the summary.
-void AddFinished(GossipRunSummary& s, size_t i, const nlohmann::json& f) {
+void AddFinished(GossipRunSummary& s, size_t i, const GossipProgress& f) {
   s.finals[i] = &f;
-  s.accuracy.push_back(f["accuracy"].is_null() ? 0.0 : f["accuracy"].get<double>());
-  const nlohmann::json finish = f.value("finish", nlohmann::json::object());
-  s.finishes.push_back(finish.value("outcome", "off"));
-  const nlohmann::json own_accuracy = finish.value("own_accuracy", nlohmann::json());
-  s.own.push_back(own_accuracy.is_number() ? own_accuracy.get<double>() : s.accuracy.back());
+  s.accuracy.push_back(f.accuracy < 0 ? 0.0 : f.accuracy);
+  s.finishes.push_back(f.finish.empty() ? "off" : f.finish);
+  s.own.push_back(f.own_accuracy >= 0 ? f.own_accuracy : s.accuracy.back());
   if (s.finishes.back() == "averaged") {
-    GossipRunSummary::FinishGroup& g = s.finish_groups[finish.value("collector", uint64_t{0})];
-    g.contributors = std::max(g.contributors, finish.value("contributors", uint32_t{0}));
+    GossipRunSummary::FinishGroup& g = s.finish_groups[f.finish_collector];
+    g.contributors = std::max(g.contributors, f.finish_contributors);
     g.nodes.push_back(i + 1);
     // The cluster model is the average of the most members' models.
     if (g.contributors >= s.contributors) {
@@ -32,17 +30,17 @@ void AddFinished(GossipRunSummary& s, size_t i, const nlohmann::json& f) {
   } else if (s.finishes.back() == "missed") {
     s.missed.push_back(i + 1);
   }
-  s.steps.push_back(f["step"].get<int64_t>());
-  s.rounds.push_back(f["rounds"].get<int64_t>());
-  s.outer_rounds.push_back(f.value("outer_rounds", int64_t{0}));
-  s.train_s.push_back(f["elapsed_s"].get<double>());
-  s.bytes += f["bytes_sent"].get<uint64_t>();
-  s.local_steps += f["local_steps"].get<int64_t>();
-  if (s.end_reason.empty() && f["end"] != "peer") s.end_reason = f["end"].get<std::string>();
-  s.trained += f.value("samples", int64_t{0});
-  s.budget = std::max(s.budget, f.value("budget_samples", int64_t{0}));
-  s.ends[f.value("end", std::string("?"))].push_back(i + 1);
-  if (f.value("samples", int64_t{0}) == 0) s.never_trained.push_back(i + 1);
+  s.steps.push_back(static_cast<int64_t>(f.step));
+  s.rounds.push_back(static_cast<int64_t>(f.rounds));
+  s.outer_rounds.push_back(static_cast<int64_t>(f.outer_rounds));
+  s.train_s.push_back(f.elapsed_s);
+  s.bytes += f.bytes_sent;
+  s.local_steps += f.local_steps;
+  if (s.end_reason.empty() && f.end_reason != "peer") s.end_reason = f.end_reason;
+  s.trained += f.samples;
+  s.budget = std::max(s.budget, f.budget_samples);
+  s.ends[f.end_reason].push_back(i + 1);
+  if (f.samples == 0) s.never_trained.push_back(i + 1);
 }
 
 // (1/N) Σ ||x_i − mean||² of the models, and that over ||mean||².
@@ -74,7 +72,7 @@ nlohmann::json FinishJson(const GossipRunSummary& s) {
 // Injected crashes, nodes that never trained, and the devices when they differ.
 void PrintEvents(const GossipRunSummary& s, const GossipRunContext& context, const ReportOut& out) {
   for (const ReportOut::Crash& crash : out.crashes) {
-    const nlohmann::json* f = s.finals[crash.index];
+    const GossipProgress* f = s.finals[crash.index];
     std::printf(
         "  node %zu crashed at %.1f s (injected)%s\n", crash.index + 1, crash.at,
         crash.back < 0
@@ -83,8 +81,7 @@ void PrintEvents(const GossipRunSummary& s, const GossipRunContext& context, con
                           crash.back - crash.at,
                           f == nullptr ? "did not finish"
                                        : fmt::format("trained {} steps of its own ({} samples)",
-                                                     f->value("local_steps", int64_t{0}),
-                                                     f->value("samples", int64_t{0})))
+                                                     f->local_steps, f->samples))
                   .c_str());
   }
   if (!s.never_trained.empty()) {
@@ -179,7 +176,7 @@ GossipRunSummary SummarizeGossipRun(const LocalCluster& cluster,
   for (size_t i = 0; i < s.nodes; ++i) {
     const Child& c = cluster.children()[i];
     if (!Finished(c)) continue;
-    AddFinished(s, i, c.final_report);
+    AddFinished(s, i, *c.gossip_final);
     if (auto m = ReadCheckpoint(model_path(i)); m.ok() && m->tensors.contains("params")) {
       models.push_back(std::move(m->tensors["params"]));
     }

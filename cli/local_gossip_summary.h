@@ -18,7 +18,7 @@ namespace murmur::node {
 
 struct GossipRunSummary {
   size_t nodes = 0;
-  std::vector<const nlohmann::json*> finals;  // each node's final report (nullptr: none)
+  std::vector<const GossipProgress*> finals;  // each node's final report (nullptr: none)
   std::vector<double> accuracy;               // of the finished nodes, in node order
   std::vector<int64_t> steps;
   std::vector<int64_t> rounds;        // gossip rounds each ran (consensus control skips some)

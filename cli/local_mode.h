@@ -60,7 +60,7 @@ inline std::string LogsLine(const ReportOut& out) {
 }
 
 inline bool Finished(const Child& c) {
-  return c.final_report.is_object() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+  return c.has_final() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
 }
 // Finished, or crashed on purpose for good (--crash without down): the run can still succeed.
 inline bool FinishedOrDown(const Child& c) { return c.down || Finished(c); }

@@ -548,4 +548,26 @@ void GossipNode::AnnounceClock() {
   for (NodeId to : choco_->Trackers(view, s_.rounds)) Emit(SendTo{to, NoPayload{}, nullptr});
 }
 
+namespace {
+constexpr std::pair<GossipNode::Phase, const char*> kPhaseNames[] = {
+    {GossipNode::Phase::kJoining, "joining"},     {GossipNode::Phase::kAwaitingModel, "awaiting_model"},
+    {GossipNode::Phase::kTraining, "training"},   {GossipNode::Phase::kFinishing, "finishing"},
+    {GossipNode::Phase::kLingering, "lingering"}, {GossipNode::Phase::kOver, "over"}};
+}  // namespace
+
+const char* PhaseName(GossipNode::Phase phase) {
+  for (const auto& [p, name] : kPhaseNames) {
+    if (p == phase) return name;
+  }
+  MURMUR_CHECK(false) << "a phase without a name: " << static_cast<int>(phase);
+  return "";
+}
+
+StatusOr<GossipNode::Phase> ParsePhase(std::string_view name) {
+  for (const auto& [p, n] : kPhaseNames) {
+    if (name == n) return p;
+  }
+  return InvalidArgumentError("unknown phase '" + std::string(name) + "'");
+}
+
 }  // namespace murmur::gossip

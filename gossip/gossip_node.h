@@ -478,4 +478,13 @@ class GossipNode {
   ActionQueue output_;
 };
 
+// A phase by name, as the node's report lines carry it: "joining", "awaiting_model", "training",
+// "finishing", "lingering", "over"; and back (kInvalidArgument for another word).
+const char* PhaseName(GossipNode::Phase phase);
+StatusOr<GossipNode::Phase> ParsePhase(std::string_view name);
+// Whether a node in `phase` has not trained yet (it waits for members or for a model).
+inline bool BeforeTraining(GossipNode::Phase phase) {
+  return phase == GossipNode::Phase::kJoining || phase == GossipNode::Phase::kAwaitingModel;
+}
+
 }  // namespace murmur::gossip

@@ -345,6 +345,7 @@ void GossipSession::Fill(TimePoint now) {
   p_.stragglers = node_->Stragglers(now);
   p_.stragglers_detected = node_->soft_sync().stragglers_detected();
   p_.elapsed_s = ToSeconds(now - start_);
+  p_.phase = node_->phase();
   p_.activity = node_->Activity();
   const kernels::DeviceMemoryStats memory = kernels::GetDeviceMemoryStats();
   p_.device_memory_bytes = memory.allocated_bytes;

@@ -95,6 +95,8 @@ struct GossipProgress : gossip::GossipNodeState {
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
   uint64_t stragglers_detected = 0;        // times a peer was marked
   bool finished = false;
+  // Where the node is (what the parent tells a joining node by); `activity` says it in words.
+  gossip::GossipNode::Phase phase = gossip::GossipNode::Phase::kJoining;
   std::string activity;              // GossipNode::Activity(): "joining: 2 of 4 members", ...
   std::string device;                // where it trains: "cpu", "cuda:0"
   uint64_t device_memory_bytes = 0;  // GPU memory held (kernels::GetDeviceMemoryStats)

@@ -1,6 +1,10 @@
 #include "node/driver/node_report.h"
 
+#include <array>
+#include <chrono>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "node/driver/step_breakdown.h"
 #include "proto/envelope_codec.h"
@@ -98,6 +102,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["resumed_step"] = p.resumed_step;
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
+  j["phase"] = gossip::PhaseName(p.phase);
   if (final) j["phases"] = PhasesJson(p);
   if (!p.finish.empty()) {
     j["finish"] = {{"outcome", p.finish},
@@ -152,6 +157,147 @@ std::string CodedProgressJson(const CodedProgress& p) {
   return j.dump();
 }
 
+namespace {
+
+// Reads keys of one JSON object into typed fields; the first missing or mistyped key is the
+// error, and later reads do nothing.
+class Reader {
+ public:
+  explicit Reader(const nlohmann::json& j) : j_(j) {
+    if (!j_.is_object()) status_ = InvalidArgumentError("a report line is a JSON object");
+  }
+  template <typename T>
+  void Get(const char* key, T& out) {
+    if (!status_.ok()) return;
+    auto it = j_.find(key);
+    if (it == j_.end()) {
+      status_ = InvalidArgumentError(std::string("report line without '") + key + "'");
+      return;
+    }
+    try {
+      out = it->get<T>();
+    } catch (const nlohmann::json::exception& e) {
+      status_ = InvalidArgumentError(std::string("report key '") + key + "': " + e.what());
+    }
+  }
+  // A number written as null when it has no value (GossipProgressJson's loss and accuracies).
+  void Number(const char* key, double& out, double if_null) {
+    if (!status_.ok()) return;
+    auto it = j_.find(key);
+    if (it != j_.end() && it->is_null()) {
+      out = if_null;
+      return;
+    }
+    Get(key, out);
+  }
+  Status status() const { return status_; }
+
+ private:
+  const nlohmann::json& j_;
+  Status status_;
+};
+
+Duration FromSeconds(double s) {
+  return std::chrono::round<Duration>(std::chrono::duration<double>(s));
+}
+
+Status ReadPhases(const nlohmann::json& j, GossipProgress& p) {
+  Reader r(j);
+  std::array<Duration*, kStepPhases.size()> fields = {
+      &p.phases.compute,       &p.phases.compress, &p.phases.mix,      &p.phases.apply,
+      &p.phases.send,          &p.phases.communication, &p.phases.waiting, &p.phases.evaluate,
+      &p.phases.injected,      &p.phases.other};
+  for (size_t i = 0; i < kStepPhases.size(); ++i) {
+    double seconds = 0;
+    r.Get((std::string(kStepPhases[i]) + "_s").c_str(), seconds);
+    *fields[i] = FromSeconds(seconds);
+  }
+  r.Get("samples", p.phase_samples);
+  r.Get("thread_cpu_s", p.phase_thread_cpu_s);
+  r.Get("process_cpu_s", p.phase_process_cpu_s);
+  return r.status();
+}
+
+Status ReadFinish(const nlohmann::json& j, GossipProgress& p) {
+  Reader r(j);
+  r.Get("outcome", p.finish);
+  r.Get("contributors", p.finish_contributors);
+  r.Get("collector", p.finish_collector);
+  r.Get("moved", p.finish_moved);
+  r.Number("own_accuracy", p.own_accuracy, -1);
+  r.Get("verdicts", p.finish_verdicts);
+  return r.status();
+}
+
+}  // namespace
+
+StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
+  GossipReport out;
+  GossipProgress& p = out.progress;
+  Reader r(line);
+  std::string kind, phase;
+  r.Get("kind", kind);
+  if (r.status().ok() && kind != "train" && kind != "final") {
+    return InvalidArgumentError("not a gossip report line (kind '" + kind + "')");
+  }
+  out.final = kind == "final";
+  r.Get("id", p.id);
+  r.Get("step", p.step);
+  r.Get("local_steps", p.local_steps);
+  r.Get("samples", p.samples);
+  r.Get("epoch", p.local_epoch);
+  r.Get("cluster_samples", p.cluster_samples);
+  r.Get("budget_samples", p.budget_samples);
+  r.Number("loss", p.loss, std::numeric_limits<double>::quiet_NaN());
+  p.have_loss = std::isfinite(p.loss);
+  r.Number("accuracy", p.accuracy, -1);
+  r.Get("accuracy_step", p.accuracy_step);
+  r.Get("elapsed_s", p.elapsed_s);
+  r.Get("device", p.device);
+  r.Get("device_memory_bytes", p.device_memory_bytes);
+  r.Get("host_device_bytes", p.host_device_bytes);
+  r.Get("bytes_sent", p.bytes_sent);
+  r.Get("bytes_received", p.bytes_received);
+  r.Get("rounds", p.rounds);
+  r.Get("outer_rounds", p.outer_rounds);
+  r.Get("overlapped_steps", p.overlapped_steps);
+  r.Get("lag", p.max_lag);
+  r.Get("consensus", p.consensus_distance);
+  r.Get("consensus_average", p.consensus_average);
+  r.Get("consensus_estimate", p.consensus_estimate);
+  r.Get("activity", p.activity);
+  r.Get("gossip_period", p.gossip_period);
+  r.Get("density_factor", p.density_factor);
+  r.Get("gamma", p.gamma);
+  r.Get("lr", p.lr);
+  r.Get("wait_s", p.wait_s);
+  r.Get("catchups", p.catchups);
+  r.Get("model_requests", p.model_requests);
+  r.Get("gamma_halvings", p.gamma_halvings);
+  r.Get("stragglers", p.stragglers);
+  r.Get("stragglers_detected", p.stragglers_detected);
+  r.Get("members", p.live_members);
+  r.Get("verdicts", p.verdicts);
+  r.Get("rejected", p.rejected_messages);
+  r.Get("skipped_steps", p.skipped_steps);
+  r.Get("joined_by_snapshot", p.joined_by_snapshot);
+  r.Get("resumed_step", p.resumed_step);
+  r.Get("finished", p.finished);
+  r.Get("end", p.end_reason);
+  r.Get("phase", phase);
+  MURMUR_RETURN_IF_ERROR(r.status());
+  MURMUR_ASSIGN_OR_RETURN(p.phase, gossip::ParsePhase(phase));
+  if (out.final) {
+    auto phases = line.find("phases");
+    if (phases == line.end()) return InvalidArgumentError("a final report line without 'phases'");
+    MURMUR_RETURN_IF_ERROR(ReadPhases(*phases, p));
+  }
+  if (auto finish = line.find("finish"); finish != line.end()) {
+    MURMUR_RETURN_IF_ERROR(ReadFinish(*finish, p));
+  }
+  return out;
+}
+
 // Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
 // have that shape is ignored: the table shows the previous one.
 void Absorb(ChildReport& c, const nlohmann::json& report) {
@@ -161,13 +307,13 @@ void Absorb(ChildReport& c, const nlohmann::json& report) {
     return;
   }
   if (report.contains("kind")) {  // gossip progress (GossipProgressJson)
-    if (!report.contains("accuracy") || !report.contains("step")) return;
-    const auto& before = c.progress;
-    c.new_accuracy |=
-        !report["accuracy"].is_null() &&
-        (before.is_null() || before.value("accuracy_step", -1) != report["accuracy_step"]);
-    if (report["kind"] == "final") c.final_report = report;
-    c.progress = report;
+    StatusOr<GossipReport> parsed = ParseGossipReport(report);
+    if (!parsed.ok()) return;
+    const GossipProgress& p = parsed->progress;
+    c.new_accuracy |= p.accuracy >= 0 && (!c.gossip.has_value() ||
+                                          c.gossip->accuracy_step != p.accuracy_step);
+    if (parsed->final) c.gossip_final = p;
+    c.gossip = std::move(parsed->progress);
     return;
   }
   try {

@@ -3,14 +3,18 @@
 // what `murmur local` reads back from them: written and parsed here, in one place, so the two
 // sides cannot drift apart.
 //   membership  SnapshotJson: the node's member table, rejections and traffic;
-//   gossip      GossipProgressJson: kind "train" while training, "final" once;
+//   gossip      GossipProgressJson: kind "train" while training, "final" once, with the node's
+//               phase by name (gossip::PhaseName); read back whole by ParseGossipReport into the
+//               GossipProgress it was written from, so the parent reads fields, not keys;
 //   coded modes CodedProgressJson: kind "coded", then "final", with "mode".
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/status.h"
 #include "node/driver/gossip_session.h"
 #include "node/driver/sync_driver.h"
 #include "node/peer/peer_node.h"
@@ -24,13 +28,26 @@ std::string GossipProgressJson(const GossipProgress& progress, bool final);
 // One line with a synchronous node's progress (kind "coded", or "final").
 std::string CodedProgressJson(const CodedProgress& progress);
 
+// A gossip node's report line, typed: the progress it was written from and whether it is the
+// final one. GossipProgressJson(ParseGossipReport(line).progress, final) writes `line` again.
+struct GossipReport {
+  bool final = false;
+  GossipProgress progress;
+};
+// kInvalidArgument naming the key when `line` is not a gossip report (a key missing or of
+// another type).
+StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line);
+
 // What `murmur local` keeps of one child's report lines.
 struct ChildReport {
   std::map<uint64_t, char> sees;  // membership: member id -> A, S, D, L
   uint64_t heartbeat = 0, alive = 0, rejected = 0;
-  nlohmann::json progress;      // gossip and coded modes: the latest line
+  std::optional<GossipProgress> gossip;        // gossip: the latest line
+  std::optional<GossipProgress> gossip_final;  // ... and the final one
+  nlohmann::json progress;      // coded modes: the latest line
   nlohmann::json final_report;  // ... and the final one
   bool new_accuracy = false;    // gossip: an evaluation newer than the previous line's
+  bool has_final() const { return gossip_final.has_value() || final_report.is_object(); }
 };
 // Takes one parsed line; a line of none of the shapes above is ignored.
 void Absorb(ChildReport& report, const nlohmann::json& line);

@@ -26,12 +26,12 @@ nlohmann::json PhasesJson(const GossipProgress& p) {
   return j;
 }
 
-StepBreakdown CollectBreakdown(const std::vector<const nlohmann::json*>& final_reports) {
+StepBreakdown CollectBreakdown(const std::vector<const GossipProgress*>& final_reports) {
   StepBreakdown b;
   for (size_t i = 0; i < final_reports.size(); ++i) {
-    const nlohmann::json* f = final_reports[i];
-    if (f == nullptr || !f->contains("phases") || !(*f)["phases"].is_object()) continue;
-    const nlohmann::json& phases = (*f)["phases"];
+    const GossipProgress* f = final_reports[i];
+    if (f == nullptr) continue;
+    const nlohmann::json phases = PhasesJson(*f);
     if (phases.value("wall_s", 0.0) <= 0) continue;
     b.nodes.push_back(phases);
     b.node_numbers.push_back(static_cast<int>(i) + 1);

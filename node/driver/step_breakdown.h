@@ -27,7 +27,7 @@ struct StepBreakdown {
   // The same without the periodic evaluations' time: what compares with murmur train's figure.
   double cluster_samples_per_training_s = 0;
 };
-StepBreakdown CollectBreakdown(const std::vector<const nlohmann::json*>& final_reports);
+StepBreakdown CollectBreakdown(const std::vector<const GossipProgress*>& final_reports);
 
 // The table, indented by two spaces, to `out`; nothing when no node reported phases.
 void PrintBreakdown(const StepBreakdown& breakdown, std::FILE* out);

@@ -5,6 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace murmur::node {
 namespace {
 
@@ -18,22 +25,92 @@ TEST(NodeReportTest, GossipLinesRoundTrip) {
   p.budget_samples = 9000;
   p.accuracy = -1;
   p.stragglers = {2};
+  p.phase = gossip::GossipNode::Phase::kTraining;
   ChildReport r;
   Absorb(r, Line(GossipProgressJson(p, false)));
-  EXPECT_EQ(r.progress["step"], 120);
-  EXPECT_TRUE(r.progress["accuracy"].is_null());
+  ASSERT_TRUE(r.gossip.has_value());
+  EXPECT_EQ(r.gossip->step, 120u);
+  EXPECT_EQ(r.gossip->accuracy, -1);
+  EXPECT_EQ(r.gossip->phase, gossip::GossipNode::Phase::kTraining);
   EXPECT_FALSE(r.new_accuracy);
-  EXPECT_FALSE(r.final_report.is_object());
+  EXPECT_FALSE(r.has_final());
   p.accuracy = 0.81;
   p.accuracy_step = 120;
   Absorb(r, Line(GossipProgressJson(p, false)));
   EXPECT_TRUE(r.new_accuracy);
-  EXPECT_DOUBLE_EQ(r.progress["accuracy"].get<double>(), 0.81);
-  EXPECT_EQ(r.progress["stragglers"], nlohmann::json::array({2}));
+  EXPECT_DOUBLE_EQ(r.gossip->accuracy, 0.81);
+  EXPECT_EQ(r.gossip->stragglers, std::vector<gossip::NodeId>{2});
   p.end_reason = "epochs";
+  p.phase = gossip::GossipNode::Phase::kOver;
   Absorb(r, Line(GossipProgressJson(p, true)));
-  ASSERT_TRUE(r.final_report.is_object());
-  EXPECT_EQ(r.final_report["end"], "epochs");
+  ASSERT_TRUE(r.gossip_final.has_value());
+  EXPECT_TRUE(r.has_final());
+  EXPECT_EQ(r.gossip_final->end_reason, "epochs");
+  EXPECT_EQ(r.gossip_final->phase, gossip::GossipNode::Phase::kOver);
+}
+
+// Every field the line carries comes back: the line written again from what was parsed is the
+// line, for a progress with every field away from its default (seed 11, printed).
+TEST(NodeReportTest, AParsedGossipLineWritesTheSameLine) {
+  std::printf("seed 11\n");
+  std::mt19937_64 rng(11);
+  auto u = [&rng](uint64_t hi) { return std::uniform_int_distribution<uint64_t>(1, hi)(rng); };
+  auto x = [&rng] { return std::uniform_real_distribution<double>(0.01, 0.99)(rng); };
+  GossipProgress p;
+  p.id = u(9), p.step = u(1000), p.local_steps = static_cast<int64_t>(u(900));
+  p.samples = static_cast<int64_t>(u(90000)), p.local_epoch = x(), p.cluster_samples = 12345;
+  p.budget_samples = 99999, p.loss = x(), p.have_loss = true, p.accuracy = x();
+  p.accuracy_step = u(100), p.elapsed_s = x(), p.device = "cuda:1";
+  p.device_memory_bytes = u(1 << 30), p.host_device_bytes = u(1 << 20), p.bytes_sent = u(1 << 30);
+  p.bytes_received = u(1 << 30), p.rounds = u(50), p.outer_rounds = u(9);
+  p.overlapped_steps = u(7), p.max_lag = u(40), p.consensus_distance = x();
+  p.consensus_average = x(), p.consensus_estimate = x(), p.activity = "training";
+  p.gossip_period = 80, p.density_factor = 2, p.gamma = x(), p.lr = x(), p.wait_s = x();
+  p.catchups = u(3), p.model_requests = u(3), p.gamma_halvings = u(2);
+  p.stragglers = {2, 5}, p.stragglers_detected = u(4), p.live_members = 4;
+  p.verdicts = {{"applied", u(100)}, {"gap", u(5)}}, p.rejected_messages = u(6);
+  p.skipped_steps = u(2), p.joined_by_snapshot = true, p.resumed_step = u(30);
+  p.finished = true, p.end_reason = "target", p.phase = gossip::GossipNode::Phase::kLingering;
+  p.finish = "averaged", p.finish_contributors = 4, p.finish_collector = 1, p.finish_moved = x();
+  p.own_accuracy = x(), p.finish_verdicts = {{"averaged", 1}};
+  p.phases.compute = std::chrono::microseconds(u(1 << 24));
+  p.phases.mix = std::chrono::nanoseconds(u(1 << 30));
+  p.phases.evaluate = std::chrono::milliseconds(u(900));
+  p.phase_samples = 4096, p.phase_thread_cpu_s = x(), p.phase_process_cpu_s = x();
+  for (bool final : {false, true}) {
+    const std::string line = GossipProgressJson(p, final);
+    auto parsed = ParseGossipReport(Line(line));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->final, final);
+    EXPECT_EQ(GossipProgressJson(parsed->progress, final), line);
+  }
+  // Without a loss or an accuracy yet (null on the wire).
+  p.loss = std::numeric_limits<double>::quiet_NaN(), p.accuracy = -1, p.own_accuracy = -1;
+  const std::string line = GossipProgressJson(p, true);
+  auto parsed = ParseGossipReport(Line(line));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->progress.have_loss);
+  EXPECT_EQ(GossipProgressJson(parsed->progress, true), line);
+}
+
+TEST(NodeReportTest, AMalformedGossipLineIsRefusedWithTheKey) {
+  GossipProgress p;
+  nlohmann::json line = Line(GossipProgressJson(p, false));
+  line.erase("rounds");
+  auto missing = ParseGossipReport(line);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'rounds'"), std::string::npos) << missing.status();
+  line = Line(GossipProgressJson(p, false));
+  line["step"] = "many";
+  auto mistyped = ParseGossipReport(line);
+  ASSERT_FALSE(mistyped.ok());
+  EXPECT_NE(mistyped.status().message().find("'step'"), std::string::npos) << mistyped.status();
+  line = Line(GossipProgressJson(p, false));
+  line["phase"] = "dreaming";
+  EXPECT_FALSE(ParseGossipReport(line).ok());
+  line = Line(GossipProgressJson(p, true));
+  line.erase("phases");
+  EXPECT_FALSE(ParseGossipReport(line).ok());
 }
 
 TEST(NodeReportTest, CodedLinesRoundTrip) {
@@ -76,6 +153,7 @@ TEST(NodeReportTest, MembershipLinesAndMalformedOnes) {
   Absorb(r, Line(R"({"members": "not a list"})"));  // ignored: the table keeps the last view
   EXPECT_EQ(r.sees.size(), 3u);
   Absorb(r, Line(R"({"kind": "train"})"));  // a progress line without its fields: ignored
+  EXPECT_FALSE(r.gossip.has_value());
   EXPECT_FALSE(r.progress.is_object());
 }
 
