@@ -72,7 +72,7 @@ StatusOr<Addresses> AddressesFor(const LocalClusterOptions& config,
     return a;
   }
   // Transport and admin ports drawn together so they all differ.
-  const int need = (config.transport == "tcp" ? n : 0) + (config.admin ? n : 0);
+  const int need = (config.transport == LocalTransport::kTcp ? n : 0) + (config.admin ? n : 0);
   const std::vector<int> ports = FreePorts(need);
   if (static_cast<int>(ports.size()) != need) return UnavailableError("could not find free ports");
   size_t next_port = 0;
@@ -81,7 +81,7 @@ StatusOr<Addresses> AddressesFor(const LocalClusterOptions& config,
       a.admins.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
   }
   for (int i = 0; i < n; ++i) {
-    a.endpoints.push_back(config.transport == "tcp"
+    a.endpoints.push_back(config.transport == LocalTransport::kTcp
                               ? "tcp://127.0.0.1:" + std::to_string(ports[next_port++])
                               : "ipc://" +
                                     (dir / ("node-" + std::to_string(i) + ".sock")).string());
@@ -411,7 +411,7 @@ Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const 
   nlohmann::json groups = nlohmann::json::array();
   for (size_t i = 0; i < admins.size(); ++i) {
     groups.push_back({{"targets", {admins[i]}},
-                      {"labels", {{"node", std::to_string(i + 1)}, {"mode", config_.mode}}}});
+                      {"labels", {{"node", std::to_string(i + 1)}, {"mode", std::string(gossip::ModeName(config_.mode))}}}});
   }
   std::error_code ignored;  // a missing directory is made; a failure shows when writing
   std::filesystem::create_directories(

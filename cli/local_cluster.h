@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cli/local_transport.h"
+#include "gossip/mode.h"
 #include "node/driver/node_report.h"
 #include "node/net/netns_network.h"
 
@@ -21,9 +23,9 @@ namespace murmur::node {
 
 struct LocalClusterOptions {
   int nodes = 1;
-  std::string mode;  // the Prometheus targets' label
+  gossip::Mode mode = gossip::Mode::kGossip;  // the Prometheus targets' label
   std::string cluster = "local";
-  std::string transport = "tcp";  // tcp or ipc
+  LocalTransport transport = LocalTransport::kTcp;
   int probe_interval_ms = 200;
   int probe_timeout_ms = 80;
   std::string node_log_level = "info";

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 #include "cli/local_mode.h"
 #include "cli/placement.h"
@@ -50,19 +54,19 @@ class CodedLocal : public LocalMode {
     const auto& children = cluster.children();
     std::string out =
         fmt::format("murmur local: {} processes, {}, {:.1f} s\n", children.size(), what_, t);
-    const nlohmann::json& head = children.empty() ? nlohmann::json() : children[0].progress;
-    if (head.is_object()) {
+    if (!children.empty() && children[0].coded.has_value()) {
+      const CodedReport& head = *children[0].coded;
+      const CodedProgress& h = head.progress;
       out += fmt::format("  iterations {}, loss {} (at {}), iteration {} ms mean, {} ms p95\n",
-                         Cell(head, "iteration", "{:.0f}"), Cell(head, "loss", "{:.5f}"),
-                         Cell(head, "evaluated_at", "{:.0f}"),
-                         Cell(head, "iteration_ms_mean", "{:.1f}"),
-                         Cell(head, "iteration_ms_p95", "{:.1f}"));
-      if (config_.mode == Mode::kPs && head.contains("applied")) {
+                         h.iteration, Number(h.loss, "{:.5f}"), h.evaluated_at,
+                         Number(head.iteration_ms_mean, "{:.1f}"),
+                         Number(head.iteration_ms_p95, "{:.1f}"));
+      if (config_.mode == Mode::kPs && h.mode == Mode::kPs) {
         out += fmt::format(
             "  server 0: {} gradients applied, staleness {} mean, {} max, {} replies "
             "held by the SSP bound\n",
-            Cell(head, "applied", "{:.0f}"), Cell(head, "staleness_mean", "{:.2f}"),
-            Cell(head, "staleness_max", "{:.0f}"), Cell(head, "gated", "{:.0f}"));
+            h.stats.applied, Number(StalenessMean(h), "{:.2f}"), h.stats.staleness_max,
+            h.stats.gated);
       }
     }
     out += fmt::format(
@@ -71,20 +75,22 @@ class CodedLocal : public LocalMode {
         "waiting", "injection");
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& c = children[i];
-      const nlohmann::json& p = c.progress;
-      std::string state = c.final_report.is_object() ? "  done" : (c.exited ? "  (exited)" : "");
-      if (state.empty() && !p.is_object()) state = "  starting";
-      if (state.empty() && p.value("activity", "training") != "training") {
-        state = "  " + p.value("activity", "");
+      std::string state = c.coded_final.has_value() ? "  done" : (c.exited ? "  (exited)" : "");
+      if (!c.coded.has_value()) {
+        if (state.empty()) state = "  starting";
+        out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  "
+                           "{:>7}  {}{}\n",
+                           i + 1, "-", "", "-", "-", "-", "-", "-", "-", "-", "-", c.straggle,
+                           state);
+        continue;
       }
+      const CodedProgress& p = c.coded->progress;
       out += fmt::format(
-          "{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  {:>7}  {}{}\n",
-          i + 1, Cell(p, "rank", "{:.0f}"), p.is_object() ? p.value("role", "") : "",
-          Cell(p, "iteration", "{:.0f}"), Cell(p, "own_samples", "{:.0f}"),
-          Cell(p, "compute_s", "{:.2f}"), Cell(p, "injected_s", "{:.2f}"),
-          Cell(p, "bytes_sent", "{:.2f}", 1e-6), Cell(p, "late_dropped", "{:.0f}"),
-          Cell(p, "children_ignored", "{:.0f}"), Cell(p, "undecodable_waits", "{:.0f}"), c.straggle,
-          state);
+          "{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9.2f}  {:>8.2f}  {:>7.2f}  {:>6}  {:>7}  {:>7}  "
+          "{}{}\n",
+          i + 1, p.rank, p.role, p.iteration, p.own_samples, p.compute_s, p.injected_s,
+          static_cast<double>(p.bytes_sent) * 1e-6, p.stats.late_dropped, p.stats.children_ignored,
+          p.stats.undecodable_waits, c.straggle, state);
     }
     return out;
   }
@@ -98,37 +104,52 @@ class CodedLocal : public LocalMode {
     if (PrintJson(Json(facts, ok), wall, killed, out)) return;
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
-    const nlohmann::json& head = facts.head;
-    if (head.is_object()) {
+    if (facts.head.has_value()) {
+      const CodedProgress& h = *facts.head;
       // The digits a reader compares (the JSON keeps every digit).
       // An async or SSP server counts every worker's gradient as an update (N per iteration).
       const bool per_gradient = config_.mode == Mode::kPs && plan_.ps.sync != gossip::PsSync::kFull;
-      std::printf("  %s %s; final training loss %s, test accuracy %s\n",
-                  head["iteration"].dump().c_str(),
+      std::printf("  %llu %s; final training loss %s, test accuracy %s\n",
+                  static_cast<unsigned long long>(h.iteration),
                   per_gradient ? "updates, one per gradient" : "iterations",
-                  Cell(head, "loss", "{:.5f}").c_str(), Cell(head, "accuracy", "{:.4f}").c_str());
+                  Number(h.loss, "{:.5f}").c_str(), Number(h.accuracy, "{:.4f}").c_str());
       std::printf("  iteration time %.1f ms mean, %.1f ms p95\n", facts.mean_ms, facts.p95_ms);
-      if (config_.mode == Mode::kPs && head.contains("applied")) {
+      if (config_.mode == Mode::kPs && h.mode == Mode::kPs) {
         std::printf(
-            "  server 0 applied %s gradients, staleness %s mean, %s max; %s replies held "
+            "  server 0 applied %llu gradients, staleness %s mean, %llu max; %llu replies held "
             "by the SSP bound\n",
-            head["applied"].dump().c_str(), Cell(head, "staleness_mean", "{:.2f}").c_str(),
-            head["staleness_max"].dump().c_str(), head["gated"].dump().c_str());
+            static_cast<unsigned long long>(h.stats.applied),
+            Number(StalenessMean(h), "{:.2f}").c_str(),
+            static_cast<unsigned long long>(h.stats.staleness_max),
+            static_cast<unsigned long long>(h.stats.gated));
       }
     }
     std::printf("  sent %.1f MB in all (every process, every message)\n",
                 static_cast<double>(facts.sent_total) / 1e6);
     std::printf("  late answers dropped per node:");
-    for (const auto& l : facts.late) std::printf(" %s", l.dump().c_str());
+    for (uint64_t l : facts.late) std::printf(" %llu", static_cast<unsigned long long>(l));
     std::printf("\n  %s\n", LogsLine(out).c_str());
   }
 
  private:
+  // `v` in `format`, "-" when it is not a number (no evaluation yet, or a regression task).
+  static std::string Number(double v, const char* format) {
+    return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "-";
+  }
+  static double StalenessMean(const CodedProgress& p) {
+    return p.stats.applied > 0 ? static_cast<double>(p.stats.staleness_sum) /
+                                     static_cast<double>(p.stats.applied)
+                               : 0.0;
+  }
+  static nlohmann::json NumberJson(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  }
+
   // What the processes reported at the end: the root's (rank 0's) report, and per process the
   // late answers dropped and the bytes sent.
   struct RunFacts {
-    nlohmann::json head;
-    nlohmann::json late = nlohmann::json::array(), sent = nlohmann::json::array();
+    std::optional<CodedProgress> head;
+    std::vector<uint64_t> late, sent;
     uint64_t rejected = 0, sent_total = 0;
     std::vector<double> times;
     double mean_ms = 0, p95_ms = 0;
@@ -137,26 +158,25 @@ class CodedLocal : public LocalMode {
   static RunFacts Gather(const LocalCluster& cluster) {
     RunFacts f;
     for (const Child& c : cluster.children()) {
-      f.late.push_back(Finished(c) ? c.final_report.value("late_dropped", uint64_t{0})
-                                   : uint64_t{0});
+      f.late.push_back(Finished(c) ? c.coded_final->progress.stats.late_dropped : 0);
       // What each process put on the wire (every message kind), as far as it reported.
-      const nlohmann::json& last = c.final_report.is_object() ? c.final_report : c.progress;
-      const uint64_t bytes = last.is_object() ? last.value("bytes_sent", uint64_t{0}) : 0;
+      const std::optional<CodedReport>& last = c.coded_final ? c.coded_final : c.coded;
+      const uint64_t bytes = last.has_value() ? last->progress.bytes_sent : 0;
       f.sent.push_back(bytes);
       f.sent_total += bytes;
-      if (Finished(c)) f.rejected += c.final_report.value("rejected", uint64_t{0});
+      if (Finished(c)) f.rejected += c.coded_final->progress.rejected_messages;
     }
-    f.head = cluster.children()[0].final_report;
-    if (f.head.is_object()) f.times = f.head["iteration_ms"].get<std::vector<double>>();
+    if (cluster.children()[0].coded_final.has_value()) {
+      f.head = cluster.children()[0].coded_final->progress;
+      f.times = f.head->iteration_ms;
+    }
     std::tie(f.mean_ms, f.p95_ms) = MeanAndP95(f.times);
     return f;
   }
 
   nlohmann::json Json(const RunFacts& f, bool ok) const {
-    const bool have = f.head.is_object();
-    auto from_head = [&](const char* key) {
-      return have && f.head.contains(key) ? f.head[key] : nlohmann::json(nullptr);
-    };
+    const std::optional<CodedProgress>& h = f.head;
+    const nlohmann::json none;
     nlohmann::json j;
     j["mode"] = std::string(gossip::ModeName(config_.mode));
     j["n"] = config_.coded.n;
@@ -166,9 +186,9 @@ class CodedLocal : public LocalMode {
     j["processes"] = plan_.processes;
     j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
     j["ok"] = ok;
-    j["iterations"] = from_head("iteration");
-    j["loss"] = from_head("loss");
-    j["accuracy"] = from_head("accuracy");
+    j["iterations"] = h ? nlohmann::json(h->iteration) : none;
+    j["loss"] = h ? NumberJson(h->loss) : none;
+    j["accuracy"] = h ? NumberJson(h->accuracy) : none;
     j["iteration_ms_mean"] = f.mean_ms;
     j["iteration_ms_p95"] = f.p95_ms;
     j["iteration_ms"] = f.times;
@@ -179,9 +199,11 @@ class CodedLocal : public LocalMode {
     if (config_.mode == Mode::kPs) {
       j["servers"] = plan_.ps.servers;
       j["ps_sync"] = gossip::PsDescription(plan_.ps);
-      for (const char* key : {"applied", "staleness_mean", "staleness_max", "gated"}) {
-        j[key] = from_head(key);
-      }
+      const bool ps = h && h->mode == Mode::kPs;
+      j["applied"] = ps ? nlohmann::json(h->stats.applied) : none;
+      j["staleness_mean"] = ps ? nlohmann::json(StalenessMean(*h)) : none;
+      j["staleness_max"] = ps ? nlohmann::json(h->stats.staleness_max) : none;
+      j["gated"] = ps ? nlohmann::json(h->stats.gated) : none;
     }
     return j;
   }

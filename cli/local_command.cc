@@ -159,7 +159,7 @@ Status AddLatency(const net::NetworkSpec& network, int processes,
 
 // What a run on a network of namespaces needs, checked before anything starts.
 Status CheckNetwork(const LocalConfig& config, int processes) {
-  if (config.transport != "tcp") {
+  if (config.transport != LocalTransport::kTcp) {
     return InvalidArgumentError(
         "network: Unix-domain sockets (--transport ipc) do not cross a "
         "network; use --transport tcp with --network netns:...");

@@ -21,7 +21,8 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "seconds to run before stopping every node; 0: until the budget is spent "
               "(gossip) or Ctrl-C (membership)")
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
-        .Choice("transport", &C::transport, "tcp", {"tcp", "ipc"},
+        .Enum("transport", &C::transport, "tcp",
+              {{"tcp", LocalTransport::kTcp}, {"ipc", LocalTransport::kIpc}},
                 "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
         .Parsed("network", &C::network, "loopback",
                 "loopback, or netns:rate=R[,burst=B][,topology=star|two-racks][,uplink=R]"

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "cli/local_transport.h"
 #include "gossip/mode.h"
 #include "node/config/coded_config.h"
 #include "node/config/config_schema.h"
@@ -18,7 +19,7 @@ struct LocalConfig {
   int nodes = 0;
   double duration = 0;
   std::string cluster;
-  std::string transport;
+  LocalTransport transport = LocalTransport::kTcp;
   net::NetworkSpec network;  // loopback, or namespaces with shaped links
   int probe_interval_ms = 0;
   int probe_timeout_ms = 0;

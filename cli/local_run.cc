@@ -198,7 +198,7 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
              const net::NetnsNetwork* network) {
   LocalClusterOptions co;
   co.nodes = mode.processes();
-  co.mode = std::string(gossip::ModeName(config.mode));
+  co.mode = config.mode;
   co.cluster = config.cluster;
   co.transport = config.transport;
   co.probe_interval_ms = config.probe_interval_ms;

@@ -119,7 +119,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
 std::string CodedProgressJson(const CodedProgress& p) {
   nlohmann::json j;
   j["kind"] = p.final ? "final" : "coded";
-  j["mode"] = p.mode;
+  j["mode"] = gossip::ModeName(p.mode);
   j["rank"] = p.rank;
   j["role"] = p.role;
   j["iteration"] = p.iteration;
@@ -140,7 +140,7 @@ std::string CodedProgressJson(const CodedProgress& p) {
   j["stale_own"] = p.stats.stale_own;
   j["duplicates"] = p.stats.duplicates;
   j["undecodable_waits"] = p.stats.undecodable_waits;
-  if (p.mode == "ps") {  // a server's gradients and their staleness (param_server.h)
+  if (p.mode == gossip::Mode::kPs) {  // a server's gradients and their staleness (param_server.h)
     j["applied"] = p.stats.applied;
     j["staleness_mean"] = p.stats.applied > 0 ? static_cast<double>(p.stats.staleness_sum) /
                                                     static_cast<double>(p.stats.applied)
@@ -298,12 +298,69 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
   return out;
 }
 
+StatusOr<CodedReport> ParseCodedReport(const nlohmann::json& line) {
+  CodedReport out;
+  CodedProgress& p = out.progress;
+  Reader r(line);
+  std::string kind, mode;
+  r.Get("kind", kind);
+  if (r.status().ok() && kind != "coded" && kind != "final") {
+    return InvalidArgumentError("not a synchronous node's report line (kind '" + kind + "')");
+  }
+  out.final = p.final = kind == "final";
+  r.Get("mode", mode);
+  r.Get("rank", p.rank);
+  r.Get("role", p.role);
+  r.Get("iteration", p.iteration);
+  r.Get("own_samples", p.own_samples);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  r.Number("loss", p.loss, nan);
+  r.Number("accuracy", p.accuracy, nan);
+  r.Get("evaluated_at", p.evaluated_at);
+  r.Get("compute_s", p.compute_s);
+  r.Get("injected_s", p.injected_s);
+  r.Get("iteration_ms_mean", out.iteration_ms_mean);
+  r.Get("iteration_ms_p95", out.iteration_ms_p95);
+  if (out.final) r.Get("iteration_ms", p.iteration_ms);
+  r.Get("decodes", p.stats.decodes);
+  r.Get("children_waited", p.stats.children_waited);
+  r.Get("children_ignored", p.stats.children_ignored);
+  r.Get("late_dropped", p.stats.late_dropped);
+  r.Get("stale_own", p.stats.stale_own);
+  r.Get("duplicates", p.stats.duplicates);
+  r.Get("undecodable_waits", p.stats.undecodable_waits);
+  r.Get("rejected", p.rejected_messages);
+  r.Get("refused_views", p.refused_views);
+  r.Get("early_dropped", p.early_dropped);
+  r.Get("elapsed_s", p.elapsed_s);
+  r.Get("bytes_sent", p.bytes_sent);
+  r.Get("bytes_received", p.bytes_received);
+  MURMUR_RETURN_IF_ERROR(r.status());
+  const std::optional<gossip::Mode> parsed_mode = gossip::ParseMode(mode);
+  if (!parsed_mode.has_value()) return InvalidArgumentError("unknown mode '" + mode + "'");
+  p.mode = *parsed_mode;
+  if (p.mode == gossip::Mode::kPs) {
+    // The mean is written from the sum; the sum is read back as mean x applied, rounded.
+    double staleness_mean = 0;
+    r.Get("applied", p.stats.applied);
+    r.Get("staleness_mean", staleness_mean);
+    r.Get("staleness_max", p.stats.staleness_max);
+    r.Get("gated", p.stats.gated);
+    MURMUR_RETURN_IF_ERROR(r.status());
+    p.stats.staleness_sum =
+        static_cast<uint64_t>(std::llround(staleness_mean * static_cast<double>(p.stats.applied)));
+  }
+  return out;
+}
+
 // Keeps what the table needs from one report line (SnapshotJson's format). A line that does not
 // have that shape is ignored: the table shows the previous one.
 void Absorb(ChildReport& c, const nlohmann::json& report) {
   if (report.contains("kind") && report.contains("mode")) {  // coded progress (CodedProgressJson)
-    if (report["kind"] == "final") c.final_report = report;
-    c.progress = report;
+    StatusOr<CodedReport> parsed = ParseCodedReport(report);
+    if (!parsed.ok()) return;
+    if (parsed->final) c.coded_final = *parsed;
+    c.coded = *std::move(parsed);
     return;
   }
   if (report.contains("kind")) {  // gossip progress (GossipProgressJson)

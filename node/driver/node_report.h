@@ -38,16 +38,26 @@ struct GossipReport {
 // another type).
 StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line);
 
+// A synchronous node's report line, typed. A line other than the final one carries the
+// iteration times' mean and 95th percentile only (the final one carries them all).
+struct CodedReport {
+  bool final = false;
+  CodedProgress progress;
+  double iteration_ms_mean = 0, iteration_ms_p95 = 0;
+};
+// kInvalidArgument naming the key when `line` is not a synchronous node's report.
+StatusOr<CodedReport> ParseCodedReport(const nlohmann::json& line);
+
 // What `murmur local` keeps of one child's report lines.
 struct ChildReport {
   std::map<uint64_t, char> sees;  // membership: member id -> A, S, D, L
   uint64_t heartbeat = 0, alive = 0, rejected = 0;
   std::optional<GossipProgress> gossip;        // gossip: the latest line
   std::optional<GossipProgress> gossip_final;  // ... and the final one
-  nlohmann::json progress;      // coded modes: the latest line
-  nlohmann::json final_report;  // ... and the final one
+  std::optional<CodedReport> coded;        // synchronous modes: the latest line
+  std::optional<CodedReport> coded_final;  // ... and the final one
   bool new_accuracy = false;    // gossip: an evaluation newer than the previous line's
-  bool has_final() const { return gossip_final.has_value() || final_report.is_object(); }
+  bool has_final() const { return gossip_final.has_value() || coded_final.has_value(); }
 };
 // Takes one parsed line; a line of none of the shapes above is ignored.
 void Absorb(ChildReport& report, const nlohmann::json& line);

@@ -235,7 +235,7 @@ void SyncDriver::Report(bool final) {
 }
 
 StatusOr<CodedProgress> SyncDriver::Run(gossip::SyncPlan plan) {
-  p_.mode = std::string(gossip::ModeName(o_.mode));
+  p_.mode = o_.mode;
   p_.accuracy = std::nan("");
   p_.loss = std::nan("");
   std::vector<float> initial(static_cast<size_t>(model_.NumParams()));

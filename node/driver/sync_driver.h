@@ -63,7 +63,7 @@ struct CodedTrainerOptions {
 
 // The machine's state (gossip::SyncNodeState) and what the driver adds.
 struct CodedProgress : gossip::SyncNodeState {
-  std::string mode;
+  gossip::Mode mode = gossip::Mode::kCodedTree;
   int64_t rank = -1;
   std::string role;  // root, parent, leaf, ring
   int64_t own_samples = 0;       // weighted samples this rank computes per iteration

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -115,7 +116,7 @@ TEST(NodeReportTest, AMalformedGossipLineIsRefusedWithTheKey) {
 
 TEST(NodeReportTest, CodedLinesRoundTrip) {
   CodedProgress p;
-  p.mode = "coded-tree";
+  p.mode = gossip::Mode::kCodedTree;
   p.rank = 0;
   p.role = "root";
   p.iteration = 7;
@@ -123,14 +124,27 @@ TEST(NodeReportTest, CodedLinesRoundTrip) {
   p.loss = std::nan("");
   ChildReport r;
   Absorb(r, Line(CodedProgressJson(p)));
-  EXPECT_EQ(r.progress["kind"], "coded");
-  EXPECT_TRUE(r.progress["loss"].is_null());
-  EXPECT_FALSE(r.progress.contains("iteration_ms"));  // only the final line carries them all
+  ASSERT_TRUE(r.coded.has_value());
+  EXPECT_FALSE(r.coded->final);
+  EXPECT_TRUE(std::isnan(r.coded->progress.loss));
+  EXPECT_TRUE(r.coded->progress.iteration_ms.empty());  // only the final line carries them all
+  EXPECT_DOUBLE_EQ(r.coded->iteration_ms_mean, 20.0);
+  EXPECT_FALSE(r.has_final());
   p.final = true;
   Absorb(r, Line(CodedProgressJson(p)));
-  ASSERT_TRUE(r.final_report.is_object());
-  EXPECT_EQ(r.final_report["iteration_ms"], nlohmann::json::array({10.0, 20.0, 30.0}));
-  EXPECT_DOUBLE_EQ(r.final_report["iteration_ms_mean"].get<double>(), 20.0);
+  ASSERT_TRUE(r.coded_final.has_value());
+  EXPECT_EQ(r.coded_final->progress.iteration_ms, (std::vector<double>{10.0, 20.0, 30.0}));
+  EXPECT_EQ(r.coded_final->progress.mode, gossip::Mode::kCodedTree);
+  // Written again from what was parsed, the final line is the line, a server's included.
+  EXPECT_EQ(CodedProgressJson(r.coded_final->progress), CodedProgressJson(p));
+  p.mode = gossip::Mode::kPs;
+  p.stats.applied = 12, p.stats.staleness_sum = 17, p.stats.staleness_max = 4, p.stats.gated = 2;
+  auto server = ParseCodedReport(Line(CodedProgressJson(p)));
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(CodedProgressJson(server->progress), CodedProgressJson(p));
+  nlohmann::json bad = Line(CodedProgressJson(p));
+  bad["mode"] = "carrier-pigeon";
+  EXPECT_FALSE(ParseCodedReport(bad).ok());
 }
 
 TEST(NodeReportTest, MembershipLinesAndMalformedOnes) {
@@ -154,7 +168,7 @@ TEST(NodeReportTest, MembershipLinesAndMalformedOnes) {
   EXPECT_EQ(r.sees.size(), 3u);
   Absorb(r, Line(R"({"kind": "train"})"));  // a progress line without its fields: ignored
   EXPECT_FALSE(r.gossip.has_value());
-  EXPECT_FALSE(r.progress.is_object());
+  EXPECT_FALSE(r.coded.has_value());
 }
 
 }  // namespace
