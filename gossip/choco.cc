@@ -304,6 +304,10 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
   }
   copy.norm_average = copy.norms == 0 ? norm : 0.9 * copy.norm_average + 0.1 * norm;
   ++copy.norms;
+  // Invariant: a tracked copy moves one version at a time, and only from the version the update
+  // names (the checks above refused every other update), so it equals its owner's x̂ at that
+  // version.
+  MURMUR_CHECK_EQ(h.round, copy.version + 1);
   Add(received_, copy.values.span());
   copy.version = h.round;
   copy.ready = true;
@@ -404,7 +408,7 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
     encoded = true;
   }
   Add(q_, public_.span());
-  ++version_;
+  ++version_;  // Invariant: the own stream advances by one per round; its updates name version − 1.
   const double own_norm = std::sqrt(coding::SquaredL2Norm(q_.values));
   own_norm_average_ = own_norms_ == 0 ? own_norm : 0.9 * own_norm_average_ + 0.1 * own_norm;
   ++own_norms_;

@@ -302,7 +302,7 @@ void GossipNode::Advance(TimePoint now) {
     case Phase::kLingering:
       if (!evaluating_ &&
           LingerIsOver(now, linger_until_, finish_ != nullptr && finish_->Settled(), output_)) {
-        phase_ = Phase::kOver;
+        EnterPhase(Phase::kOver);
       }
       return;
     case Phase::kOver:
@@ -321,14 +321,14 @@ void GossipNode::StartTraining(TimePoint now) {
       from_initial_);
   if (resume_.has_value()) resume_->public_copy = {};  // ChocoGossip holds its own copy
   if (!choco.ok()) {
-    phase_ = Phase::kOver;
+    EnterPhase(Phase::kOver);
     Emit(RunOver{choco.status()});
     return;
   }
   choco_ = *std::move(choco);
   EnsureFinish(now);
   s_.gamma = choco_->gamma();
-  phase_ = Phase::kTraining;
+  EnterPhase(Phase::kTraining);
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
   AdvanceTraining(now);
 }

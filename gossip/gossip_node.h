@@ -73,6 +73,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/lr_schedule.h"
 #include "base/status.h"
@@ -414,6 +415,13 @@ class GossipNode {
   std::unique_ptr<ConsensusFinish> finish_;  // from the start of training, unless finish_wait is 0
   GossipNodeObserver* observer_ = nullptr;
   GossipNodeState s_;
+  // Invariant: the phase only moves forward (joining, awaiting a model, training, finishing,
+  // lingering, over); EnterPhase CHECKs it.
+  void EnterPhase(Phase next) {
+    MURMUR_CHECK(next >= phase_) << "phase " << static_cast<int>(phase_) << " -> "
+                                 << static_cast<int>(next);
+    phase_ = next;
+  }
   Phase phase_ = Phase::kJoining;
   TimePoint start_{};
   TimePoint join_deadline_{};

@@ -71,12 +71,12 @@ void GossipNode::Finish(TimePoint now) {
   if (finish_ == nullptr || stop_requested_) {
     // Stopped by the operator: the others train on, there is nothing to average with.
     s_.finish = "off";
-    phase_ = Phase::kLingering;
+    EnterPhase(Phase::kLingering);
     linger_until_ = now + o_.linger;
     Emit(Evaluate{true, x_});
     return;
   }
-  phase_ = Phase::kFinishing;
+  EnterPhase(Phase::kFinishing);
   final_model_ = HostModel();  // stays as it is until the finish ends: training is over
   // A node that trained nothing (a restart that found the run over) holds no model of the run's:
   // it takes the average without adding to it.
@@ -104,7 +104,7 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   }
   const FinishOutcome o = finish_->outcome().value_or(
       FinishOutcome{false, 0, 0, {}, "the operator stopped the node while it waited"});
-  phase_ = Phase::kLingering;
+  EnterPhase(Phase::kLingering);
   linger_until_ = now + o_.linger;
   if (!o.averaged) {
     s_.finish = "missed";

@@ -73,7 +73,7 @@ void GossipNode::AdvanceJoin(TimePoint now) {
         resume_.reset();
         s_.resumed_step = 0;
       }
-      phase_ = Phase::kAwaitingModel;
+      EnterPhase(Phase::kAwaitingModel);
       join_attempt_ = 1;
       ++s_.join_requests;
       Emit(Wait{now + o_.snapshot_timeout});

@@ -129,7 +129,7 @@ void GossipNode::MixRound() {
 
 void GossipNode::Fail(const Status& status) {
   MURMUR_LOG_ERROR("node {}: {}", o_.self, status.ToString());
-  phase_ = Phase::kOver;
+  EnterPhase(Phase::kOver);
   Emit(RunOver{status});
 }
 

@@ -142,6 +142,11 @@ void Membership::Refute(Incarnation heard) {
 }
 
 void Membership::Transition(Member& m, const MemberEntry& entry, TimePoint now) {
+  // Invariants: a member's entry is replaced only by one for the same member, and its life
+  // number (incarnation) never goes down: an older life's news is refused before it gets here
+  // (Supersedes, SWIM's merge order, docs/algorithms.md §7.1).
+  MURMUR_CHECK_EQ(entry.id, m.entry.id);
+  MURMUR_CHECK_GE(entry.incarnation, m.entry.incarnation) << "member " << entry.id;
   const MemberState before = m.entry.state;
   const bool newer_life = entry.incarnation > m.entry.incarnation;
   const uint64_t heartbeat = newer_life ? entry.heartbeat : std::max(entry.heartbeat, m.entry.heartbeat);

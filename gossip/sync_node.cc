@@ -130,7 +130,7 @@ std::span<const float> SyncNode::model() {
 void SyncNode::Emit(NodeAction action) { output_.Emit(std::move(action)); }
 
 void SyncNode::Fail(Status status) {
-  phase_ = Phase::kOver;
+  EnterPhase(Phase::kOver);
   detail_ = std::string(status.message());
   Emit(RunOver{std::move(status)});
 }
@@ -156,7 +156,7 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
           "node {}: member {} finished the {} run before this node assembled: "
           "nothing to join",
           o_.self, finished->id, ModeName(plan_.mode));
-      phase_ = Phase::kOver;
+      EnterPhase(Phase::kOver);
       s_.end_reason = "peer";
       detail_ = "the run ended before this node assembled";
       Emit(Finished{s_.end_reason});
@@ -241,7 +241,7 @@ void SyncNode::StartRunning(TimePoint now) {
     tree_.emplace(*plan_.layout, *plan_.code,
                   TreeAggregator::Options{rank_, dim, o_.report_after, o_.device});
   }
-  phase_ = Phase::kRunning;
+  EnterPhase(Phase::kRunning);
   detail_ = "assembled";
   start_ = now;  // iteration times and the time limit count from the assembled cluster
   MURMUR_LOG_INFO("node {}: {} rank {} of {} ({}), {} weighted samples per iteration of {}", o_.self,
@@ -421,7 +421,7 @@ bool SyncNode::BudgetSpent(TimePoint now) const {
 
 void SyncNode::Finish(TimePoint now, std::string reason) {
   if (phase_ != Phase::kRunning) return;
-  phase_ = Phase::kLingering;
+  EnterPhase(Phase::kLingering);
   s_.end_reason = reason;
   linger_until_ = now + o_.linger;
   if (plan_.mode == Mode::kPs) {
@@ -466,7 +466,7 @@ void SyncNode::Tick(TimePoint now) {
             "server 0 never got every other server's final slice: the final model is incomplete"));
       }
       if (!evaluating_final_ && LingerIsOver(now, linger_until_, Settled(), output_)) {
-        phase_ = Phase::kOver;
+        EnterPhase(Phase::kOver);
       }
       return;
     case Phase::kOver:

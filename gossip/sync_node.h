@@ -57,6 +57,7 @@
 
 #include "base/clock.h"
 #include "base/lr_schedule.h"
+#include "base/check.h"
 #include "base/status.h"
 #include "coding/coded_tree.h"
 #include "coding/compressor.h"
@@ -207,6 +208,12 @@ class SyncNode {
   const SyncPlan plan_;
   const SyncNodeOptions o_;
   SyncNodeObserver* observer_ = nullptr;
+  // Invariant: the phase only moves forward (assembling, running, lingering, over).
+  void EnterPhase(Phase next) {
+    MURMUR_CHECK(next >= phase_) << "phase " << static_cast<int>(phase_) << " -> "
+                                 << static_cast<int>(next);
+    phase_ = next;
+  }
   Phase phase_ = Phase::kAssembling;
   TimePoint created_{};
   TimePoint start_{};
