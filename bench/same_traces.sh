@@ -19,7 +19,7 @@ scenarios=(
 fingerprint() {  # binary, scenario -> "trace_hash bytes"
   # shellcheck disable=SC2086
   "$1" $2 --seed 7 --json --progress none 2>/dev/null | python3 -c \
-    "import json,sys; d=json.load(sys.stdin); print(d.get('trace_hash'), d.get('bytes_total'))"
+    "import json,sys; d=json.load(sys.stdin); print(d.get('trace_hash'), d.get('bytes'))"
 }
 status=0
 for s in "${scenarios[@]}"; do
