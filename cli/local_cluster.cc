@@ -411,7 +411,9 @@ Status LocalCluster::WriteTargets(const std::vector<std::string>& admins) const 
   nlohmann::json groups = nlohmann::json::array();
   for (size_t i = 0; i < admins.size(); ++i) {
     groups.push_back({{"targets", {admins[i]}},
-                      {"labels", {{"node", std::to_string(i + 1)}, {"mode", std::string(gossip::ModeName(config_.mode))}}}});
+                      {"labels",
+                       {{"node", std::to_string(i + 1)},
+                        {"mode", std::string(gossip::ModeName(config_.mode))}}}});
   }
   std::error_code ignored;  // a missing directory is made; a failure shows when writing
   std::filesystem::create_directories(

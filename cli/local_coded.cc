@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -78,10 +78,10 @@ class CodedLocal : public LocalMode {
       std::string state = c.coded_final.has_value() ? "  done" : (c.exited ? "  (exited)" : "");
       if (!c.coded.has_value()) {
         if (state.empty()) state = "  starting";
-        out += fmt::format("{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  "
-                           "{:>7}  {}{}\n",
-                           i + 1, "-", "", "-", "-", "-", "-", "-", "-", "-", "-", c.straggle,
-                           state);
+        out += fmt::format(
+            "{:>4}  {:>4}  {:<6}  {:>6}  {:>7}  {:>9}  {:>8}  {:>7}  {:>6}  {:>7}  "
+            "{:>7}  {}{}\n",
+            i + 1, "-", "", "-", "-", "-", "-", "-", "-", "-", "-", c.straggle, state);
         continue;
       }
       const CodedProgress& p = c.coded->progress;
@@ -137,9 +137,9 @@ class CodedLocal : public LocalMode {
     return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "-";
   }
   static double StalenessMean(const CodedProgress& p) {
-    return p.stats.applied > 0 ? static_cast<double>(p.stats.staleness_sum) /
-                                     static_cast<double>(p.stats.applied)
-                               : 0.0;
+    return p.stats.applied > 0
+               ? static_cast<double>(p.stats.staleness_sum) / static_cast<double>(p.stats.applied)
+               : 0.0;
   }
   static nlohmann::json NumberJson(double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);

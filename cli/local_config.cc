@@ -23,7 +23,7 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
         .Enum("transport", &C::transport, "tcp",
               {{"tcp", LocalTransport::kTcp}, {"ipc", LocalTransport::kIpc}},
-                "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
+              "loopback TCP on free ports, or Unix-domain sockets in a temporary directory")
         .Parsed("network", &C::network, "loopback",
                 "loopback, or netns:rate=R[,burst=B][,topology=star|two-racks][,uplink=R]"
                 "[,latency=D][,nodeK=R]",

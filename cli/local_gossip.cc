@@ -10,8 +10,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "cli/local_cluster.h"
@@ -163,15 +163,14 @@ class GossipLocal : public LocalMode {
       auto cell = [&](double v, const char* format, bool has = true) {
         return Cell(shown && has ? std::optional<double>(v) : std::nullopt, format);
       };
-      out += fmt::format(
-          "{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
-          cell(shown ? static_cast<double>(p->step) : 0, "{:.0f}"),
-          cell(shown ? p->local_epoch : 0, "{:.2f}"),
-          cell(shown ? p->loss : 0, "{:.4f}", shown && std::isfinite(p->loss)),
-          cell(shown ? p->accuracy : 0, "{:.4f}", shown && p->accuracy >= 0),
-          cell(shown ? static_cast<double>(p->bytes_sent) * 1e-6 : 0, "{:.2f}"),
-          cell(shown ? static_cast<double>(p->max_lag) : 0, "{:.0f}"),
-          cell(shown ? p->wait_s : 0, "{:.1f}"), flag, state);
+      out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
+                         cell(shown ? static_cast<double>(p->step) : 0, "{:.0f}"),
+                         cell(shown ? p->local_epoch : 0, "{:.2f}"),
+                         cell(shown ? p->loss : 0, "{:.4f}", shown && std::isfinite(p->loss)),
+                         cell(shown ? p->accuracy : 0, "{:.4f}", shown && p->accuracy >= 0),
+                         cell(shown ? static_cast<double>(p->bytes_sent) * 1e-6 : 0, "{:.2f}"),
+                         cell(shown ? static_cast<double>(p->max_lag) : 0, "{:.0f}"),
+                         cell(shown ? p->wait_s : 0, "{:.1f}"), flag, state);
     }
     return out;
   }

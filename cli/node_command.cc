@@ -157,9 +157,9 @@ int RunCodedNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
         std::printf(
             "node %llu: %s rank %lld (%s), iteration %llu, loss %s, iteration %.1f ms mean "
             "%.1f ms p95, late %llu\n",
-            static_cast<unsigned long long>((*peer)->id()), std::string(gossip::ModeName(p.mode)).c_str(),
-            static_cast<long long>(p.rank), p.role.c_str(),
-            static_cast<unsigned long long>(p.iteration),
+            static_cast<unsigned long long>((*peer)->id()),
+            std::string(gossip::ModeName(p.mode)).c_str(), static_cast<long long>(p.rank),
+            p.role.c_str(), static_cast<unsigned long long>(p.iteration),
             std::isfinite(p.loss) ? fmt::format("{:.5f}", p.loss).c_str() : "-", mean, p95,
             static_cast<unsigned long long>(p.stats.late_dropped));
       }

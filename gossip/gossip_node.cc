@@ -550,9 +550,12 @@ void GossipNode::AnnounceClock() {
 
 namespace {
 constexpr std::pair<GossipNode::Phase, const char*> kPhaseNames[] = {
-    {GossipNode::Phase::kJoining, "joining"},     {GossipNode::Phase::kAwaitingModel, "awaiting_model"},
-    {GossipNode::Phase::kTraining, "training"},   {GossipNode::Phase::kFinishing, "finishing"},
-    {GossipNode::Phase::kLingering, "lingering"}, {GossipNode::Phase::kOver, "over"}};
+    {GossipNode::Phase::kJoining, "joining"},
+    {GossipNode::Phase::kAwaitingModel, "awaiting_model"},
+    {GossipNode::Phase::kTraining, "training"},
+    {GossipNode::Phase::kFinishing, "finishing"},
+    {GossipNode::Phase::kLingering, "lingering"},
+    {GossipNode::Phase::kOver, "over"}};
 }  // namespace
 
 const char* PhaseName(GossipNode::Phase phase) {

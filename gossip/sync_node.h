@@ -55,9 +55,9 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/lr_schedule.h"
-#include "base/check.h"
 #include "base/status.h"
 #include "coding/coded_tree.h"
 #include "coding/compressor.h"

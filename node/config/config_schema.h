@@ -214,8 +214,11 @@ class ConfigSchema {
       if (std::find(skip.begin(), skip.end(), key.name) != skip.end()) continue;
       auto d = defaults.find(key.name);
       auto h = helps.find(key.name);
-      Key added{key.name, d == defaults.end() ? key.default_text : d->second, key.allowed,
-                h == helps.end() ? key.help : h->second, key.is_bool,
+      Key added{key.name,
+                d == defaults.end() ? key.default_text : d->second,
+                key.allowed,
+                h == helps.end() ? key.help : h->second,
+                key.is_bool,
                 [member, set = key.set](std::string_view text, C& c) { return set(text, c.*member); },
                 key.type};
       if (key.mark) added.mark = [member, mark = key.mark](C& c) { mark(c.*member); };

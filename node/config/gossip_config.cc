@@ -1,9 +1,9 @@
 #include "node/config/gossip_config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace murmur::node {
 
@@ -36,9 +36,7 @@ namespace {
 // Each key's default, written from a default-constructed option struct: the one default of the
 // setting (GossipNodeOptions, SoftSyncOptions, OuterOptions, GossipTrainerOptions).
 std::string Number(double v) { return fmt::format("{}", v); }
-std::string Seconds(Duration d) {
-  return Number(std::chrono::duration<double>(d).count());
-}
+std::string Seconds(Duration d) { return Number(std::chrono::duration<double>(d).count()); }
 int Millis(Duration d) {
   return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
@@ -58,27 +56,28 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
     const gossip::GossipNodeOptions& node = trainer.node;
     const gossip::SoftSyncOptions& sync = node.soft_sync;
     auto* s = new ConfigSchema<GossipConfig>();
-    s->Given(&C::given).Embed(
-         TrainSchema(), &C::train,
-         {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
-          "init_from", "save_model"},
-         // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
-         // scaling rule's larger step. Nesterov for the cluster modes (their tuning is in
-         // bench/results/2026-11-28-history.md, "Gossip against exact all-reduce").
-         {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
-         {{"lr_schedule",
-           "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
-           "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
-           "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
-           "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
-          {"nesterov",
-           "Nesterov momentum (on by default for the cluster modes; --momentum 0 needs "
-           "--nesterov=false)"},
-          {"device",
-           "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
-           "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
-           "modes compute their weighted gradients there. murmur local spreads its nodes "
-           "over the GPUs round-robin (--gpus)"}})
+    s->Given(&C::given)
+        .Embed(
+            TrainSchema(), &C::train,
+            {"epochs", "compress", "progress", "json", "log_level", "shard_index", "shard_count",
+             "init_from", "save_model"},
+            // N nodes averaging batches of 64 take N times fewer steps than one node: the linear
+            // scaling rule's larger step. Nesterov for the cluster modes (their tuning is in
+            // bench/results/2026-11-28-history.md, "Gossip against exact all-reduce").
+            {{"lr", "0.05"}, {"lr_schedule", "auto"}, {"nesterov", "true"}},
+            {{"lr_schedule",
+              "learning-rate schedule over the cluster's sample budget: auto (cosine with a "
+              "warm-up of min(0.2, epochs / 15) epochs unless warmup_epochs is set, when the run "
+              "has an epoch budget; constant otherwise), constant, step:F1,F2[,factor=K] (× K at "
+              "those fractions of the budget), cosine[:final=R] (down to R × lr)"},
+             {"nesterov",
+              "Nesterov momentum (on by default for the cluster modes; --momentum 0 needs "
+              "--nesterov=false)"},
+             {"device",
+              "where to train: auto (a CUDA GPU when one is visible, else cpu), cpu, cuda, cuda:N. "
+              "Gossip keeps its model, CHOCO copies and mixing on that device; the synchronous "
+              "modes compute their weighted gradients there. murmur local spreads its nodes "
+              "over the GPUs round-robin (--gpus)"}})
         .Real("epochs", &C::epochs, Number(trainer.epochs), 0, 100000,
               "budget: passes over the whole training set, counted over every node's samples "
               "(0: none)")
@@ -125,7 +124,8 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "small ring mixes fast: about the same bytes and accuracy in half the rounds)")
         .Real("post_local_epoch", &C::post_local_epoch, Number(node.post_local_epoch), -1, 100000,
               "post-local SGD: from this local epoch on use post_local_steps (-1: never)")
-        .Integer("post_local_steps", &C::post_local_steps, node.post_local_steps, 1, 100000, "H after post_local_epoch")
+        .Integer("post_local_steps", &C::post_local_steps, node.post_local_steps, 1, 100000,
+                 "H after post_local_epoch")
         .Integer("max_lead", &C::max_lead, static_cast<int>(sync.max_lead), -1, 1 << 30,
                  "S: steps a node may run ahead of a neighbour (-1: unbounded, 0: lock-step)")
         .Integer("max_wait_ms", &C::max_wait_ms, Millis(sync.max_wait), 0, 3600000,
@@ -155,12 +155,13 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                  "/metrics, the dashboards and the reports show accuracy during the run (-1: "
                  "about 20 evaluations over an epoch budget, every 200 steps without one; 0: "
                  "only at the end)")
-        .Integer("eval_samples", &C::eval_samples, static_cast<int>(trainer.eval_samples), 1, 1 << 30,
-                 "test rows of the periodic evaluations (the final one uses all)")
+        .Integer("eval_samples", &C::eval_samples, static_cast<int>(trainer.eval_samples), 1,
+                 1 << 30, "test rows of the periodic evaluations (the final one uses all)")
         .Text("straggle", &C::straggle, "",
               "straggler injection for this node: slowdown=F, delay=D, exp=D, pause=A..B, "
               "send_delay=D, drop=P (e.g. slowdown=4); empty or none: no injection")
-        .Choice("init", &C::init, trainer.per_node_init ? "per-node" : "common", {"common", "per-node"},
+        .Choice("init", &C::init, trainer.per_node_init ? "per-node" : "common",
+                {"common", "per-node"},
                 "initial model: the cluster's seeded one, or a different one per node");
     return s;
   }();
@@ -190,17 +191,16 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   o.per_node_init = c.init == "per-node";
   // Under an outer optimizer its `every` is H: the keys that set CHOCO's own rounds would be
   // ignored, so giving one is refused.
-  const bool plain_round_key = c.given.contains("local_steps") ||
-                               c.given.contains("post_local_epoch") ||
-                               c.given.contains("post_local_steps") ||
-                               c.given.contains("consensus_target") ||
-                               c.given.contains("consensus_slack");
+  const bool plain_round_key =
+      c.given.contains("local_steps") || c.given.contains("post_local_epoch") ||
+      c.given.contains("post_local_steps") || c.given.contains("consensus_target") ||
+      c.given.contains("consensus_slack");
   if (c.outer.has_value() && plain_round_key) {
     return InvalidArgumentError(
         "local_steps, post_local_epoch, post_local_steps, consensus_target and consensus_slack "
         "set plain CHOCO "
-        "rounds (--outer none); under --outer " + gossip::OuterSpec(c.outer) +
-        " a round is every H steps (its every=)");
+        "rounds (--outer none); under --outer " +
+        gossip::OuterSpec(c.outer) + " a round is every H steps (its every=)");
   }
   o.node.choco.compressor = GossipCompressor(c);
   o.node.choco.gamma = c.gamma;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/config/config_schema.h"
 #include "gossip/gossip_node.h"
+#include "node/config/config_schema.h"
 #include "node/config/train_config.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"

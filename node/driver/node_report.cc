@@ -204,9 +204,9 @@ Duration FromSeconds(double s) {
 Status ReadPhases(const nlohmann::json& j, GossipProgress& p) {
   Reader r(j);
   std::array<Duration*, kStepPhases.size()> fields = {
-      &p.phases.compute,       &p.phases.compress, &p.phases.mix,      &p.phases.apply,
-      &p.phases.send,          &p.phases.communication, &p.phases.waiting, &p.phases.evaluate,
-      &p.phases.injected,      &p.phases.other};
+      &p.phases.compute,  &p.phases.compress,      &p.phases.mix,     &p.phases.apply,
+      &p.phases.send,     &p.phases.communication, &p.phases.waiting, &p.phases.evaluate,
+      &p.phases.injected, &p.phases.other};
   for (size_t i = 0; i < kStepPhases.size(); ++i) {
     double seconds = 0;
     r.Get((std::string(kStepPhases[i]) + "_s").c_str(), seconds);
@@ -367,8 +367,8 @@ void Absorb(ChildReport& c, const nlohmann::json& report) {
     StatusOr<GossipReport> parsed = ParseGossipReport(report);
     if (!parsed.ok()) return;
     const GossipProgress& p = parsed->progress;
-    c.new_accuracy |= p.accuracy >= 0 && (!c.gossip.has_value() ||
-                                          c.gossip->accuracy_step != p.accuracy_step);
+    c.new_accuracy |=
+        p.accuracy >= 0 && (!c.gossip.has_value() || c.gossip->accuracy_step != p.accuracy_step);
     if (parsed->final) c.gossip_final = p;
     c.gossip = std::move(parsed->progress);
     return;

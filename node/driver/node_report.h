@@ -10,8 +10,8 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -54,8 +54,8 @@ struct ChildReport {
   uint64_t heartbeat = 0, alive = 0, rejected = 0;
   std::optional<GossipProgress> gossip;        // gossip: the latest line
   std::optional<GossipProgress> gossip_final;  // ... and the final one
-  std::optional<CodedReport> coded;        // synchronous modes: the latest line
-  std::optional<CodedReport> coded_final;  // ... and the final one
+  std::optional<CodedReport> coded;            // synchronous modes: the latest line
+  std::optional<CodedReport> coded_final;      // ... and the final one
   bool new_accuracy = false;    // gossip: an evaluation newer than the previous line's
   bool has_final() const { return gossip_final.has_value() || coded_final.has_value(); }
 };

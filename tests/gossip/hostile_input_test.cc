@@ -185,19 +185,20 @@ class CountingObserver : public GossipNodeObserver {
 
 struct Attacked {
   explicit Attacked(uint64_t seed, int64_t budget_samples = 0)
-      : cluster(3, FastMembership(), seed, [budget_samples](size_t i, Cluster::Node& node, TimePoint now) {
-          GossipNodeOptions o = murmur::testing::PlainChocoNodeOptions();
-          o.self = Cluster::Id(i);
-          o.incarnation = node.membership->incarnation();
-          o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
-          o.choco.gamma = 0.2;
-          o.join_wait = milliseconds(300);
-          o.snapshot_timeout = milliseconds(500);
-          o.linger = milliseconds(100);
-          o.budget_samples = budget_samples;
-          std::vector<float> initial(node.x.size(), 0.0f);
-          return *GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
-        }) {
+      : cluster(3, FastMembership(), seed,
+                [budget_samples](size_t i, Cluster::Node& node, TimePoint now) {
+                  GossipNodeOptions o = murmur::testing::PlainChocoNodeOptions();
+                  o.self = Cluster::Id(i);
+                  o.incarnation = node.membership->incarnation();
+                  o.choco.compressor = *coding::ParseCompressorSpec("topk:0.25");
+                  o.choco.gamma = 0.2;
+                  o.join_wait = milliseconds(300);
+                  o.snapshot_timeout = milliseconds(500);
+                  o.linger = milliseconds(100);
+                  o.budget_samples = budget_samples;
+                  std::vector<float> initial(node.x.size(), 0.0f);
+                  return *GossipNode::Create(o, node.x, initial, /*from_initial=*/true, now);
+                }) {
     for (size_t i = 0; i < 3; ++i) {
       cluster.Start(i);
       cluster.machine(i).set_observer(&observers[i]);

@@ -36,9 +36,10 @@ TEST(OuterSpecTest, ParsesMethodsAndKeys) {
   EXPECT_DOUBLE_EQ((*sgd)->lr, 1.0);
   EXPECT_DOUBLE_EQ((*sgd)->momentum, 0.0);
   // The spec reads back to the same options.
-  for (const char* text : {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25,rounds=4",
-                           "sgd:every=4,lr=1,rounds=0", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8",
-                           "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4,overlap=40"}) {
+  for (const char* text :
+       {"none", "nesterov:every=50,lr=0.5,momentum=0.8,start=0.25,rounds=4",
+        "sgd:every=4,lr=1,rounds=0", "nesterov:every=80,lr=0.9,momentum=0.8,rounds=8",
+        "nesterov:every=80,lr=0.9,momentum=0.8,rounds=4,overlap=40"}) {
     auto parsed = ParseOuterSpec(text);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(OuterSpec(*parsed), text);

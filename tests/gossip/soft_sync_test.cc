@@ -125,7 +125,10 @@ TEST(SoftSyncTest, AFourTimesSlowerPeerIsMarkedWithinTheSameStepsAtAnyStepTime) 
 }
 
 TEST(SoftSyncTest, WaitsForASlowPeerAtMostWThenMarksItAStraggler) {
-  SoftSync s({.max_lead = 4, .max_wait = milliseconds(500), .max_wait_steps = 0, .straggler_hold = milliseconds(2000)});
+  SoftSync s({.max_lead = 4,
+              .max_wait = milliseconds(500),
+              .max_wait_steps = 0,
+              .straggler_hold = milliseconds(2000)});
   TimePoint now{};
   s.Observe(2, 10);
   s.Observe(3, 14);

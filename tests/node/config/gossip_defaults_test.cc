@@ -3,17 +3,15 @@
 // key by key; and "was this key given" comes from the resolver's given-set, never from a
 // comparison with the default. The model and optimizer keys embedded from `murmur train`'s table
 // are not the node's (TrainSchema's own defaults, three of them set for clusters in one place).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "coding/compressor.h"
 #include "gossip/outer_optimizer.h"
