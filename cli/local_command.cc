@@ -348,7 +348,14 @@ int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, s
                         LocalPlan plan) const {
   if (!config.run_dir.empty()) {
     Status made = MakeRunDir(std::filesystem::path(config.run_dir) / "logs", "run_dir");
-    if (made.ok()) made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(texts));
+    std::set<std::string> unread;
+    for (const std::string& k : OtherModeKeys(config.mode)) unread.insert(k);
+    if (config.mode == Mode::kGossip && config.gossip.outer.has_value()) {
+      unread.insert(PlainRoundKeys().begin(), PlainRoundKeys().end());
+    }
+    if (made.ok()) {
+      made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(texts, unread));
+    }
     if (!made.ok()) return Refuse(std::string(made.message()));
   }
   char dir_template[] = "/tmp/murmur-local-XXXXXX";

@@ -367,13 +367,20 @@ class ConfigParser {
   }
 
   // `texts` (from Resolve) as a TOML file --config loads: booleans and numbers bare, the rest
-  // quoted strings, in the schema's order.
-  std::string ResolvedToml(const std::map<std::string, std::string>& texts) const {
+  // quoted strings, in the schema's order. The keys in `unread` (ones the run does not read: the
+  // other kind of mode's, the plain CHOCO round keys under an outer optimizer) are recorded as
+  // comments, so that loading the file gives no key the run would refuse as given in vain.
+  std::string ResolvedToml(const std::map<std::string, std::string>& texts,
+                           const std::set<std::string>& unread = {}) const {
     std::string out;
     for (const auto& key : schema_.keys()) {
       const auto t = texts.find(key.name);
       if (t == texts.end()) continue;
-      out += TomlLine(key.name, t->second, key.is_bool || key.type == "INT" || key.type == "NUMBER");
+      const std::string line =
+          TomlLine(key.name, t->second, key.is_bool || key.type == "INT" || key.type == "NUMBER");
+      out += unread.contains(key.name) ? "# " + line.substr(0, line.size() - 1) +
+                                             "  # not read by this run\n"
+                                       : line;
     }
     return out;
   }

@@ -168,6 +168,13 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
   return *schema;
 }
 
+const std::vector<std::string>& PlainRoundKeys() {
+  static const std::vector<std::string> keys = {"local_steps", "post_local_epoch",
+                                                "post_local_steps", "consensus_target",
+                                                "consensus_slack"};
+  return keys;
+}
+
 std::vector<std::string> GossipKeyNames() {
   std::vector<std::string> out;
   for (const auto& key : GossipSchema().keys()) out.push_back(key.name);
@@ -192,14 +199,12 @@ StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
   // Under an outer optimizer its `every` is H: the keys that set CHOCO's own rounds would be
   // ignored, so giving one is refused.
   const bool plain_round_key =
-      c.given.contains("local_steps") || c.given.contains("post_local_epoch") ||
-      c.given.contains("post_local_steps") || c.given.contains("consensus_target") ||
-      c.given.contains("consensus_slack");
+      std::any_of(PlainRoundKeys().begin(), PlainRoundKeys().end(),
+                  [&c](const std::string& k) { return c.given.contains(k); });
   if (c.outer.has_value() && plain_round_key) {
     return InvalidArgumentError(
         "local_steps, post_local_epoch, post_local_steps, consensus_target and consensus_slack "
-        "set plain CHOCO "
-        "rounds (--outer none); under --outer " +
+        "set plain CHOCO rounds (--outer none); under --outer " +
         gossip::OuterSpec(c.outer) + " a round is every H steps (its every=)");
   }
   o.node.choco.compressor = GossipCompressor(c);

@@ -82,6 +82,9 @@ coding::CompressorOptions GossipCompressor(const GossipConfig& config);
 // What a run reports as its averaging: "outer nesterov:every=80,... over CHOCO int8" or
 // "CHOCO-SGD topk:0.01,values=fp16".
 std::string GossipAveraging(const GossipConfig& config);
+// The keys that set plain CHOCO rounds (local_steps, post-local SGD, consensus control): under
+// an outer optimizer a round is every H steps, so giving one of them is refused.
+const std::vector<std::string>& PlainRoundKeys();
 // Names of GossipSchema's keys (what `murmur local` forwards to its nodes).
 std::vector<std::string> GossipKeyNames();
 

@@ -153,6 +153,22 @@ def main():
         assert losses[0] == losses[1], f"the repeated run's loss differs: {losses}"
         print("ok: murmur local --run-dir keeps config, result, series and logs; murmur report "
               "reads it; its config.toml repeats the run; a used run directory is refused")
+        # A gossip run's record repeats too: the keys it does not read (plain CHOCO rounds under
+        # the outer optimizer, the synchronous modes' keys) are comments there, so loading it
+        # gives none of them, and nothing is refused as given in vain.
+        gossip = os.path.join(tmp, "gossip")
+        r = subprocess.run([murmur, "local", "--nodes", "2", "--epochs", "0.05", "--progress",
+                            "none", "--run-dir", gossip], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        record = open(os.path.join(gossip, "config.toml"), encoding="utf-8").read()
+        assert "# local_steps = 0  # not read by this run" in record, record
+        assert "\nouter = " in record, record
+        r = subprocess.run([murmur, "local", "--config", os.path.join(gossip, "config.toml"),
+                            "--run-dir", os.path.join(tmp, "gossip-again"), "--progress", "none"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        print("ok: a gossip run's config.toml repeats the run")
         bad = os.path.join(tmp, "bad.toml")
         for text, why in (("[axes]\nseed = []\n", "axis 'seed' has no values"),
                           ("backend = \"sim\"\n[axes]\nseed = [1]\n", "virtual-time scenarios run with `murmur sim FILE`"),
