@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,9 +29,18 @@ namespace {
 
 // A node's reported activity (GossipNode::Activity) before it trains: joining, or waiting for a
 // model snapshot.
-// A table cell: `v` in `format`, "-" when there is none.
-std::string Cell(std::optional<double> v, const char* format) {
-  return v.has_value() ? fmt::format(fmt::runtime(format), *v) : "-";
+// A node's cells of the table (step, epoch, loss, accuracy, sent MB, lag, wait s): "-" for each
+// before it trains (it has nothing to show but what it waits for), and for a loss or accuracy it
+// does not have yet.
+std::array<std::string, 7> ProgressCells(const std::optional<GossipProgress>& p) {
+  if (!p.has_value() || gossip::BeforeTraining(p->phase)) return {"-", "-", "-", "-", "-", "-", "-"};
+  return {fmt::format("{}", p->step),
+          fmt::format("{:.2f}", p->local_epoch),
+          std::isfinite(p->loss) ? fmt::format("{:.4f}", p->loss) : "-",
+          p->accuracy >= 0 ? fmt::format("{:.4f}", p->accuracy) : "-",
+          fmt::format("{:.2f}", static_cast<double>(p->bytes_sent) * 1e-6),
+          fmt::format("{}", p->max_lag),
+          fmt::format("{:.1f}", p->wait_s)};
 }
 
 // How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
@@ -158,19 +168,10 @@ class GossipLocal : public LocalMode {
       if (state.empty() && p->phase != gossip::GossipNode::Phase::kTraining) {
         state = "  " + p->activity;
       }
-      // Before it trains a node has no step, loss or accuracy to show: only what it waits for.
-      const bool shown = p.has_value() && !gossip::BeforeTraining(p->phase);
-      auto cell = [&](double v, const char* format, bool has = true) {
-        return Cell(shown && has ? std::optional<double>(v) : std::nullopt, format);
-      };
+      const std::array<std::string, 7> cells = ProgressCells(p);
       out += fmt::format("{:>4}  {:>6}  {:>5}  {:>7}  {:>8}  {:>8}  {:>5}  {:>6}  {}{}\n", i + 1,
-                         cell(shown ? static_cast<double>(p->step) : 0, "{:.0f}"),
-                         cell(shown ? p->local_epoch : 0, "{:.2f}"),
-                         cell(shown ? p->loss : 0, "{:.4f}", shown && std::isfinite(p->loss)),
-                         cell(shown ? p->accuracy : 0, "{:.4f}", shown && p->accuracy >= 0),
-                         cell(shown ? static_cast<double>(p->bytes_sent) * 1e-6 : 0, "{:.2f}"),
-                         cell(shown ? static_cast<double>(p->max_lag) : 0, "{:.0f}"),
-                         cell(shown ? p->wait_s : 0, "{:.1f}"), flag, state);
+                         cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6],
+                         flag, state);
     }
     return out;
   }

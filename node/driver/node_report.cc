@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "node/driver/step_breakdown.h"
 #include "proto/envelope_codec.h"
@@ -197,6 +198,19 @@ class Reader {
   Status status_;
 };
 
+// The line's kind: `running` (the progress lines) or "final"; kInvalidArgument for another, a
+// line of `what`'s nodes being expected.
+StatusOr<bool> ReadFinal(Reader& r, std::string_view running, std::string_view what) {
+  std::string kind;
+  r.Get("kind", kind);
+  MURMUR_RETURN_IF_ERROR(r.status());
+  if (kind != running && kind != "final") {
+    return InvalidArgumentError("not a " + std::string(what) + " report line (kind '" + kind +
+                                "')");
+  }
+  return kind == "final";
+}
+
 Duration FromSeconds(double s) {
   return std::chrono::round<Duration>(std::chrono::duration<double>(s));
 }
@@ -235,12 +249,8 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
   GossipReport out;
   GossipProgress& p = out.progress;
   Reader r(line);
-  std::string kind, phase;
-  r.Get("kind", kind);
-  if (r.status().ok() && kind != "train" && kind != "final") {
-    return InvalidArgumentError("not a gossip report line (kind '" + kind + "')");
-  }
-  out.final = kind == "final";
+  MURMUR_ASSIGN_OR_RETURN(out.final, ReadFinal(r, "train", "gossip node's"));
+  std::string phase;
   r.Get("id", p.id);
   r.Get("step", p.step);
   r.Get("local_steps", p.local_steps);
@@ -302,12 +312,9 @@ StatusOr<CodedReport> ParseCodedReport(const nlohmann::json& line) {
   CodedReport out;
   CodedProgress& p = out.progress;
   Reader r(line);
-  std::string kind, mode;
-  r.Get("kind", kind);
-  if (r.status().ok() && kind != "coded" && kind != "final") {
-    return InvalidArgumentError("not a synchronous node's report line (kind '" + kind + "')");
-  }
-  out.final = p.final = kind == "final";
+  MURMUR_ASSIGN_OR_RETURN(out.final, ReadFinal(r, "coded", "synchronous node's"));
+  p.final = out.final;
+  std::string mode;
   r.Get("mode", mode);
   r.Get("rank", p.rank);
   r.Get("role", p.role);

@@ -8,27 +8,14 @@
 #include "node/config/coded_config.h"
 #include "node/config/gossip_config.h"
 #include "node/config/train_config.h"
+#include "tests/testing/parse_args.h"
 
 namespace murmur::node {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Parses `args` as a command line of `schema`'s command with a fake environment.
-template <typename C>
-StatusOr<C> ParseArgs(const ConfigSchema<C>& schema, const std::vector<std::string>& args,
-                      const std::map<std::string, std::string>& env = {}) {
-  CLI::App app("test");
-  ConfigParser<C> parser(schema);
-  parser.AddOptions(app);
-  std::vector<const char*> argv = {"murmur"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-  return parser.Resolve([&env](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
-}
+using murmur::testing::ParseArgs;
 
 // `murmur train ...`.
 class ConfigHarness {

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <map>
 #include <set>
@@ -19,6 +18,7 @@
 #include "node/config/gossip_config.h"
 #include "node/config/node_config.h"
 #include "node/config/train_config.h"
+#include "tests/testing/parse_args.h"
 
 namespace murmur::node {
 namespace {
@@ -79,16 +79,7 @@ std::set<std::string> NodeKeys() {
 // `murmur node ARGS` with `env` as its whole environment.
 StatusOr<NodeConfig> ParseNode(const std::vector<std::string>& args,
                                const std::map<std::string, std::string>& env = {}) {
-  CLI::App app("test");
-  ConfigParser<NodeConfig> parser(NodeSchema());
-  parser.AddOptions(app);
-  std::vector<const char*> argv = {"murmur"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-  return parser.Resolve([&env](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
+  return murmur::testing::ParseArgs(NodeSchema(), args, env);
 }
 
 TEST(GossipDefaultsTest, MurmurNodeWithoutFlagsIsTheDefaultConstructedNode) {
