@@ -12,7 +12,7 @@ std::string JoinIds(const std::vector<size_t>& ids) {
 
 namespace {
 
-// What each reason means, as the node decided it (gossip/gossip_node_end.cc BudgetSpent).
+// What each reason means, as the node decided it (gossip/run_budget.h).
 std::string Meaning(const std::string& reason) {
   if (reason == "epochs")
     return " (the nodes' estimate of the cluster's samples reached the budget)";

@@ -2,45 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 
 #include "base/check.h"
 #include "base/log.h"
-#include "coding/update_codec.h"
 #include "coding/vector_ops.h"
 #include "gossip/membership.h"
-#include "kernels/gossip_ops.h"
-#include "kernels/memory.h"
 
 namespace murmur::gossip {
-
-coding::CompressorOptions AutoCompressor(bool outer) {
-  auto spec = coding::ParseCompressorSpec(outer ? "int8" : "topk:0.01,values=fp16");
-  MURMUR_CHECK(spec.ok());
-  return *spec;
-}
-
-ChocoOptions DefaultNodeChoco() {
-  ChocoOptions o;
-  o.compressor = AutoCompressor(/*outer=*/true);
-  return o;
-}
-
-Status GossipNodeOptions::Validate() const {
-  if (consensus_target < 0 || consensus_slack < 1) {
-    return InvalidArgumentError("consensus_target must be >= 0 and consensus_slack >= 1");
-  }
-  if (local_steps < 0 || post_local_steps < 1) {
-    return InvalidArgumentError(
-        "local_steps must be at least 0 (0: the small-cluster schedule) and post_local_steps at "
-        "least 1");
-  }
-  if (join_attempts < 1) return InvalidArgumentError("join_attempts must be at least 1");
-  if (shard_rows < 1) return InvalidArgumentError("shard_rows must be at least 1");
-  if (finish_wait.count() < 0) return InvalidArgumentError("finish_wait must not be negative");
-  if (outer.has_value()) MURMUR_RETURN_IF_ERROR(outer->Validate());
-  return OkStatus();
-}
 
 StatusOr<std::unique_ptr<GossipNode>> GossipNode::Create(const GossipNodeOptions& options,
                                                          std::span<float> model,
@@ -54,6 +22,7 @@ StatusOr<std::unique_ptr<GossipNode>> GossipNode::Create(const GossipNodeOptions
       new GossipNode(options, model, std::move(initial), from_initial, now));
 }
 
+// Deferred messages: at most 64 and two dense models' bytes.
 GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
                        std::vector<float> initial, bool from_initial, TimePoint now)
     : o_(options),
@@ -61,11 +30,22 @@ GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
       initial_(std::move(initial)),
       from_initial_(from_initial),
       sync_(options.soft_sync),
-      start_(now),
-      join_deadline_(now + (options.expect_members > 0 ? options.expect_wait : options.join_wait)) {}
+      period_(o_),
+      mixer_(options.outer, options.choco.device),
+      admission_(options.self, options.max_clock_lead),
+      claims_(options.self),
+      budget_(options.budget_samples, options.target_accuracy, options.time_limit,
+              options.lr_schedule),
+      fetch_(options.self, static_cast<uint32_t>(model.size())),
+      server_(options.model_snapshots_per_s, options.model_snapshot_burst),
+      deferred_(64, 2 * model.size_bytes()),
+      evaluations_(options.eval_every, options.budget_samples),
+      finish_(options.self, static_cast<uint32_t>(model.size()), options.finish_wait),
+      phase_(Joining{Joiner(o_, now)}),
+      start_(now) {}
 
 Status GossipNode::Resume(ResumePoint point) {
-  MURMUR_CHECK(phase_ == Phase::kJoining && !choco_) << "Resume after the node started";
+  MURMUR_CHECK(phase() == Phase::kJoining && !choco_) << "Resume after the node started";
   if (!point.public_copy.empty() && point.public_copy.size() != x_.size()) {
     return InvalidArgumentError("the saved public copy has " + std::to_string(point.public_copy.size()) +
                                 " values, the model " + std::to_string(x_.size()));
@@ -80,9 +60,7 @@ Status GossipNode::Resume(ResumePoint point) {
   return OkStatus();
 }
 
-std::vector<NodeAction> GossipNode::TakeOutput() { return output_.Take(); }
-
-void GossipNode::Emit(NodeAction action) { output_.Emit(std::move(action)); }
+// ---- Messages ----
 
 void GossipNode::Reject(std::string_view reason, NodeId from, const std::string& why) {
   ++s_.rejected_messages;
@@ -94,20 +72,7 @@ void GossipNode::Reject(std::string_view reason, NodeId from, const std::string&
 }
 
 std::string_view GossipNode::Check(const Incoming& m) const {
-  if (!std::binary_search(view_.begin(), view_.end(), m.from) || m.from == o_.self) {
-    return kRejectUnknownSender;
-  }
-  if (m.incarnation >= kMaxIncarnation) return kRejectIncarnation;
-  if (m.incarnation > ViewIncarnation(m.from)) return kRejectUnconfirmedIncarnation;
-  if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
-      u != nullptr &&
-      !(u->consensus == -1 || (u->consensus >= 0 && u->consensus <= kMaxConsensus))) {
-    return kRejectConsensus;  // NaN fails both comparisons
-  }
-  const uint64_t known = std::max({s_.step, best_clock_, sync_.ClockOf(m.from)});
-  const uint64_t ceiling = known == 0 ? kMaxStepClock : std::min(kMaxStepClock, known + o_.max_clock_lead);
-  if (m.step_clock > ceiling) return kRejectClock;
-  return {};
+  return admission_.Check(m, std::max({s_.step, claims_.best_clock(), sync_.ClockOf(m.from)}));
 }
 
 void GossipNode::Step(const Incoming& m, TimePoint now) {
@@ -117,15 +82,7 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
                                    std::to_string(m.incarnation));
   }
   if (const auto* r = std::get_if<SnapshotRequest>(&m.payload); r != nullptr && r->model) {
-    sync_.Observe(m.from, m.step_clock);
-    if (!models_served_.Take(now)) {
-      // Said to the requester (a frameless reply of dimension 0), so that it asks another member
-      // instead of waiting out its snapshot timeout.
-      Emit(SendTo{m.from, SnapshotReply{s_.step, 0, true}, nullptr});
-      return Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
-    }
-    ServeModel(m.from);
-    return;
+    return OnModelRequest(m, now);
   }
   if (std::holds_alternative<NoPayload>(m.payload)) {
     sync_.Observe(m.from, m.step_clock);  // a clock announcement (AnnounceClock)
@@ -145,21 +102,32 @@ void GossipNode::Step(const Incoming& m, TimePoint now) {
   Advance(now);
 }
 
-// A member that just joined (or restarted) may send before this node's view has it: its
-// messages wait, a bounded few and briefly, for the view instead of being refused. A member this
-// node holds dead or gone is refused at once. Held: at most kMaxDeferred messages and two dense
-// models' bytes.
+// A member that just joined (or restarted) may send before this node's view has it. A member
+// this node holds dead or gone is refused at once.
 bool GossipNode::Defer(const Incoming& m, std::string_view why, TimePoint now) {
-  if (!MayPassLater(why) || m.from == o_.self || KnownGone(m.from, m.incarnation) ||
-      deferred_.size() >= kMaxDeferred ||
-      deferred_bytes_ + m.frame.size() > 2 * x_.size() * sizeof(float)) {
+  if (!Admission::MayPassLater(why) || m.from == o_.self ||
+      admission_.KnownGone(m.from, m.incarnation)) {
     return false;
   }
-  Deferred d{m, std::vector<std::byte>(m.frame.begin(), m.frame.end()), now + o_.snapshot_timeout};
-  d.message.frame = {};
-  deferred_bytes_ += d.bytes.size();
-  deferred_.push_back(std::move(d));
-  return true;
+  return deferred_.Hold(m, now + o_.snapshot_timeout);
+}
+
+void GossipNode::Redeliver(TimePoint now) {
+  for (DeferredMessages::Held& d : deferred_.TakeAll()) {
+    const std::string_view why = Check(d.message);
+    if (!Admission::MayPassLater(why)) {
+      Step(d.message, now);
+    } else if (now < d.expires && !admission_.KnownGone(d.message.from, d.message.incarnation)) {
+      deferred_.Keep(std::move(d));
+    } else {
+      Reject(why, d.message.from,
+             why == kRejectUnknownSender
+                 ? "not a live member"
+                 : "incarnation " + std::to_string(d.message.incarnation) +
+                       " never confirmed by the membership (it holds " +
+                       std::to_string(admission_.ViewIncarnation(d.message.from)) + ")");
+    }
+  }
 }
 
 // A CHOCO message to the gossip machine: its verdict counted and observed, its replies sent, a
@@ -167,17 +135,12 @@ bool GossipNode::Defer(const Incoming& m, std::string_view why, TimePoint now) {
 bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
   const auto result = choco_->Step({m.from, m.incarnation, m.payload, m.frame}, now);
   ++s_.verdicts[ChocoVerdictName(result.verdict)];
-  const bool update = std::holds_alternative<UpdateHeader>(m.payload);
-  if (const auto* u = std::get_if<UpdateHeader>(&m.payload);
-      u != nullptr && result.verdict == ChocoVerdict::kApplied && u->consensus >= 0) {
-    peer_consensus_[m.from] = u->consensus;
-  }
-  if (result.verdict == ChocoVerdict::kApplied) {
-    uint64_t& clock = copy_clock_[m.from];
-    clock = std::max(clock, m.step_clock);
-  }
+  const bool applied = result.verdict == ChocoVerdict::kApplied;
+  const auto* u = std::get_if<UpdateHeader>(&m.payload);
+  if (u != nullptr && applied && u->consensus >= 0) period_.PeerEstimate(m.from, u->consensus);
+  if (applied) rounds_.CopyApplied(m.from, m.step_clock);
   if (observer_ != nullptr) {
-    if (result.verdict == ChocoVerdict::kApplied && update) {
+    if (applied && u != nullptr) {
       observer_->Staleness(static_cast<double>(s_.step) - static_cast<double>(m.step_clock));
     } else if (result.verdict == ChocoVerdict::kAwaitingSnapshot ||
                result.verdict == ChocoVerdict::kStaleIncarnation) {
@@ -189,18 +152,10 @@ bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
   }
   switch (result.verdict) {
     case ChocoVerdict::kOutlier:
-      Reject(kRejectOutlier, m.from, result.status.ToString());
-      return false;
     case ChocoVerdict::kNotTracked:
     case ChocoVerdict::kRateLimited:
-      Reject(result.verdict == ChocoVerdict::kNotTracked ? kRejectUntracked : kRejectSnapshotRate,
-             m.from, result.status.ToString());
-      return false;
     case ChocoVerdict::kRejected:
-      Reject(result.failure == coding::DecodeFailure::kNone
-                 ? kRejectProtocol
-                 : coding::DecodeFailureName(result.failure),
-             m.from, result.status.ToString());
+      RefuseChoco(m, result);
       return false;
     default:
       sync_.Observe(m.from, m.step_clock);
@@ -208,25 +163,69 @@ bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
   }
 }
 
-std::span<const float> GossipNode::HostModel() {
-  if (o_.choco.device.is_cpu()) return x_;
-  host_model_.resize(x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.choco.device,
-                                     x_.data(), x_.size_bytes()));
-  return host_model_;
+void GossipNode::RefuseChoco(const Incoming& m, const ChocoStepResult& result) {
+  std::string_view reason = kRejectProtocol;
+  if (result.verdict == ChocoVerdict::kOutlier) {
+    reason = kRejectOutlier;
+  } else if (result.verdict == ChocoVerdict::kNotTracked) {
+    reason = kRejectUntracked;
+  } else if (result.verdict == ChocoVerdict::kRateLimited) {
+    reason = kRejectSnapshotRate;
+  } else if (result.failure != coding::DecodeFailure::kNone) {
+    reason = coding::DecodeFailureName(result.failure);
+  }
+  Reject(reason, m.from, result.status.ToString());
 }
 
-void GossipNode::SetModel(std::span<const float> host) {
-  MURMUR_CHECK_EQ(host.size(), x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(o_.choco.device, x_.data(), kernels::Device::Cpu(),
-                                     host.data(), host.size_bytes()));
+void GossipNode::OnModelRequest(const Incoming& m, TimePoint now) {
+  sync_.Observe(m.from, m.step_clock);
+  ModelServer::Answer a = server_.Serve(m.from, s_.step, [this] { return HostModel(); }, now);
+  Emit(std::move(a.send));
+  if (a.refused) Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
 }
 
-void GossipNode::ServeModel(NodeId to) {
-  auto bytes = std::make_shared<std::vector<std::byte>>();
-  coding::EncodeDense(HostModel(), *bytes);
-  Emit(SendTo{to, SnapshotReply{s_.step, static_cast<uint32_t>(x_.size()), true}, std::move(bytes)});
+void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
+  const ModelFetch::ReplyResult result = fetch_.OnReply(m.from, r, m.frame, m.step_clock);
+  if (result.verdict == ModelFetch::Reply::kMalformed) {
+    Reject(result.failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                          : coding::DecodeFailureName(result.failure),
+           m.from, "model snapshot: " + result.status.ToString());
+  } else if (result.verdict == ModelFetch::Reply::kReceived) {
+    sync_.Observe(m.from, m.step_clock);
+  }
 }
+
+// ---- The view ----
+
+void GossipNode::Step(const MemberView& view, TimePoint now) {
+  admission_.View(view);
+  const std::vector<NodeId>& live = admission_.live();
+  for (const MemberEntry& m : view.members) {
+    if (m.id == o_.self) continue;
+    if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
+      sync_.Observe(m.id, m.step_clock);
+    } else {
+      sync_.Forget(m.id);
+      if (choco_) choco_->Forget(m.id);
+    }
+  }
+  const uint64_t gap = static_cast<uint64_t>(std::max<int64_t>(
+      o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.choco.sampling, live.size()))));
+  claims_.Update(view.members, OwnClaims{s_.step, s_.samples, max_batch_, gap},
+                 [this](NodeId id) { return sync_.ClockOf(id); });
+  for (Refusal& r : claims_.TakeRefusals()) Reject(r.reason, r.from, r.why);
+  s_.live_members = claims_.live_members();
+  s_.cluster_samples = claims_.cluster_samples();
+  if (claims_.more_finished() && o_.target_accuracy > 0) evaluate_now_ = true;
+  if (finish_.on()) {
+    finish_.View(live, now);
+    EmitFinishOutput();  // a relayed result (consensus_finish.h), in any phase
+  }
+  Redeliver(now);
+  Advance(now);
+}
+
+// ---- The step loop ----
 
 void GossipNode::Step(const StepComputed& done, TimePoint now) {
   if (!computing_) return;  // not asked for: nothing to account
@@ -240,34 +239,31 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   }
   ++s_.step;
   ++s_.local_steps;
-  if (mix_pending_) ++s_.overlapped_steps;
+  if (rounds_.pending()) ++s_.overlapped_steps;
   s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
-  if (o_.outer.has_value() && outer_every_ == 0) ResolveOuterH(done.samples);
+  if (o_.outer.has_value() && !period_.outer_resolved()) {
+    period_.ResolveOuterH(done.samples, admission_.live().size());
+  }
   s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
-  s_.consensus_estimate = ConsensusEstimate();
-  s_.gossip_period = CurrentH();
+  s_.consensus_estimate = period_.Estimate(s_.consensus_average, step_mixing_);
+  s_.gossip_period = period_.H(Period());
   // Announced before the round: the round's messages carry this step's clock, which is what a
   // neighbour's gate waits for (announced after, lock-step waited a round or a view refresh).
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
-  // Outer rounds fall on the step clock's multiples of H, the same steps on every member (a
-  // clock adopted on joining or catching up keeps them aligned): the members' updates of one
-  // round are what GateRound waits for.
-  const bool round_due = OuterActive() ? s_.step % static_cast<uint64_t>(OuterH()) == 0
-                                       : ++steps_since_round_ >= s_.gossip_period;
-  if (round_due) {
-    MURMUR_CHECK(!mix_pending_) << "an overlapped round mixes within H - 1 steps";
-    steps_since_round_ = 0;
+  const std::optional<int> outer_h =
+      OuterActive() ? std::optional<int>(period_.OuterH()) : std::nullopt;
+  if (rounds_.Due(s_.step, outer_h, s_.gossip_period)) {
     Round(now);
-    if (phase_ == Phase::kOver) return;
-    clock_sent_ = s_.step;
+    if (phase() == Phase::kOver) return;
+    rounds_.ClockSent(s_.step);
   } else {
     AnnounceClock();
   }
   uint64_t lag = 0;
   for (NodeId id : step_mixing_) lag = std::max(lag, sync_.Lag(s_.step, id));
   s_.max_lag = lag;
-  if (EvaluationDue()) {
+  if (evaluations_.Due(s_.local_steps, s_.samples, admission_.live().size())) {
     evaluating_ = true;
     Emit(Evaluate{false, x_});
     return;
@@ -288,21 +284,19 @@ void GossipNode::Step(const InjectedPause& pause, TimePoint now) {
 void GossipNode::Tick(TimePoint now) { Advance(now); }
 
 void GossipNode::Advance(TimePoint now) {
-  switch (phase_) {
+  switch (phase()) {
     case Phase::kJoining:
+      return AdvanceJoin(std::get<Joining>(phase_).joiner, now);
     case Phase::kAwaitingModel:
-      AdvanceJoin(now);
-      return;
+      return AdvanceJoin(std::get<AwaitingModel>(phase_).joiner, now);
     case Phase::kTraining:
-      AdvanceTraining(now);
-      return;
+      return AdvanceTraining(now);
     case Phase::kFinishing:
-      AdvanceFinishing(now);
-      return;
+      return AdvanceFinishing(now);
     case Phase::kLingering:
-      if (!evaluating_ &&
-          LingerIsOver(now, linger_until_, finish_ != nullptr && finish_->Settled(), output_)) {
-        EnterPhase(Phase::kOver);
+      if (!evaluating_ && LingerIsOver(now, std::get<Lingering>(phase_).until,
+                                       finish_.Settled(), output_)) {
+        EnterPhase(Over{});
       }
       return;
     case Phase::kOver:
@@ -321,138 +315,47 @@ void GossipNode::StartTraining(TimePoint now) {
       from_initial_);
   if (resume_.has_value()) resume_->public_copy = {};  // ChocoGossip holds its own copy
   if (!choco.ok()) {
-    EnterPhase(Phase::kOver);
+    EnterPhase(Over{});
     Emit(RunOver{choco.status()});
     return;
   }
   choco_ = *std::move(choco);
-  EnsureFinish(now);
+  finish_.Ensure(LiveOrSelf(), now);
   s_.gamma = choco_->gamma();
-  EnterPhase(Phase::kTraining);
+  EnterPhase(Training{});
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
   AdvanceTraining(now);
 }
 
-int64_t GossipNode::ReportedSamples() const {
-  // The view holds this node's count as of its last refresh; a node whose steps are much shorter
-  // than that period (a small model on the library) would otherwise overrun its budget many
-  // times over.
-  return s_.cluster_samples + (s_.samples - own_samples_at_view_);
-}
-
-int64_t GossipNode::ScheduleSamples() const {
-  // The members' counts in the view are up to a digest period old (tens of steps); soft sync
-  // keeps every live member within S steps of this one, so this node's own count times the live
-  // members is the fresher estimate whenever it is the larger. A joiner (no samples of its own
-  // yet) reads the reported counts. The budget keeps to the reported counts alone.
-  return std::max(ReportedSamples(), s_.samples * static_cast<int64_t>(s_.live_members));
-}
-
-std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {
-  std::vector<NodeId> out;
-  for (const auto& n : choco_->Peers(view, s_.rounds).receive_from) out.push_back(n.id);
-  return out;
-}
-
-double GossipNode::ConsensusEstimate() const {
-  double sum = s_.consensus_average;
-  int n = 1;
-  for (NodeId id : step_mixing_) {
-    if (auto it = peer_consensus_.find(id); it != peer_consensus_.end()) {
-      sum += it->second;
-      ++n;
-    }
-  }
-  return sum / n;
-}
-
-int GossipNode::OuterH() const { return outer_every_ > 0 ? outer_every_ : o_.outer->every; }
-
-void GossipNode::ResolveOuterH(int64_t batch) {
-  // This node's share of the budget in steps, for the cluster it expects (every member is told
-  // the same) or, without that, the one it sees at its first step.
-  const int64_t members = o_.expect_members > 0
-                              ? o_.expect_members
-                              : static_cast<int64_t>(std::max<size_t>(1, view_.size()));
-  const int64_t steps =
-      o_.budget_samples > 0 && batch > 0 ? o_.budget_samples / (members * batch) : 0;
-  outer_every_ = OuterEvery(*o_.outer, steps);
-  if (outer_every_ != o_.outer->every) {
-    MURMUR_LOG_INFO(
-        "node {}: an outer round every {} steps, not {}: about {} steps of {} members "
-        "at a batch of {} hold at least {} rounds (outer rounds=)",
-        o_.self, outer_every_, o_.outer->every, steps, members, batch, o_.outer->rounds);
-  }
-}
-
-bool GossipNode::OuterActive() const {
-  return o_.outer.has_value() && s_.local_epoch >= o_.outer->start_epoch;
-}
-
-bool GossipNode::SparseSchedule() const {
-  if (o_.local_steps != 0 || OuterActive()) return false;
-  if (o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch) return false;
-  const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
-  return SparseScheduleFor(o_.choco.compressor, view.size());
-}
-
-int GossipNode::CurrentH() const {
-  if (OuterActive()) return OuterH();
-  const int h = o_.post_local_epoch >= 0 && s_.local_epoch >= o_.post_local_epoch
-                    ? o_.post_local_steps
-                : o_.local_steps == 0 ? (SparseSchedule() ? 2 : 1)
-                                      : o_.local_steps;
-  // Under the critical distance (consensus control): fewer rounds. The first rounds of a run (no
-  // average yet) always gossip.
-  const bool under =
-      o_.consensus_target > 0 && s_.rounds >= 8 && s_.consensus_estimate < o_.consensus_target;
-  if (!under) return h;
-  // A round is also how the neighbours learn this node's clock: the stretch stays within the
-  // lead soft sync allows (lock-step, S = 0, keeps every H-th step), or they would wait for the
-  // clock the membership view brings once a probe period.
-  const int64_t stretched = static_cast<int64_t>(h) * o_.consensus_slack;
-  const int64_t lead = o_.soft_sync.max_lead;
-  return static_cast<int>(lead < 0 ? stretched : std::max<int64_t>(h, std::min(stretched, lead)));
-}
-
 void GossipNode::AdvanceTraining(TimePoint now) {
   if (computing_ || evaluating_) return;
-  // A run that ends (budget, stop, a finished quorum) mixes what it has.
-  // Under overlap a round not due yet lets the node step on.
-  const bool mix_due = mix_pending_ && MixDue(now);
-  if (mix_pending_ && !mix_due && round_overlap_ == 0) {
-    Emit(Wait{std::min(now + std::chrono::milliseconds(1), round_wait_until_)});
-    return;
-  }
-  if (mix_due) {
-    MixRound();
-    if (phase_ == Phase::kOver) return;
-  }
+  if (!MixPendingRound(now)) return;
+  if (phase() == Phase::kOver) return;
   if (BudgetSpent(now)) return Finish(now);
-  if (evaluate_now_ && !peer_finished_) {
+  if (evaluate_now_ && !claims_.quorum_finished()) {
     evaluate_now_ = false;
     evaluating_ = true;
     Emit(Evaluate{false, x_});
     return;
   }
   paused_ = pause_.from >= 0 && s_.step >= static_cast<uint64_t>(pause_.from) &&
-            best_clock_ < static_cast<uint64_t>(std::max<int64_t>(pause_.until, 0));
+            claims_.best_clock() < static_cast<uint64_t>(std::max<int64_t>(pause_.until, 0));
   if (paused_) {
     Emit(Wait{now + std::chrono::milliseconds(10)});
     return;
   }
-  const std::vector<NodeId> view = view_.empty() ? std::vector<NodeId>{o_.self} : view_;
+  const std::vector<NodeId> view = LiveOrSelf();
   const std::vector<NodeId> mixing = MixingPeers(view);
   const uint64_t clock_before = s_.step;
-  const bool catch_up =
-      sync_.ShouldCatchUp(s_.step, best_clock_, HopsAcross(o_.choco.sampling, view.size()));
+  const bool catch_up = sync_.ShouldCatchUp(s_.step, claims_.best_clock(),
+                                            HopsAcross(o_.choco.sampling, view.size()));
   // An overlapped round mixes before anything replaces the model.
-  if (mix_pending_ && (catch_up || received_model_.has_value())) {
+  if (rounds_.pending() && (catch_up || fetch_.has_model())) {
     MixRound();
-    if (phase_ == Phase::kOver) return;
+    if (phase() == Phase::kOver) return;
   }
   if (catch_up) CatchUp(view, mixing, now);
-  if (received_model_.has_value()) {
+  if (fetch_.has_model()) {
     AdoptReceivedModel();
     ++s_.catchups;
   }
@@ -464,27 +367,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
     Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
     AnnounceClock();
   }
-  // A member that finished steps no more: waiting for it would only run out max_wait.
-  std::vector<NodeId> waited_for;
-  for (NodeId id : mixing) {
-    if (std::find(finished_ids_.begin(), finished_ids_.end(), id) == finished_ids_.end()) {
-      waited_for.push_back(id);
-    }
-  }
-  const auto gate = sync_.Gate(s_.step, waited_for, now);
-  for (NodeId id : gate.newly_marked) {
-    const auto [slowest, slowest_clock] = sync_.Slowest();
-    MURMUR_LOG_INFO(
-        "node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits, "
-        "half of a wait while it looked held; step {} vs {}; the slowest member it "
-        "knows: node {} at step {}): marked a straggler, not waiting for it for {:.0f} s",
-        o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step, slowest,
-        slowest_clock, ToSeconds(o_.soft_sync.straggler_hold));
-  }
-  if (!gate.proceed) {
-    Emit(Wait{now + std::chrono::milliseconds(1)});
-    return;
-  }
+  if (!GateOpen(mixing, now)) return;
   step_view_ = view;
   step_mixing_ = mixing;
   computing_ = true;
@@ -496,17 +379,123 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   Emit(ComputeStep{s_.step + 1, lr});
 }
 
-void GossipNode::AdoptReceivedModel() {
-  if (received_model_->size() == x_.size()) {
-    SetModel(*received_model_);
-    if (outer_.has_value()) outer_->Restart(x_);
-    Emit(ResetOptimizer{});
-    s_.step = std::max(s_.step, received_model_clock_);
+// A run that ends (budget, stop, a finished quorum) mixes what it has. Under overlap a round not
+// due yet lets the node step on.
+bool GossipNode::MixPendingRound(TimePoint now) {
+  if (!rounds_.pending()) return true;
+  const bool due = BudgetSpent(now) || rounds_.MixDue(s_.step, MixingPeers(rounds_.view()),
+                                                      period_.OuterH(), sync_, claims_, now);
+  if (!due && rounds_.overlap() == 0) {
+    Emit(Wait{std::min(now + std::chrono::milliseconds(1), rounds_.wait_until())});
+    return false;
   }
-  received_model_.reset();
-  awaiting_model_from_ = 0;
-  refused_models_.clear();
+  if (due) MixRound();
+  return true;
 }
+
+bool GossipNode::GateOpen(const std::vector<NodeId>& mixing, TimePoint now) {
+  // A member that finished steps no more: waiting for it would only run out max_wait.
+  std::vector<NodeId> waited_for;
+  for (NodeId id : mixing) {
+    if (!claims_.HasFinished(id)) waited_for.push_back(id);
+  }
+  const auto gate = sync_.Gate(s_.step, waited_for, now);
+  for (NodeId id : gate.newly_marked) {
+    const auto [slowest, slowest_clock] = sync_.Slowest();
+    MURMUR_LOG_INFO(
+        "node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits, "
+        "half of a wait while it looked held; step {} vs {}; the slowest member it "
+        "knows: node {} at step {}): marked a straggler, not waiting for it for {:.0f} s",
+        o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step, slowest,
+        slowest_clock, ToSeconds(o_.soft_sync.straggler_hold));
+  }
+  if (!gate.proceed) Emit(Wait{now + std::chrono::milliseconds(1)});
+  return gate.proceed;
+}
+
+int64_t GossipNode::ScheduleSamples() const {
+  // The members' counts in the view are up to a digest period old (tens of steps); soft sync
+  // keeps every live member within S steps of this one, so this node's own count times the live
+  // members is the fresher estimate whenever it is the larger. A joiner (no samples of its own
+  // yet) reads the reported counts. The budget keeps to the reported counts alone.
+  return std::max(claims_.ReportedSamples(s_.samples),
+                  s_.samples * static_cast<int64_t>(s_.live_members));
+}
+
+std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {
+  std::vector<NodeId> out;
+  for (const auto& n : choco_->Peers(view, s_.rounds).receive_from) out.push_back(n.id);
+  return out;
+}
+
+PeriodContext GossipNode::Period() const {
+  return {s_.local_epoch, s_.rounds, s_.consensus_estimate, RoundView().size()};
+}
+
+std::span<const float> GossipNode::HostModel() {
+  if (o_.choco.device.is_cpu()) return x_;
+  host_model_.resize(x_.size());
+  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.choco.device,
+                                     x_.data(), x_.size_bytes()));
+  return host_model_;
+}
+
+void GossipNode::SetModel(std::span<const float> host) {
+  MURMUR_CHECK_EQ(host.size(), x_.size());
+  MURMUR_CHECK_OK(kernels::CopyBytes(o_.choco.device, x_.data(), kernels::Device::Cpu(),
+                                     host.data(), host.size_bytes()));
+}
+
+// ---- Joining ----
+
+void GossipNode::AdvanceJoin(Joiner& joiner, TimePoint now) {
+  const JoinReading reading{s_.live_members, claims_.best_clock(), s_.step, resume_.has_value(),
+                            stop_requested_ || claims_.quorum_finished()};
+  const Joiner::Decision d = joiner.Advance(reading, fetch_, admission_.members(),
+                                            [this](NodeId id) { return sync_.ClockOf(id); }, now);
+  switch (d.what) {
+    case Joiner::Do::kWait:
+      Emit(Wait{d.until});
+      return;
+    case Joiner::Do::kAsk:
+      Emit(SendTo{d.to, SnapshotRequest{0, true}, nullptr});
+      if (d.drop_resume) {
+        resume_.reset();
+        s_.resumed_step = 0;
+      }
+      if (phase() == Phase::kJoining) EnterPhase(AwaitingModel{joiner});
+      ++s_.join_requests;
+      Emit(Wait{d.until});
+      return;
+    case Joiner::Do::kStart:
+      if (d.adopt) {
+        AdoptReceivedModel();
+        s_.joined_by_snapshot = true;
+        from_initial_ = false;
+        MURMUR_LOG_INFO("node {}: joined a running cluster at step {} with a peer's model",
+                        o_.self, s_.step);
+      }
+      return StartTraining(now);
+  }
+}
+
+bool GossipNode::AskForModel(TimePoint now) {
+  const std::optional<NodeId> to =
+      fetch_.Ask(admission_.members(), [this](NodeId id) { return sync_.ClockOf(id); }, now);
+  if (!to.has_value()) return false;
+  Emit(SendTo{*to, SnapshotRequest{0, true}, nullptr});
+  return true;
+}
+
+void GossipNode::AdoptReceivedModel() {
+  const ModelFetch::Model model = fetch_.Take();
+  SetModel(model.values);
+  mixer_.Restart(x_);
+  Emit(ResetOptimizer{});
+  s_.step = std::max(s_.step, model.clock);
+}
+
+// ---- Catching up ----
 
 void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing,
                          TimePoint now) {
@@ -515,7 +504,7 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   // NeighbourAverage leaves x_ untouched when it has nothing to average.
   const bool averaged = clock > s_.step && choco_->NeighbourAverage(view, x_);
   if (averaged) {
-    if (outer_.has_value()) outer_->Restart(x_);
+    mixer_.Restart(x_);
     Emit(ResetOptimizer{});
     MURMUR_LOG_DEBUG("node {}: caught up from step {} to {} with the neighbours' average", o_.self,
                      s_.step, clock);
@@ -531,46 +520,238 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
   //   lacks that step. The average still moves the clock at once, so the neighbours' gates do
   //   not wait for the reply.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
-  const bool ask = averaged ? OuterActive() : best_clock_ >= s_.step + far;
-  if (!ask) return;
-  if (awaiting_model_from_ != 0 && !model_refused_ && now - model_asked_at_ < o_.model_retry)
-    return;
+  const bool ask = averaged ? OuterActive() : claims_.best_clock() >= s_.step + far;
+  if (!ask || fetch_.Waiting(now, o_.model_retry)) return;
   if (AskForModel(now)) ++s_.model_requests;
 }
 
 void GossipNode::AnnounceClock() {
-  const int64_t lead = o_.soft_sync.max_lead;
-  if (lead < 0 || s_.step < clock_sent_ + static_cast<uint64_t>(std::max<int64_t>(lead / 2, 1))) {
+  if (!rounds_.ClockDue(s_.step, o_.soft_sync.max_lead)) return;
+  for (NodeId to : choco_->Trackers(RoundView(), s_.rounds)) Emit(SendTo{to, NoPayload{}, nullptr});
+}
+
+// ---- Rounds ----
+
+void GossipNode::Round(TimePoint now) {
+  const std::vector<NodeId>& view = RoundView();
+  if (o_.local_steps == 0) {
+    choco_->SetDensityFactor(period_.SparseSchedule(s_.local_epoch, view.size()) ? 2 : 1);
+    s_.density_factor = choco_->density_factor();
+  }
+  auto stats = choco_->Publish(x_, view, s_.rounds);
+  if (!stats.ok()) return Fail(stats.status());
+  if (observer_ != nullptr) observer_->RoundPublished();
+  rounds_.Begin(s_.step, view, *stats);
+  // An outer round goes out at once and mixes once its mixing peers have sent theirs of the same
+  // round (RoundScheduler); a CHOCO round mixes at once, and its updates then carry this round's
+  // consensus estimate.
+  if (mixer_.outer_started() && OuterActive() && o_.soft_sync.max_lead >= 0) {
+    if (PendOuterRound(now)) EmitRoundOutput();
     return;
   }
-  clock_sent_ = s_.step;
-  const std::vector<NodeId>& view = step_view_.empty() ? view_ : step_view_;
-  for (NodeId to : choco_->Trackers(view, s_.rounds)) Emit(SendTo{to, NoPayload{}, nullptr});
+  MixRound();
+  if (phase() == Phase::kOver) return;
+  EmitRoundOutput();
 }
 
-namespace {
-constexpr std::pair<GossipNode::Phase, const char*> kPhaseNames[] = {
-    {GossipNode::Phase::kJoining, "joining"},
-    {GossipNode::Phase::kAwaitingModel, "awaiting_model"},
-    {GossipNode::Phase::kTraining, "training"},
-    {GossipNode::Phase::kFinishing, "finishing"},
-    {GossipNode::Phase::kLingering, "lingering"},
-    {GossipNode::Phase::kOver, "over"}};
-}  // namespace
-
-const char* PhaseName(GossipNode::Phase phase) {
-  for (const auto& [p, name] : kPhaseNames) {
-    if (p == phase) return name;
+// Waits at most a quarter of a round's steps at this node's pace; under overlap the node steps on
+// meanwhile, from the model at the round kept aside.
+bool GossipNode::PendOuterRound(TimePoint now) {
+  const double reach_s = 0.25 * period_.OuterH() * sync_.step_seconds();
+  const TimePoint until =
+      now + std::min(sync_.EffectiveWait(),
+                     std::chrono::duration_cast<Duration>(std::chrono::duration<double>(reach_s)));
+  const int overlap = std::min(o_.outer->overlap, period_.OuterH() - 1);
+  if (overlap > 0) {
+    if (Status kept = mixer_.KeepAside(x_); !kept.ok()) {
+      Fail(kept);
+      return false;
+    }
   }
-  MURMUR_CHECK(false) << "a phase without a name: " << static_cast<int>(phase);
-  return "";
+  rounds_.Pend(until, overlap);
+  return true;
 }
 
-StatusOr<GossipNode::Phase> ParsePhase(std::string_view name) {
-  for (const auto& [p, n] : kPhaseNames) {
-    if (name == n) return p;
+void GossipNode::EmitRoundOutput() {
+  for (ChocoOutgoing& out : choco_->TakeOutput()) {
+    if (auto* u = std::get_if<UpdateHeader>(&out.payload)) {
+      u->consensus = static_cast<float>(std::min(s_.consensus_average, kMaxConsensus));
+    }
+    Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
   }
-  return InvalidArgumentError("unknown phase '" + std::string(name) + "'");
+}
+
+void GossipNode::MixRound() {
+  const uint64_t clock = rounds_.clock();
+  const bool carried = rounds_.overlap() > 0 && s_.step > clock;
+  ChocoRoundStats stats = rounds_.stats();
+  const auto outer = mixer_.Mix(
+      *choco_, x_, carried, rounds_.view(), s_.rounds,
+      [&](NodeId id) { return sync_.Damping(clock, id); }, stats, OuterActive());
+  rounds_.Mixed();
+  if (!outer.ok()) return Fail(outer.status());
+  if (outer->has_value()) {
+    ++s_.outer_rounds;
+    s_.outer_delta = (*outer)->relative;
+  }
+  ++s_.rounds;
+  s_.consensus_distance = stats.consensus_distance;
+  s_.consensus_average = s_.rounds == 1 ? stats.consensus_distance
+                                        : 0.9 * s_.consensus_average + 0.1 * stats.consensus_distance;
+  period_.Prune(rounds_.view());
+  rounds_.Prune(rounds_.view());
+  if (observer_ != nullptr) {
+    observer_->Round(static_cast<double>(stats.sent_values) / static_cast<double>(x_.size()),
+                     stats.residual_norm, stats.consensus_distance);
+  }
+  s_.gamma = choco_->gamma();
+  s_.gamma_halvings = choco_->gamma_halvings();
+  if (stats.gamma_halved) {
+    MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
+                    "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
+                    o_.self, choco_->options().guard_checks, stats.consensus_distance,
+                    choco_->gamma());
+  }
+}
+
+void GossipNode::Fail(const Status& status) {
+  MURMUR_LOG_ERROR("node {}: {}", o_.self, status.ToString());
+  EnterPhase(Over{});
+  Emit(RunOver{status});
+}
+
+// ---- The end ----
+
+void GossipNode::Step(const Evaluated& result, TimePoint now) {
+  if (!evaluating_) return;
+  evaluating_ = false;
+  if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
+    s_.accuracy = result.accuracy;
+    s_.accuracy_step = s_.step;
+    if (phase() == Phase::kFinishing) s_.own_accuracy = result.accuracy;
+  }
+  if (auto* lingering = std::get_if<Lingering>(&phase_)) {
+    lingering->until = std::max(lingering->until, now + o_.linger);
+  }
+  Advance(now);
+}
+
+bool GossipNode::BudgetSpent(TimePoint now) {
+  const std::string_view why = budget_.Spent(
+      {claims_.ReportedSamples(s_.samples), ScheduleSamples(), s_.accuracy, now - start_,
+       claims_.quorum_finished(), stop_requested_});
+  if (why.empty()) return false;
+  s_.end_reason = why;
+  return true;
+}
+
+void GossipNode::Finish(TimePoint now) {
+  Emit(Finished{s_.end_reason});
+  // A node its operator stopped does not announce that it finished, only leaves: the others
+  // train on. Counted as finished, it made half of a 2-node cluster, and the other node (its own
+  // stop a moment away) ended with it and began a finish nobody would answer ("missed").
+  Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), !stop_requested_});
+  evaluating_ = true;
+  if (!finish_.on() || stop_requested_) {
+    // Stopped by the operator: the others train on, there is nothing to average with.
+    s_.finish = "off";
+    EnterPhase(Lingering{now + o_.linger});
+    Emit(Evaluate{true, x_});
+    return;
+  }
+  EnterPhase(Finishing{});
+  // A node that trained nothing (a restart that found the run over) holds no model of the run's:
+  // it takes the average without adding to it.
+  const bool trained = s_.local_steps > 0;
+  if (!trained) {
+    MURMUR_LOG_INFO("node {}: trained no step: its model is left out of the consensus finish",
+                    o_.self);
+  }
+  // HostModel stays as it is until the finish ends: training is over.
+  finish_.Start(HostModel(), LiveOrSelf(), now, trained);
+  EmitFinishOutput();
+  // The own model's accuracy while the contributions travel, on the periodic evaluations' rows:
+  // the full test set is for the model the run ends on. A caller's evaluation runs on the model
+  // itself, so the result is adopted only after it; two full ones would hold an expensive
+  // evaluation's finish for twice its time.
+  Emit(Evaluate{false, x_});
+}
+
+void GossipNode::AdvanceFinishing(TimePoint now) {
+  if (evaluating_) return;
+  finish_.Tick(now);
+  EmitFinishOutput();
+  if (!finish_.outcome().has_value() && !stop_requested_) {
+    Emit(Wait{std::min(finish_.deadline(), now + std::chrono::milliseconds(20))});
+    return;
+  }
+  EnterPhase(Lingering{now + o_.linger});
+  ApplyFinishOutcome(finish_.outcome().value_or(
+      FinishOutcome{false, 0, 0, {}, "the operator stopped the node while it waited"}));
+}
+
+void GossipNode::ApplyFinishOutcome(const FinishOutcome& o) {
+  if (!o.averaged) {
+    s_.finish = "missed";
+    MURMUR_LOG_WARN(
+        "node {}: missed the consensus finish ({}): the run ends on this node's own "
+        "model, which is not the cluster's",
+        o_.self, o.why);
+    if (observer_ != nullptr) observer_->Finish(false, 0, 0);
+    // The run ends on the own model: its full evaluation, unless the operator is waiting.
+    if (!stop_requested_) {
+      evaluating_ = true;
+      Emit(Evaluate{true, x_});
+    }
+    return;
+  }
+  s_.finish = "averaged";
+  s_.finish_contributors = o.contributors;
+  s_.finish_collector = o.collector;
+  s_.finish_moved = finish_.Moved(o.model);
+  SetModel(o.model);
+  Emit(ResetOptimizer{});
+  // The collector stays until every member left (Settled) or a member would have given up
+  // waiting: its results may still be on their way over a thin link, and a collector that left
+  // took the ones not yet sent with it (the members then collected again among themselves).
+  TimePoint& until = std::get<Lingering>(phase_).until;
+  if (o.collector == o_.self) until = std::max(until, finish_.deadline());
+  MURMUR_LOG_INFO(
+      "node {}: adopted the average of {} members' models from node {} ({:.3g} "
+      "relative from its own)",
+      o_.self, o.contributors, o.collector, s_.finish_moved);
+  if (observer_ != nullptr) observer_->Finish(true, o.contributors, s_.finish_moved);
+  evaluating_ = true;
+  Emit(Evaluate{true, x_});
+}
+
+void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now) {
+  finish_.Ensure(LiveOrSelf(), now);
+  if (!finish_.on()) {
+    return Reject(kRejectProtocol, m.from, "a finish message while this node does not finish");
+  }
+  sync_.Observe(m.from, m.step_clock);
+  finish_.Step(m.from, header, m.frame, [this] { return HostModel(); }, now);
+  EmitFinishOutput();
+}
+
+void GossipNode::EmitFinishOutput() {
+  for (const Refusal& r : finish_.TakeRefusals()) Reject(r.reason, r.from, r.why);
+  s_.finish_verdicts = finish_.verdicts();
+  for (SendTo& send : finish_.TakeOutput()) Emit(std::move(send));
+}
+
+std::string GossipNode::Activity() const {
+  const size_t live = s_.live_members;
+  switch (phase()) {
+    case Phase::kJoining:
+      if (o_.expect_members > 0) return fmt::format("joining: {} of {} members", live, o_.expect_members);
+      return fmt::format("joining: {} member{} so far", live, live == 1 ? "" : "s");
+    case Phase::kAwaitingModel:
+      return fmt::format("waiting for a model snapshot from node {}", fetch_.awaited());
+    default:
+      return PhaseName(phase());
+  }
 }
 
 }  // namespace murmur::gossip

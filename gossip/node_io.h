@@ -28,6 +28,8 @@ inline constexpr std::string_view kRejectUnknownSender = "unknown_sender";
 inline constexpr std::string_view kRejectProtocol = "protocol";
 inline constexpr std::string_view kRejectFrames = "frames";
 inline constexpr std::string_view kRejectConsensus = "implausible_consensus";  // UpdateHeader
+// An UpdateHeader's consensus estimate above this (or negative other than -1, none) is refused.
+inline constexpr double kMaxConsensus = 100;
 inline constexpr std::string_view kRejectOutlier = "outlier_update";  // robust mixing (choco.h)
 // Per-sender state is bounded (choco.h max_copies) and snapshots are rate-limited.
 inline constexpr std::string_view kRejectUntracked = "untracked_sender";
@@ -41,6 +43,14 @@ inline constexpr std::string_view kRejectUnconfirmedIncarnation = "unconfirmed_i
 // second-highest claim and twice the median, or a clock that alone would make this node catch up.
 inline constexpr std::string_view kRejectUnconfirmedSamples = "unconfirmed_samples";
 inline constexpr std::string_view kRejectUnconfirmedClock = "unconfirmed_clock";
+
+// A message or a claim a part of a machine refused: the reason (one of the above), the sender,
+// and why, for the log.
+struct Refusal {
+  std::string_view reason;
+  NodeId from = 0;
+  std::string why;
+};
 
 // ---- Inputs ----
 

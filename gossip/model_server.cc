@@ -1,0 +1,26 @@
+#include "gossip/model_server.h"
+
+#include <memory>
+#include <vector>
+
+#include "coding/update_codec.h"
+
+namespace murmur::gossip {
+
+ModelServer::Answer ModelServer::Serve(NodeId to, uint64_t step,
+                                       const std::function<std::span<const float>()>& model,
+                                       TimePoint now) {
+  if (!bucket_.Take(now)) {
+    ++refused_;
+    return {SendTo{to, SnapshotReply{step, 0, true}, nullptr}, true};
+  }
+  const std::span<const float> values = model();
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeDense(values, *bytes);
+  ++served_;
+  return {SendTo{to, SnapshotReply{step, static_cast<uint32_t>(values.size()), true},
+                 std::move(bytes)},
+          false};
+}
+
+}  // namespace murmur::gossip
