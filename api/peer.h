@@ -119,7 +119,7 @@ struct Hooks {
   // Defaults: "caller's model of N values", and the cluster id.
   std::string model;
   std::string run_identity;
-  // Read `murmur local --exec`'s environment (MURMUR_PEER_ARGS, MURMUR_DEVICE, MURMUR_REPORT_FD).
+  // Read `murmur local --exec`'s environment (MURMUR_PEER_CONFIG, MURMUR_DEVICE, MURMUR_REPORT_FD).
   bool launcher_environment = true;
   // Messages carrying a model of another size before Next fails with kFailedPrecondition
   // (0: they are only counted, as every refusal is).

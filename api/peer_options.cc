@@ -1,6 +1,5 @@
 #include "api/peer_options.h"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -18,64 +17,35 @@ using KeyMap = std::map<std::string, std::string>;
 constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
                                         "join_timeout_s", "device"};
 
-// What `murmur local --exec` placed: its node's flags (MURMUR_PEER_ARGS, one token per line, as
-// it would run `murmur node`) and the process's device (MURMUR_DEVICE).
+// What `murmur local --exec` placed: its node's resolved keys (the document MURMUR_PEER_CONFIG
+// names, as `murmur node --config` reads it) and the process's device (MURMUR_DEVICE).
 struct Launcher {
   KeyMap keys;
   // Checked against the buffer's own, not merged; auto: the program's own choice, not checked.
   kernels::DeviceSpec device;
 };
 
-// The flags, read by `murmur node`'s own flag parser (node/config/config_schema.h): the keys
-// they set, as texts.
-StatusOr<KeyMap> ParseNodeFlags(const std::string& joined) {
-  std::vector<std::string> tokens = {"murmur-node"};
-  size_t start = 0;
-  while (start <= joined.size()) {
-    const size_t nl = joined.find('\n', start);
-    std::string token = joined.substr(start, nl == std::string::npos ? nl : nl - start);
-    if (!token.empty()) tokens.push_back(std::move(token));
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  CLI::App app;
-  node::ConfigParser<node::NodeConfig> parser(node::NodeSchema());
-  parser.AddOptions(app);
-  std::vector<std::string> joined_bools = node::JoinBoolValues(tokens);
-  std::vector<char*> argv;
-  for (std::string& t : joined_bools) argv.push_back(t.data());
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    return InvalidArgumentError(std::string("MURMUR_PEER_ARGS: ") + e.what());
-  }
-  KeyMap texts;
-  std::set<std::string> given;
-  const auto no_environment = [](const char*) -> const char* { return nullptr; };
-  MURMUR_RETURN_IF_ERROR(parser.Resolve(no_environment, &texts, &given).status());
-  KeyMap out;
-  for (const std::string& key : given) out[key] = texts[key];
-  return out;
-}
-
 StatusOr<Launcher> LauncherFromEnvironment() {
   Launcher launcher;
-  const char* env = std::getenv("MURMUR_PEER_ARGS");
-  if (env == nullptr) return launcher;
-  MURMUR_ASSIGN_OR_RETURN(launcher.keys, ParseNodeFlags(env));
-  KeyMap& keys = launcher.keys;
-  if (auto it = keys.find("mode"); it != keys.end() && it->second != "gossip") {
-    return InvalidArgumentError("MURMUR_PEER_ARGS: mode " + it->second +
+  const char* path = std::getenv("MURMUR_PEER_CONFIG");
+  if (path == nullptr) return launcher;
+  StatusOr<KeyMap> keys = node::ReadTomlFile(path);
+  if (!keys.ok()) {
+    return Status(keys.status().code(),
+                  "MURMUR_PEER_CONFIG: " + std::string(keys.status().message()));
+  }
+  launcher.keys = *std::move(keys);
+  KeyMap& k = launcher.keys;
+  if (auto it = k.find("mode"); it != k.end() && it->second != "gossip") {
+    return InvalidArgumentError("MURMUR_PEER_CONFIG: mode " + it->second +
                                 ": the library runs gossip");
   }
-  if (auto it = keys.find("device"); it != keys.end()) {
+  if (auto it = k.find("device"); it != k.end()) {
     MURMUR_ASSIGN_OR_RETURN(launcher.device, kernels::ParseDeviceSpec(it->second));
   }
   // What only `murmur node` does with these: the script gets its rank and shard in the
   // environment (MURMUR_RANK, MURMUR_WORLD_SIZE), reports go to MURMUR_REPORT_FD.
-  for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) {
-    keys.erase(key);
-  }
+  for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) k.erase(key);
   return launcher;
 }
 

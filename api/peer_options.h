@@ -62,12 +62,12 @@ PeerOptions PeerOptionsWith(const node::NodeConfig& config, node::PeerNodeOption
 struct KeyContext {
   bool evaluate = false;             // an evaluation: eval_every and target_accuracy apply
   bool state_hooks = false;          // save_state and restore_state: checkpoint_dir/_every apply
-  bool launcher_environment = true;  // MURMUR_PEER_ARGS and MURMUR_DEVICE are read
+  bool launcher_environment = true;  // MURMUR_PEER_CONFIG and MURMUR_DEVICE are read
 };
 
 // The edge adapter: key → text pairs (PeerKnownKeys) over DefaultPeerConfig, after the launcher's
-// flags (MURMUR_PEER_ARGS, parsed by `murmur node`'s own flag parser) when the context reads
-// the environment. Every value goes through the schema's parser; kInvalidArgument names the key
+// keys (the document MURMUR_PEER_CONFIG names, which `murmur local --exec` writes for each node)
+// when the context reads the environment. Every value goes through the schema's parser; kInvalidArgument names the key
 // for an unknown key, a bad value, a key that does not apply to a caller's model, or a buffer
 // device other than where the launcher placed the process (MURMUR_DEVICE).
 StatusOr<PeerOptions> PeerOptionsFromKeys(const std::map<std::string, std::string>& keys,

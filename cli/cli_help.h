@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "node/config/config_schema.h"
+#include "node/config/config_parser.h"
 
 namespace murmur::node {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "node/config/config_schema.h"
+#include "node/config/config_parser.h"
 
 namespace murmur::node {
 

@@ -22,6 +22,8 @@
 
 #include "cli/exec_program.h"
 #include "gossip/transport/curve_keys.h"
+#include "node/config/config_schema.h"
+#include "node/config/node_config.h"
 #include "node/config/secrets.h"
 
 namespace murmur::node {
@@ -89,9 +91,9 @@ StatusOr<Addresses> AddressesFor(const LocalClusterOptions& config,
   return a;
 }
 
-// The nodes' peer-link keys and admin token, written into `dir`, as their flags.
+// The nodes' peer-link keys and admin token, written into `dir`, as their keys.
 struct Secrets {
-  std::vector<std::string> flags;      // every node's
+  NodeKeys keys;                       // every node's
   std::vector<std::string> node_keys;  // --secure: each node's own key, bound to its id
   std::string token_file;              // the admin token ("" without admin ports)
 };
@@ -112,9 +114,9 @@ StatusOr<Secrets> SecretsFor(const LocalClusterOptions& config, const std::files
     }
     const std::string allowed = (dir / "allowed.keys").string();
     MURMUR_RETURN_IF_ERROR(WriteSecretFile(allowed, allowlist, true));
-    s.flags = {"--cluster-key-file", path, "--allowed-keys-file", allowed};
+    s.keys = {{"cluster_key_file", path}, {"allowed_keys_file", allowed}};
   } else {
-    s.flags = {"--plaintext"};
+    s.keys = {{"plaintext", "true"}};
   }
   if (!config.admin) return s;
   s.token_file = config.admin_token_file;
@@ -128,24 +130,21 @@ StatusOr<Secrets> SecretsFor(const LocalClusterOptions& config, const std::files
     MURMUR_RETURN_IF_ERROR(WriteSecretFile(s.token_file, token + "\n", true));
     std::fprintf(stderr, "murmur local: wrote a fresh admin token to %s\n", s.token_file.c_str());
   }
-  s.flags.insert(s.flags.end(), {"--admin-token-file", s.token_file});
+  s.keys["admin_token_file"] = s.token_file;
   return s;
 }
 
-// An --exec program runs in place of `murmur node`: its node's flags, rank, report pipe and
+// An --exec program runs in place of `murmur node`: its node's document, rank, report pipe and
 // placement go into its environment, and bash runs it.
-void AsProgram(Child& c, std::vector<std::string>& args, int i, int n, const std::string& exe,
-               const std::string& program) {
-  std::string flags;
-  for (size_t k = 2; k < args.size(); ++k) flags += (flags.empty() ? "" : "\n") + args[k];
+void AsProgram(Child& c, const std::string& document, const NodeKeys& keys, int i, int n,
+               const std::string& exe, const std::string& program) {
   c.exec = true;
-  c.env = {"MURMUR_PEER_ARGS=" + flags, "MURMUR_RANK=" + std::to_string(i),
+  c.env = {"MURMUR_PEER_CONFIG=" + document, "MURMUR_RANK=" + std::to_string(i),
            "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
            "MURMUR_REPORT_FD=3"};
   // Where the launcher placed it: the program puts its model there (api/peer.h checks).
-  if (auto d = std::find(args.begin(), args.end(), "--device");
-      d != args.end() && d + 1 != args.end() && *(d + 1) != "auto") {
-    c.env.push_back("MURMUR_DEVICE=" + *(d + 1));
+  if (auto d = keys.find("device"); d != keys.end() && d->second != "auto") {
+    c.env.push_back("MURMUR_DEVICE=" + d->second);
   }
   // This build's Python module (build/python next to build/murmur), when there is one.
   const std::filesystem::path python = std::filesystem::path(exe).parent_path() / "python";
@@ -156,27 +155,40 @@ void AsProgram(Child& c, std::vector<std::string>& args, int i, int n, const std
   }
   // bash runs a single command by exec, so the program itself is the child murmur local
   // waits for and signals; a compound command's processes share its process group.
-  args = {"/bin/bash", "-c", program};
+  c.argv = {"/bin/bash", "-c", program};
 }
 
-// `murmur node`'s flags for node i, before its mode's own.
-std::vector<std::string> NodeArgs(const LocalClusterOptions& config, const std::string& exe, int i,
-                                  const std::string& endpoint, const std::string& seeds,
-                                  const std::vector<std::string>& admins, const Secrets& secrets) {
-  std::vector<std::string> args = {exe,         "node",        "--id",    std::to_string(i + 1),
-                                   "--listen",  endpoint,      "--seeds", seeds,
-                                   "--cluster", config.cluster};
-  args.insert(args.end(), {"--probe-interval-ms", std::to_string(config.probe_interval_ms),
-                           "--probe-timeout-ms", std::to_string(config.probe_timeout_ms)});
-  args.insert(args.end(), {"--report", "json", "--report-interval-ms", "100", "--log-level",
-                           config.node_log_level});
-  if (config.admin) args.insert(args.end(), {"--admin", admins[static_cast<size_t>(i)]});
-  if (!config.run_dir.empty()) args.insert(args.end(), {"--run-dir", config.run_dir});
-  args.insert(args.end(), secrets.flags.begin(), secrets.flags.end());
-  if (!secrets.node_keys.empty()) {
-    args.insert(args.end(), {"--node-key-file", secrets.node_keys[static_cast<size_t>(i)]});
+// `murmur node`'s keys for node i, before its mode's own.
+NodeKeys CommonKeys(const LocalClusterOptions& config, int i, const std::string& endpoint,
+                    const std::string& seeds, const std::vector<std::string>& admins,
+                    const Secrets& secrets) {
+  NodeKeys keys = secrets.keys;
+  keys.insert({{"id", std::to_string(i + 1)},
+               {"listen", endpoint},
+               {"seeds", seeds},
+               {"cluster", config.cluster},
+               {"probe_interval_ms", std::to_string(config.probe_interval_ms)},
+               {"probe_timeout_ms", std::to_string(config.probe_timeout_ms)},
+               {"report", "json"},
+               {"report_interval_ms", "100"},
+               {"log_level", config.node_log_level}});
+  if (config.admin) keys["admin"] = admins[static_cast<size_t>(i)];
+  if (!config.run_dir.empty()) keys["run_dir"] = config.run_dir;
+  if (!secrets.node_keys.empty()) keys["node_key_file"] = secrets.node_keys[static_cast<size_t>(i)];
+  return keys;
+}
+
+// The environment variables of the node schema's keys: a node reads its document alone, so the
+// launcher's own environment (MURMUR_BATCH_SIZE=..., already resolved into the document) does not
+// reach it a second time.
+std::vector<std::string> NodeKeyEnvironment() {
+  std::vector<std::string> names;
+  for (const auto& key : NodeSchema().keys()) {
+    const std::string name = EnvName(key.name);
+    if (std::getenv(name.c_str()) != nullptr) names.push_back(name);
   }
-  return args;
+  if (std::getenv("MURMUR_CONFIG") != nullptr) names.push_back("MURMUR_CONFIG");
+  return names;
 }
 
 }  // namespace
@@ -208,16 +220,24 @@ Status LocalCluster::Spawn() {
   }
   const std::filesystem::path logs =
       config_.run_dir.empty() ? dir_ : std::filesystem::path(config_.run_dir) / "logs";
+  const std::vector<std::string> unset = NodeKeyEnvironment();
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> args = NodeArgs(config_, exe, i, endpoints[i], seeds, admins, secrets);
+    NodeKeys keys = CommonKeys(config_, i, endpoints[i], seeds, admins, secrets);
     if (extra_args_) {
-      for (auto& a : extra_args_(i)) args.push_back(std::move(a));
+      for (auto& [name, text] : extra_args_(i)) keys[name] = std::move(text);
     } else {
-      args.insert(args.end(), {"--mode", "membership"});
+      keys["mode"] = "membership";
     }
+    // The node's resolved keys, as one document it reads once.
+    const std::string document = (dir_ / ("node-" + std::to_string(i + 1) + ".toml")).string();
+    MURMUR_RETURN_IF_ERROR(WriteSecretFile(document, NodeSchema().Document(keys), false));
     Child c;
-    if (!config_.exec.empty()) AsProgram(c, args, i, n, exe, program);
-    c.argv = std::move(args);
+    if (!config_.exec.empty()) {
+      AsProgram(c, document, keys, i, n, exe, program);
+    } else {
+      c.argv = {exe, "node", "--config", document};
+      c.unset_env = unset;
+    }
     c.log = (logs / ("node-" + std::to_string(i + 1) + ".log")).string();
     c.endpoint = endpoints[i];
     if (config_.network != nullptr) c.netns = config_.network->NamespacePath(i);
@@ -270,6 +290,7 @@ Status LocalCluster::Start(Child& c) {
       for (const std::string& e : c.env) ::putenv(const_cast<char*>(e.c_str()));
     } else {
       ::dup2(pipe_fds[1], STDOUT_FILENO);
+      for (const std::string& name : c.unset_env) ::unsetenv(name.c_str());
     }
     // Ctrl-C reaches the whole foreground group; the parent decides when children stop. If
     // the parent dies without stopping them (SIGKILL), they leave on their own.

@@ -21,6 +21,11 @@
 
 namespace murmur::node {
 
+// A node's configuration keys (the node schema's names: node/config/node_config.h) with their
+// resolved text. `murmur local` writes each node's keys as one document, which the node reads
+// with --config, or the library (api/peer_options.h) from MURMUR_PEER_CONFIG.
+using NodeKeys = std::map<std::string, std::string>;
+
 struct LocalClusterOptions {
   int nodes = 1;
   gossip::Mode mode = gossip::Mode::kGossip;  // the Prometheus targets' label
@@ -36,8 +41,8 @@ struct LocalClusterOptions {
   std::string run_dir;             // "": none; else the nodes' logs and series go there (run_dir.h)
   // Non-empty: each node runs this command (bash -c, in a process group of its own, which
   // signals reach) instead of `murmur node`: a program on the library (api/peer.h), with its
-  // node's flags in MURMUR_PEER_ARGS, its rank in MURMUR_RANK and MURMUR_WORLD_SIZE, and its
-  // report lines on file descriptor 3 (MURMUR_REPORT_FD).
+  // node's keys in the document MURMUR_PEER_CONFIG names, its rank in MURMUR_RANK and
+  // MURMUR_WORLD_SIZE, and its report lines on file descriptor 3 (MURMUR_REPORT_FD).
   std::string exec;
   // Not null: each node runs in its namespace of this network (its address, fixed ports) instead
   // of on loopback; it outlives the cluster.
@@ -58,6 +63,7 @@ struct Child : ChildReport {
   std::string netns;              // the file of the network namespace it runs in ("": this one's)
   std::vector<std::string> argv;  // how it was started (a restart uses the same)
   std::vector<std::string> env;   // NAME=VALUE added to its environment (exec nodes)
+  std::vector<std::string> unset_env;  // names removed from it (murmur node: its document alone)
   bool exec = false;              // a user's program: report lines on fd 3, stdout relayed
   // exec: the program's stdout (a pipe), its partial last line, and the complete lines not yet
   // taken by TakeProgramLines (each is also appended to the log).
@@ -73,8 +79,9 @@ struct Child : ChildReport {
 
 class LocalCluster {
  public:
+  // `extra_keys` gives node i's keys beyond the common ones (none: a membership node).
   LocalCluster(LocalClusterOptions config, std::filesystem::path dir,
-               std::function<std::vector<std::string>(int)> extra_args = nullptr)
+               std::function<NodeKeys(int)> extra_args = nullptr)
       : config_(std::move(config)), dir_(std::move(dir)), extra_args_(std::move(extra_args)) {}
 
   Status Spawn();
@@ -118,7 +125,7 @@ class LocalCluster {
 
   const LocalClusterOptions config_;
   std::filesystem::path dir_;
-  std::function<std::vector<std::string>(int)> extra_args_;
+  std::function<NodeKeys(int)> extra_args_;
   std::vector<Child> children_;
 };
 

@@ -22,7 +22,7 @@ using gossip::Mode;
 
 class CodedLocal : public LocalMode {
  public:
-  CodedLocal(const LocalConfig& config, gossip::SyncPlan plan, std::vector<std::string> forwarded,
+  CodedLocal(const LocalConfig& config, gossip::SyncPlan plan, NodeKeys forwarded,
              std::vector<std::string> devices)
       : config_(config),
         plan_(std::move(plan)),
@@ -44,10 +44,10 @@ class CodedLocal : public LocalMode {
     what_ += ", on " + PlacementSummary(devices_);
   }
   int processes() const override { return static_cast<int>(plan_.processes); }
-  std::vector<std::string> NodeArgs(int i) const override {
-    std::vector<std::string> a = {"--mode", std::string(gossip::ModeName(config_.mode)), "--device",
-                                  devices_[static_cast<size_t>(i)]};
-    a.insert(a.end(), forwarded_.begin(), forwarded_.end());
+  NodeKeys KeysOf(int i) const override {
+    NodeKeys a = forwarded_;
+    a["mode"] = gossip::ModeName(config_.mode);
+    a["device"] = devices_[static_cast<size_t>(i)];
     return a;
   }
   std::string Table(const LocalCluster& cluster, double t) const override {
@@ -210,7 +210,7 @@ class CodedLocal : public LocalMode {
 
   const LocalConfig& config_;
   const gossip::SyncPlan plan_;
-  const std::vector<std::string> forwarded_;
+  const NodeKeys forwarded_;
   const std::vector<std::string> devices_;
   std::string what_;
 };
@@ -218,7 +218,7 @@ class CodedLocal : public LocalMode {
 }  // namespace
 
 std::unique_ptr<LocalMode> MakeCodedLocal(const LocalConfig& config, gossip::SyncPlan plan,
-                                          std::vector<std::string> forwarded,
+                                          NodeKeys forwarded,
                                           std::vector<std::string> devices) {
   return std::make_unique<CodedLocal>(config, std::move(plan), std::move(forwarded),
                                       std::move(devices));

@@ -40,23 +40,31 @@ namespace {
 
 using gossip::Mode;
 
-// The keys `murmur local` forwards to its nodes as flags, when they are not the default (from
-// a flag, the environment or the --config file, which the nodes do not read: it may hold keys
-// only `local` knows).
-std::vector<std::string> Forwarded(const ConfigParser<LocalConfig>& parser,
-                                   const std::map<std::string, std::string>& texts, bool coded) {
+// What `murmur local` resolved, and which keys were given (a file, the environment or a flag)
+// or derived from the given ones (n and L from --nodes).
+struct LocalResolved {
+  LocalConfig config;
+  std::map<std::string, std::string> texts;
+  std::set<std::string> given;
+};
+
+// The node keys `murmur local` hands each node in its document: the ones given to it (from a
+// flag, the environment or its --config file, which the nodes do not read: it may hold keys
+// only `local` knows), with their resolved text.
+NodeKeys Forwarded(const ConfigParser<LocalConfig>& parser, const LocalResolved& r, bool coded) {
   std::vector<std::string> keys = coded ? CodedKeyNames() : std::vector<std::string>{};
   for (const auto& k : GossipKeyNames()) {
     if (k != "straggle" && k != "device") keys.push_back(k);  // each node gets its own device
   }
-  return parser.ResolvedFlags(texts, keys);
+  const auto given = parser.GivenTexts(r.texts, r.given, keys);
+  return NodeKeys(given.begin(), given.end());
 }
 
 class MembershipLocal : public LocalMode {
  public:
   explicit MembershipLocal(const LocalConfig& config) : config_(config) {}
   int processes() const override { return config_.nodes; }
-  std::vector<std::string> NodeArgs(int) const override { return {"--mode", "membership"}; }
+  NodeKeys KeysOf(int) const override { return {{"mode", "membership"}}; }
   std::string Table(const LocalCluster& cluster, double t) const override {
     return cluster.Table(t);
   }
@@ -112,8 +120,8 @@ class MembershipLocal : public LocalMode {
 
 // `--exec` runs programs on the library (api/peer.h): only gossip, and only the keys
 // a library peer takes; the rest concern murmur's own model and are refused with the reason.
-Status CheckExec(const LocalConfig& config, const std::map<std::string, std::string>& texts,
-                 const ConfigParser<LocalConfig>& parser) {
+Status CheckExec(const LocalResolved& r, const ConfigParser<LocalConfig>& parser) {
+  const LocalConfig& config = r.config;
   if (config.mode != Mode::kGossip) {
     return InvalidArgumentError(
         fmt::format("exec: programs on the library train by gossip, not "
@@ -125,9 +133,7 @@ Status CheckExec(const LocalConfig& config, const std::map<std::string, std::str
         "run_dir: a library program's nodes write no time series yet; "
         "leave --run-dir out with --exec");
   }
-  for (const std::string& flag : Forwarded(parser, texts, false)) {
-    std::string key = flag.substr(2, flag.find('=') - 2);
-    std::replace(key.begin(), key.end(), '-', '_');
+  for (const auto& [key, text] : Forwarded(parser, r, false)) {
     if (key == "device" || PeerLibraryKeys().count(key) > 0) continue;
     if (key == "eval_every" || key == "target_accuracy") continue;  // with the program's evaluate
     return InvalidArgumentError(
@@ -177,12 +183,13 @@ Status CheckNetwork(const LocalConfig& config, int processes) {
   return net::CheckCanBuild();
 }
 
-Status NodesAsOneLayer(const std::set<std::string>& given,
-                       std::map<std::string, std::string>& texts, LocalConfig& config) {
-  const bool shaped = given.count("n") > 0 || given.count("L") > 0;
-  MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(config.mode, config.nodes, shaped, config.coded));
-  texts["n"] = std::to_string(config.coded.n);
-  texts["L"] = std::to_string(config.coded.L);
+// n and L from --nodes, recorded as given: the nodes are handed them.
+Status NodesAsOneLayer(LocalResolved& r) {
+  const bool shaped = r.given.count("n") > 0 || r.given.count("L") > 0;
+  MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(r.config.mode, r.config.nodes, shaped, r.config.coded));
+  r.texts["n"] = std::to_string(r.config.coded.n);
+  r.texts["L"] = std::to_string(r.config.coded.L);
+  r.given.insert({"n", "L"});
   return OkStatus();
 }
 
@@ -231,36 +238,35 @@ class LocalCommand : public ConfiguredCommand<LocalConfig> {
 
  private:
   // The keys, and the cross-key rules the parser cannot check; `texts` as the run records them.
-  StatusOr<LocalConfig> Resolve(std::map<std::string, std::string>& texts) const;
-  StatusOr<LocalPlan> Plan(const LocalConfig& config,
-                           std::map<std::string, std::string>& texts) const;
+  StatusOr<LocalResolved> Resolve() const;
+  StatusOr<LocalPlan> Plan(LocalResolved& r) const;
   // Starts the planned processes (after the run directory and the network) and runs them.
-  int Start(const LocalConfig& config, const std::map<std::string, std::string>& texts,
-            LocalPlan plan) const;
+  int Start(const LocalResolved& r, LocalPlan plan) const;
 };
 
-StatusOr<LocalConfig> LocalCommand::Resolve(std::map<std::string, std::string>& texts) const {
-  std::set<std::string> given;
-  MURMUR_ASSIGN_OR_RETURN(LocalConfig config, parser_.Resolve(std::getenv, &texts, &given));
-  if (gossip::IsSyncMode(config.mode) && given.count("nodes") > 0) {
-    MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(given, texts, config));
+StatusOr<LocalResolved> LocalCommand::Resolve() const {
+  LocalResolved r;
+  MURMUR_ASSIGN_OR_RETURN(r.config, parser_.Resolve(std::getenv, &r.texts, &r.given));
+  LocalConfig& config = r.config;
+  if (gossip::IsSyncMode(config.mode) && r.given.count("nodes") > 0) {
+    MURMUR_RETURN_IF_ERROR(NodesAsOneLayer(r));
   }
   if (!config.run_dir.empty()) {
     config.run_dir = std::filesystem::absolute(config.run_dir).lexically_normal().string();
-    texts["run_dir"] = config.run_dir;
+    r.texts["run_dir"] = config.run_dir;
   }
   if (config.probe_timeout_ms >= config.probe_interval_ms) {
     return InvalidArgumentError("probe_timeout_ms must be below probe_interval_ms");
   }
-  MURMUR_RETURN_IF_ERROR(
-      RefuseOtherModeKeys(config.mode, parser_.ResolvedFlags(texts, OtherModeKeys(config.mode))));
+  MURMUR_RETURN_IF_ERROR(RefuseOtherModeKeys(
+      config.mode, parser_.GivenFlags(r.texts, r.given, OtherModeKeys(config.mode))));
   if (!config.run_dir.empty() &&
       std::filesystem::exists(std::filesystem::path(config.run_dir) / "result.json")) {
     return InvalidArgumentError("run_dir: '" + config.run_dir +
                                 "' already holds a run (result.json); give a new directory, or "
                                 "remove that one");
   }
-  return config;
+  return r;
 }
 
 namespace {
@@ -327,13 +333,13 @@ StatusOr<std::vector<std::string>> Placement(const LocalConfig& config, int proc
 
 }  // namespace
 
-StatusOr<LocalPlan> LocalCommand::Plan(const LocalConfig& config,
-                                       std::map<std::string, std::string>& texts) const {
+StatusOr<LocalPlan> LocalCommand::Plan(LocalResolved& r) const {
+  const LocalConfig& config = r.config;
   LocalPlan p;
-  MURMUR_ASSIGN_OR_RETURN(p.sync, ShapeOf(config, texts));
+  MURMUR_ASSIGN_OR_RETURN(p.sync, ShapeOf(config, r.texts));
   p.processes = p.sync.has_value() ? static_cast<int>(p.sync->processes) : config.nodes;
   if (!config.exec.empty()) {
-    MURMUR_RETURN_IF_ERROR(CheckExec(config, texts, parser_));
+    MURMUR_RETURN_IF_ERROR(CheckExec(r, parser_));
   } else if (config.mode != Mode::kMembership && config.gossip.train.task == "fashion-mnist") {
     // Data that is not there would fail every node: said once, before any starts.
     MURMUR_RETURN_IF_ERROR(CheckFashionMnistFiles(config.gossip.train.data_dir));
@@ -344,8 +350,8 @@ StatusOr<LocalPlan> LocalCommand::Plan(const LocalConfig& config,
   return p;
 }
 
-int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, std::string>& texts,
-                        LocalPlan plan) const {
+int LocalCommand::Start(const LocalResolved& r, LocalPlan plan) const {
+  const LocalConfig& config = r.config;
   if (!config.run_dir.empty()) {
     Status made = MakeRunDir(std::filesystem::path(config.run_dir) / "logs", "run_dir");
     std::set<std::string> unread;
@@ -354,7 +360,7 @@ int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, s
       unread.insert(PlainRoundKeys().begin(), PlainRoundKeys().end());
     }
     if (made.ok()) {
-      made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(texts, unread));
+      made = WriteRunFile(config.run_dir, "config.toml", parser_.ResolvedToml(r.texts, unread));
     }
     if (!made.ok()) return Refuse(std::string(made.message()));
   }
@@ -376,10 +382,10 @@ int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, s
   }
   std::unique_ptr<LocalMode> mode;
   if (plan.sync.has_value()) {
-    mode = MakeCodedLocal(config, *std::move(plan.sync), Forwarded(parser_, texts, true),
+    mode = MakeCodedLocal(config, *std::move(plan.sync), Forwarded(parser_, r, true),
                           std::move(plan.devices));
   } else if (config.mode == Mode::kGossip) {
-    mode = MakeGossipLocal(config, Forwarded(parser_, texts, false), dir, std::move(plan.devices));
+    mode = MakeGossipLocal(config, Forwarded(parser_, r, false), dir, std::move(plan.devices));
   } else {
     mode = std::make_unique<MembershipLocal>(config);
   }
@@ -387,11 +393,11 @@ int LocalCommand::Start(const LocalConfig& config, const std::map<std::string, s
 }
 
 int LocalCommand::Run() {
-  std::map<std::string, std::string> texts;
-  StatusOr<LocalConfig> config = Resolve(texts);
-  if (!config.ok()) return Refuse(std::string(config.status().message()));
-  StatusOr<LocalPlan> plan = Plan(*config, texts);
+  StatusOr<LocalResolved> resolved = Resolve();
+  if (!resolved.ok()) return Refuse(std::string(resolved.status().message()));
+  StatusOr<LocalPlan> plan = Plan(*resolved);
   if (!plan.ok()) return Refuse(std::string(plan.status().message()));
+  const LocalConfig* config = &resolved->config;
   if (config->dry_run) {
     std::printf(
         "murmur local: would run %d %s process%s%s on %s; every key checked, nothing started\n",
@@ -401,7 +407,7 @@ int LocalCommand::Run() {
         config->network.Describe().c_str());
     return 0;
   }
-  return Start(*config, texts, *std::move(plan));
+  return Start(*resolved, *std::move(plan));
 }
 
 std::unique_ptr<Command> MakeLocalCommand(CLI::App& app) {

@@ -69,7 +69,7 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "gossip: run this shell command as each node instead of `murmur node` (your own "
               "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
               "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
-              "(MURMUR_PEER_ARGS, which the library reads); with --device cuda also "
+              "(one document, MURMUR_PEER_CONFIG, which the library reads); with --device cuda also "
               "MURMUR_DEVICE, the GPU it is placed on, where the library checks its model is "
               "(without it the program's model is where the program puts it); the live table, "
               "the report, --straggle and --crash apply as for murmur's own nodes. It runs under "

@@ -60,7 +60,7 @@ std::string GossipSchedule(const LocalConfig& c) {
 
 class GossipLocal : public LocalMode {
  public:
-  GossipLocal(const LocalConfig& config, std::vector<std::string> forwarded,
+  GossipLocal(const LocalConfig& config, NodeKeys forwarded,
               std::filesystem::path dir, std::vector<std::string> devices)
       : config_(config),
         forwarded_(std::move(forwarded)),
@@ -74,21 +74,17 @@ class GossipLocal : public LocalMode {
   std::string ModelPath(int i) const {
     return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string();
   }
-  std::vector<std::string> NodeArgs(int i) const override {
-    std::vector<std::string> a = {"--mode",           "gossip",
-                                  "--shard-index",    std::to_string(i),
-                                  "--shard-count",    std::to_string(config_.nodes),
-                                  "--expect-members", std::to_string(config_.nodes),
-                                  "--save-model",     ModelPath(i),
-                                  "--device",         devices_[static_cast<size_t>(i)]};
+  NodeKeys KeysOf(int i) const override {
+    NodeKeys a = forwarded_;
+    a["mode"] = "gossip";
+    a["shard_index"] = std::to_string(i);
+    a["shard_count"] = std::to_string(config_.nodes);
+    a["expect_members"] = std::to_string(config_.nodes);
+    a["save_model"] = ModelPath(i);
+    a["device"] = devices_[static_cast<size_t>(i)];
     // A library program has no budget of its own: the cluster's, even when it is the default
-    // (and so not among the forwarded flags, which hold each key once).
-    const bool given = std::any_of(forwarded_.begin(), forwarded_.end(),
-                                   [](const std::string& f) { return f.starts_with("--epochs="); });
-    if (!config_.exec.empty() && !given) {
-      a.push_back(fmt::format("--epochs={}", config_.gossip.epochs));
-    }
-    a.insert(a.end(), forwarded_.begin(), forwarded_.end());
+    // (and so not among the keys given, which are forwarded).
+    if (!config_.exec.empty()) a.try_emplace("epochs", fmt::format("{}", config_.gossip.epochs));
     return a;
   }
   void Observe(LocalCluster& cluster, double t, bool) override {
@@ -184,7 +180,7 @@ class GossipLocal : public LocalMode {
 
  private:
   const LocalConfig& config_;
-  const std::vector<std::string> forwarded_;
+  const NodeKeys forwarded_;
   const std::filesystem::path dir_;
   const std::vector<std::string> devices_;  // where each node trains
   const std::string what_;
@@ -206,7 +202,7 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
 }  // namespace
 
 std::unique_ptr<LocalMode> MakeGossipLocal(const LocalConfig& config,
-                                           std::vector<std::string> forwarded,
+                                           NodeKeys forwarded,
                                            std::filesystem::path dir,
                                            std::vector<std::string> devices) {
   return std::make_unique<GossipLocal>(config, std::move(forwarded), std::move(dir),

@@ -70,8 +70,9 @@ class LocalMode {
  public:
   virtual ~LocalMode() = default;
   virtual int processes() const = 0;
-  // The mode's arguments of node i (after the common ones: id, endpoints, cluster, report).
-  virtual std::vector<std::string> NodeArgs(int i) const = 0;
+  // The mode's keys of node i (after the common ones: id, endpoints, cluster, report), by the
+  // node schema's names, with their text.
+  virtual NodeKeys KeysOf(int i) const = 0;
   virtual std::string Table(const LocalCluster& cluster, double t) const = 0;
   // Plain progress (not a terminal: a log, a pipe), every plain_period seconds. By default the
   // table, of which only the rows that changed since the last print go out (PlainChanges).
@@ -95,13 +96,11 @@ class LocalMode {
 
 // The mode of gossip, murmur's own nodes or --exec programs (local_gossip.cc).
 std::unique_ptr<LocalMode> MakeGossipLocal(const LocalConfig& config,
-                                           std::vector<std::string> forwarded,
-                                           std::filesystem::path dir,
+                                           NodeKeys forwarded, std::filesystem::path dir,
                                            std::vector<std::string> devices);
 
 // The mode of coded-tree, tree, gc and ring (local_coded.cc).
 std::unique_ptr<LocalMode> MakeCodedLocal(const LocalConfig& config, gossip::SyncPlan plan,
-                                          std::vector<std::string> forwarded,
-                                          std::vector<std::string> devices);
+                                          NodeKeys forwarded, std::vector<std::string> devices);
 
 }  // namespace murmur::node

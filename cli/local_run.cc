@@ -212,11 +212,9 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.exec = config.exec;
   co.network = network;
   LocalCluster cluster(co, dir, [&](int i) {
-    std::vector<std::string> a = mode.NodeArgs(i);
-    if (auto it = straggle.find(i); it != straggle.end()) {
-      a.insert(a.end(), {"--straggle", it->second});
-    }
-    return a;
+    NodeKeys keys = mode.KeysOf(i);
+    if (auto it = straggle.find(i); it != straggle.end()) keys["straggle"] = it->second;
+    return keys;
   });
   InstallStopSignals();
   if (Status s = cluster.Spawn(); !s.ok()) {

@@ -8,7 +8,7 @@
 #include "base/config.h"
 #include "cli/cli_help.h"
 #include "cli/command.h"
-#include "node/config/config_schema.h"
+#include "node/config/config_parser.h"
 
 int main(int argc, char** argv) {
   CLI::App app("murmur: decentralized, straggler-tolerant data-parallel training", "murmur");

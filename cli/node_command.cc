@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "base/check.h"
@@ -57,10 +58,18 @@ class NodeCommand : public ConfiguredCommand<NodeConfig> {
             app, "node",
             "Run one peer: join the cluster through its seeds and train its shard by gossip (or a "
             "synchronous mode's tree or ring), or only keep membership",
-            NodeSchema()) {}
+            NodeSchema()) {
+    subcommand()->add_flag(
+        "--print-config", print_config_,
+        "check every key, print the ones given as one TOML document (what --config reads, and "
+        "a library program from MURMUR_PEER_CONFIG) and exit");
+  }
   int Run() override;
 
  private:
+  bool print_config_ = false;
+  std::map<std::string, std::string> texts_;  // every key's resolved text
+  std::set<std::string> given_;               // the keys a file, the environment or a flag gave
   // The keys, resolved and checked against each other (keys of another mode, checkpoint_every
   // without a directory, duration outside membership).
   StatusOr<NodeConfig> ResolveConfig();
@@ -255,12 +264,10 @@ int RunWithTelemetry(const NodeConfig& config, const PeerNodeOptions& options,
 }  // namespace
 
 StatusOr<NodeConfig> NodeCommand::ResolveConfig() {
-  std::map<std::string, std::string> texts;
-  MURMUR_ASSIGN_OR_RETURN(NodeConfig config, parser_.Resolve(std::getenv, &texts));
-  MURMUR_RETURN_IF_ERROR(
-      RefuseOtherModeKeys(config.mode, parser_.ResolvedFlags(texts, OtherModeKeys(config.mode))));
-  if (config.checkpoint_dir.empty() &&
-      !parser_.ResolvedFlags(texts, {"checkpoint_every"}).empty()) {
+  MURMUR_ASSIGN_OR_RETURN(NodeConfig config, parser_.Resolve(std::getenv, &texts_, &given_));
+  MURMUR_RETURN_IF_ERROR(RefuseOtherModeKeys(
+      config.mode, parser_.GivenFlags(texts_, given_, OtherModeKeys(config.mode))));
+  if (config.checkpoint_dir.empty() && given_.contains("checkpoint_every")) {
     return InvalidArgumentError(
         "checkpoint_every without checkpoint_dir: there is nowhere to write checkpoints");
   }
@@ -281,6 +288,10 @@ int NodeCommand::Run() {
   if (!options.ok()) {
     std::fprintf(stderr, "murmur node: %s\n", std::string(options.status().message()).c_str());
     return 2;
+  }
+  if (print_config_) {
+    std::fputs(parser_.GivenDocument(texts_, given_).c_str(), stdout);
+    return 0;
   }
   MURMUR_CHECK_OK(SetLogLevel(config->log_level));
   // Where it trains, decided before anything starts: a device it cannot use is exit 2.

@@ -72,11 +72,11 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
     const SimConfig& c = *resolved;
     if (!c.mode.consensus) {
       const gossip::Mode mode = c.mode.mode;
-      Status s = RefuseOtherModeKeys(mode, parser_.ResolvedFlags(texts, OtherModeKeys(mode)));
+      Status s = RefuseOtherModeKeys(mode, parser_.GivenFlags(texts, given, OtherModeKeys(mode)));
       if (!s.ok()) return Refuse(s);
     }
     for (const UnreadKeys& unread : SimUnreadKeys(c)) {
-      const std::vector<std::string> set = parser_.ResolvedFlags(texts, unread.keys);
+      const std::vector<std::string> set = parser_.GivenFlags(texts, given, unread.keys);
       if (!set.empty()) return Refuse(InvalidArgumentError(set.front() + ": " + unread.why));
     }
     MURMUR_CHECK_OK(SetLogLevel(c.log_level));

@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import time
+import tomllib
 
 import torch
 
@@ -66,8 +67,11 @@ def finish_wait(args):
     10 s."""
     if args.finish_wait_s is not None:
         return {"finish_wait_s": args.finish_wait_s}
-    if "--finish-wait-s" in os.environ.get("MURMUR_PEER_ARGS", ""):
-        return {}
+    launcher = os.environ.get("MURMUR_PEER_CONFIG")
+    if launcher:
+        with open(launcher, "rb") as f:
+            if "finish_wait_s" in tomllib.load(f):
+                return {}
     return {"finish_wait_s": 60}
 
 

@@ -28,6 +28,13 @@ std::string_view Admission::Check(const Incoming& m, uint64_t known) const {
   return {};
 }
 
+std::string Admission::Unconfirmed(const Incoming& m, std::string_view why) const {
+  if (why == kRejectUnknownSender) return "not a live member";
+  return "incarnation " + std::to_string(m.incarnation) +
+         " never confirmed by the membership (it holds " +
+         std::to_string(ViewIncarnation(m.from)) + ")";
+}
+
 Incarnation Admission::ViewIncarnation(NodeId id) const {
   for (const MemberEntry& m : members_) {
     if (m.id == id) return m.incarnation;

@@ -11,6 +11,7 @@
 // Sans-IO, no clock. Thread safety: none.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +36,9 @@ class Admission {
   static bool MayPassLater(std::string_view why) {
     return why == kRejectUnknownSender || why == kRejectUnconfirmedIncarnation;
   }
+  // Why a message held for the view (MayPassLater) is refused once it can wait no longer: "not a
+  // live member", or the life the view never confirmed.
+  std::string Unconfirmed(const Incoming& m, std::string_view why) const;
   // The member's incarnation in the view (0 when it is not there).
   Incarnation ViewIncarnation(NodeId id) const;
   // Dead or left in the view at `incarnation` or later (a newer life is a restart, not a ghost).

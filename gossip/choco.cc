@@ -5,7 +5,9 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "coding/vector_ops.h"
+#include "gossip/node_io.h"
 #include "kernels/compress_ops.h"
 #include "kernels/gossip_ops.h"
 
@@ -62,6 +64,16 @@ const char* ChocoVerdictName(ChocoVerdict verdict) {
     case ChocoVerdict::kRateLimited: return "rate_limited";
   }
   return "unknown";
+}
+
+std::string_view ChocoRefusal(const ChocoStepResult& result) {
+  switch (result.verdict) {
+    case ChocoVerdict::kOutlier: return kRejectOutlier;
+    case ChocoVerdict::kNotTracked: return kRejectUntracked;
+    case ChocoVerdict::kRateLimited: return kRejectSnapshotRate;
+    case ChocoVerdict::kRejected: return DecodeRefusal(result.failure);
+    default: return {};
+  }
 }
 
 StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& options,
@@ -465,6 +477,11 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   stats.residual_norm = std::sqrt(squares.residual);
   stats.consensus_distance = std::sqrt(mix_norm) / std::max(public_norm_, 1e-12);
   if (stats.mixed > 0) stats.gamma_halved = Guard(std::sqrt(mix_norm), stats.consensus_distance);
+  if (stats.gamma_halved) {
+    MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
+                    "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
+                    options_.self, options_.guard_checks, stats.consensus_distance, gamma_);
+  }
 }
 
 bool ChocoGossip::Guard(double distance, double relative) {

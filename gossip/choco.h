@@ -70,6 +70,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -165,6 +166,10 @@ struct ChocoStepResult {
   Status status;                                          // set for kRejected
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
 };
+// The reason a refused message is counted under (node_io.h: kRejectOutlier, kRejectUntracked,
+// kRejectSnapshotRate, the decoder's failure or kRejectProtocol); empty for a verdict that
+// accepts the message.
+std::string_view ChocoRefusal(const ChocoStepResult& result);
 
 struct ChocoRoundStats {
   size_t sent_values = 0;         // entries of q_i

@@ -38,8 +38,9 @@ class FinishStage {
   // A member's finish message. `own` gives this node's model when the finish has not started.
   void Step(NodeId from, const FinishMessage& header, std::span<const std::byte> frame,
             const std::function<std::span<const float>()>& own, TimePoint now);
-  // The finish starts with `final_model` (the caller keeps it as it is until the outcome); a node
-  // that trained nothing takes the average without adding to it.
+  // The finish starts with `final_model` (the caller keeps it as it is until the outcome). A node
+  // that trained nothing (a restart that found the run over) holds no model of the run's: it
+  // takes the average without adding to it.
   void Start(std::span<const float> final_model, const std::vector<NodeId>& live, TimePoint now,
              bool trained);
   void Tick(TimePoint now) { finish_->Tick(now); }
@@ -48,6 +49,15 @@ class FinishStage {
   bool Settled() const { return on() && finish_->Settled(); }
   // ‖x̄ − x_i‖ / ‖x̄‖: how far `average` is from the model the finish started with.
   double Moved(std::span<const float> average) const;
+  // How the finish ended, once it has an outcome or the operator stopped the node while it
+  // waited (a miss); logged, a miss as a warning (the run ends on a model not the cluster's).
+  struct Report {
+    bool averaged = false;
+    uint32_t contributors = 0;
+    NodeId collector = 0;  // whose average (averaged only)
+    double moved = 0;      // Moved(the average)
+  };
+  Report Conclude() const;
 
   std::vector<SendTo> TakeOutput() { return finish_->TakeOutput(); }
   // The machine's refusals, and the messages Step refused, in order.

@@ -5,7 +5,6 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "coding/vector_ops.h"
 #include "gossip/membership.h"
 
 namespace murmur::gossip {
@@ -22,7 +21,7 @@ StatusOr<std::unique_ptr<GossipNode>> GossipNode::Create(const GossipNodeOptions
       new GossipNode(options, model, std::move(initial), from_initial, now));
 }
 
-// Deferred messages: at most 64 and two dense models' bytes.
+// Deferred messages: at most 64, and two dense models' bytes.
 GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
                        std::vector<float> initial, bool from_initial, TimePoint now)
     : o_(options),
@@ -50,11 +49,7 @@ Status GossipNode::Resume(ResumePoint point) {
     return InvalidArgumentError("the saved public copy has " + std::to_string(point.public_copy.size()) +
                                 " values, the model " + std::to_string(x_.size()));
   }
-  s_.step = point.step;
-  s_.resumed_step = point.step;
-  s_.local_steps = point.local_steps;
-  s_.samples = point.samples;
-  s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
+  s_.Resumed(point.step, point.local_steps, point.samples, o_.shard_rows);
   from_initial_ = false;
   resume_ = std::move(point);
   return OkStatus();
@@ -120,12 +115,7 @@ void GossipNode::Redeliver(TimePoint now) {
     } else if (now < d.expires && !admission_.KnownGone(d.message.from, d.message.incarnation)) {
       deferred_.Keep(std::move(d));
     } else {
-      Reject(why, d.message.from,
-             why == kRejectUnknownSender
-                 ? "not a live member"
-                 : "incarnation " + std::to_string(d.message.incarnation) +
-                       " never confirmed by the membership (it holds " +
-                       std::to_string(admission_.ViewIncarnation(d.message.from)) + ")");
+      Reject(why, d.message.from, admission_.Unconfirmed(d.message, why));
     }
   }
 }
@@ -150,31 +140,12 @@ bool GossipNode::OnChocoMessage(const Incoming& m, TimePoint now) {
   for (ChocoOutgoing& out : choco_->TakeOutput()) {
     Emit(SendTo{out.to, std::move(out.payload), std::move(out.frame)});
   }
-  switch (result.verdict) {
-    case ChocoVerdict::kOutlier:
-    case ChocoVerdict::kNotTracked:
-    case ChocoVerdict::kRateLimited:
-    case ChocoVerdict::kRejected:
-      RefuseChoco(m, result);
-      return false;
-    default:
-      sync_.Observe(m.from, m.step_clock);
-      return true;
+  if (const std::string_view refused = ChocoRefusal(result); !refused.empty()) {
+    Reject(refused, m.from, result.status.ToString());
+    return false;
   }
-}
-
-void GossipNode::RefuseChoco(const Incoming& m, const ChocoStepResult& result) {
-  std::string_view reason = kRejectProtocol;
-  if (result.verdict == ChocoVerdict::kOutlier) {
-    reason = kRejectOutlier;
-  } else if (result.verdict == ChocoVerdict::kNotTracked) {
-    reason = kRejectUntracked;
-  } else if (result.verdict == ChocoVerdict::kRateLimited) {
-    reason = kRejectSnapshotRate;
-  } else if (result.failure != coding::DecodeFailure::kNone) {
-    reason = coding::DecodeFailureName(result.failure);
-  }
-  Reject(reason, m.from, result.status.ToString());
+  sync_.Observe(m.from, m.step_clock);
+  return true;
 }
 
 void GossipNode::OnModelRequest(const Incoming& m, TimePoint now) {
@@ -187,9 +158,7 @@ void GossipNode::OnModelRequest(const Incoming& m, TimePoint now) {
 void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
   const ModelFetch::ReplyResult result = fetch_.OnReply(m.from, r, m.frame, m.step_clock);
   if (result.verdict == ModelFetch::Reply::kMalformed) {
-    Reject(result.failure == coding::DecodeFailure::kNone ? kRejectProtocol
-                                                          : coding::DecodeFailureName(result.failure),
-           m.from, "model snapshot: " + result.status.ToString());
+    Reject(DecodeRefusal(result.failure), m.from, "model snapshot: " + result.status.ToString());
   } else if (result.verdict == ModelFetch::Reply::kReceived) {
     sync_.Observe(m.from, m.step_clock);
   }
@@ -200,14 +169,8 @@ void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {
 void GossipNode::Step(const MemberView& view, TimePoint now) {
   admission_.View(view);
   const std::vector<NodeId>& live = admission_.live();
-  for (const MemberEntry& m : view.members) {
-    if (m.id == o_.self) continue;
-    if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
-      sync_.Observe(m.id, m.step_clock);
-    } else {
-      sync_.Forget(m.id);
-      if (choco_) choco_->Forget(m.id);
-    }
+  for (NodeId gone : sync_.View(view.members, o_.self)) {
+    if (choco_) choco_->Forget(gone);
   }
   const uint64_t gap = static_cast<uint64_t>(std::max<int64_t>(
       o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.choco.sampling, live.size()))));
@@ -231,21 +194,14 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   if (!computing_) return;  // not asked for: nothing to account
   computing_ = false;
   if (!done.ok) {
-    ++s_.skipped_steps;
     MURMUR_LOG_WARN("node {}: step {} skipped: the loss was not finite", o_.self, s_.step + 1);
-  } else {
-    s_.loss = s_.have_loss ? 0.98 * s_.loss + 0.02 * done.loss : done.loss;
-    s_.have_loss = true;
   }
-  ++s_.step;
-  ++s_.local_steps;
+  s_.Account(done, o_.shard_rows);
   if (rounds_.pending()) ++s_.overlapped_steps;
-  s_.samples += done.samples;
   max_batch_ = std::max(max_batch_, done.samples);
   if (o_.outer.has_value() && !period_.outer_resolved()) {
     period_.ResolveOuterH(done.samples, admission_.live().size());
   }
-  s_.local_epoch = static_cast<double>(s_.samples) / static_cast<double>(o_.shard_rows);
   s_.consensus_estimate = period_.Estimate(s_.consensus_average, step_mixing_);
   s_.gossip_period = period_.H(Period());
   // Announced before the round: the round's messages carry this step's clock, which is what a
@@ -359,10 +315,8 @@ void GossipNode::AdvanceTraining(TimePoint now) {
     AdoptReceivedModel();
     ++s_.catchups;
   }
-  // A clock raised without a step (caught up, or a model adopted) is said at once, before the
-  // gate: a neighbour whose gate holds the old clock would otherwise wait for it while this
-  // node's gate waits for that neighbour, each until W (after a late join, every node would
-  // stall W).
+  // A clock raised without a step (caught up, a model adopted) is said at once, before the gate:
+  // else a neighbour's gate holding the old clock and this node's would wait for each other.
   if (s_.step > clock_before) {
     Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), false});
     AnnounceClock();
@@ -511,14 +465,11 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
     s_.step = clock;
     ++s_.catchups;
   }
-  // A dense model costs as much as ~100 compressed rounds, so a node asks the most advanced member
-  // for it (at most once per model_retry) only when the copies fall short:
-  // - without a fresher copy, once far behind (4 S: it was stopped or cut off, not merely slow);
-  // - with an outer optimizer, after every catch-up: the copies hold the neighbours' models at
-  //   the last round, before the outer step moved their anchors on (by η / (1 − μ) times the
-  //   averaged progress at steady momentum, from outer_optimizer.h's step), and their average
-  //   lacks that step. The average still moves the clock at once, so the neighbours' gates do
-  //   not wait for the reply.
+  // A dense model costs ~100 compressed rounds: asked for (at most once per model_retry) only
+  // when the copies fall short: without a fresher copy, once far behind (4 S: stopped or cut off,
+  // not merely slow); under an outer optimizer after every catch-up, since the copies hold the
+  // neighbours' models before their last outer step (η / (1 − μ) times the averaged progress at
+  // steady momentum, outer_optimizer.h). The average moves the clock at once all the same.
   const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
   const bool ask = averaged ? OuterActive() : claims_.best_clock() >= s_.step + far;
   if (!ask || fetch_.Waiting(now, o_.model_retry)) return;
@@ -554,21 +505,14 @@ void GossipNode::Round(TimePoint now) {
   EmitRoundOutput();
 }
 
-// Waits at most a quarter of a round's steps at this node's pace; under overlap the node steps on
-// meanwhile, from the model at the round kept aside.
+// Under overlap the node steps on meanwhile, from the model at the round kept aside.
 bool GossipNode::PendOuterRound(TimePoint now) {
-  const double reach_s = 0.25 * period_.OuterH() * sync_.step_seconds();
-  const TimePoint until =
-      now + std::min(sync_.EffectiveWait(),
-                     std::chrono::duration_cast<Duration>(std::chrono::duration<double>(reach_s)));
   const int overlap = std::min(o_.outer->overlap, period_.OuterH() - 1);
-  if (overlap > 0) {
-    if (Status kept = mixer_.KeepAside(x_); !kept.ok()) {
-      Fail(kept);
-      return false;
-    }
+  if (Status kept = overlap > 0 ? mixer_.KeepAside(x_) : OkStatus(); !kept.ok()) {
+    Fail(kept);
+    return false;
   }
-  rounds_.Pend(until, overlap);
+  rounds_.PendOuter(period_.OuterH(), sync_.step_seconds(), sync_.EffectiveWait(), overlap, now);
   return true;
 }
 
@@ -596,8 +540,7 @@ void GossipNode::MixRound() {
   }
   ++s_.rounds;
   s_.consensus_distance = stats.consensus_distance;
-  s_.consensus_average = s_.rounds == 1 ? stats.consensus_distance
-                                        : 0.9 * s_.consensus_average + 0.1 * stats.consensus_distance;
+  s_.consensus_average = period_.Mixed(stats.consensus_distance);
   period_.Prune(rounds_.view());
   rounds_.Prune(rounds_.view());
   if (observer_ != nullptr) {
@@ -606,12 +549,6 @@ void GossipNode::MixRound() {
   }
   s_.gamma = choco_->gamma();
   s_.gamma_halvings = choco_->gamma_halvings();
-  if (stats.gamma_halved) {
-    MURMUR_LOG_WARN("node {}: consensus distance grew for {} checks in a row ({:.3g} relative): "
-                    "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
-                    o_.self, choco_->options().guard_checks, stats.consensus_distance,
-                    choco_->gamma());
-  }
 }
 
 void GossipNode::Fail(const Status& status) {
@@ -647,9 +584,8 @@ bool GossipNode::BudgetSpent(TimePoint now) {
 
 void GossipNode::Finish(TimePoint now) {
   Emit(Finished{s_.end_reason});
-  // A node its operator stopped does not announce that it finished, only leaves: the others
-  // train on. Counted as finished, it made half of a 2-node cluster, and the other node (its own
-  // stop a moment away) ended with it and began a finish nobody would answer ("missed").
+  // A node its operator stopped does not announce that it finished, only leaves: the others train
+  // on (counted as finished, it would make half of a 2-node cluster end with it).
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), !stop_requested_});
   evaluating_ = true;
   if (!finish_.on() || stop_requested_) {
@@ -660,20 +596,11 @@ void GossipNode::Finish(TimePoint now) {
     return;
   }
   EnterPhase(Finishing{});
-  // A node that trained nothing (a restart that found the run over) holds no model of the run's:
-  // it takes the average without adding to it.
-  const bool trained = s_.local_steps > 0;
-  if (!trained) {
-    MURMUR_LOG_INFO("node {}: trained no step: its model is left out of the consensus finish",
-                    o_.self);
-  }
   // HostModel stays as it is until the finish ends: training is over.
-  finish_.Start(HostModel(), LiveOrSelf(), now, trained);
+  finish_.Start(HostModel(), LiveOrSelf(), now, /*trained=*/s_.local_steps > 0);
   EmitFinishOutput();
-  // The own model's accuracy while the contributions travel, on the periodic evaluations' rows:
-  // the full test set is for the model the run ends on. A caller's evaluation runs on the model
-  // itself, so the result is adopted only after it; two full ones would hold an expensive
-  // evaluation's finish for twice its time.
+  // The own model's accuracy while the contributions travel, on the periodic evaluations' rows
+  // (the full test set is for the model the run ends on; the average is adopted after it).
   Emit(Evaluate{false, x_});
 }
 
@@ -686,43 +613,26 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
     return;
   }
   EnterPhase(Lingering{now + o_.linger});
-  ApplyFinishOutcome(finish_.outcome().value_or(
-      FinishOutcome{false, 0, 0, {}, "the operator stopped the node while it waited"}));
-}
-
-void GossipNode::ApplyFinishOutcome(const FinishOutcome& o) {
-  if (!o.averaged) {
-    s_.finish = "missed";
-    MURMUR_LOG_WARN(
-        "node {}: missed the consensus finish ({}): the run ends on this node's own "
-        "model, which is not the cluster's",
-        o_.self, o.why);
-    if (observer_ != nullptr) observer_->Finish(false, 0, 0);
-    // The run ends on the own model: its full evaluation, unless the operator is waiting.
-    if (!stop_requested_) {
-      evaluating_ = true;
-      Emit(Evaluate{true, x_});
-    }
-    return;
+  const FinishStage::Report r = finish_.Conclude();
+  s_.finish = r.averaged ? "averaged" : "missed";
+  if (observer_ != nullptr) observer_->Finish(r.averaged, r.contributors, r.moved);
+  if (r.averaged) {
+    s_.finish_contributors = r.contributors;
+    s_.finish_collector = r.collector;
+    s_.finish_moved = r.moved;
+    SetModel(finish_.outcome()->model);
+    Emit(ResetOptimizer{});
+    // The collector stays until every member left (Settled) or would have given up waiting: its
+    // results may still be on their way over a thin link.
+    TimePoint& until = std::get<Lingering>(phase_).until;
+    if (r.collector == o_.self) until = std::max(until, finish_.deadline());
   }
-  s_.finish = "averaged";
-  s_.finish_contributors = o.contributors;
-  s_.finish_collector = o.collector;
-  s_.finish_moved = finish_.Moved(o.model);
-  SetModel(o.model);
-  Emit(ResetOptimizer{});
-  // The collector stays until every member left (Settled) or a member would have given up
-  // waiting: its results may still be on their way over a thin link, and a collector that left
-  // took the ones not yet sent with it (the members then collected again among themselves).
-  TimePoint& until = std::get<Lingering>(phase_).until;
-  if (o.collector == o_.self) until = std::max(until, finish_.deadline());
-  MURMUR_LOG_INFO(
-      "node {}: adopted the average of {} members' models from node {} ({:.3g} "
-      "relative from its own)",
-      o_.self, o.contributors, o.collector, s_.finish_moved);
-  if (observer_ != nullptr) observer_->Finish(true, o.contributors, s_.finish_moved);
-  evaluating_ = true;
-  Emit(Evaluate{true, x_});
+  // The run ends on the model held now: its full evaluation, unless the operator is waiting
+  // for a node that missed the finish.
+  if (r.averaged || !stop_requested_) {
+    evaluating_ = true;
+    Emit(Evaluate{true, x_});
+  }
 }
 
 void GossipNode::OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now) {
@@ -742,16 +652,7 @@ void GossipNode::EmitFinishOutput() {
 }
 
 std::string GossipNode::Activity() const {
-  const size_t live = s_.live_members;
-  switch (phase()) {
-    case Phase::kJoining:
-      if (o_.expect_members > 0) return fmt::format("joining: {} of {} members", live, o_.expect_members);
-      return fmt::format("joining: {} member{} so far", live, live == 1 ? "" : "s");
-    case Phase::kAwaitingModel:
-      return fmt::format("waiting for a model snapshot from node {}", fetch_.awaited());
-    default:
-      return PhaseName(phase());
-  }
+  return PhaseActivity(phase(), s_.live_members, o_.expect_members, fetch_.awaited());
 }
 
 }  // namespace murmur::gossip

@@ -195,15 +195,12 @@ class GossipNode {
   int64_t ScheduleSamples() const;
   void Finish(TimePoint now);
   void AdvanceFinishing(TimePoint now);
-  // The consensus finish ended: its average adopted, or the own model kept.
-  void ApplyFinishOutcome(const FinishOutcome& outcome);
   // Holds a message that may pass once the view has its sender; false when it may not wait.
   bool Defer(const Incoming& m, std::string_view why, TimePoint now);
   // The deferred messages after a view: those whose sender came alive handled, the rest kept
   // until they expire.
   void Redeliver(TimePoint now);
   bool OnChocoMessage(const Incoming& m, TimePoint now);
-  void RefuseChoco(const Incoming& m, const ChocoStepResult& result);
   void OnModelRequest(const Incoming& m, TimePoint now);
   void OnSnapshotReply(const Incoming& m, const SnapshotReply& r);
   void OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now);

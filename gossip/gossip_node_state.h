@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "gossip/envelope.h"
+#include "gossip/node_io.h"
 
 namespace murmur::gossip {
 
@@ -29,6 +30,28 @@ class GossipNodeObserver {
 
 // The node's state as its reports show it.
 struct GossipNodeState {
+  // A computed step: counted (skipped when its loss was not finite), its loss into the running
+  // mean, its samples into this node's count and local epoch (of `shard_rows`).
+  void Account(const StepComputed& done, int64_t shard_rows) {
+    if (!done.ok) {
+      ++skipped_steps;
+    } else {
+      loss = have_loss ? 0.98 * loss + 0.02 * done.loss : done.loss;
+      have_loss = true;
+    }
+    ++step;
+    ++local_steps;
+    samples += done.samples;
+    local_epoch = static_cast<double>(samples) / static_cast<double>(shard_rows);
+  }
+  // A restart from the node's own checkpoint at `at` (ResumePoint).
+  void Resumed(uint64_t at, int64_t steps, int64_t samples_then, int64_t shard_rows) {
+    step = resumed_step = at;
+    local_steps = steps;
+    samples = samples_then;
+    local_epoch = static_cast<double>(samples) / static_cast<double>(shard_rows);
+  }
+
   uint64_t step = 0;          // the step clock (adopted steps included)
   int64_t local_steps = 0;    // steps this node computed
   int64_t samples = 0;

@@ -1,5 +1,7 @@
 #include "gossip/gossip_phase.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
 
@@ -21,6 +23,18 @@ const char* PhaseName(GossipPhase phase) {
   }
   MURMUR_CHECK(false) << "a phase without a name: " << static_cast<int>(phase);
   return "";
+}
+
+std::string PhaseActivity(GossipPhase phase, size_t live, int expected, uint64_t awaited) {
+  switch (phase) {
+    case GossipPhase::kJoining:
+      if (expected > 0) return fmt::format("joining: {} of {} members", live, expected);
+      return fmt::format("joining: {} member{} so far", live, live == 1 ? "" : "s");
+    case GossipPhase::kAwaitingModel:
+      return fmt::format("waiting for a model snapshot from node {}", awaited);
+    default:
+      return PhaseName(phase);
+  }
 }
 
 StatusOr<GossipPhase> ParsePhase(std::string_view name) {

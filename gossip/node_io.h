@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "coding/update_codec.h"
 #include "gossip/envelope.h"
 
 namespace murmur::gossip {
@@ -43,6 +44,13 @@ inline constexpr std::string_view kRejectUnconfirmedIncarnation = "unconfirmed_i
 // second-highest claim and twice the median, or a clock that alone would make this node catch up.
 inline constexpr std::string_view kRejectUnconfirmedSamples = "unconfirmed_samples";
 inline constexpr std::string_view kRejectUnconfirmedClock = "unconfirmed_clock";
+
+// The reason a message that did not decode is refused under: the decoder's failure by name, or
+// kRejectProtocol when it decoded and broke the protocol.
+inline std::string_view DecodeRefusal(coding::DecodeFailure failure) {
+  return failure == coding::DecodeFailure::kNone ? kRejectProtocol
+                                                 : coding::DecodeFailureName(failure);
+}
 
 // A message or a claim a part of a machine refused: the reason (one of the above), the sender,
 // and why, for the log.

@@ -58,11 +58,20 @@ class RoundPeriod {
   double Estimate(double own_average, const std::vector<NodeId>& mixing) const;
   // Forgets the peers not in `view` (sorted).
   void Prune(const std::vector<NodeId>& view);
+  // A round mixed at consensus distance `distance`: the average over recent rounds (the first
+  // round's distance, then an exponential average with weight 0.1), which the node's own
+  // estimate and its updates carry.
+  double Mixed(double distance) {
+    average_ = mixed_++ == 0 ? distance : 0.9 * average_ + 0.1 * distance;
+    return average_;
+  }
 
  private:
   const GossipNodeOptions& o_;
   int outer_every_ = 0;
   std::map<NodeId, float> peer_consensus_;
+  uint64_t mixed_ = 0;    // rounds mixed
+  double average_ = 0;    // Mixed's
 };
 
 }  // namespace murmur::gossip

@@ -42,6 +42,13 @@ class RoundScheduler {
   void Begin(uint64_t clock, std::vector<NodeId> view, const ChocoRoundStats& stats);
   // The round begun waits for its peers until `wait_until`, stepping on `overlap` steps meanwhile.
   void Pend(TimePoint wait_until, int overlap);
+  // An outer round of H `outer_h` waits at most a quarter of its steps at this node's pace
+  // (`step_seconds` a step), and never beyond soft sync's wait `max_wait`.
+  void PendOuter(int outer_h, double step_seconds, Duration max_wait, int overlap, TimePoint now) {
+    const auto reach = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(0.25 * outer_h * step_seconds));
+    Pend(now + std::min(max_wait, reach), overlap);
+  }
   // The round mixed: nothing pending, no overlap.
   void Mixed();
 

@@ -12,6 +12,20 @@ void SoftSync::Observe(NodeId id, uint64_t clock) {
 
 void SoftSync::Forget(NodeId id) { clocks_.erase(id); }
 
+std::vector<NodeId> SoftSync::View(const std::vector<MemberEntry>& members, NodeId self) {
+  std::vector<NodeId> gone;
+  for (const MemberEntry& m : members) {
+    if (m.id == self) continue;
+    if (m.state == MemberState::kAlive || m.state == MemberState::kSuspect) {
+      Observe(m.id, m.step_clock);
+    } else {
+      Forget(m.id);
+      gone.push_back(m.id);
+    }
+  }
+  return gone;
+}
+
 uint64_t SoftSync::ClockOf(NodeId id) const {
   auto it = clocks_.find(id);
   return it == clocks_.end() ? 0 : it->second;

@@ -54,6 +54,9 @@ class SoftSync {
   void Observe(NodeId id, uint64_t clock);
   // Drops a departed member's clock (a straggler mark runs out on its own).
   void Forget(NodeId id);
+  // A membership view: the clocks of the live members (alive or suspect) other than `self`
+  // observed, the others forgotten. Returns the forgotten ids.
+  std::vector<NodeId> View(const std::vector<MemberEntry>& members, NodeId self);
 
   struct Decision {
     bool proceed = true;

@@ -96,7 +96,7 @@ const std::vector<std::string>& CodeKeys() {
   return *keys;
 }
 
-// Whether `flag` ("--flag=value", as ResolvedFlags gives it) sets one of `keys`.
+// Whether `flag` ("--flag=value", as ConfigParser::GivenFlags gives it) sets one of `keys`.
 bool SetsOneOf(std::string_view flag, const std::vector<std::string>& keys) {
   for (const std::string& key : keys) {
     std::string name = "--" + key + "=";

@@ -39,7 +39,7 @@ std::vector<std::string> CodedKeyNames();
 // (compression, topology, soft sync, the epoch budget, the finish, ...); none otherwise.
 std::vector<std::string> OtherModeKeys(gossip::Mode mode);
 // kInvalidArgument naming the first of `set_flags` ("--flag=value", the OtherModeKeys(mode) a
-// command's ConfigParser::ResolvedFlags found set) and why `mode` does not use it: an accepted
+// command's ConfigParser::GivenFlags found given) and why `mode` does not use it: an accepted
 // flag must do what it says. OK when `set_flags` is empty.
 Status RefuseOtherModeKeys(gossip::Mode mode, const std::vector<std::string>& set_flags);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One task of ops/slurm/murmur.sbatch, run by its srun step on the task's host: reads the task's
 # line of tasks.tsv (id, address, ports) and runs `murmur node` with them, or the job's --exec
-# program with the same keys in MURMUR_PEER_ARGS (as `murmur local --exec` hands them).
+# program with the same keys in the document MURMUR_PEER_CONFIG names (as `murmur local --exec`
+# hands them).
 #   murmur-task.sh TASK DIR MURMUR_BIN KEY_FILE TOKEN_FILE EXEC_CMD -- NODE_FLAGS...
 # TASK "procid": the task of SLURM_PROCID (murmur.sbatch --one-step).
 set -euo pipefail
@@ -36,10 +37,12 @@ if [ -z "$exec_cmd" ]; then
   exec "$murmur_bin" node --report json --shard-index "$task" --shard-count "$ntasks" \
     --run-dir "$dir" "${args[@]}" >"$report"
 fi
-# A library program: its keys one token a line, its rank and the job's size; the Python module
-# of this build when there is one (build/python beside build/murmur).
-MURMUR_PEER_ARGS=$(printf '%s\n' "${args[@]}")
-export MURMUR_PEER_ARGS MURMUR_RANK=$task MURMUR_WORLD_SIZE=$ntasks MURMUR_NODE_ID=$id \
+# A library program: its keys as one document (checked and written by `murmur node
+# --print-config`, read by the library from MURMUR_PEER_CONFIG), its rank and the job's size; the
+# Python module of this build when there is one (build/python beside build/murmur).
+MURMUR_PEER_CONFIG="$dir/node-$id.toml"
+"$murmur_bin" node "${args[@]}" --print-config >"$MURMUR_PEER_CONFIG"
+export MURMUR_PEER_CONFIG MURMUR_RANK=$task MURMUR_WORLD_SIZE=$ntasks MURMUR_NODE_ID=$id \
   MURMUR_REPORT_FD=3
 exec 3>"$report"
 python_dir=$(dirname "$murmur_bin")/python

@@ -80,7 +80,7 @@ class Peer(_murmur.Peer):
                              replaced)
         except (ValueError, _murmur.Error) as e:
             raise _reworded(e) from None
-        if "MURMUR_PEER_ARGS" in os.environ:
+        if "MURMUR_PEER_CONFIG" in os.environ:
             _stop_on_sigterm(self)
 
     def next(self):

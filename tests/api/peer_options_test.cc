@@ -1,18 +1,22 @@
 // PeerOptionsFromKeys, the library's one reader of text: every key through `murmur node`'s own
-// parsers into typed options, the launcher's flags through `murmur node`'s flag parser, and the
-// typed Start's own refusals.
+// parsers into typed options, the launcher's document (as `murmur local --exec` writes it) read
+// back through the node schema, and the typed Start's own refusals.
 
 #include "api/peer_options.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "api/peer.h"
 #include "coding/compressor.h"
+#include "node/config/node_config.h"
 
 namespace murmur::api {
 namespace {
@@ -29,17 +33,28 @@ Hooks NoEnvironment() {
   return hooks;
 }
 
-// The launcher's environment for one test, removed after it.
+// The launcher's environment for one test, removed after it: the node's keys as the document
+// `murmur local --exec` writes (the node schema's writer), or a document's raw text.
 class LauncherEnvironment {
  public:
-  LauncherEnvironment(const std::string& args, const char* device = nullptr) {
-    setenv("MURMUR_PEER_ARGS", args.c_str(), 1);
+  explicit LauncherEnvironment(const std::map<std::string, std::string>& keys,
+                               const char* device = nullptr)
+      : LauncherEnvironment(node::NodeSchema().Document(keys), device) {}
+  explicit LauncherEnvironment(const std::string& document, const char* device = nullptr)
+      : path_(std::filesystem::temp_directory_path() /
+              ("murmur-launcher-" + std::to_string(::getpid()) + ".toml")) {
+    std::ofstream(path_) << document;
+    setenv("MURMUR_PEER_CONFIG", path_.c_str(), 1);
     if (device != nullptr) setenv("MURMUR_DEVICE", device, 1);
   }
   ~LauncherEnvironment() {
-    unsetenv("MURMUR_PEER_ARGS");
+    unsetenv("MURMUR_PEER_CONFIG");
     unsetenv("MURMUR_DEVICE");
+    std::filesystem::remove(path_);
   }
+
+ private:
+  std::filesystem::path path_;
 };
 
 // Keys every test peer needs to resolve: plaintext links and a budget (unless given).
@@ -113,16 +128,20 @@ TEST(PeerOptionsTest, EveryRefusalNamesTheKey) {
   ExpectRefused(PeerOptionsFromKeys(With({{"lr", "0.1"}}), kPlain), "keeps its own rate");
 }
 
-TEST(PeerOptionsTest, TheLaunchersFlagsGoThroughTheNodesFlagParserAndTheCallerWins) {
+TEST(PeerOptionsTest, TheLaunchersDocumentGoesThroughTheNodesParsersAndTheCallerWins) {
   {
-    LauncherEnvironment env(
-        "--mode\ngossip\n--max-lead=4\n--compress\ntopk:0.05\n--plaintext\n--seeds\n"
-        "tcp://127.0.0.1:7070\n--shard-index\n1\n--report\njson");
-    // No plaintext key of the caller's: the launcher's bare --plaintext is what allows it.
+    LauncherEnvironment env(Keys{{"mode", "gossip"},
+                                 {"max_lead", "4"},
+                                 {"compress", "topk:0.05"},
+                                 {"plaintext", "true"},
+                                 {"seeds", "tcp://127.0.0.1:7070"},
+                                 {"shard_index", "1"},
+                                 {"report", "json"}});
+    // No plaintext key of the caller's: the launcher's is what allows it.
     auto o = PeerOptionsFromKeys({{"compress", "int8"}, {"time_limit_s", "5"}}, KeyContext{});
     ASSERT_TRUE(o.ok()) << o.status();
     EXPECT_EQ(o->gossip.node.soft_sync.max_lead, 4);
-    EXPECT_FALSE(o->peer.transport.curve.enabled());  // --plaintext, a bare boolean flag
+    EXPECT_FALSE(o->peer.transport.curve.enabled());  // plaintext = true, a bare TOML boolean
     EXPECT_EQ(o->peer.seeds, std::vector<std::string>{"tcp://127.0.0.1:7070"});
     EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);  // the caller's
     // Read only where the context says so.
@@ -131,34 +150,38 @@ TEST(PeerOptionsTest, TheLaunchersFlagsGoThroughTheNodesFlagParserAndTheCallerWi
     EXPECT_NE(own->gossip.node.soft_sync.max_lead, 4);
   }
   {
-    LauncherEnvironment env("--max-lead\nfour");
+    LauncherEnvironment env(Keys{{"max_lead", "four"}});
     ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "max_lead");
   }
   {
-    LauncherEnvironment env("--no-such-flag=1");
-    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "MURMUR_PEER_ARGS");
+    LauncherEnvironment env(std::string("no_such_key = 1\n"));
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "unknown key 'no_such_key'");
   }
   {
-    LauncherEnvironment env("--mode\nring");
+    LauncherEnvironment env(std::string("max_lead = [1, {]\n"));
+    ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "MURMUR_PEER_CONFIG");
+  }
+  {
+    LauncherEnvironment env(Keys{{"mode", "ring"}});
     ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}), "the library runs gossip");
   }
 }
 
 TEST(PeerOptionsTest, ABufferElsewhereThanTheLaunchersPlacementIsRefused) {
   {
-    LauncherEnvironment env("--device\ncuda:1", "cuda:1");
+    LauncherEnvironment env(Keys{{"device", "cuda:1"}}, "cuda:1");
     ExpectRefused(PeerOptionsFromKeys(With({}), KeyContext{}),
                   "placed this process on cuda:1 (MURMUR_DEVICE), but the model buffer is on cpu "
                   "(no device key: host memory)");
   }
   {
-    LauncherEnvironment env("--device\ncpu", "cpu");
+    LauncherEnvironment env(Keys{{"device", "cpu"}}, "cpu");
     auto o = PeerOptionsFromKeys(With({{"device", "cpu"}}), KeyContext{});
     ASSERT_TRUE(o.ok()) << o.status();
     EXPECT_EQ(o->device, kernels::Device::Cpu());
   }
   {
-    LauncherEnvironment env("--device\nauto");  // the program's own choice: not checked
+    LauncherEnvironment env(Keys{{"device", "auto"}});  // the program's own choice: not checked
     EXPECT_TRUE(PeerOptionsFromKeys(With({}), KeyContext{}).ok());
   }
 }

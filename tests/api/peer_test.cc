@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -178,9 +181,15 @@ TEST(PeerTest, TheBuffersDeviceIsCheckedNotGuessed) {
     EXPECT_NE(cuda_text.find("CUDA"), std::string::npos) << cuda_text;
   }
   // murmur local --exec --device cuda:1 placed this process; the buffer is host memory.
-  ASSERT_EQ(::setenv("MURMUR_PEER_ARGS", "--device\ncuda:1", 1), 0);
+  const std::string document =
+      (std::filesystem::temp_directory_path() / ("murmur-placed-" + std::to_string(::getpid()) +
+                                                 ".toml"))
+          .string();
+  std::ofstream(document) << "device = \"cuda:1\"\n";
+  ASSERT_EQ(::setenv("MURMUR_PEER_CONFIG", document.c_str(), 1), 0);
   auto [placed_code, placed_text] = code_and_text(c);
-  ::unsetenv("MURMUR_PEER_ARGS");
+  ::unsetenv("MURMUR_PEER_CONFIG");
+  std::filesystem::remove(document);
   EXPECT_EQ(placed_code, StatusCode::kInvalidArgument);
   EXPECT_NE(placed_text.find("placed this process on cuda:1"), std::string::npos) << placed_text;
   EXPECT_NE(placed_text.find("on cpu"), std::string::npos) << placed_text;

@@ -19,5 +19,14 @@ TEST(GossipPhaseTest, EveryPhaseHasANameThatParsesBack) {
   EXPECT_FALSE(BeforeTraining(GossipPhase::kTraining));
 }
 
+TEST(GossipPhaseTest, TheActivitySaysWhatTheNodeWaitsFor) {
+  EXPECT_EQ(PhaseActivity(GossipPhase::kJoining, 2, 4, 0), "joining: 2 of 4 members");
+  EXPECT_EQ(PhaseActivity(GossipPhase::kJoining, 1, 0, 0), "joining: 1 member so far");
+  EXPECT_EQ(PhaseActivity(GossipPhase::kJoining, 3, 0, 0), "joining: 3 members so far");
+  EXPECT_EQ(PhaseActivity(GossipPhase::kAwaitingModel, 3, 4, 7),
+            "waiting for a model snapshot from node 7");
+  EXPECT_EQ(PhaseActivity(GossipPhase::kLingering, 3, 4, 0), "lingering");
+}
+
 }  // namespace
 }  // namespace murmur::gossip

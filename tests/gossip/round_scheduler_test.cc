@@ -95,6 +95,18 @@ TEST(RoundSchedulerTest, UnderOverlapTheRoundMixesAtTheLatestOverlapStepsLater) 
   EXPECT_TRUE(r.MixDue(17, mixing, 16, sync, claims, TimePoint{}));
 }
 
+TEST(RoundSchedulerTest, AnOuterRoundWaitsAQuarterOfItsStepsAtMostSoftSyncsWait) {
+  RoundScheduler r;
+  const TimePoint t0{};
+  r.Begin(80, {1, 2}, ChocoRoundStats{});
+  r.PendOuter(80, /*step_seconds=*/0.01, /*max_wait=*/std::chrono::seconds(2), 0, t0);
+  EXPECT_EQ(r.wait_until(), t0 + milliseconds(200)) << "20 steps of 10 ms";
+  r.Mixed();
+  r.Begin(160, {1, 2}, ChocoRoundStats{});
+  r.PendOuter(80, /*step_seconds=*/1.0, /*max_wait=*/std::chrono::seconds(2), 0, t0);
+  EXPECT_EQ(r.wait_until(), t0 + std::chrono::seconds(2)) << "20 s held to W";
+}
+
 TEST(RoundSchedulerTest, TheClockAloneGoesOutEveryHalfLead) {
   RoundScheduler r;
   std::vector<uint64_t> sent;

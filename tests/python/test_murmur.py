@@ -242,9 +242,11 @@ def test_a_dimension_mismatch_between_processes_raises_murmur_error():
     assert all("another size" in e and "same model" in e for e in errors), errors
 
 
-def test_sigterm_stops_the_live_peers_and_then_terminates_as_by_default():
-    # Under murmur local --exec (MURMUR_PEER_ARGS set) SIGTERM stops a live peer's run; once no
+def test_sigterm_stops_the_live_peers_and_then_terminates_as_by_default(tmp_path):
+    # Under murmur local --exec (MURMUR_PEER_CONFIG set) SIGTERM stops a live peer's run; once no
     # peer is alive it must terminate the process again, not be swallowed.
+    launcher = tmp_path / "node-1.toml"
+    launcher.write_text("")  # the launcher gave no keys
     child = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import gc, os, signal, numpy as np, murmur
         x = np.zeros(16, dtype=np.float32)
@@ -261,7 +263,7 @@ def test_sigterm_stops_the_live_peers_and_then_terminates_as_by_default():
         os.kill(os.getpid(), signal.SIGTERM)
         print("survived SIGTERM", flush=True)
         """)], capture_output=True, text=True, timeout=60,
-        env=dict(os.environ, MURMUR_PEER_ARGS=""))
+        env=dict(os.environ, MURMUR_PEER_CONFIG=str(launcher)))
     assert "ended stopped" in child.stdout, child.stdout + child.stderr[-2000:]
     assert "survived" not in child.stdout
     assert child.returncode == -signal.SIGTERM, child.returncode

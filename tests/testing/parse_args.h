@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/config/config_schema.h"
+#include "node/config/config_parser.h"
 
 namespace murmur::testing {
 
