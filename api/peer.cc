@@ -168,51 +168,6 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const std::map<std::string, std::str
 
 namespace {
 
-// The session's options from the peer's (every cross-key rule checked here, kInvalidArgument
-// naming the key), and the buffer's starting values copied from `params`.
-StatusOr<node::GossipSessionOptions> SessionOptions(const PeerOptions& o, std::span<float> params,
-                                                    const Hooks& hooks) {
-  const node::GossipTrainerOptions& g = o.gossip;
-  if (g.epochs > 0 && o.epoch_samples <= 0) {
-    return InvalidArgumentError(
-        "epochs needs epoch_samples: the training samples of one epoch over the whole cluster");
-  }
-  MURMUR_RETURN_IF_ERROR(g.CheckBudget());
-  if (g.train.lr_reference_batch > 0 && o.expect_members <= 0) {
-    return InvalidArgumentError(
-        "lr_reference_batch (the linear scaling rule) needs expect_members: the cluster's size "
-        "makes its global batch");
-  }
-  const int members = std::max(1, o.expect_members);
-  node::GossipSessionOptions s;
-  s.peer = o.peer;
-  s.node = g.node;
-  s.node.expect_members = o.expect_members;
-  // A peer with no seeds and no members to wait for starts a cluster: nobody can tell it of a
-  // running one, so it trains at once (later peers join it by its snapshot).
-  if (s.peer.seeds.empty() && o.expect_members <= 0) s.node.join_wait = Duration{0};
-  s.shard_rows =
-      o.shard_samples > 0 ? o.shard_samples : std::max<int64_t>(1, o.epoch_samples / members);
-  s.budget_samples =
-      g.epochs > 0
-          ? static_cast<int64_t>(std::ceil(g.epochs * static_cast<double>(o.epoch_samples)))
-          : 0;
-  if (o.schedule_rate) {
-    MURMUR_ASSIGN_OR_RETURN(s.lr_schedule,
-                            node::ScheduleFor(g.train, s.budget_samples, o.epoch_samples,
-                                              g.train.batch_size * members));
-  }
-  s.initial.resize(params.size());
-  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), s.initial.data(), o.device,
-                                            params.data(), params.size_bytes()));
-  s.from_initial = o.same_init;
-  s.straggler = g.straggler;
-  s.alone_timeout = o.join_timeout;
-  s.wrong_dimension_limit = std::max(0, hooks.dimension_mismatch_limit);
-  s.report_interval = o.report_interval;
-  return s;
-}
-
 // What the typed options may hold that the caller's hooks cannot serve.
 Status CheckAgainstHooks(const PeerOptions& o, bool evaluate, const Hooks& hooks) {
   if (!evaluate && (o.gossip.node.target_accuracy > 0 || o.gossip.node.eval_every != 0)) {
@@ -248,7 +203,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
                                             EvaluateFn evaluate, Hooks hooks) {
   if (params.empty()) return InvalidArgumentError("the model buffer is empty");
   MURMUR_RETURN_IF_ERROR(CheckAgainstHooks(options, static_cast<bool>(evaluate), hooks));
-  MURMUR_ASSIGN_OR_RETURN(node::GossipSessionOptions s, SessionOptions(options, params, hooks));
+  node::GossipPeerOptions session = options.gossip;  // the session's, whole
+  session.wrong_dimension_limit = std::max(0, hooks.dimension_mismatch_limit);
   MURMUR_RETURN_IF_ERROR(
       kernels::CheckMemoryOf(options.device, params.data(), params.size_bytes()));
   MURMUR_RETURN_IF_ERROR(SetLogLevel(options.log_level));
@@ -257,18 +213,17 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
       std::make_unique<Impl>(params, options.device, std::move(evaluate), std::move(hooks))));
   Impl& m = *peer->impl_;
   m.report_fd = report_fd;
-  m.telemetry = std::make_unique<node::NodeTelemetry>(m.registry, "gossip", s.straggler);
+  m.telemetry = std::make_unique<node::NodeTelemetry>(m.registry, "gossip", session.straggler);
   m.telemetry->SetDevice(options.device.ToString());
   MURMUR_ASSIGN_OR_RETURN(m.admin, node::StartAdminPort(options.admin, options.admin_token_file,
                                                         *m.telemetry, nullptr));
-  s.telemetry = m.telemetry.get();
   m.save_model = options.save_model;
   m.model = m.hooks.model.empty() ? "caller's model of " + std::to_string(params.size()) + " values"
                                   : m.hooks.model;
   Impl* raw = &m;
   m.session = std::make_unique<node::GossipSession>(
-      std::move(s), m.work, [raw](const node::GossipProgress& p) { raw->Publish(p); },
-      [raw] { return raw->Stopping(); });
+      std::move(session), m.work, m.telemetry.get(),
+      [raw](const node::GossipProgress& p) { raw->Publish(p); }, [raw] { return raw->Stopping(); });
   MURMUR_RETURN_IF_ERROR(m.session->Start());
   if (!options.checkpoint_dir.empty()) {
     m.checkpoint.dir = options.checkpoint_dir;

@@ -97,19 +97,19 @@ StatusOr<int64_t> PositiveInteger(const std::string& key, const std::string& tex
 // The keys only the library has (not `murmur node`'s) into `o`.
 Status ApplyLibraryKeys(const KeyMap& library, const kernels::DeviceSpec& placed, PeerOptions& o) {
   if (auto it = library.find("epoch_samples"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(o.epoch_samples, PositiveInteger("epoch_samples", it->second));
+    MURMUR_ASSIGN_OR_RETURN(o.gossip.epoch_samples, PositiveInteger("epoch_samples", it->second));
   }
   if (auto it = library.find("shard_samples"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(o.shard_samples, PositiveInteger("shard_samples", it->second));
+    MURMUR_ASSIGN_OR_RETURN(o.gossip.shard_samples, PositiveInteger("shard_samples", it->second));
   }
   if (auto it = library.find("same_init"); it != library.end()) {
-    MURMUR_ASSIGN_OR_RETURN(o.same_init,
+    MURMUR_ASSIGN_OR_RETURN(o.gossip.same_init,
                             KeyValue("same_init", it->second, node::ParseBool(it->second)));
   }
   if (auto it = library.find("join_timeout_s"); it != library.end()) {
     MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
                                                      node::ParseReal(it->second, 0, 86400)));
-    o.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
+    o.gossip.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
   }
   MURMUR_ASSIGN_OR_RETURN(o.device, BufferDevice(library, placed));
   return OkStatus();
@@ -154,17 +154,17 @@ node::NodeConfig DefaultPeerConfig() {
 
 StatusOr<PeerOptions> PeerOptionsFrom(const node::NodeConfig& c) {
   MURMUR_ASSIGN_OR_RETURN(node::PeerNodeOptions peer, node::NodeOptionsFrom(c));
-  MURMUR_ASSIGN_OR_RETURN(node::GossipTrainerOptions gossip, node::GossipOptionsFrom(c.gossip));
+  MURMUR_ASSIGN_OR_RETURN(node::GossipPeerOptions gossip, node::GossipOptionsFrom(c.gossip));
   return PeerOptionsWith(c, std::move(peer), std::move(gossip));
 }
 
 PeerOptions PeerOptionsWith(const node::NodeConfig& c, node::PeerNodeOptions peer,
-                            node::GossipTrainerOptions gossip) {
+                            node::GossipPeerOptions gossip) {
   PeerOptions o;
-  o.peer = std::move(peer);
   o.gossip = std::move(gossip);
-  o.expect_members = c.expect_members;
-  o.report_interval = std::chrono::milliseconds(c.report_interval_ms);
+  o.gossip.peer = std::move(peer);
+  o.gossip.expect_members = c.expect_members;
+  o.gossip.report_interval = std::chrono::milliseconds(c.report_interval_ms);
   o.log_level = c.log_level;
   o.admin = c.admin;
   o.admin_token_file = c.admin_token_file;
@@ -220,7 +220,7 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
   }
   MURMUR_ASSIGN_OR_RETURN(PeerOptions o, PeerOptionsFrom(c));
   MURMUR_RETURN_IF_ERROR(ApplyLibraryKeys(library, launcher.device, o));
-  o.schedule_rate = scheduled;
+  o.gossip.schedule_rate = scheduled;
   return o;
 }
 

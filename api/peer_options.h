@@ -14,18 +14,17 @@
 #include "base/status.h"
 #include "kernels/device.h"
 #include "node/config/node_config.h"
+#include "node/driver/gossip_peer_options.h"
 
 namespace murmur::api {
 
 struct PeerOptions {
-  // The cluster: where the peer listens, whom it joins through, its keys, membership timing.
-  node::PeerNodeOptions peer;
-  // The gossip machine (gossip.node: compression, the outer optimizer, topology, soft sync, the
-  // target accuracy and time limit, evaluations, the finish), the epoch budget (gossip.epochs),
-  // the rate's schedule (gossip.train, read when schedule_rate) and the straggler injection.
-  node::GossipTrainerOptions gossip;
-  int expect_members = 0;  // members to wait for before training (0: start at once)
-  Duration report_interval = std::chrono::seconds(1);
+  // The peer: its cluster (gossip.peer), its gossip machine (gossip.node), the run's budget,
+  // data, rate schedule, straggler injection and waits, as the session takes them whole.
+  // A library peer's defaults differ from that struct's in three places (PeerOptionsFromKeys
+  // starts from DefaultPeerConfig): no budget until the caller gives one, only the final
+  // evaluation, and a constant rate.
+  node::GossipPeerOptions gossip;
   std::string log_level = "info";
   std::string admin;  // HOST:PORT of the admin port ("": none)
   std::string admin_token_file;
@@ -35,15 +34,6 @@ struct PeerOptions {
   std::string cluster;  // the cluster id: the checkpoints' run identity unless Hooks give one
   // Where the buffer is: host memory, or memory of that GPU (murmur's round runs there).
   kernels::Device device = kernels::Device::Cpu();
-  int64_t epoch_samples = 0;  // the whole cluster's samples per epoch; required with epochs
-  int64_t shard_samples = 0;  // this process's per local epoch; 0: epoch_samples / members
-  bool same_init = false;     // every process starts from exactly the same values
-  // No other member answered this long after the start: Next fails (0: train on alone).
-  Duration join_timeout = std::chrono::seconds(30);
-  // The cluster's schedule (node.gossip.train: lr, lr_schedule, warmup_epochs,
-  // lr_reference_batch) gives each step's rate (Turn::lr); false: the caller's optimizer keeps
-  // its own.
-  bool schedule_rate = false;
 };
 
 // `murmur node`'s keys as a library peer has them before any key: the node's defaults, except
@@ -53,10 +43,10 @@ node::NodeConfig DefaultPeerConfig();
 // The options `config` resolves to, once (node/config: NodeOptionsFrom, GossipOptionsFrom;
 // kInvalidArgument naming the key); the library's own fields keep their defaults.
 StatusOr<PeerOptions> PeerOptionsFrom(const node::NodeConfig& config);
-// The same with the two resolutions already made by the caller (`murmur node`): the rest of
-// `config` copied beside them.
+// The same with the two resolutions already made by the caller (`murmur node`): `peer` goes
+// into `gossip` whole, and the rest of `config` beside them.
 PeerOptions PeerOptionsWith(const node::NodeConfig& config, node::PeerNodeOptions peer,
-                            node::GossipTrainerOptions gossip);
+                            node::GossipPeerOptions gossip);
 
 // What the caller gave besides the keys, which decides which keys apply.
 struct KeyContext {

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "cli/exec_program.h"
@@ -33,22 +35,53 @@ namespace {
 constexpr int kNetnsPeerPort = 7070;
 constexpr int kNetnsAdminPort = 9100;
 
-// Free loopback ports, all held open while choosing so they differ.
+// The kernel's ephemeral range (ip_local_port_range), from which it draws the source ports of
+// outgoing connections and the ports of bind(0); {0, 0} when unreadable.
+std::pair<int, int> EphemeralRange() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (!(in >> low >> high) || low <= 0 || high < low) return {0, 0};
+  return {low, high};
+}
+
+// A socket bound to loopback `port` (0: one the kernel picks), -1 when it is taken.
+int BindLoopback(int port, int& bound) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  bound = ntohs(addr.sin_port);
+  return fd;
+}
+
+// Free loopback ports, all held open while choosing so they differ. They are released before
+// the nodes bind them, so they are drawn below the ephemeral range where the system allows:
+// a port from that range may meanwhile become the source port of any process's outgoing
+// connection (a node's own links among them), which then makes the node's bind fail. Random
+// in [10000, low), so that two runs at once rarely meet; bind(0) when there is no such room.
 std::vector<int> FreePorts(int n) {
+  const auto [low, high] = EphemeralRange();
+  (void)high;
   std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      if (fd >= 0) ::close(fd);
-      continue;
-    }
+  std::mt19937 draw(static_cast<uint32_t>(::getpid()) ^
+                    static_cast<uint32_t>(std::random_device{}()));
+  const bool below = low > 10000 + 4 * n;
+  for (int tries = 0; static_cast<int>(ports.size()) < n && tries < 64 * n + 64; ++tries) {
+    const int want =
+        below ? std::uniform_int_distribution<int>(10000, low - 1)(draw) : 0;
+    int bound = 0;
+    const int fd = BindLoopback(want, bound);
+    if (fd < 0) continue;
     fds.push_back(fd);
-    ports.push_back(ntohs(addr.sin_port));
+    ports.push_back(bound);
   }
   for (int fd : fds) ::close(fd);
   return ports;

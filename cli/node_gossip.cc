@@ -36,17 +36,16 @@ int Failed(const Status& status) {
 }
 
 // The peer's settings: the node's own options as resolved once (its peer's by NodeCommand, its
-// gossip's by RunGossipNode), and what only the node knows.
+// gossip's by RunGossipNode, the data's size by LoadNodeWork), and what only the node knows.
 api::PeerOptions PeerSettings(const NodeConfig& config, const PeerNodeOptions& peer,
-                              const GossipTrainerOptions& gossip, int64_t shard_rows,
+                              GossipPeerOptions gossip, int64_t shard_rows,
                               const kernels::Device& device) {
-  api::PeerOptions o = api::PeerOptionsWith(config, peer, gossip);
+  gossip.shard_samples = shard_rows;
+  gossip.same_init = !gossip.per_node_init;
+  gossip.join_timeout = Duration{0};  // a node trains on alone, saying so
+  gossip.schedule_rate = true;        // the cluster's schedule over the cluster's samples
+  api::PeerOptions o = api::PeerOptionsWith(config, peer, std::move(gossip));
   o.device = device;
-  o.epoch_samples = gossip.dataset_rows;
-  o.shard_samples = shard_rows;
-  o.same_init = !gossip.per_node_init;
-  o.join_timeout = Duration{0};  // a node trains on alone, saying so
-  o.schedule_rate = true;        // the cluster's schedule over the cluster's samples
   return o;
 }
 
@@ -91,7 +90,7 @@ struct NodeWork {
 // Loads the data and builds the trainer; every failure here is the operator's to fix (exit 2).
 StatusOr<std::unique_ptr<NodeWork>> LoadNodeWork(const NodeConfig& config,
                                                  const kernels::Device& device,
-                                                 GossipTrainerOptions& options) {
+                                                 GossipPeerOptions& options) {
   if (config.shard_index >= config.shard_count) {
     return InvalidArgumentError(fmt::format("shard_index {} must be less than shard_count {}",
                                             config.shard_index, config.shard_count));
@@ -100,9 +99,7 @@ StatusOr<std::unique_ptr<NodeWork>> LoadNodeWork(const NodeConfig& config,
   MURMUR_ASSIGN_OR_RETURN(w->data, LoadTrainData(config.gossip.train));
   MURMUR_ASSIGN_OR_RETURN(
       w->model, Model<float>::Create(TrainModelSpec(config.gossip.train, w->data.train), device));
-  options.dataset_rows = w->data.train.rows;
-  options.node.expect_members = config.expect_members;
-  MURMUR_RETURN_IF_ERROR(options.Validate());
+  options.epoch_samples = w->data.train.rows;  // the session checks the rules once it starts
   auto strategy = ParseShardStrategy(config.gossip.train.shard_strategy);
   MURMUR_ASSIGN_OR_RETURN(
       auto rows, ShardRows(w->data.train.rows, config.shard_index, config.shard_count, *strategy));
@@ -146,7 +143,7 @@ std::function<void(const api::Progress&, bool)> ProgressPrinter(
 
 // What the peer needs of the node beyond its buffer: its own start, momentum reset, stop signal,
 // report lines, and the Trainer's state in the checkpoints.
-api::Hooks NodeHooks(const NodeConfig& config, const GossipTrainerOptions& options, NodeWork& w,
+api::Hooks NodeHooks(const NodeConfig& config, const GossipPeerOptions& options, NodeWork& w,
                      std::optional<SeriesWriter>& series) {
   api::Hooks hooks;
   hooks.launcher_environment = false;  // the node's keys are its own

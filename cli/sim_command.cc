@@ -158,7 +158,7 @@ class SimCommand : public ConfiguredCommand<SimConfig> {
       return roots;
     }
     if (o.kind == SimKind::kGossip) {
-      MURMUR_ASSIGN_OR_RETURN(GossipTrainerOptions g, GossipOptionsFrom(c.gossip));
+      MURMUR_ASSIGN_OR_RETURN(GossipPeerOptions g, GossipOptionsFrom(c.gossip));
       o.gossip = g.node;
       o.per_node_init = g.per_node_init;
       train_ = g.train;  // its learning-rate schedule resolved ("auto": cosine with a budget)

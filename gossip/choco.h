@@ -223,6 +223,12 @@ class ChocoGossip {
   // Who this node mixes with in `round` and with what weights (the random topology is fixed per
   // view here); empty when `view` lacks this node. The node's soft-sync gate waits on these.
   RoundPeers Peers(const std::vector<NodeId>& view, uint64_t round) const;
+  // The ids of Peers(view, round).receive_from: whose updates this node mixes in that round.
+  std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view, uint64_t round) const {
+    std::vector<NodeId> out;
+    for (const auto& n : Peers(view, round).receive_from) out.push_back(n.id);
+    return out;
+  }
 
   // Who may mix this node's public copy (the receivers of q_i; see "Trackers" above).
   std::vector<NodeId> Trackers(const std::vector<NodeId>& view, uint64_t round) const;

@@ -116,4 +116,12 @@ bool ClaimsLedger::HasFinished(NodeId id) const {
   return std::find(finished_ids_.begin(), finished_ids_.end(), id) != finished_ids_.end();
 }
 
+std::vector<NodeId> ClaimsLedger::Unfinished(const std::vector<NodeId>& ids) const {
+  std::vector<NodeId> out;
+  for (NodeId id : ids) {
+    if (!HasFinished(id)) out.push_back(id);
+  }
+  return out;
+}
+
 }  // namespace murmur::gossip

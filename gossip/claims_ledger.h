@@ -9,6 +9,7 @@
 // of it; each member whose claim is set aside is refused once per life and kind (samples,
 // clock); the finished quorum, once reached, holds. Sans-IO, no clock. Thread safety: none.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -48,6 +49,15 @@ class ClaimsLedger {
     return cluster_samples_ + (own_samples - own_samples_at_view_);
   }
   int64_t cluster_samples() const { return cluster_samples_; }
+  // The cluster's samples for the learning-rate schedule. The members' counts in the view are up
+  // to a digest period old (tens of steps); soft sync keeps every live member within S steps of
+  // this one, so this node's own count times the live members is the fresher estimate whenever
+  // it is the larger. A joiner (no samples of its own yet) reads the reported counts. The budget
+  // keeps to the reported counts alone (ReportedSamples).
+  int64_t ScheduleSamples(int64_t own_samples) const {
+    return std::max(ReportedSamples(own_samples),
+                    own_samples * static_cast<int64_t>(live_members_));
+  }
   // The clock of the most advanced live member, as far as a quorum confirms it (QuorumClock).
   uint64_t best_clock() const { return best_clock_; }
   size_t live_members() const { return live_members_; }  // this node included
@@ -58,6 +68,8 @@ class ClaimsLedger {
   // The members that said they finished (they compute no more steps).
   const std::vector<NodeId>& finished_ids() const { return finished_ids_; }
   bool HasFinished(NodeId id) const;
+  // Those of `ids` that have not said they finished (the ones a step may wait for).
+  std::vector<NodeId> Unfinished(const std::vector<NodeId>& ids) const;
   std::vector<Refusal> TakeRefusals() { return std::exchange(refusals_, {}); }
 
  private:

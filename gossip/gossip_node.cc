@@ -1,7 +1,6 @@
 #include "gossip/gossip_node.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -26,6 +25,7 @@ GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
                        std::vector<float> initial, bool from_initial, TimePoint now)
     : o_(options),
       x_(model),
+      host_(model, options.choco.device),
       initial_(std::move(initial)),
       from_initial_(from_initial),
       sync_(options.soft_sync),
@@ -172,9 +172,8 @@ void GossipNode::Step(const MemberView& view, TimePoint now) {
   for (NodeId gone : sync_.View(view.members, o_.self)) {
     if (choco_) choco_->Forget(gone);
   }
-  const uint64_t gap = static_cast<uint64_t>(std::max<int64_t>(
-      o_.soft_sync.max_lead, static_cast<int64_t>(HopsAcross(o_.choco.sampling, live.size()))));
-  claims_.Update(view.members, OwnClaims{s_.step, s_.samples, max_batch_, gap},
+  claims_.Update(view.members,
+                 OwnClaims{s_.step, s_.samples, max_batch_, o_.CatchUpGap(live.size())},
                  [this](NodeId id) { return sync_.ClockOf(id); });
   for (Refusal& r : claims_.TakeRefusals()) Reject(r.reason, r.from, r.why);
   s_.live_members = claims_.live_members();
@@ -261,10 +260,7 @@ void GossipNode::Advance(TimePoint now) {
 }
 
 void GossipNode::StartTraining(TimePoint now) {
-  ChocoOptions c = o_.choco;
-  c.self = o_.self;
-  c.incarnation = o_.incarnation;
-  c.dimension = static_cast<uint32_t>(x_.size());
+  const ChocoOptions c = o_.ChocoFor(static_cast<uint32_t>(x_.size()));
   const bool saved_copy = resume_.has_value() && !resume_->public_copy.empty();
   auto choco = ChocoGossip::Create(
       c, saved_copy ? std::span<const float>(resume_->public_copy) : HostModel(), initial_,
@@ -294,14 +290,13 @@ void GossipNode::AdvanceTraining(TimePoint now) {
     Emit(Evaluate{false, x_});
     return;
   }
-  paused_ = pause_.from >= 0 && s_.step >= static_cast<uint64_t>(pause_.from) &&
-            claims_.best_clock() < static_cast<uint64_t>(std::max<int64_t>(pause_.until, 0));
+  paused_ = pause_.Holds(s_.step, claims_.best_clock());
   if (paused_) {
     Emit(Wait{now + std::chrono::milliseconds(10)});
     return;
   }
   const std::vector<NodeId> view = LiveOrSelf();
-  const std::vector<NodeId> mixing = MixingPeers(view);
+  const std::vector<NodeId> mixing = choco_->MixingPeers(view, s_.rounds);
   const uint64_t clock_before = s_.step;
   const bool catch_up = sync_.ShouldCatchUp(s_.step, claims_.best_clock(),
                                             HopsAcross(o_.choco.sampling, view.size()));
@@ -327,7 +322,7 @@ void GossipNode::AdvanceTraining(TimePoint now) {
   computing_ = true;
   std::optional<double> lr;
   if (o_.lr_schedule.has_value()) {
-    lr = o_.lr_schedule->At(ScheduleSamples());
+    lr = o_.lr_schedule->At(claims_.ScheduleSamples(s_.samples));
     s_.lr = *lr;
   }
   Emit(ComputeStep{s_.step + 1, lr});
@@ -337,8 +332,9 @@ void GossipNode::AdvanceTraining(TimePoint now) {
 // due yet lets the node step on.
 bool GossipNode::MixPendingRound(TimePoint now) {
   if (!rounds_.pending()) return true;
-  const bool due = BudgetSpent(now) || rounds_.MixDue(s_.step, MixingPeers(rounds_.view()),
-                                                      period_.OuterH(), sync_, claims_, now);
+  const bool due =
+      BudgetSpent(now) || rounds_.MixDue(s_.step, choco_->MixingPeers(rounds_.view(), s_.rounds),
+                                         period_.OuterH(), sync_, claims_, now);
   if (!due && rounds_.overlap() == 0) {
     Emit(Wait{std::min(now + std::chrono::milliseconds(1), rounds_.wait_until())});
     return false;
@@ -349,55 +345,16 @@ bool GossipNode::MixPendingRound(TimePoint now) {
 
 bool GossipNode::GateOpen(const std::vector<NodeId>& mixing, TimePoint now) {
   // A member that finished steps no more: waiting for it would only run out max_wait.
-  std::vector<NodeId> waited_for;
-  for (NodeId id : mixing) {
-    if (!claims_.HasFinished(id)) waited_for.push_back(id);
-  }
-  const auto gate = sync_.Gate(s_.step, waited_for, now);
+  const auto gate = sync_.Gate(s_.step, claims_.Unfinished(mixing), now);
   for (NodeId id : gate.newly_marked) {
-    const auto [slowest, slowest_clock] = sync_.Slowest();
-    MURMUR_LOG_INFO(
-        "node {}: waited {:.2f} s for node {} (at a stretch or in recent short waits, "
-        "half of a wait while it looked held; step {} vs {}; the slowest member it "
-        "knows: node {} at step {}): marked a straggler, not waiting for it for {:.0f} s",
-        o_.self, ToSeconds(sync_.EffectiveWait()), id, sync_.ClockOf(id), s_.step, slowest,
-        slowest_clock, ToSeconds(o_.soft_sync.straggler_hold));
+    MURMUR_LOG_INFO("node {}: {}", o_.self, sync_.MarkedReason(id, s_.step));
   }
   if (!gate.proceed) Emit(Wait{now + std::chrono::milliseconds(1)});
   return gate.proceed;
 }
 
-int64_t GossipNode::ScheduleSamples() const {
-  // The members' counts in the view are up to a digest period old (tens of steps); soft sync
-  // keeps every live member within S steps of this one, so this node's own count times the live
-  // members is the fresher estimate whenever it is the larger. A joiner (no samples of its own
-  // yet) reads the reported counts. The budget keeps to the reported counts alone.
-  return std::max(claims_.ReportedSamples(s_.samples),
-                  s_.samples * static_cast<int64_t>(s_.live_members));
-}
-
-std::vector<NodeId> GossipNode::MixingPeers(const std::vector<NodeId>& view) const {
-  std::vector<NodeId> out;
-  for (const auto& n : choco_->Peers(view, s_.rounds).receive_from) out.push_back(n.id);
-  return out;
-}
-
 PeriodContext GossipNode::Period() const {
   return {s_.local_epoch, s_.rounds, s_.consensus_estimate, RoundView().size()};
-}
-
-std::span<const float> GossipNode::HostModel() {
-  if (o_.choco.device.is_cpu()) return x_;
-  host_model_.resize(x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(kernels::Device::Cpu(), host_model_.data(), o_.choco.device,
-                                     x_.data(), x_.size_bytes()));
-  return host_model_;
-}
-
-void GossipNode::SetModel(std::span<const float> host) {
-  MURMUR_CHECK_EQ(host.size(), x_.size());
-  MURMUR_CHECK_OK(kernels::CopyBytes(o_.choco.device, x_.data(), kernels::Device::Cpu(),
-                                     host.data(), host.size_bytes()));
 }
 
 // ---- Joining ----
@@ -433,14 +390,6 @@ void GossipNode::AdvanceJoin(Joiner& joiner, TimePoint now) {
   }
 }
 
-bool GossipNode::AskForModel(TimePoint now) {
-  const std::optional<NodeId> to =
-      fetch_.Ask(admission_.members(), [this](NodeId id) { return sync_.ClockOf(id); }, now);
-  if (!to.has_value()) return false;
-  Emit(SendTo{*to, SnapshotRequest{0, true}, nullptr});
-  return true;
-}
-
 void GossipNode::AdoptReceivedModel() {
   const ModelFetch::Model model = fetch_.Take();
   SetModel(model.values);
@@ -465,15 +414,15 @@ void GossipNode::CatchUp(const std::vector<NodeId>& view, const std::vector<Node
     s_.step = clock;
     ++s_.catchups;
   }
-  // A dense model costs ~100 compressed rounds: asked for (at most once per model_retry) only
-  // when the copies fall short: without a fresher copy, once far behind (4 S: stopped or cut off,
-  // not merely slow); under an outer optimizer after every catch-up, since the copies hold the
-  // neighbours' models before their last outer step (η / (1 − μ) times the averaged progress at
-  // steady momentum, outer_optimizer.h). The average moves the clock at once all the same.
-  const uint64_t far = 4 * static_cast<uint64_t>(std::max<int64_t>(o_.soft_sync.max_lead, 1));
-  const bool ask = averaged ? OuterActive() : claims_.best_clock() >= s_.step + far;
+  // The average moves the clock at once; a dense model only when the copies fall short.
+  const bool ask = WantsDenseModel(averaged, OuterActive(), s_.step, claims_.best_clock(),
+                                   o_.soft_sync.max_lead);
   if (!ask || fetch_.Waiting(now, o_.model_retry)) return;
-  if (AskForModel(now)) ++s_.model_requests;
+  const std::optional<NodeId> to = fetch_.Ask(
+      admission_.members(), [this](NodeId id) { return sync_.ClockOf(id); }, now);
+  if (!to.has_value()) return;
+  Emit(SendTo{*to, SnapshotRequest{0, true}, nullptr});
+  ++s_.model_requests;
 }
 
 void GossipNode::AnnounceClock() {
@@ -562,11 +511,7 @@ void GossipNode::Fail(const Status& status) {
 void GossipNode::Step(const Evaluated& result, TimePoint now) {
   if (!evaluating_) return;
   evaluating_ = false;
-  if (std::isfinite(result.accuracy) && result.accuracy >= 0) {
-    s_.accuracy = result.accuracy;
-    s_.accuracy_step = s_.step;
-    if (phase() == Phase::kFinishing) s_.own_accuracy = result.accuracy;
-  }
+  s_.Evaluated(result.accuracy, phase() == Phase::kFinishing);
   if (auto* lingering = std::get_if<Lingering>(&phase_)) {
     lingering->until = std::max(lingering->until, now + o_.linger);
   }
@@ -574,9 +519,9 @@ void GossipNode::Step(const Evaluated& result, TimePoint now) {
 }
 
 bool GossipNode::BudgetSpent(TimePoint now) {
-  const std::string_view why = budget_.Spent(
-      {claims_.ReportedSamples(s_.samples), ScheduleSamples(), s_.accuracy, now - start_,
-       claims_.quorum_finished(), stop_requested_});
+  const std::string_view why =
+      budget_.Spent({claims_.ReportedSamples(s_.samples), claims_.ScheduleSamples(s_.samples),
+                     s_.accuracy, now - start_, claims_.quorum_finished(), stop_requested_});
   if (why.empty()) return false;
   s_.end_reason = why;
   return true;
@@ -614,12 +559,9 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   }
   EnterPhase(Lingering{now + o_.linger});
   const FinishStage::Report r = finish_.Conclude();
-  s_.finish = r.averaged ? "averaged" : "missed";
+  s_.Concluded(r.averaged, r.contributors, r.collector, r.moved);
   if (observer_ != nullptr) observer_->Finish(r.averaged, r.contributors, r.moved);
   if (r.averaged) {
-    s_.finish_contributors = r.contributors;
-    s_.finish_collector = r.collector;
-    s_.finish_moved = r.moved;
     SetModel(finish_.outcome()->model);
     Emit(ResetOptimizer{});
     // The collector stays until every member left (Settled) or would have given up waiting: its

@@ -89,6 +89,7 @@
 #include "gossip/gossip_node_options.h"
 #include "gossip/gossip_node_state.h"
 #include "gossip/gossip_phase.h"
+#include "gossip/host_mirror.h"
 #include "gossip/joiner.h"
 #include "gossip/model_fetch.h"
 #include "gossip/model_server.h"
@@ -191,8 +192,6 @@ class GossipNode {
   bool GateOpen(const std::vector<NodeId>& mixing, TimePoint now);
   // Whether the budget ends the run now (GossipNodeState::end_reason says why).
   bool BudgetSpent(TimePoint now);
-  // The cluster's samples now, for the learning-rate schedule.
-  int64_t ScheduleSamples() const;
   void Finish(TimePoint now);
   void AdvanceFinishing(TimePoint now);
   // Holds a message that may pass once the view has its sender; false when it may not wait.
@@ -206,8 +205,6 @@ class GossipNode {
   void OnFinishMessage(const Incoming& m, const FinishMessage& header, TimePoint now);
   void EmitFinishOutput();
   void CatchUp(const std::vector<NodeId>& view, const std::vector<NodeId>& mixing, TimePoint now);
-  // Asks the most advanced live member for its model; false when there is none to ask.
-  bool AskForModel(TimePoint now);
   void AdoptReceivedModel();
   // A round: CHOCO's publish, the updates out, and its mix with the outer step (MixRound): at
   // once, or for an outer round once its peers are in (RoundScheduler).
@@ -224,7 +221,6 @@ class GossipNode {
   // Admission::Check with the highest clock this node knows.
   std::string_view Check(const Incoming& m) const;
   void Emit(NodeAction action) { output_.Emit(std::move(action)); }
-  std::vector<NodeId> MixingPeers(const std::vector<NodeId>& view) const;
   // The view the current step's round mixes over (the latest view before the first step).
   const std::vector<NodeId>& RoundView() const {
     return step_view_.empty() ? admission_.live() : step_view_;
@@ -235,14 +231,12 @@ class GossipNode {
   }
   PeriodContext Period() const;
   bool OuterActive() const { return period_.OuterActive(s_.local_epoch); }
-  // The model on the host: x_ itself on the CPU, else a copy in host_model_.
-  std::span<const float> HostModel();
-  // x_ = `host`, copied up on a GPU.
-  void SetModel(std::span<const float> host);
+  std::span<const float> HostModel() { return host_.Read(); }
+  void SetModel(std::span<const float> host) { host_.Write(host); }
 
   const GossipNodeOptions o_;
   std::span<float> x_;
-  std::vector<float> host_model_;       // HostModel's copy on a GPU
+  HostMirror host_;  // x_ as the host sees it
   std::vector<float> initial_;
   bool from_initial_;
   SoftSync sync_;

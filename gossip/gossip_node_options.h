@@ -2,6 +2,8 @@
 // The options of a gossip node (gossip_node.h). Their defaults are the defaults of every entry
 // point: `murmur node`, `murmur local`, `murmur sim` and the library read them from here.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -13,6 +15,7 @@
 #include "gossip/envelope.h"
 #include "gossip/evaluation_schedule.h"
 #include "gossip/outer_optimizer.h"
+#include "gossip/peer_sampling.h"
 #include "gossip/soft_sync.h"
 
 namespace murmur::gossip {
@@ -107,6 +110,20 @@ struct GossipNodeOptions {
   double model_snapshots_per_s = 1;
 
   Status Validate() const;
+  // How far behind the most advanced member a node catches up, with `live` members:
+  // max(S, the mixing graph's diameter) (OwnClaims::catch_up_gap).
+  uint64_t CatchUpGap(size_t live) const {
+    const auto hops = static_cast<int64_t>(HopsAcross(choco.sampling, live));
+    return static_cast<uint64_t>(std::max<int64_t>(soft_sync.max_lead, hops));
+  }
+  // CHOCO's options for this node's machine over a model of `dimension` values.
+  ChocoOptions ChocoFor(uint32_t dimension) const {
+    ChocoOptions c = choco;
+    c.self = self;
+    c.incarnation = incarnation;
+    c.dimension = dimension;
+    return c;
+  }
 };
 
 }  // namespace murmur::gossip

@@ -2,6 +2,7 @@
 // What a gossip node (gossip_node.h) shows of itself: its state as its reports show it, and the
 // counters its metrics take as it goes.
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -87,6 +88,22 @@ struct GossipNodeState {
   bool joined_by_snapshot = false;
   uint64_t resumed_step = 0;     // the step of the node's own checkpoint it resumed from (0: none)
   std::string end_reason;
+  // An evaluation at the current step (ignored unless a finite accuracy); `own`: of this node's
+  // own model while the finish runs.
+  void Evaluated(double value, bool own) {
+    if (!std::isfinite(value) || value < 0) return;
+    accuracy = value;
+    accuracy_step = step;
+    if (own) own_accuracy = value;
+  }
+  // How the consensus finish ended (FinishStage::Conclude).
+  void Concluded(bool averaged, uint32_t contributors, NodeId collector, double moved) {
+    finish = averaged ? "averaged" : "missed";
+    if (!averaged) return;
+    finish_contributors = contributors;
+    finish_collector = collector;
+    finish_moved = moved;
+  }
   // The consensus finish: "" (not reached), "averaged", "missed" or "off".
   std::string finish;
   uint32_t finish_contributors = 0;

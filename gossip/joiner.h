@@ -52,7 +52,6 @@ class Joiner {
   Decision Advance(const JoinReading& r, ModelFetch& fetch, const std::vector<MemberEntry>& members,
                    const std::function<uint64_t(NodeId)>& clock_of, TimePoint now);
 
-  bool asked() const { return attempt_ > 0; }
   int attempt() const { return attempt_; }
 
  private:

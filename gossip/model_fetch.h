@@ -24,6 +24,18 @@
 
 namespace murmur::gossip {
 
+// Whether a node that caught up by its neighbours' average (`averaged`) or could not should also
+// ask for a dense model, which costs ~100 compressed rounds (asked at most once per model_retry):
+// without a fresher copy, once far behind the most advanced member (4 S: stopped or cut off, not
+// merely slow); under an outer optimizer after every catch-up, since the copies hold the
+// neighbours' models before their last outer step (eta / (1 - mu) times the averaged progress at
+// steady momentum, outer_optimizer.h).
+inline bool WantsDenseModel(bool averaged, bool outer_active, uint64_t step, uint64_t best_clock,
+                            int64_t max_lead) {
+  const uint64_t far = 4 * static_cast<uint64_t>(max_lead < 1 ? 1 : max_lead);
+  return averaged ? outer_active : best_clock >= step + far;
+}
+
 class ModelFetch {
  public:
   static constexpr size_t kMaxRefused = 64;

@@ -102,6 +102,11 @@ struct StopRequested {};
 struct InjectedPause {
   int64_t from = -1;
   int64_t until = -1;
+  // Whether a node at `step`, the most advanced live member at `best_clock`, computes nothing.
+  bool Holds(uint64_t step, uint64_t best_clock) const {
+    return from >= 0 && step >= static_cast<uint64_t>(from) &&
+           best_clock < static_cast<uint64_t>(until < 0 ? 0 : until);
+  }
 };
 
 // ---- Outputs ----

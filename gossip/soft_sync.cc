@@ -1,5 +1,7 @@
 #include "gossip/soft_sync.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -29,6 +31,16 @@ std::vector<NodeId> SoftSync::View(const std::vector<MemberEntry>& members, Node
 uint64_t SoftSync::ClockOf(NodeId id) const {
   auto it = clocks_.find(id);
   return it == clocks_.end() ? 0 : it->second;
+}
+
+std::string SoftSync::MarkedReason(NodeId id, uint64_t self_clock) const {
+  const auto [slowest, slowest_clock] = Slowest();
+  return fmt::format(
+      "waited {:.2f} s for node {} (at a stretch or in recent short waits, half of a wait while "
+      "it looked held; step {} vs {}; the slowest member it knows: node {} at step {}): marked a "
+      "straggler, not waiting for it for {:.0f} s",
+      ToSeconds(EffectiveWait()), id, ClockOf(id), self_clock, slowest, slowest_clock,
+      ToSeconds(options_.straggler_hold));
 }
 
 std::pair<NodeId, uint64_t> SoftSync::Slowest() const {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,9 @@ class SoftSync {
   uint64_t stragglers_detected() const { return detected_; }
   // W as it stands: max_wait, or the scaled wait (max_wait_steps).
   Duration EffectiveWait() const;
+  // Why `id` was just marked (Decision::newly_marked), in words for the log: the wait, its
+  // clock against this node's `self_clock`, the slowest member known, the hold.
+  std::string MarkedReason(NodeId id, uint64_t self_clock) const;
   // This node's step time as measured by the gates (seconds; 0 before the first).
   double step_seconds() const { return step_s_; }
   Duration total_wait() const { return total_wait_; }

@@ -7,25 +7,6 @@
 
 namespace murmur::node {
 
-Status GossipTrainerOptions::CheckBudget() const {
-  if (epochs <= 0 && node.target_accuracy <= 0 && node.time_limit.count() <= 0) {
-    return InvalidArgumentError(
-        "no budget: set epochs, target_accuracy or time_limit_s (a gossip run ends on a "
-        "cluster-wide budget)");
-  }
-  return OkStatus();
-}
-
-Status GossipTrainerOptions::Validate() const {
-  MURMUR_RETURN_IF_ERROR(CheckBudget());
-  if (epochs > 0 && dataset_rows <= 0) return InvalidArgumentError("an epoch budget needs the data set size");
-  if (node.target_accuracy < 0 || node.target_accuracy > 1) {
-    return InvalidArgumentError("target_accuracy is a fraction in [0, 1]");
-  }
-  if (eval_samples < 1) return InvalidArgumentError("eval_samples must be at least 1");
-  return node.Validate();
-}
-
 coding::CompressorOptions GossipCompressor(const GossipConfig& c) {
   if (c.compress.has_value()) return *c.compress;
   return gossip::AutoCompressor(c.outer.has_value());
@@ -34,7 +15,7 @@ coding::CompressorOptions GossipCompressor(const GossipConfig& c) {
 namespace {
 
 // Each key's default, written from a default-constructed option struct: the one default of the
-// setting (GossipNodeOptions, SoftSyncOptions, OuterOptions, GossipTrainerOptions).
+// setting (GossipNodeOptions, SoftSyncOptions, OuterOptions, GossipPeerOptions).
 std::string Number(double v) { return fmt::format("{}", v); }
 std::string Seconds(Duration d) { return Number(std::chrono::duration<double>(d).count()); }
 int Millis(Duration d) {
@@ -52,7 +33,7 @@ std::string GossipAveraging(const GossipConfig& c) {
 const ConfigSchema<GossipConfig>& GossipSchema() {
   static const ConfigSchema<GossipConfig>* schema = [] {
     using C = GossipConfig;
-    const GossipTrainerOptions trainer;
+    const GossipPeerOptions trainer;
     const gossip::GossipNodeOptions& node = trainer.node;
     const gossip::SoftSyncOptions& sync = node.soft_sync;
     auto* s = new ConfigSchema<GossipConfig>();
@@ -181,8 +162,8 @@ std::vector<std::string> GossipKeyNames() {
   return out;
 }
 
-StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& c) {
-  GossipTrainerOptions o;
+StatusOr<GossipPeerOptions> GossipOptionsFrom(const GossipConfig& c) {
+  GossipPeerOptions o;
   TrainConfig train = c.train;
   train.compress.reset();
   train.shard_index = 0;  // per node, checked by the node

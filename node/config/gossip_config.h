@@ -13,6 +13,7 @@
 #include "gossip/gossip_node.h"
 #include "node/config/config_schema.h"
 #include "node/config/train_config.h"
+#include "node/driver/gossip_peer_options.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
 #include "node/train/trainer.h"
@@ -20,7 +21,7 @@
 namespace murmur::node {
 
 // What GossipSchema resolves. Its values come from the schema's defaults, which are the option
-// structs' (GossipTrainerOptions, gossip::GossipNodeOptions and their parts); the member
+// structs' (GossipPeerOptions, gossip::GossipNodeOptions and their parts); the member
 // initializers below are only zeros.
 struct GossipConfig {
   TrainConfig train;  // task, data, model, optimizer, seed
@@ -51,28 +52,6 @@ struct GossipConfig {
   std::set<std::string> given;
 };
 
-// The options of gossip training with murmur's own Trainer, from GossipOptionsFrom.
-struct GossipTrainerOptions {
-  PeerNodeOptions peer;
-  TrainOptions train;                 // batch size, optimizer, shuffling seed
-  uint64_t init_seed = 1;             // the cluster's common initial model
-  bool per_node_init = false;         // every node draws its own initial model instead
-  // The machine's own keys (gossip/gossip_node.h: compression, topology, H, soft sync, the
-  // target accuracy and time limit, evaluation, joining, linger); the session fills in the
-  // node's id, incarnation, shard size and the budget in samples.
-  gossip::GossipNodeOptions node;
-  // Budget: the run ends at the first of epochs, node.target_accuracy, node.time_limit (each 0 =
-  // not used; at least one must be set).
-  double epochs = 3;                  // passes over the whole training set, all members' samples
-  int64_t dataset_rows = 0;           // size of the whole training set
-  int64_t eval_samples = 1000;        // test rows used by the periodic evaluations
-  StragglerOptions straggler;
-
-  // The budget rule, stated once: at least one of epochs, target accuracy and time limit.
-  Status CheckBudget() const;
-  Status Validate() const;
-};
-
 const ConfigSchema<GossipConfig>& GossipSchema();
 
 // The operator a gossip run compresses with: `compress`, or for auto int8 under an outer optimizer
@@ -88,8 +67,10 @@ const std::vector<std::string>& PlainRoundKeys();
 // Names of GossipSchema's keys (what `murmur local` forwards to its nodes).
 std::vector<std::string> GossipKeyNames();
 
-// Checks what the per-key parsers cannot (kInvalidArgument naming the key) and fills the trainer
-// options, except the peer, data set size and per-node fields.
-StatusOr<GossipTrainerOptions> GossipOptionsFrom(const GossipConfig& config);
+// Checks what the per-key parsers cannot (kInvalidArgument naming the key: plain-round keys
+// under an outer optimizer, the budget rule) and fills the peer's gossip options; `peer` (from
+// NodeOptionsFrom), the data's size (epoch_samples), the members to wait for and the per-node
+// fields are the caller's.
+StatusOr<GossipPeerOptions> GossipOptionsFrom(const GossipConfig& config);
 
 }  // namespace murmur::node

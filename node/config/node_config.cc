@@ -1,9 +1,10 @@
 #include "node/config/node_config.h"
 
+#include <chrono>
 #include <string>
 
-#include "node/peer/seeds.h"
 #include "node/config/secrets.h"
+#include "node/peer/seeds.h"
 
 namespace murmur::node {
 
@@ -43,8 +44,11 @@ const ConfigSchema<NodeConfig>& NodeSchema() {
               "training modes end on their budget)")
         .Choice("report", &C::report, "none", {"none", "text", "json"},
                 "periodic view on stdout: none, a text line, or one JSON object per line")
-        .Integer("report_interval_ms", &C::report_interval_ms, 1000, 10, 3600000,
-                 "period of --report")
+        .Integer("report_interval_ms", &C::report_interval_ms,
+                 static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      GossipPeerOptions{}.report_interval)
+                                      .count()),
+                 10, 3600000, "period of --report")
         .Text("run_dir", &C::run_dir, "",
               "keep this node's time series (its report lines, with the time and the injection "
               "in force) in RUN_DIR/series/node-ID.jsonl, for murmur report; empty: none")

@@ -24,22 +24,23 @@ double CpuSeconds(clockid_t clock) {
 
 }  // namespace
 
-GossipSession::GossipSession(GossipSessionOptions options, GossipWork& work,
+GossipSession::GossipSession(GossipPeerOptions options, GossipWork& work, NodeTelemetry* telemetry,
                              GossipProgressFn on_progress, std::function<bool()> stop)
     : o_(std::move(options)),
+      telemetry_(telemetry),
       work_(work),
       on_progress_(std::move(on_progress)),
       stop_(std::move(stop)),
       injector_(o_.straggler) {}
 
 GossipSession::~GossipSession() {
-  if (o_.telemetry != nullptr) o_.telemetry->AttachPeer(nullptr);  // before peer_ goes
+  if (telemetry_ != nullptr) telemetry_->AttachPeer(nullptr);  // before peer_ goes
 }
 
 gossip::NodeId GossipSession::id() const { return peer_ != nullptr ? peer_->id() : 0; }
 
 void GossipSession::Rejected(std::string_view reason) {
-  if (o_.telemetry != nullptr) o_.telemetry->CountRejected(reason);
+  if (telemetry_ != nullptr) telemetry_->CountRejected(reason);
   if (reason == "wrong_dimension" && o_.wrong_dimension_limit > 0 &&
       ++wrong_dimension_ >= o_.wrong_dimension_limit && !over_.has_value()) {
     over_ = FailedPreconditionError(fmt::format(
@@ -49,19 +50,19 @@ void GossipSession::Rejected(std::string_view reason) {
   }
 }
 void GossipSession::Staleness(double steps) {
-  if (o_.telemetry != nullptr) o_.telemetry->ObserveStaleness(steps);
+  if (telemetry_ != nullptr) telemetry_->ObserveStaleness(steps);
 }
 void GossipSession::LateDropped() {
-  if (o_.telemetry != nullptr) o_.telemetry->AddLateDropped(1);
+  if (telemetry_ != nullptr) telemetry_->AddLateDropped(1);
 }
 void GossipSession::Round(double density, double residual_norm, double consensus) {
   mixed_at_ = clock_.Now();
-  if (o_.telemetry == nullptr) return;
-  o_.telemetry->SetCompression(density, residual_norm);
-  o_.telemetry->SetConsensusDistance(consensus);
+  if (telemetry_ == nullptr) return;
+  telemetry_->SetCompression(density, residual_norm);
+  telemetry_->SetConsensusDistance(consensus);
 }
 void GossipSession::Finish(bool averaged, uint32_t contributors, double moved) {
-  if (o_.telemetry != nullptr) o_.telemetry->SetFinish(averaged ? contributors : 0, moved);
+  if (telemetry_ != nullptr) telemetry_->SetFinish(averaged ? contributors : 0, moved);
 }
 
 // The injection's pause rule is the machine's to apply (it still ends with the cluster).
@@ -100,43 +101,47 @@ void BoundPeerByModel(size_t dimension, PeerNodeOptions& o) {
 }
 
 Status GossipSession::Start() {
-  if (work_.params().size() != o_.initial.size()) {
-    return InvalidArgumentError(fmt::format("the initial model has {} values, the model {}",
-                                            o_.initial.size(), work_.params().size()));
-  }
-  p_.budget_samples = o_.budget_samples;
+  MURMUR_RETURN_IF_ERROR(o_.Validate());
+  MURMUR_ASSIGN_OR_RETURN(lr_schedule_, o_.Schedule());
+  // The starting values, before the caller's Started() may draw its own model.
+  std::vector<float> initial(work_.params().size());
+  MURMUR_RETURN_IF_ERROR(kernels::CopyBytes(kernels::Device::Cpu(), initial.data(), work_.device(),
+                                            work_.params().data(), work_.params().size_bytes()));
+  p_.budget_samples = o_.BudgetSamples();
   BoundPeerByModel(work_.params().size(), o_.peer);
   MURMUR_ASSIGN_OR_RETURN(peer_, PeerNode::Start(o_.peer));
   for (const std::string& seed : o_.peer.seeds) {
     if (seed == peer_->endpoint() || "tcp://" + seed == peer_->endpoint()) continue;
     other_seeds_ += (other_seeds_.empty() ? "" : ", ") + seed;
   }
-  if (o_.lr_schedule.has_value()) {
+  if (lr_schedule_.has_value()) {
     MURMUR_LOG_INFO("node {}: learning rate {} over the cluster's samples", peer_->id(),
-                    o_.lr_schedule->ToString());
+                    lr_schedule_->ToString());
   }
   p_.id = peer_->id();
   peer_->SetSendInjection(o_.straggler.send_delay, o_.straggler.drop, o_.straggler.seed);
-  if (o_.telemetry != nullptr) {
-    o_.telemetry->AttachPeer(peer_.get());
-    o_.telemetry->SetJoined(false, "joining: waiting for the cluster and its model");
-    ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_);
+  if (telemetry_ != nullptr) {
+    telemetry_->AttachPeer(peer_.get());
+    telemetry_->SetJoined(false, "joining: waiting for the cluster and its model");
+    ApplyInjectionChange(telemetry_->straggler(), injection_version_, injector_, *peer_);
   }
   start_ = clock_.Now();
   MURMUR_RETURN_IF_ERROR(work_.Started(peer_->id()));
-  gossip::GossipNodeOptions g = o_.node;
+  gossip::GossipNodeOptions g = o_.node;  // the machine's keys, whole; its per-run fields:
   g.choco.device = work_.device();
   p_.device = g.choco.device.ToString();
   MURMUR_LOG_INFO("node {}: training on {}", peer_->id(), p_.device);
   g.self = peer_->id();
   g.incarnation = peer_->Snapshot().incarnation;
-  g.shard_rows = std::max<int64_t>(1, o_.shard_rows);
-  g.budget_samples = o_.budget_samples;
-  g.lr_schedule = o_.lr_schedule;
-  MURMUR_ASSIGN_OR_RETURN(
-      node_, gossip::GossipNode::Create(g, work_.params(), std::move(o_.initial), o_.from_initial,
-                                        start_));
-  o_.initial = {};
+  g.expect_members = o_.expect_members;
+  // A peer with no seeds and no members to wait for starts a cluster: nobody can tell it of a
+  // running one, so it trains at once (later peers join it by its snapshot).
+  if (o_.peer.seeds.empty() && o_.expect_members <= 0) g.join_wait = Duration{0};
+  g.shard_rows = o_.ShardRows();
+  g.budget_samples = o_.BudgetSamples();
+  g.lr_schedule = lr_schedule_;
+  MURMUR_ASSIGN_OR_RETURN(node_, gossip::GossipNode::Create(g, work_.params(), std::move(initial),
+                                                            o_.same_init, start_));
   node_->set_observer(this);
   return OkStatus();
 }
@@ -160,20 +165,20 @@ Duration GossipSession::Drain(Duration wait) {
 
 void GossipSession::RefreshMembers(TimePoint now) {
   node_->Step(gossip::MemberView{peer_->Members()}, now);
-  if (o_.telemetry != nullptr) {
-    if (ApplyInjectionChange(o_.telemetry->straggler(), injection_version_, injector_, *peer_)) {
+  if (telemetry_ != nullptr) {
+    if (ApplyInjectionChange(telemetry_->straggler(), injection_version_, injector_, *peer_)) {
       TakePause(now);
     }
-    o_.telemetry->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
+    telemetry_->SetStragglers(node_->Stragglers(now), node_->soft_sync().stragglers_detected());
   }
   // live_members counts the view the machine was just given (alive and suspect members).
   saw_peer_ |= node_->state().live_members > 1;
-  if (o_.alone_timeout.count() > 0 && !other_seeds_.empty() && !saw_peer_ &&
-      now - start_ >= o_.alone_timeout && !over_.has_value()) {
+  if (o_.join_timeout.count() > 0 && !other_seeds_.empty() && !saw_peer_ &&
+      now - start_ >= o_.join_timeout && !over_.has_value()) {
     over_ = UnavailableError(fmt::format(
         "no other member answered within {:.3g} s (seeds: {}): check the seeds' addresses, the "
         "cluster id and the cluster key",
-        ToSeconds(o_.alone_timeout), other_seeds_));
+        ToSeconds(o_.join_timeout), other_seeds_));
   }
   if (node_->joined()) {
     // Training while no other member answered: its seeds are unreachable (a wrong address, a
@@ -187,11 +192,11 @@ void GossipSession::RefreshMembers(TimePoint now) {
           peer_->id(), other_seeds_);
       next_alone_warning_ = now + std::chrono::seconds(10);
     }
-    if (o_.telemetry != nullptr && (!joined_reported_ || alone != alone_reported_)) {
-      o_.telemetry->SetJoined(!alone, alone ? "training alone: no other member has answered "
-                                              "(seeds: " +
-                                                  other_seeds_ + ")"
-                                            : "joined");
+    if (telemetry_ != nullptr && (!joined_reported_ || alone != alone_reported_)) {
+      telemetry_->SetJoined(!alone, alone ? "training alone: no other member has answered "
+                                            "(seeds: " +
+                                                other_seeds_ + ")"
+                                          : "joined");
       if (!alone && alone_reported_)
         MURMUR_LOG_INFO("node {}: a peer answered: no longer alone", peer_->id());
       joined_reported_ = true;
@@ -223,7 +228,7 @@ bool GossipSession::Perform(std::vector<gossip::NodeAction> actions) {
     } else if (auto* w = std::get_if<gossip::Wait>(&action)) {
       wait_until_ = w->until;
     } else if (auto* f = std::get_if<gossip::Finished>(&action)) {
-      if (o_.telemetry != nullptr) o_.telemetry->SetFinished(f->reason);
+      if (telemetry_ != nullptr) telemetry_->SetFinished(f->reason);
       p_.finished = true;
     } else if (auto* over = std::get_if<gossip::RunOver>(&action)) {
       over_ = over->status;
@@ -235,7 +240,7 @@ bool GossipSession::Perform(std::vector<gossip::NodeAction> actions) {
 
 void GossipSession::Evaluate(const gossip::Evaluate& e) {
   const std::optional<double> accuracy = work_.Evaluate(e.full);
-  if (accuracy.has_value() && o_.telemetry != nullptr) o_.telemetry->SetAccuracy(*accuracy);
+  if (accuracy.has_value() && telemetry_ != nullptr) telemetry_->SetAccuracy(*accuracy);
   node_->Step(gossip::Evaluated{accuracy.value_or(-1), 0}, clock_.Now());
   // A fresh accuracy is always reported (time-to-accuracy reads it).
   if (!e.full) Report(true);
@@ -293,7 +298,7 @@ void GossipSession::Computed(const StatusOr<float>& loss, int64_t rows, Duration
   Drain(Duration(0));  // what arrived meanwhile is applied before the round
   const bool ok = loss.ok() && std::isfinite(*loss);
   if (!ok) {
-    if (o_.telemetry != nullptr) o_.telemetry->CountNonFiniteStep();
+    if (telemetry_ != nullptr) telemetry_->CountNonFiniteStep();
     MURMUR_LOG_WARN("node {}: step skipped: {}", peer_->id(),
                     loss.ok() ? fmt::format("the loss was {}", *loss) : loss.status().ToString());
   }
@@ -318,10 +323,10 @@ void GossipSession::Computed(const StatusOr<float>& loss, int64_t rows, Duration
   last_step_end_ = end;
   AddPhases(step_);
   p_.phase_samples += rows;
-  if (o_.telemetry != nullptr) {
-    o_.telemetry->ObserveStep(step_, rows);
-    o_.telemetry->SetStepClock(static_cast<int64_t>(node_->state().step));
-    if (node_->state().have_loss) o_.telemetry->SetLoss(node_->state().loss);
+  if (telemetry_ != nullptr) {
+    telemetry_->ObserveStep(step_, rows);
+    telemetry_->SetStepClock(static_cast<int64_t>(node_->state().step));
+    if (node_->state().have_loss) telemetry_->SetLoss(node_->state().loss);
   }
   step_ = StepTimes{};
   Report(false);

@@ -5,7 +5,7 @@
 // injection, telemetry and progress. The caller owns the model and computes each step; the
 // session says when (Next), mixes into the model between steps, and may replace it.
 //
-//   GossipSession session(options, work, on_progress, stop);
+//   GossipSession session(options, work, telemetry, on_progress, stop);
 //   MURMUR_RETURN_IF_ERROR(session.Start());
 //   while (session.Next()) {            // joins, waits (soft sync), applies arrivals
 //     ... one local step on work.params() at session.lr() (the caller's own rate when unset) ...
@@ -26,10 +26,11 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/lr_schedule.h"
 #include "base/status.h"
 #include "gossip/gossip_node.h"
 #include "kernels/device.h"
-#include "base/lr_schedule.h"
+#include "node/driver/gossip_peer_options.h"
 #include "node/observe/telemetry.h"
 #include "node/peer/peer_node.h"
 #include "node/peer/straggler.h"
@@ -58,30 +59,6 @@ class GossipWork {
     (void)id;
     return OkStatus();
   }
-};
-
-struct GossipSessionOptions {
-  PeerNodeOptions peer;
-  // The machine's keys; the session fills in self, incarnation, device, shard_rows,
-  // budget_samples and lr_schedule from the fields below.
-  gossip::GossipNodeOptions node;
-  int64_t shard_rows = 1;      // samples of one local epoch (the machine's local_epoch)
-  int64_t budget_samples = 0;  // the cluster's samples to train (0: another budget ends the run)
-  std::optional<LrSchedule> lr_schedule;  // over the cluster's samples; none: the caller's
-  // The cluster's common initial model (`from_initial`: every member starts from exactly these
-  // values, so no first snapshot is needed), or this node's own starting model.
-  std::vector<float> initial;
-  bool from_initial = true;
-  StragglerOptions straggler;
-  Duration report_interval = std::chrono::milliseconds(100);  // progress calls, at most this often
-  NodeTelemetry* telemetry = nullptr;  // metrics, health, the run-time straggler control
-  // When no member but this one answered for this long after the start (and there are seeds
-  // other than itself), the run ends with kUnavailable; 0: it trains on alone, saying so.
-  Duration alone_timeout{0};
-  // After this many messages refused because they carry a model of another size
-  // (wrong_dimension), the run ends with kFailedPrecondition: the processes train different
-  // models. 0: they are only counted (as every refusal is).
-  int wrong_dimension_limit = 0;
 };
 
 // The machine's state (gossip::GossipNodeState) and what the driver adds.
@@ -122,14 +99,17 @@ void BoundPeerByModel(size_t dimension, PeerNodeOptions& o);
 
 class GossipSession : public gossip::GossipNodeObserver {
  public:
-  // `work`, `on_progress` and `stop` (either may be empty) must outlive the session.
-  GossipSession(GossipSessionOptions options, GossipWork& work, GossipProgressFn on_progress,
-                std::function<bool()> stop);
+  // `work`, `telemetry` (metrics, health, the run-time straggler control; may be null),
+  // `on_progress` and `stop` (either may be empty) must outlive the session.
+  GossipSession(GossipPeerOptions options, GossipWork& work, NodeTelemetry* telemetry,
+                GossipProgressFn on_progress, std::function<bool()> stop);
   ~GossipSession() override;
 
   // Starts the peer (binds, joins through the seeds) and makes the machine, which runs from the
-  // first Next(): a resume (machine().Resume) goes between the two. kInvalidArgument for
-  // options the machine refuses; the transport's errors as they come.
+  // first Next(): a resume (machine().Resume) goes between the two. The machine starts from
+  // work.params() as they are now. kInvalidArgument for options that break a rule
+  // (GossipPeerOptions::Validate) or that the machine refuses; the transport's errors as they
+  // come.
   Status Start();
   // Runs the machine until it asks for a step (true: compute one on work.params(), then
   // Computed) or the run is over (false: End). Blocks while the node joins, waits for a model
@@ -173,7 +153,9 @@ class GossipSession : public gossip::GossipNodeObserver {
   void Fill(TimePoint now);  // p_ from the machine and the peer
   bool Stopping() const { return stop_ && stop_(); }
 
-  GossipSessionOptions o_;
+  GossipPeerOptions o_;
+  NodeTelemetry* telemetry_;
+  std::optional<LrSchedule> lr_schedule_;  // the cluster schedule (Start)
   GossipWork& work_;
   RealClock clock_;
   GossipProgressFn on_progress_;

@@ -73,14 +73,14 @@ void ExpectRefused(const StatusOr<PeerOptions>& o, const std::string& words) {
 TEST(PeerOptionsTest, DefaultsAreALibraryPeersAndKeysArriveAsTypes) {
   auto d = PeerOptionsFromKeys(With({}), kPlain);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->peer.listen, "tcp://127.0.0.1:0");
-  EXPECT_FALSE(d->peer.transport.curve.enabled());
+  EXPECT_EQ(d->gossip.peer.listen, "tcp://127.0.0.1:0");
+  EXPECT_FALSE(d->gossip.peer.transport.curve.enabled());
   EXPECT_EQ(d->gossip.epochs, 0);
   EXPECT_EQ(d->gossip.node.eval_every, 0);
   EXPECT_EQ(d->gossip.train.lr_shape.kind, LrScheduleKind::kConstant);
   EXPECT_EQ(d->device, kernels::Device::Cpu());
-  EXPECT_FALSE(d->schedule_rate);
-  EXPECT_FALSE(d->same_init);
+  EXPECT_FALSE(d->gossip.schedule_rate);
+  EXPECT_FALSE(d->gossip.same_init);
 
   auto o = PeerOptionsFromKeys(With({{"compress", "int8"},
                                      {"epochs", "2"},
@@ -95,11 +95,11 @@ TEST(PeerOptionsTest, DefaultsAreALibraryPeersAndKeysArriveAsTypes) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);
   EXPECT_EQ(o->gossip.epochs, 2);
-  EXPECT_EQ(o->epoch_samples, 600);
-  EXPECT_EQ(o->shard_samples, 150);
-  EXPECT_TRUE(o->same_init);
-  EXPECT_EQ(o->join_timeout, std::chrono::milliseconds(1500));
-  EXPECT_TRUE(o->schedule_rate);
+  EXPECT_EQ(o->gossip.epoch_samples, 600);
+  EXPECT_EQ(o->gossip.shard_samples, 150);
+  EXPECT_TRUE(o->gossip.same_init);
+  EXPECT_EQ(o->gossip.join_timeout, std::chrono::milliseconds(1500));
+  EXPECT_TRUE(o->gossip.schedule_rate);
   EXPECT_EQ(o->gossip.train.sgd.learning_rate, 0.1);
   EXPECT_EQ(o->gossip.train.lr_shape.kind, LrScheduleKind::kStep);
   EXPECT_EQ(o->gossip.train.lr_shape.factor, 0.5);
@@ -141,8 +141,9 @@ TEST(PeerOptionsTest, TheLaunchersDocumentGoesThroughTheNodesParsersAndTheCaller
     auto o = PeerOptionsFromKeys({{"compress", "int8"}, {"time_limit_s", "5"}}, KeyContext{});
     ASSERT_TRUE(o.ok()) << o.status();
     EXPECT_EQ(o->gossip.node.soft_sync.max_lead, 4);
-    EXPECT_FALSE(o->peer.transport.curve.enabled());  // plaintext = true, a bare TOML boolean
-    EXPECT_EQ(o->peer.seeds, std::vector<std::string>{"tcp://127.0.0.1:7070"});
+    EXPECT_FALSE(
+        o->gossip.peer.transport.curve.enabled());  // plaintext = true, a bare TOML boolean
+    EXPECT_EQ(o->gossip.peer.seeds, std::vector<std::string>{"tcp://127.0.0.1:7070"});
     EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);  // the caller's
     // Read only where the context says so.
     auto own = PeerOptionsFromKeys(With({}), kPlain);
@@ -206,7 +207,7 @@ TEST(PeerOptionsTest, TheTypedStartRefusesWhatItsHooksCannotServe) {
   EXPECT_NE(no_state.status().message().find("save_state"), std::string_view::npos)
       << no_state.status();
   o.checkpoint_dir.clear();
-  o.epoch_samples = 0;
+  o.gossip.epoch_samples = 0;
   o.gossip.epochs = 1;
   auto no_epoch = Peer::Start(o, params, EvaluateFn{}, NoEnvironment());
   ASSERT_FALSE(no_epoch.ok());

@@ -116,5 +116,28 @@ TEST(ClaimsLedgerTest, AMemberThatLeftStillCountsItsBelievedWork) {
   EXPECT_EQ(l.ledger.live_members(), 2u);
 }
 
+TEST(ClaimsLedgerTest, TheScheduleCountsTheOwnSamplesTimesTheMembersWhenThatIsFresher) {
+  Ledger l;
+  l.View({Member(1, 10, 320), Member(2, 10, 320), Member(3, 10, 320)}, 10, 320);
+  // Right after the view both estimates agree.
+  EXPECT_EQ(l.ledger.ScheduleSamples(320), 3 * 320);
+  // Ten more steps of 32 here: the view's counts lag, the own count times three does not.
+  EXPECT_EQ(l.ledger.ReportedSamples(640), 3 * 320 + 320);
+  EXPECT_EQ(l.ledger.ScheduleSamples(640), 3 * 640);
+  // A joiner with no samples of its own reads the reported counts.
+  Ledger joiner;
+  joiner.View({Member(1, 0, 0), Member(2, 50, 1600), Member(3, 50, 1600)}, 0, 0);
+  EXPECT_EQ(joiner.ledger.ScheduleSamples(0), 3200);
+}
+
+TEST(ClaimsLedgerTest, AStepWaitsOnlyForMembersThatHaveNotFinished) {
+  Ledger l;
+  l.View({Member(1, 10, 320), Member(2, 10, 320, 0, MemberState::kAlive, /*finished=*/true),
+          Member(3, 10, 320)},
+         10, 320);
+  EXPECT_EQ(l.ledger.Unfinished({2, 3}), std::vector<NodeId>{3});
+  EXPECT_TRUE(l.ledger.Unfinished({2}).empty());
+}
+
 }  // namespace
 }  // namespace murmur::gossip

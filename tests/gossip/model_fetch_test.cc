@@ -85,5 +85,14 @@ TEST_F(ModelFetchTest, AWrongSizeOrSparseReplyIsMalformedAndChangesNothing) {
   EXPECT_EQ(fetch_.awaited(), 3u) << "still waiting for a good reply";
 }
 
+TEST(WantsDenseModelTest, FarBehindWithoutACopyOrAfterEveryOuterCatchUp) {
+  const int64_t lead = 4;  // S: "far" is 4 S = 16 steps
+  EXPECT_FALSE(WantsDenseModel(false, false, 100, 115, lead));  // behind, not far
+  EXPECT_TRUE(WantsDenseModel(false, false, 100, 116, lead));   // cut off: the copies fall short
+  EXPECT_FALSE(WantsDenseModel(true, false, 100, 200, lead));   // the average caught it up
+  EXPECT_TRUE(WantsDenseModel(true, true, 100, 101, lead));     // outer: the copies predate a step
+  EXPECT_TRUE(WantsDenseModel(false, false, 0, 4, 0));          // S = 0 counts as 1
+}
+
 }  // namespace
 }  // namespace murmur::gossip

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
 
+#include "gossip/node_io.h"
 #include "gossip/peer_sampling.h"
 
 namespace murmur::gossip {
@@ -259,6 +261,26 @@ TEST(SoftSyncTest, DampingHalvesAtTheStalenessScale) {
   EXPECT_DOUBLE_EQ(s.Damping(100, 3), 1.0) << "peers ahead are not damped";
   s.Observe(2, 50);  // clocks never go back
   EXPECT_EQ(s.ClockOf(2), 84u);
+}
+
+TEST(SoftSyncTest, AMarkSaysTheWaitTheClocksAndTheHold) {
+  SoftSync s({.max_lead = 0, .max_wait = milliseconds(500), .straggler_hold = std::chrono::seconds(7)});
+  s.Observe(2, 3);
+  s.Observe(3, 9);
+  const std::string why = s.MarkedReason(2, 10);
+  EXPECT_NE(why.find("waited 0.50 s for node 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("step 3 vs 10"), std::string::npos) << why;
+  EXPECT_NE(why.find("node 2 at step 3"), std::string::npos) << why;  // the slowest known
+  EXPECT_NE(why.find("for 7 s"), std::string::npos) << why;
+}
+
+TEST(InjectedPauseTest, HoldsFromItsStepUntilTheClusterReachesItsEnd) {
+  const InjectedPause none;
+  EXPECT_FALSE(none.Holds(100, 0));
+  const InjectedPause pause{.from = 10, .until = 50};
+  EXPECT_FALSE(pause.Holds(9, 20));   // not yet
+  EXPECT_TRUE(pause.Holds(10, 20));   // the cluster is short of 50
+  EXPECT_FALSE(pause.Holds(10, 50));  // the cluster reached it
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // One default per setting: `murmur node` with no flags builds the node a C++ caller gets from
-// default-constructed options (GossipTrainerOptions, gossip::GossipNodeOptions and their parts),
+// default-constructed options (GossipPeerOptions, gossip::GossipNodeOptions and their parts),
 // key by key; and "was this key given" comes from the resolver's given-set, never from a
 // comparison with the default. The model and optimizer keys embedded from `murmur train`'s table
 // are not the node's (TrainSchema's own defaults, three of them set for clusters in one place).
@@ -32,7 +32,7 @@ std::string Spec(std::string_view text) {
 
 // The options as the node's keys name them: what each key of GossipSchema set, read back from
 // the struct it lands in (not from the schema).
-std::map<std::string, std::string> KeyTexts(const GossipTrainerOptions& o) {
+std::map<std::string, std::string> KeyTexts(const GossipPeerOptions& o) {
   const gossip::GossipNodeOptions& n = o.node;
   const gossip::SoftSyncOptions& s = n.soft_sync;
   return {
@@ -89,7 +89,7 @@ TEST(GossipDefaultsTest, MurmurNodeWithoutFlagsIsTheDefaultConstructedNode) {
   auto resolved = GossipOptionsFrom(config->gossip);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   const auto from_flags = KeyTexts(*resolved);
-  const auto from_struct = KeyTexts(GossipTrainerOptions{});
+  const auto from_struct = KeyTexts(GossipPeerOptions{});
   // Every key of the node's table is read back here: a new key without a struct default fails.
   for (const std::string& key : NodeKeys()) {
     ASSERT_TRUE(from_struct.contains(key)) << key << " is not read back from the options";
@@ -159,7 +159,7 @@ TEST(GossipDefaultsTest, TheBudgetRuleIsOneCheck) {
   ASSERT_TRUE(config.ok()) << config.status();
   auto resolved = GossipOptionsFrom(config->gossip);
   ASSERT_FALSE(resolved.ok());
-  GossipTrainerOptions built;
+  GossipPeerOptions built;
   built.epochs = 0;
   // The resolver and a C++ caller's options are refused by the same rule, in the same words.
   EXPECT_EQ(resolved.status().message(), built.CheckBudget().message());

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -50,8 +51,9 @@ class PullWork : public GossipWork {
   kernels::Device device_ = kernels::Device::Cpu();
 };
 
-GossipSessionOptions Options(std::vector<std::string> seeds, int members, int64_t budget) {
-  GossipSessionOptions o;
+// A budget of `budget` samples: one epoch of that many.
+GossipPeerOptions Options(std::vector<std::string> seeds, int members, int64_t budget) {
+  GossipPeerOptions o;
   o.node = murmur::testing::PlainChocoNodeOptions();
   o.peer.cluster_id = "session-test";
   o.peer.seeds = std::move(seeds);
@@ -59,14 +61,15 @@ GossipSessionOptions Options(std::vector<std::string> seeds, int members, int64_
   o.peer.membership.probe_timeout = std::chrono::milliseconds(60);
   o.peer.membership.suspicion_multiplier = 20;  // a starved test process is not declared dead
   o.node.choco.compressor = *coding::ParseCompressorSpec("topk:0.1");
-  o.node.expect_members = members;
-  o.node.join_wait = members > 1 ? std::chrono::seconds(3) : Duration{0};
+  o.expect_members = members;
+  o.node.join_wait = std::chrono::seconds(3);  // members > 1; without, the session starts at once
   o.node.finish_wait = std::chrono::seconds(5);
   o.node.eval_every = 10;
-  o.shard_rows = 100;
-  o.budget_samples = budget;
-  o.initial.assign(kDim, 0.0f);
-  o.from_initial = true;
+  o.shard_samples = 100;
+  o.epochs = 1;
+  o.epoch_samples = budget;
+  o.same_init = true;
+  o.join_timeout = Duration{0};
   o.report_interval = std::chrono::milliseconds(10);
   return o;
 }
@@ -94,11 +97,12 @@ TEST(GossipSessionTest, TwoSessionsSpendTheClusterBudgetAndEndOnOneModel) {
   PullWork wa(1.0f), wb(3.0f);
   RunResult ra, rb;
   GossipSession a(
-      Options({}, 2, kBudget), wa, [&](const GossipProgress&) { ++ra.progress_calls; }, nullptr);
+      Options({}, 2, kBudget), wa, nullptr, [&](const GossipProgress&) { ++ra.progress_calls; },
+      nullptr);
   ASSERT_TRUE(a.Start().ok());
   GossipSession b(
-      Options({a.endpoint()}, 2, kBudget), wb, [&](const GossipProgress&) { ++rb.progress_calls; },
-      nullptr);
+      Options({a.endpoint()}, 2, kBudget), wb, nullptr,
+      [&](const GossipProgress&) { ++rb.progress_calls; }, nullptr);
   ASSERT_TRUE(b.Start().ok());
   std::thread tb([&] {
     RunResult r = Drive(b, wb);
@@ -145,9 +149,12 @@ TEST(GossipSessionTest, TheClusterScheduleGivesEveryStepItsRate) {
   cosine.total_samples = kBudget;
   const LrSchedule schedule = *LrSchedule::Create(cosine);
   PullWork w(1.0f);
-  GossipSessionOptions o = Options({}, 0, kBudget);
-  o.lr_schedule = schedule;
-  GossipSession s(o, w, nullptr, nullptr);
+  GossipPeerOptions o = Options({}, 0, kBudget);
+  // The cluster's schedule from its shape and base rate over the run's budget.
+  o.schedule_rate = true;
+  o.train.lr_shape.kind = LrScheduleKind::kCosine;
+  o.train.sgd.learning_rate = 0.2;
+  GossipSession s(o, w, nullptr, nullptr, nullptr);
   ASSERT_TRUE(s.Start().ok());
   RunResult r = Drive(s, w);
   ASSERT_TRUE(r.end.ok()) << r.end.status();
@@ -164,7 +171,7 @@ TEST(GossipSessionTest, TheClusterScheduleGivesEveryStepItsRate) {
 TEST(GossipSessionTest, AStopEndsTheRunWithTheOwnModel) {
   PullWork w(2.0f);
   std::atomic<bool> stop{false};
-  GossipSession s(Options({}, 0, 8 * 1000), w, nullptr, [&] { return stop.load(); });
+  GossipSession s(Options({}, 0, 8 * 1000), w, nullptr, nullptr, [&] { return stop.load(); });
   ASSERT_TRUE(s.Start().ok());
   int steps = 0;
   while (s.Next()) {
@@ -188,14 +195,14 @@ TEST(GossipSessionTest, SeedsThatNeverAnswerEndTheRunAsUnavailable) {
   std::string gone;
   {
     PullWork other(0.0f);
-    GossipSession s(Options({}, 0, 8), other, nullptr, nullptr);
+    GossipSession s(Options({}, 0, 8), other, nullptr, nullptr, nullptr);
     ASSERT_TRUE(s.Start().ok());
     gone = s.endpoint();
     s.Leave();
   }
-  GossipSessionOptions o = Options({gone}, 2, 8 * 100);
-  o.alone_timeout = std::chrono::milliseconds(300);
-  GossipSession s(o, w, nullptr, nullptr);
+  GossipPeerOptions o = Options({gone}, 2, 8 * 100);
+  o.join_timeout = std::chrono::milliseconds(300);
+  GossipSession s(o, w, nullptr, nullptr, nullptr);
   ASSERT_TRUE(s.Start().ok());
   int steps = 0;
   while (s.Next()) {
@@ -207,6 +214,32 @@ TEST(GossipSessionTest, SeedsThatNeverAnswerEndTheRunAsUnavailable) {
   EXPECT_EQ(end.status().code(), StatusCode::kUnavailable) << end.status();
   EXPECT_EQ(steps, 0);  // it never trained: it waited for the members it expects
   s.Leave();
+}
+
+TEST(GossipPeerOptionsTest, EveryRuleOnceAndWhatTheSessionDerives) {
+  GossipPeerOptions o;
+  o.epochs = 2;
+  EXPECT_NE(o.Validate().message().find("epochs needs epoch_samples"), std::string_view::npos);
+  o.epoch_samples = 1000;
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  o.expect_members = 4;
+  EXPECT_EQ(o.ShardRows(), 250);  // the epoch split over the members
+  o.shard_samples = 300;
+  EXPECT_EQ(o.ShardRows(), 300);  // unless given
+  EXPECT_EQ(o.BudgetSamples(), 2000);
+  EXPECT_FALSE(o.Schedule()->has_value());  // the caller's own rate
+  o.schedule_rate = true;
+  o.train.sgd.learning_rate = 0.1;
+  o.train.lr_reference_batch = 64;  // the linear scaling rule: x global batch / 64
+  auto schedule = o.Schedule();
+  ASSERT_TRUE(schedule.ok() && schedule->has_value()) << schedule.status();
+  EXPECT_DOUBLE_EQ((*schedule)->At(0), 0.1 * static_cast<double>(o.train.batch_size * 4) / 64);
+  o.expect_members = 0;
+  EXPECT_NE(o.Validate().message().find("needs expect_members"), std::string_view::npos);
+  o.train.lr_reference_batch = 0;
+  o.epochs = 0;
+  EXPECT_EQ(o.Validate().message(), o.CheckBudget().message());  // no budget at all
+  EXPECT_EQ(o.BudgetSamples(), 0);
 }
 
 }  // namespace
