@@ -18,9 +18,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <utility>
-#include <nlohmann/json.hpp>
 
 #include "cli/exec_program.h"
 #include "gossip/transport/curve_keys.h"
@@ -68,15 +68,13 @@ int BindLoopback(int port, int& bound) {
 // connection (a node's own links among them), which then makes the node's bind fail. Random
 // in [10000, low), so that two runs at once rarely meet; bind(0) when there is no such room.
 std::vector<int> FreePorts(int n) {
-  const auto [low, high] = EphemeralRange();
-  (void)high;
+  const int low = EphemeralRange().first;
   std::vector<int> fds, ports;
   std::mt19937 draw(static_cast<uint32_t>(::getpid()) ^
                     static_cast<uint32_t>(std::random_device{}()));
   const bool below = low > 10000 + 4 * n;
   for (int tries = 0; static_cast<int>(ports.size()) < n && tries < 64 * n + 64; ++tries) {
-    const int want =
-        below ? std::uniform_int_distribution<int>(10000, low - 1)(draw) : 0;
+    const int want = below ? std::uniform_int_distribution<int>(10000, low - 1)(draw) : 0;
     int bound = 0;
     const int fd = BindLoopback(want, bound);
     if (fd < 0) continue;

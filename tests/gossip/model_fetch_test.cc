@@ -86,7 +86,7 @@ TEST_F(ModelFetchTest, AWrongSizeOrSparseReplyIsMalformedAndChangesNothing) {
 }
 
 TEST(WantsDenseModelTest, FarBehindWithoutACopyOrAfterEveryOuterCatchUp) {
-  const int64_t lead = 4;  // S: "far" is 4 S = 16 steps
+  const int64_t lead = 4;                                       // S: "far" is 4 S = 16 steps
   EXPECT_FALSE(WantsDenseModel(false, false, 100, 115, lead));  // behind, not far
   EXPECT_TRUE(WantsDenseModel(false, false, 100, 116, lead));   // cut off: the copies fall short
   EXPECT_FALSE(WantsDenseModel(true, false, 100, 200, lead));   // the average caught it up

@@ -264,7 +264,8 @@ TEST(SoftSyncTest, DampingHalvesAtTheStalenessScale) {
 }
 
 TEST(SoftSyncTest, AMarkSaysTheWaitTheClocksAndTheHold) {
-  SoftSync s({.max_lead = 0, .max_wait = milliseconds(500), .straggler_hold = std::chrono::seconds(7)});
+  SoftSync s(
+      {.max_lead = 0, .max_wait = milliseconds(500), .straggler_hold = std::chrono::seconds(7)});
   s.Observe(2, 3);
   s.Observe(3, 9);
   const std::string why = s.MarkedReason(2, 10);
