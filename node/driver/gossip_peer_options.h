@@ -56,7 +56,8 @@ struct GossipPeerOptions {
   // The budget rule, stated once: at least one of epochs, target accuracy and time limit.
   Status CheckBudget() const;
   // Every rule across keys (kInvalidArgument naming the key): the budget, an epoch budget's
-  // size, the linear scaling rule's members, the evaluation, and the machine's own rules.
+  // size, the linear scaling rule's members, the evaluation. The machine's own rules
+  // (GossipNodeOptions::Validate) are GossipNode::Create's, once the session filled them in.
   Status Validate() const;
 
   // What the session derives for the machine: samples of one local epoch, the cluster's
