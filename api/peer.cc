@@ -55,6 +55,9 @@ class BufferWork : public node::GossipWork {
     }
     return a;
   }
+  void AddMemory(MemoryUse& memory) const override {
+    if (hooks_.memory) hooks_.memory(memory);
+  }
   bool TakeReplaced() { return std::exchange(replaced_, false); }
 
  private:

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/memory_use.h"
 #include "base/status.h"
 
 namespace murmur::api {
@@ -121,6 +122,9 @@ struct Hooks {
   std::string run_identity;
   // Read `murmur local --exec`'s environment (MURMUR_PEER_CONFIG, MURMUR_DEVICE, MURMUR_REPORT_FD).
   bool launcher_environment = true;
+  // The caller's buffers besides the model (gradient, optimizer state), added by name to the
+  // memory table (base/memory_use.h); none when unset.
+  std::function<void(MemoryUse&)> memory;
   // Messages carrying a model of another size before Next fails with kFailedPrecondition
   // (0: they are only counted, as every refusal is).
   int dimension_mismatch_limit = 16;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/local_summary.h"
+#include "node/driver/memory_table.h"
 #include "node/train/checkpoint.h"
 
 namespace murmur::node {
@@ -222,6 +223,7 @@ nlohmann::json GossipRunJson(const GossipRunSummary& s, const GossipRunContext& 
   j["local_steps_total"] = s.local_steps;
   j["train_s"] = s.train_s;
   j["phases"] = s.breakdown.nodes;
+  j["memory"] = MemoryJson(s.finals);
   j["train_phase_samples_per_s"] = s.breakdown.cluster_samples_per_s;
   j["samples_per_training_s"] = s.breakdown.cluster_samples_per_training_s;
   j["bytes_sent_total"] = s.bytes;
@@ -258,6 +260,7 @@ void PrintGossipRun(const GossipRunSummary& s, const GossipRunContext& context, 
   PrintFinish(s, averaged);
   PrintModelsAndTraffic(s, averaged);
   PrintBreakdown(s.breakdown, stdout);
+  PrintMemoryTable(s.finals, stdout);
   std::printf("  %s\n", LogsLine(out).c_str());
 }
 

@@ -164,6 +164,7 @@ api::Hooks NodeHooks(const NodeConfig& config, const GossipPeerOptions& options,
     };
   }
   hooks.replaced = [&t] { t.ResetOptimizerState(); };
+  hooks.memory = [&t](MemoryUse& memory) { t.AddMemory(memory); };
   hooks.stop = StopRequested;
   hooks.save_state = [&t]() -> StatusOr<api::SavedState> {
     MURMUR_ASSIGN_OR_RETURN(TrainerState state, t.SaveState());
@@ -209,9 +210,11 @@ int RunGossipNode(const NodeConfig& config, const PeerNodeOptions& peer_options,
   Trainer& t = *w.trainer;
   // The cluster's common initial model (every node draws the same), or one of this node's own
   // drawn from its id once the peer knows it.
-  std::vector<float> initial(static_cast<size_t>(w.model->NumParams()));
-  w.model->Initialize(std::span<float>(initial), options->init_seed);
-  if (Status set = t.SetParams(initial); !set.ok()) return Failed(set);
+  {  // not kept: the peer copies the starting model it needs
+    std::vector<float> initial(static_cast<size_t>(w.model->NumParams()));
+    w.model->Initialize(std::span<float>(initial), options->init_seed);
+    if (Status set = t.SetParams(initial); !set.ok()) return Failed(set);
+  }
   std::optional<SeriesWriter> series;
   if (!config.run_dir.empty()) series.emplace(config.run_dir);
   api::Hooks hooks = NodeHooks(config, *options, w, series);

@@ -123,6 +123,10 @@ class Compressor {
   const CompressorOptions& options() const { return options_; }
   // Selection details of the last dgc step.
   const SampledTopKStats& last_sampled_stats() const { return sampled_stats_; }
+  // Bytes of the compressor's own vectors (residual, spare sums, the difference).
+  uint64_t HeldBytes() const {
+    return (residual_.capacity() + spare_.capacity() + difference_.capacity()) * sizeof(float);
+  }
 
  private:
   Compressor(const CompressorOptions& options, size_t dimension);

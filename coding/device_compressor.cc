@@ -242,6 +242,14 @@ Status DeviceCompressor::Quantize(std::span<const float> source, Update& out) {
   return OkStatus();
 }
 
+uint64_t DeviceCompressor::HeldBytes() const {
+  return (residual_.size() + source_.size() + dense_.size() + sample_.size()) * sizeof(float) +
+         selection_.bytes() + half_.size() * sizeof(uint16_t) + levels8_.size() +
+         levels16_.size() * sizeof(int16_t) + host_half_.capacity() * sizeof(uint16_t) +
+         fp16_fixes_.HeldBytes() + host_levels8_.capacity() +
+         host_levels16_.capacity() * sizeof(int16_t);
+}
+
 Status DeviceCompressor::SubtractSent(const Update& out) {
   if (options_.op == Operator::kNone) {
     // The source went out as it was: residual + input - sent is +0 everywhere, with nothing

@@ -31,6 +31,9 @@ namespace murmur::coding {
 struct DeviceUpdateStaging {
   kernels::Buffer<uint32_t> indices;
   kernels::Buffer<float> values;
+  uint64_t bytes() const {
+    return indices.size() * sizeof(uint32_t) + values.size() * sizeof(float);
+  }
 };
 
 class DeviceCompressor {
@@ -56,6 +59,8 @@ class DeviceCompressor {
   const kernels::Device& device() const { return device_; }
   // Bytes the last Compress moved between device and host, both ways.
   size_t last_transfer_bytes() const { return transfer_bytes_; }
+  // Bytes of its buffers, on the device and the host's staging.
+  uint64_t HeldBytes() const;
 
  private:
   DeviceCompressor(const CompressorOptions& options, size_t dimension,

@@ -66,6 +66,10 @@ struct Update {
   ValueFormat format;
 
   size_t count() const { return values.size(); }
+  // Bytes its vectors hold (capacity: a reused Update keeps its largest size).
+  size_t HeldBytes() const {
+    return indices.capacity() * sizeof(uint32_t) + values.capacity() * sizeof(float);
+  }
   // Resets to an empty sparse update of `dimension` (keeps the buffers' capacity).
   void Clear(Operator op, uint32_t dimension);
 };

@@ -62,6 +62,7 @@ const char* ChocoVerdictName(ChocoVerdict verdict) {
     case ChocoVerdict::kOutlier: return "outlier";
     case ChocoVerdict::kNotTracked: return "not_tracked";
     case ChocoVerdict::kRateLimited: return "rate_limited";
+    case ChocoVerdict::kClosed: return "closed";
   }
   return "unknown";
 }
@@ -105,7 +106,6 @@ StatusOr<std::unique_ptr<ChocoGossip>> ChocoGossip::Create(const ChocoOptions& o
     MURMUR_ASSIGN_OR_RETURN(g->diff_,
                             kernels::Buffer<float>::Create(options.device, options.dimension));
   }
-  MURMUR_ASSIGN_OR_RETURN(g->mix_, kernels::Buffer<double>::Create(options.device, options.dimension));
   if (!options.device.is_cpu()) {  // the host's consensus step needs no scratch
     MURMUR_ASSIGN_OR_RETURN(g->terms_,
                             kernels::Buffer<float>::Create(options.device, options.dimension));
@@ -231,6 +231,7 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
   if (const auto* request = std::get_if<SnapshotRequest>(&m.payload)) {
     return ServeRequest(m, *request, now);
   }
+  if (closed_) return {ChocoVerdict::kClosed, OkStatus(), coding::DecodeFailure::kNone};
   auto it = copies_.find(m.from);
   if (it == copies_.end() && !AdmitCopy(m.from)) {
     return {ChocoVerdict::kNotTracked,
@@ -277,7 +278,7 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
   if (copy.valid && h.round <= copy.version) {
     return {ChocoVerdict::kDuplicate, OkStatus(), coding::DecodeFailure::kNone};
   }
-  if (!copy.valid && h.from_initial) {
+  if (!copy.valid && h.from_initial && !initial_.empty()) {
     // Version 0 of this stream is the seeded initial model, which this node holds: a stream
     // joined late needs only the updates after it (a replay).
     Assign(copy.values, initial_.span());
@@ -293,11 +294,11 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
     return {ChocoVerdict::kGap, OkStatus(), coding::DecodeFailure::kNone};
   }
   coding::DecodeFailure failure = coding::DecodeFailure::kNone;
-  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, received_, &failure); !s.ok()) {
+  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, update_, &failure); !s.ok()) {
     // The stream now has a hole: the next update will not fit and brings a snapshot.
     return {ChocoVerdict::kRejected, s, failure};
   }
-  const double norm = std::sqrt(coding::SquaredL2Norm(received_.values));
+  const double norm = std::sqrt(coding::SquaredL2Norm(update_.values));
   // Before any norm is known (a stream's first update before this node's first round: with H
   // local steps, or an outer optimizer's, that is H steps long) half of ‖x̂_i‖ alone bounds it.
   if (options_.outlier_factor > 0 && (copy.norms > 0 || own_norms_ > 0 || public_norm_ > 0)) {
@@ -320,7 +321,7 @@ ChocoStepResult ChocoGossip::OnUpdate(const ChocoIncoming& m, const UpdateHeader
   // names (the checks above refused every other update), so it equals its owner's x̂ at that
   // version.
   MURMUR_CHECK_EQ(h.round, copy.version + 1);
-  Add(received_, copy.values.span());
+  Add(update_, copy.values.span());
   copy.version = h.round;
   copy.ready = true;
   copy.requested = false;
@@ -335,10 +336,10 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
                                  " parameters; this model has " + std::to_string(options_.dimension)),
             coding::DecodeFailure::kWrongDimension};
   }
-  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, received_, &failure); !s.ok()) {
+  if (Status s = coding::DecodeUpdate(m.frame, options_.dimension, update_, &failure); !s.ok()) {
     return {ChocoVerdict::kRejected, s, failure};
   }
-  if (!received_.dense) {
+  if (!update_.dense) {
     return {ChocoVerdict::kRejected, InvalidArgumentError("a public-copy snapshot must be dense"),
             coding::DecodeFailure::kBadHeader};
   }
@@ -352,12 +353,12 @@ ChocoStepResult ChocoGossip::OnSnapshot(const ChocoIncoming& m, const SnapshotRe
   }
   // Staged in the buffer a previous snapshot left behind (swapped out below), so a stream's
   // snapshots cost no allocation after the first.
-  if (incoming_.size() != received_.values.size()) {
-    auto staged = Upload(received_.values);
+  if (incoming_.size() != update_.values.size()) {
+    auto staged = Upload(update_.values);
     MURMUR_CHECK_OK(staged.status());
     incoming_ = std::move(*staged);
   } else {
-    MURMUR_CHECK_OK(incoming_.CopyFromHost(received_.values));
+    MURMUR_CHECK_OK(incoming_.CopyFromHost(update_.values));
   }
   if (options_.snapshot_distance > 0 && public_norm_ > 0) {
     double d2 = 0;
@@ -390,6 +391,7 @@ StatusOr<ChocoRoundStats> ChocoGossip::Round(std::span<float> x, const std::vect
 
 StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::vector<NodeId>& view,
                                                uint64_t round) {
+  MURMUR_CHECK(!closed_) << "a CHOCO round after Close";
   const size_t d = options_.dimension;
   if (x.size() != d) {
     return InvalidArgumentError("CHOCO round with a model of " + std::to_string(x.size()) +
@@ -406,11 +408,12 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
                                   " model entries are not finite");
     }
     MURMUR_RETURN_IF_ERROR(kernels::Subtract(device_, x, public_.span(), diff_.span()));
-    MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), q_));
+    MURMUR_RETURN_IF_ERROR(device_compressor_->Compress(diff_.span(), update_));
   } else {
     // One pass over x and x̂ for top-k (the difference is not written); the wire bytes in the
     // same pass for the dense operators. A refusal changes nothing; a non-finite x is named.
-    if (Status s = host_compressor_->CompressDifference(x, public_.span(), q_, *bytes); !s.ok()) {
+    if (Status s = host_compressor_->CompressDifference(x, public_.span(), update_, *bytes);
+        !s.ok()) {
       if (auto bad = coding::FirstNonFinite(x)) {
         return InvalidArgumentError("CHOCO round skipped: model entry " + std::to_string(*bad) +
                                     " is not finite");
@@ -419,20 +422,31 @@ StatusOr<ChocoRoundStats> ChocoGossip::Publish(std::span<float> x, const std::ve
     }
     encoded = true;
   }
-  Add(q_, public_.span());
+  Add(update_, public_.span());
   ++version_;  // Invariant: the own stream advances by one per round; its updates name version − 1.
-  const double own_norm = std::sqrt(coding::SquaredL2Norm(q_.values));
+  const double own_norm = std::sqrt(coding::SquaredL2Norm(update_.values));
   own_norm_average_ = own_norms_ == 0 ? own_norm : 0.9 * own_norm_average_ + 0.1 * own_norm;
   ++own_norms_;
-  stats.sent_values = q_.count();
+  stats.sent_values = update_.count();
   const std::vector<NodeId> trackers = Trackers(view, round);
   stats.trackers = trackers.size();
   // Encoded with no tracker too: the update stays in the replay log for a reader that comes later.
-  stats.encoded_bytes = encoded ? bytes->size() : coding::EncodeUpdate(q_, *bytes);
-  const UpdateHeader header{version_, version_ - 1, options_.dimension, q_.dense, from_initial_};
+  stats.encoded_bytes = encoded ? bytes->size() : coding::EncodeUpdate(update_, *bytes);
+  const UpdateHeader header{version_, version_ - 1, options_.dimension, update_.dense,
+                            from_initial_};
   for (NodeId to : trackers) output_.push_back({to, header, bytes});
   Log(header, std::move(bytes));
+  MaybeReleaseInitial();
   return stats;
+}
+
+void ChocoGossip::MaybeReleaseInitial() {
+  if (initial_.empty() || log_.empty() || log_.front().header.base_sequence == 0) return;
+  for (NodeId id : mixing_) {
+    auto it = copies_.find(id);
+    if (it == copies_.end() || !it->second.valid) return;
+  }
+  initial_ = {};
 }
 
 bool ChocoGossip::AdmitCopy(NodeId from) {
@@ -450,6 +464,7 @@ bool ChocoGossip::AdmitCopy(NodeId from) {
 
 void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint64_t round,
                       const std::function<double(NodeId)>& damping, ChocoRoundStats& stats) {
+  MURMUR_CHECK(!closed_) << "a CHOCO mix after Close";
   const size_t d = options_.dimension;
   MURMUR_CHECK_EQ(x.size(), d);
   const RoundPeers peers = Peers(view, round);
@@ -535,20 +550,59 @@ std::vector<ChocoOutgoing> ChocoGossip::TakeOutput() {
 bool ChocoGossip::NeighbourAverage(const std::vector<NodeId>& view, std::span<float> out) {
   MURMUR_CHECK_EQ(out.size(), public_.size());
   const RoundPeers peers = Peers(view, 0);
+  mix_copies_.clear();
+  mix_weights_.clear();
   double total = 0;
-  MURMUR_CHECK_OK(mix_.Zero());
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) continue;
-    MURMUR_CHECK_OK(kernels::AccumulateScaled(device_, n.weight, it->second.values.span(), mix_.span()));
+    mix_copies_.push_back(it->second.values.span());
+    mix_weights_.push_back(n.weight);
     total += n.weight;
   }
   if (total <= 0) return false;
-  MURMUR_CHECK_OK(kernels::DivideInto(device_, mix_.span(), total, out));
+  // out = c_1 + Σ_j (w_j / total)(c_j − c_1) = Σ_j (w_j / total) c_j: the consensus step's kernel
+  // with γ = 1 around the first copy, in float and with no dense scratch of its own (a sum in
+  // doubles held two models' bytes for this alone).
+  for (double& w : mix_weights_) w /= total;
+  MURMUR_CHECK_OK(kernels::Copy<float>(device_, out, device_, mix_copies_.front()));
+  kernels::ConsensusSquares squares;
+  MURMUR_CHECK_OK(kernels::ConsensusStep(device_, 1.0, mix_copies_, mix_weights_,
+                                         mix_copies_.front(), out, terms_.span(), &squares));
   return true;
 }
 
+void ChocoGossip::AddMemory(MemoryUse& memory) const {
+  const auto floats = [](const kernels::Buffer<float>& b) -> uint64_t {
+    return b.size() * sizeof(float);
+  };
+  memory.Add("choco_public", floats(public_));
+  memory.Add("initial_model", floats(initial_));
+  uint64_t copies = 0;
+  for (const auto& [id, copy] : copies_) copies += floats(copy.values);
+  memory.Add("choco_copies", copies);
+  memory.Add("replay_log", log_bytes_);
+  memory.Add("round_scratch",
+             floats(diff_) + floats(terms_) + floats(incoming_) + staging_.bytes());
+  memory.Add("update", update_.HeldBytes());
+  memory.Add("compressor",
+             host_compressor_ ? host_compressor_->HeldBytes() : device_compressor_->HeldBytes());
+}
+
 void ChocoGossip::Forget(NodeId id) { copies_.erase(id); }
+
+void ChocoGossip::Close() {
+  closed_ = true;
+  copies_.clear();
+  initial_ = {};
+  diff_ = {};
+  terms_ = {};
+  incoming_ = {};
+  staging_ = {};
+  update_ = {};
+  host_compressor_.reset();
+  device_compressor_.reset();
+}
 
 std::span<const float> ChocoGossip::CopyOf(NodeId id) const {
   auto it = copies_.find(id);

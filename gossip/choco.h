@@ -1,6 +1,6 @@
 #pragma once
-// CHOCO-Gossip / CHOCO-SGD averaging (Koloskova, Stich, Jaggi, ICML 2019; docs/algorithms.md §3) as a
-// sans-IO state machine: messages in through Step(), a round through Round(), messages out
+// CHOCO-Gossip / CHOCO-SGD averaging (Koloskova, Stich, Jaggi, ICML 2019; docs/algorithms.md §3) as
+// a sans-IO state machine: messages in through Step(), a round through Round(), messages out
 // through TakeOutput(). No sockets, no wall clock.
 //
 // Every node keeps its model x_i (owned by the caller: the trainer), its public copy x̂_i, and a
@@ -19,6 +19,8 @@
 // `snapshot_retry`); the copy is not mixed meanwhile. Tracking never silently drifts. A stream
 // whose version 0 is the cluster's seeded initial model (every node that started with the run)
 // says so, and receivers then start it from that model without a snapshot.
+//
+// The initial model is kept only while a stream may still start from it (MaybeReleaseInitial).
 //
 // Replay: the owner keeps its latest updates' encoded bytes, at most a dense snapshot's worth. A
 // requester that still holds the copy at some version (or the seeded initial model, version 0)
@@ -74,8 +76,9 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "base/token_bucket.h"
+#include "base/memory_use.h"
 #include "base/status.h"
+#include "base/token_bucket.h"
 #include "coding/compressor.h"
 #include "coding/device_compressor.h"
 #include "coding/update.h"
@@ -157,8 +160,9 @@ enum class ChocoVerdict : uint8_t {
   kOutlier,           // refused by robust mixing (see the header comment)
   kNotTracked,        // a new stream while max_copies are held and the sender is not mixed
   kRateLimited,       // a snapshot request beyond the snapshot rate
+  kClosed,            // an update or snapshot after this node's training ended (Close): dropped
 };
-inline constexpr int kChocoVerdictCount = 11;
+inline constexpr int kChocoVerdictCount = 12;
 const char* ChocoVerdictName(ChocoVerdict verdict);
 
 struct ChocoStepResult {
@@ -236,6 +240,14 @@ class ChocoGossip {
   // Forgets the copy of `id` (a member that left or died).
   void Forget(NodeId id);
 
+  // Training is over (the consensus finish begins): what only mixing needs is released — the
+  // neighbours' copies, the initial model, the sent and received updates, the compressor and the
+  // scratch — so the finish's buffers do not come on top of them. The public copy and the replay
+  // log stay, to answer peers that still train (requests are served as before); their updates
+  // and snapshots are dropped (kClosed). Invariant: no round after Close (CHECKed).
+  void Close();
+  bool closed() const { return closed_; }
+
   // Whether SetDensityFactor may scale the operator's kept fraction (DensityScalable below).
   bool DensityScalable() const;
   // Keeps `factor` (1 or 2) times the operator's fraction from the next Publish on, and, where γ
@@ -255,6 +267,10 @@ class ChocoGossip {
   std::vector<float> PublicCopyOnHost() const;
   uint64_t CopyVersion(NodeId id) const;
   uint64_t gamma_halvings() const { return gamma_halvings_; }
+  // Its buffers (base/memory_use.h): choco_public, choco_copies, initial_model, replay_log,
+  // update (q_i, or the update received), compressor (its own vectors) and round_scratch (x − x̂
+  // on a device, a snapshot being checked, staging).
+  void AddMemory(MemoryUse& memory) const;
 
  private:
   struct Copy {
@@ -285,6 +301,10 @@ class ChocoGossip {
   // Appends an update to the replay log, dropping the oldest beyond a dense snapshot's bytes.
   void Log(const UpdateHeader& header, std::shared_ptr<const std::vector<std::byte>> bytes);
   void RequestSnapshot(NodeId id, Copy& copy, TimePoint now);
+  // Frees the initial model once it can serve no stream: every peer mixed last round has a copy,
+  // and this node's own log no longer reaches version 0 (a peer's, of updates of the same
+  // operator, no longer does either, so a stream that starts later costs a snapshot anyway).
+  void MaybeReleaseInitial();
   bool Guard(double distance, double relative);
 
   ChocoOptions options_;
@@ -292,6 +312,7 @@ class ChocoGossip {
   std::optional<coding::Compressor> host_compressor_;
   std::optional<coding::DeviceCompressor> device_compressor_;
   double gamma_;
+  bool closed_ = false;
   int density_factor_ = 1;
   bool from_initial_ = false;
   uint64_t version_ = 0;
@@ -306,10 +327,9 @@ class ChocoGossip {
   };
   std::deque<Logged> log_;
   size_t log_bytes_ = 0;
-  // Scratch, on the device: x − x̂ (device compressor only), NeighbourAverage's sum, the
-  // consensus step's terms (GPU only).
+  // Scratch, on the device: x − x̂ (device compressor only), the consensus step's terms (GPU
+  // only).
   kernels::Buffer<float> diff_;
-  kernels::Buffer<double> mix_;
   kernels::Buffer<float> terms_;
   // Peers() of the ring and random topologies for the view they were built for.
   mutable std::optional<std::vector<NodeId>> peers_view_;
@@ -318,8 +338,9 @@ class ChocoGossip {
   std::vector<double> mix_weights_;
   kernels::Buffer<float> incoming_;  // a snapshot being checked
   coding::DeviceUpdateStaging staging_;
-  coding::Update q_;
-  coding::Update received_;
+  // q_i of a round, or an update or snapshot received: one at a time (Publish uses it no longer
+  // than Step does), so one buffer.
+  coding::Update update_;
   // Divergence guard.
   double window_sum_ = 0;
   double window_relative_ = 0;

@@ -18,9 +18,10 @@ std::shared_ptr<const std::vector<std::byte>> EncodeHalf(std::vector<float>& val
   u.dimension = static_cast<uint32_t>(values.size());
   u.dense = true;
   u.format = coding::QuantizeFloats(values, 10);
-  u.values = values;
+  u.values = std::move(values);  // encoded where they are, and handed back
   auto bytes = std::make_shared<std::vector<std::byte>>();
   coding::EncodeUpdate(u, *bytes);
+  values = std::move(u.values);
   return bytes;
 }
 
@@ -44,8 +45,7 @@ std::string_view FinishVerdictName(FinishVerdict verdict) {
   return "unknown";
 }
 
-ConsensusFinish::ConsensusFinish(const ConsensusFinishOptions& options)
-    : o_(options), sum_(options.dimension, 0.0) {
+ConsensusFinish::ConsensusFinish(const ConsensusFinishOptions& options) : o_(options) {
   MURMUR_CHECK(o_.dimension > 0) << "a consensus finish needs the model's dimension";
 }
 
@@ -94,7 +94,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
       refusals_.emplace_back(from, std::move(r));
       continue;
     }
-    for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+    AddToSum(values);
     contributors_.insert(from);
   }
   MaybeAdoptRelayed(now);
@@ -200,7 +200,7 @@ FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMess
   }
   r = Within(values, own);
   if (r.verdict != FinishVerdict::kAccepted) return r;
-  for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+  AddToSum(values);
   contributors_.insert(from);
   MaybePublish(now);
   return r;
@@ -365,8 +365,11 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
     AddOwn();
     count = 1;
   }
-  std::vector<float> average(o_.dimension);
-  for (size_t k = 0; k < average.size(); ++k) average[k] = static_cast<float>(sum_[k] / count);
+  // The average in the sum's place: one model's bytes on the collector, not three.
+  if (sum_.empty()) sum_.assign(o_.dimension, 0.0f);
+  std::vector<float> average = std::exchange(sum_, {});
+  const float n = static_cast<float>(count);
+  for (float& v : average) v /= n;
   result_frame_ = EncodeHalf(average);  // rounds `average` to what every member adopts
   result_contributors_ = count;
   result_collector_ = o_.self;
@@ -414,7 +417,7 @@ void ConsensusFinish::JudgeHeld() {
       refusals_.emplace_back(from, std::move(r));
       continue;
     }
-    for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+    AddToSum(values);
   }
 }
 
@@ -426,7 +429,27 @@ void ConsensusFinish::SetLive(const std::vector<NodeId>& live, TimePoint now) {
 
 void ConsensusFinish::AddOwn() {
   if (!own_counts_) return;
-  for (size_t k = 0; k < own_half_.size(); ++k) sum_[k] += own_half_[k];
+  AddToSum(own_half_);
+}
+
+void ConsensusFinish::AddToSum(std::span<const float> values) {
+  // Only a collector sums: a member never holds the sum. In float: the terms are fp16 values and
+  // the average is rounded to fp16, so float's 24 bits lose nothing the result keeps.
+  if (sum_.empty()) sum_.assign(o_.dimension, 0.0f);
+  for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
+}
+
+uint64_t ConsensusFinish::HeldBytes() const {
+  const auto frame = [](const std::shared_ptr<const std::vector<std::byte>>& f) -> uint64_t {
+    return f ? f->capacity() : 0;
+  };
+  uint64_t bytes = CapacityBytes(own_half_) + CapacityBytes(sum_) + frame(own_frame_) +
+                   frame(result_frame_) + frame(relay_frame_);
+  for (const auto& [from, values] : pending_) bytes += CapacityBytes(values);
+  for (const Relay& r : relayed_) bytes += CapacityBytes(r.model);
+  if (early_result_) bytes += CapacityBytes(early_result_->model);
+  if (outcome_) bytes += CapacityBytes(outcome_->model);
+  return bytes;
 }
 
 void ConsensusFinish::SendResult(NodeId to) {

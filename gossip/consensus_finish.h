@@ -50,10 +50,10 @@
 //
 // Trust: a message changes nothing until it passed every check (dimension, a dense finite
 // decode, the distance bound, a sender that may send it); refusals are returned, for the caller
-// to count. State is one sum of d doubles, the set of contributors (live members only), before
-// Start one pending model per live member, the result, and at most `kMaxRelayed` different
-// relayed results (one per member), whatever the senders do.
-// Thread safety: none; one driver thread.
+// to count. State is one sum of d floats (a collector's), the set of contributors (live members
+// only), before Start one pending model per live member, the result, and at most `kMaxRelayed`
+// different relayed results (one per member), whatever the senders do. Thread safety: none; one
+// driver thread.
 
 #include <cstdint>
 #include <map>
@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/memory_use.h"
 #include "base/status.h"
 #include "coding/update_codec.h"
 #include "gossip/envelope.h"
@@ -152,6 +153,8 @@ class ConsensusFinish {
   bool Settled() const;
   // When a member without a result gives up (valid once started).
   TimePoint deadline() const { return deadline_; }
+  // Bytes of the models and frames it holds (own, the sum, pending, results, relays).
+  uint64_t HeldBytes() const;
 
  private:
   void Contribute(TimePoint now);
@@ -160,6 +163,8 @@ class ConsensusFinish {
   void SetLive(const std::vector<NodeId>& live, TimePoint now);
   // Adds this node's model to the collector's sum, when it trained.
   void AddOwn();
+  // sum_ += values, sized on first use.
+  void AddToSum(std::span<const float> values);
   // Within() of a result, for a member that trained (one that did not has nothing to judge by).
   FinishStepResult JudgeResult(std::span<const float> values, std::span<const float> own) const;
   // A collector that trained nothing: the held contributions judged against their medoid, and
@@ -196,7 +201,7 @@ class ConsensusFinish {
   std::vector<float> own_half_;  // this node's model as contributed (fp16 values)
   std::shared_ptr<const std::vector<std::byte>> own_frame_;
   // Collector state, from its Start (what comes before waits in pending_).
-  std::vector<double> sum_;
+  std::vector<float> sum_;         // empty until this node collects
   std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
   std::set<NodeId> abstained_;     // members that trained nothing: waited for, not averaged
   bool own_counts_ = true;

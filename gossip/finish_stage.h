@@ -47,6 +47,7 @@ class FinishStage {
   const std::optional<FinishOutcome>& outcome() const { return finish_->outcome(); }
   TimePoint deadline() const { return finish_->deadline(); }
   bool Settled() const { return on() && finish_->Settled(); }
+  uint64_t HeldBytes() const { return on() ? finish_->HeldBytes() : 0; }
   // ‖x̄ − x_i‖ / ‖x̄‖: how far `average` is from the model the finish started with.
   double Moved(std::span<const float> average) const;
   // How the finish ended, once it has an outcome or the operator stopped the node while it

@@ -266,6 +266,7 @@ void GossipNode::StartTraining(TimePoint now) {
       c, saved_copy ? std::span<const float>(resume_->public_copy) : HostModel(), initial_,
       from_initial_);
   if (resume_.has_value()) resume_->public_copy = {};  // ChocoGossip holds its own copy
+  std::vector<float>().swap(initial_);                 // ... and of the initial model
   if (!choco.ok()) {
     EnterPhase(Over{});
     Emit(RunOver{choco.status()});
@@ -528,6 +529,9 @@ bool GossipNode::BudgetSpent(TimePoint now) {
 }
 
 void GossipNode::Finish(TimePoint now) {
+  // No round after this: what only mixing needs goes before the finish's buffers come.
+  if (choco_) choco_->Close();
+  mixer_.Close();
   Emit(Finished{s_.end_reason});
   // A node its operator stopped does not announce that it finished, only leaves: the others train
   // on (counted as finished, it would make half of a 2-node cluster end with it).
@@ -591,6 +595,19 @@ void GossipNode::EmitFinishOutput() {
   for (const Refusal& r : finish_.TakeRefusals()) Reject(r.reason, r.from, r.why);
   s_.finish_verdicts = finish_.verdicts();
   for (SendTo& send : finish_.TakeOutput()) Emit(std::move(send));
+}
+
+MemoryUse GossipNode::Memory() const {
+  MemoryUse m;
+  m.Add("model", x_.size_bytes());
+  m.Add("initial_model", CapacityBytes(initial_));
+  if (choco_) choco_->AddMemory(m);
+  mixer_.AddMemory(m);
+  m.Add("host_mirror", host_.HeldBytes());
+  m.Add("deferred", deferred_.bytes());
+  m.Add("model_fetch", fetch_.HeldBytes());
+  m.Add("finish", finish_.HeldBytes());
+  return m;
 }
 
 std::string GossipNode::Activity() const {

@@ -78,6 +78,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/memory_use.h"
 #include "base/status.h"
 #include "gossip/admission.h"
 #include "gossip/choco.h"
@@ -155,6 +156,10 @@ class GossipNode {
   std::vector<NodeId> Stragglers(TimePoint now) const { return sync_.Stragglers(now); }
   const SoftSync& soft_sync() const { return sync_; }
   NodeId id() const { return o_.self; }
+  // What the machine holds, by buffer (base/memory_use.h): the model itself ("model", the
+  // caller's), CHOCO's, the outer optimizer's, the host's copy of a GPU model, the initial model
+  // until training starts, the deferred messages, a fetched model, the finish's.
+  MemoryUse Memory() const;
   void set_observer(GossipNodeObserver* observer) { observer_ = observer; }
 
  private:

@@ -22,6 +22,8 @@ class HostMirror {
   std::span<const float> Read();
   // The model = `host`, copied up on a GPU. REQUIRES host.size() == the model's size.
   void Write(std::span<const float> host);
+  // Bytes of the host copy (none on the CPU).
+  uint64_t HeldBytes() const { return copy_.capacity() * sizeof(float); }
 
  private:
   std::span<float> model_;

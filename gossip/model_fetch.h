@@ -71,6 +71,8 @@ class ModelFetch {
   bool refused() const { return refused_; }
   TimePoint asked_at() const { return asked_at_; }
   bool has_model() const { return model_.has_value(); }
+  // Bytes of the model received and not yet taken.
+  uint64_t HeldBytes() const { return model_ ? model_->values.capacity() * sizeof(float) : 0; }
 
   struct Model {
     std::vector<float> values;

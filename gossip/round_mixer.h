@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "base/memory_use.h"
 #include "base/status.h"
 #include "gossip/choco.h"
 #include "gossip/outer_optimizer.h"
@@ -44,6 +45,17 @@ class RoundMixer {
   }
   // The outer optimizer took its first active round (its anchor exists).
   bool outer_started() const { return outer_.has_value(); }
+  // Training is over: the outer optimizer's state and the kept model are released.
+  void Close() {
+    outer_.reset();
+    round_model_ = {};
+  }
+  // Its buffers (base/memory_use.h): outer_anchor, outer_momentum and round_model.
+  void AddMemory(MemoryUse& memory) const {
+    memory.Add("outer_anchor", outer_ ? outer_->anchor().size_bytes() : 0);
+    memory.Add("outer_momentum", outer_ ? outer_->velocity().size_bytes() : 0);
+    memory.Add("round_model", round_model_.size() * sizeof(float));
+  }
 
  private:
   const std::optional<OuterOptions> options_;

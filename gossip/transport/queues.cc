@@ -67,6 +67,7 @@ void Inbox::AddStats(TransportStats& stats) const {
   stats.received_messages += received_messages_;
   stats.received_bytes += received_bytes_;
   stats.dropped_inbox += dropped_;
+  stats.inbox_bytes += bytes_;
 }
 
 void Inbox::Close() {

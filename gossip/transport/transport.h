@@ -121,6 +121,7 @@ struct TransportStats {
   // max_frame_bytes (ZeroMQ reports no reason, so the two are one count).
   uint64_t inbound_disconnects = 0;
   uint64_t peers = 0;                 // peers with a connection or a queue
+  uint64_t inbox_bytes = 0;           // received bytes waiting in the inbox now
 };
 
 class Transport {

@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/memory.h"
+#include "node/observe/process_stats.h"
 #include "node/observe/telemetry.h"
 
 namespace murmur::node {
@@ -63,6 +64,20 @@ void GossipSession::Round(double density, double residual_norm, double consensus
 }
 void GossipSession::Finish(bool averaged, uint32_t contributors, double moved) {
   if (telemetry_ != nullptr) telemetry_->SetFinish(averaged ? contributors : 0, moved);
+  SampleMemory(peer_->Snapshot());  // the finish's buffers are at their largest now
+}
+
+void GossipSession::SampleMemory(const PeerSnapshot& snap) {
+  MemoryUse m = node_->Memory();
+  work_.AddMemory(m);
+  m.Add("inbox", snap.transport.inbox_bytes);
+  m.Add("training_queue", snap.training_queue_bytes);
+  if (telemetry_ != nullptr) telemetry_->SetMemory(m);
+  const ProcessFigures process = ReadProcess();
+  p_.peak_resident_bytes = static_cast<uint64_t>(process.peak_resident_bytes);
+  if (m.Total() < p_.memory.Total()) return;
+  p_.memory = std::move(m);
+  p_.memory_resident_bytes = static_cast<uint64_t>(process.resident_bytes);
 }
 
 // The injection's pause rule is the machine's to apply (it still ends with the cluster).
@@ -355,6 +370,7 @@ void GossipSession::Fill(TimePoint now) {
   const kernels::DeviceMemoryStats memory = kernels::GetDeviceMemoryStats();
   p_.device_memory_bytes = memory.allocated_bytes;
   p_.host_device_bytes = memory.transferred_bytes;
+  SampleMemory(snap);
 }
 
 StatusOr<GossipProgress> GossipSession::End() {

@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/lr_schedule.h"
+#include "base/memory_use.h"
 #include "base/status.h"
 #include "gossip/gossip_node.h"
 #include "kernels/device.h"
@@ -59,6 +60,9 @@ class GossipWork {
     (void)id;
     return OkStatus();
   }
+  // The buffers it holds besides params() (gradient, optimizer state, the shard, activations),
+  // by name (base/memory_use.h), for the memory table; none by default.
+  virtual void AddMemory(MemoryUse& memory) const { (void)memory; }
 };
 
 // The machine's state (gossip::GossipNodeState) and what the driver adds.
@@ -78,6 +82,12 @@ struct GossipProgress : gossip::GossipNodeState {
   std::string device;                // where it trains: "cpu", "cuda:0"
   uint64_t device_memory_bytes = 0;  // GPU memory held (kernels::GetDeviceMemoryStats)
   uint64_t host_device_bytes = 0;    // copied between host and GPU since the start
+  // What the node held by buffer (the machine's, the work's, the inbox and the training queue)
+  // when their total was largest, sampled at each report and at the finish's outcome; the
+  // process's resident set at that sample, and its high-water mark over the run.
+  MemoryUse memory;
+  uint64_t memory_resident_bytes = 0;
+  uint64_t peak_resident_bytes = 0;
   // Where the training thread's time went, summed over the steps this node computed: the
   // training phase, from its first step's start to its last step's end (joining, the wait for a
   // model and the consensus finish are not in it). The phases add up to its wall time.
@@ -151,6 +161,8 @@ class GossipSession : public gossip::GossipNodeObserver {
   void Evaluate(const gossip::Evaluate& e);
   void Report(bool force);
   void Fill(TimePoint now);  // p_ from the machine and the peer
+  // The buffers now (telemetry's murmur_memory_bytes), kept in p_ when their total is the largest.
+  void SampleMemory(const PeerSnapshot& snap);
   bool Stopping() const { return stop_ && stop_(); }
 
   GossipPeerOptions o_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -104,7 +105,14 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["finished"] = p.finished;
   j["end"] = p.end_reason;
   j["phase"] = gossip::PhaseName(p.phase);
-  if (final) j["phases"] = PhasesJson(p);
+  if (final) {
+    j["phases"] = PhasesJson(p);
+    nlohmann::json buffers = nlohmann::json::object();
+    for (const MemoryUse::Entry& e : p.memory.entries()) buffers[e.buffer] = e.bytes;
+    j["memory"] = {{"buffers", buffers},
+                   {"resident_bytes", p.memory_resident_bytes},
+                   {"peak_resident_bytes", p.peak_resident_bytes}};
+  }
   if (!p.finish.empty()) {
     j["finish"] = {{"outcome", p.finish},
                    {"contributors", p.finish_contributors},
@@ -232,6 +240,16 @@ Status ReadPhases(const nlohmann::json& j, GossipProgress& p) {
   return r.status();
 }
 
+Status ReadMemory(const nlohmann::json& j, GossipProgress& p) {
+  Reader r(j);
+  std::map<std::string, uint64_t> buffers;
+  r.Get("buffers", buffers);
+  r.Get("resident_bytes", p.memory_resident_bytes);
+  r.Get("peak_resident_bytes", p.peak_resident_bytes);
+  for (const auto& [buffer, bytes] : buffers) p.memory.Add(buffer, bytes);
+  return r.status();
+}
+
 Status ReadFinish(const nlohmann::json& j, GossipProgress& p) {
   Reader r(j);
   r.Get("outcome", p.finish);
@@ -301,6 +319,9 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
     auto phases = line.find("phases");
     if (phases == line.end()) return InvalidArgumentError("a final report line without 'phases'");
     MURMUR_RETURN_IF_ERROR(ReadPhases(*phases, p));
+    auto memory = line.find("memory");
+    if (memory == line.end()) return InvalidArgumentError("a final report line without 'memory'");
+    MURMUR_RETURN_IF_ERROR(ReadMemory(*memory, p));
   }
   if (auto finish = line.find("finish"); finish != line.end()) {
     MURMUR_RETURN_IF_ERROR(ReadFinish(*finish, p));

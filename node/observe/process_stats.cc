@@ -48,6 +48,10 @@ ProcessFigures ReadProcess() {
     closedir(dir);
     f.open_fds = n - 1;  // the directory stream itself
   }
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    f.peak_resident_bytes = static_cast<double>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
+  }
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) f.max_fds = static_cast<double>(limit.rlim_cur);
   return f;

@@ -7,6 +7,7 @@ namespace murmur::node {
 struct ProcessFigures {
   double cpu_seconds = 0;
   double resident_bytes = 0;
+  double peak_resident_bytes = 0;  // the resident set's high-water mark (getrusage ru_maxrss)
   double virtual_bytes = 0;
   double threads = 0;
   double open_fds = 0;

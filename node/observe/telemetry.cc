@@ -125,6 +125,17 @@ void NodeTelemetry::SetFinish(uint32_t contributors, double moved) {
   m_->finish_moved.Set(moved);
 }
 
+void NodeTelemetry::SetMemory(const MemoryUse& memory) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const MemoryUse::Entry& e : memory.entries()) {
+    auto it = m_->memory_by_buffer.find(e.buffer);
+    if (it == m_->memory_by_buffer.end()) {
+      it = m_->memory_by_buffer.emplace(e.buffer, &m_->memory.Add({{"buffer", e.buffer}})).first;
+    }
+    it->second->Set(static_cast<double>(e.bytes));
+  }
+}
+
 void NodeTelemetry::SetCompression(double density, double residual_norm) {
   m_->density.Set(density);
   m_->residual.Set(residual_norm);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/memory_use.h"
 #include "gossip/coded_reduce.h"
 #include "gossip/envelope.h"
 #include "node/peer/straggler.h"
@@ -115,6 +116,8 @@ class NodeTelemetry {
   void AddLateDropped(uint64_t count);
   void SetCodedStats(const gossip::CodedStats& stats);
   void CountRejected(std::string_view reason);
+  // murmur_memory_bytes{buffer}: what the node holds now, by buffer.
+  void SetMemory(const MemoryUse& memory);
 
   StragglerControl& straggler() { return straggler_; }
   const std::string& mode() const { return mode_; }

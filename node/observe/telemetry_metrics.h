@@ -287,6 +287,12 @@ struct NodeTelemetry::Metrics {
                                 "copies, scratch); 0 on the CPU")
                           .Register(r)
                           .Add({})),
+        memory(BuildGauge()
+                   .Name("murmur_memory_bytes")
+                   .Help("Bytes this node holds by buffer (model, gradient, optimizer_state, "
+                         "choco_public, choco_copies, outer_anchor, replay_log, finish, inbox, "
+                         "...): the report's memory table, live")
+                   .Register(r)),
         host_device_bytes(BuildCounter()
                               .Name("murmur_host_device_bytes_total")
                               .Help("Bytes copied between host and GPU, both ways (per step: "
@@ -419,6 +425,8 @@ struct NodeTelemetry::Metrics {
   Gauge& process_threads;
   Gauge& process_start;
   Gauge& device_memory;
+  prometheus::Family<Gauge>& memory;
+  std::map<std::string, Gauge*, std::less<>> memory_by_buffer;  // series added as buffers appear
   Counter& host_device_bytes;
   uint64_t coded_late_seen = 0;  // CodedStats.late_dropped already added to late_dropped
   uint64_t shown_injection_version = ~uint64_t{0};

@@ -91,6 +91,7 @@ PeerSnapshot PeerNode::Snapshot() const {
   std::lock_guard<std::mutex> training_lock(training_mu_);
   s.training_received = training_received_;
   s.training_dropped = training_dropped_;
+  s.training_queue_bytes = training_bytes_;
   return s;
 }
 

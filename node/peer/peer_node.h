@@ -79,6 +79,7 @@ struct PeerSnapshot {
   uint64_t id_conflicts = 0;  // another endpoint claimed this node's id
   uint64_t training_received = 0;
   uint64_t training_dropped = 0;     // training queue full (oldest dropped)
+  uint64_t training_queue_bytes = 0;  // frames' bytes waiting for the training thread now
   uint64_t injected_drops = 0;       // outgoing messages lost by straggler injection
   uint64_t unknown_destination = 0;  // SendTo a member with no known address
   double injected_send_delay_s = 0;  // total hold time of messages delayed by injection

@@ -87,6 +87,14 @@ class Model {
   // The same outputs copied to host memory (a plain view of them on the CPU).
   StatusOr<std::vector<T>> LastOutputsOnHost() const;
 
+  // Bytes of the per-layer activations and deltas, sized by the largest batch seen.
+  uint64_t ScratchBytes() const {
+    uint64_t bytes = 0;
+    for (const auto& a : activations_) bytes += a.size() * sizeof(T);
+    for (const auto& d : deltas_) bytes += d.size() * sizeof(T);
+    return bytes;
+  }
+
   // Offsets of layer l's weights and bias in the flat vector.
   int64_t WeightOffset(size_t layer) const { return offsets_[layer]; }
   int64_t BiasOffset(size_t layer) const;

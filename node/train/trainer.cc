@@ -247,6 +247,17 @@ StatusOr<std::vector<float>> Trainer::ParamsOnHost() const {
 
 Status Trainer::SetParams(std::span<const float> host) { return params_.CopyFromHost(host); }
 
+void Trainer::AddMemory(MemoryUse& memory) const {
+  memory.Add("gradient", grad_.size() * sizeof(float));
+  memory.Add("optimizer_state", velocity_.size() * sizeof(float));
+  memory.Add("activations", model_.ScratchBytes());
+  memory.Add("data",
+             (features_.size() + batch_x_.size() + targets_.size() + batch_targets_.size()) *
+                     sizeof(float) +
+                 (labels_.size() + batch_labels_.size()) * sizeof(int32_t) +
+                 order_.size() * sizeof(int64_t) + CapacityBytes(local_of_));
+}
+
 StatusOr<TrainerState> Trainer::SaveState() const {
   TrainerState state;
   MURMUR_ASSIGN_OR_RETURN(state.params, ParamsOnHost());

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "base/status.h"
 #include "base/lr_schedule.h"
+#include "base/memory_use.h"
+#include "base/status.h"
 #include "kernels/memory.h"
 #include "kernels/ops.h"
 #include "node/train/dataset.h"
@@ -118,6 +119,9 @@ class Trainer {
   // The parameters copied to the host, and replaced from the host.
   StatusOr<std::vector<float>> ParamsOnHost() const;
   Status SetParams(std::span<const float> host);
+  // Its buffers besides params() (base/memory_use.h): gradient, optimizer_state (momentum),
+  // activations (the model's, forward and back) and data (the shard's rows and the batch).
+  void AddMemory(MemoryUse& memory) const;
 
   // One optimizer step on the next mini-batch of the current epoch, reshuffling at epoch
   // boundaries. Returns the batch loss; last_batch_rows() says how many rows it used. kFailedPrecondition when the loss is not finite

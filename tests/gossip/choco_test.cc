@@ -499,3 +499,79 @@ TEST(ChocoTest, TheDensityFactorDoublesTheKeptEntriesAndTheDefaultGamma) {
 
 }  // namespace
 }  // namespace murmur::gossip
+
+namespace murmur::gossip {
+namespace {
+
+uint64_t Held(const ChocoGossip& node, std::string_view buffer) {
+  MemoryUse m;
+  node.AddMemory(m);
+  return m.Of(buffer);
+}
+
+TEST(ChocoMemoryTest, BuffersAreCountedAndTheInitialModelGoesOnceNoStreamCanStartFromIt) {
+  // int8 on a ring of 4, d = 1000: an update is ~1 KB, so the replay log (at most 4 KB, a dense
+  // snapshot's bytes) has dropped version 1 after a handful of rounds.
+  const size_t d = 1000;
+  Cluster c(4, d, "int8", 0.5, 3);
+  const uint64_t model = d * sizeof(float);
+  EXPECT_EQ(Held(*c.nodes[0], "choco_public"), model);
+  EXPECT_EQ(Held(*c.nodes[0], "initial_model"), model);
+  EXPECT_EQ(Held(*c.nodes[0], "choco_copies"), 0u);
+  c.SyncRound(0);
+  EXPECT_EQ(Held(*c.nodes[0], "choco_copies"), 2 * model) << "a ring: two neighbours";
+  EXPECT_EQ(Held(*c.nodes[0], "initial_model"), model) << "the log still reaches version 0";
+  EXPECT_GT(Held(*c.nodes[0], "replay_log"), 0u);
+  EXPECT_LE(Held(*c.nodes[0], "replay_log"), model);
+  EXPECT_GE(Held(*c.nodes[0], "update"), model) << "q_i's values";
+  for (uint64_t r = 1; r < 12; ++r) c.SyncRound(r);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(Held(*c.nodes[i], "initial_model"), 0u) << "node " << i;
+    EXPECT_LE(Held(*c.nodes[i], "replay_log"), model);
+  }
+  c.ExpectCopiesConsistent("after the initial model went");
+}
+
+TEST(ChocoMemoryTest, AStreamThatStartsAfterTheInitialModelWentCostsASnapshotAndStaysExact) {
+  // Node 13 hears nothing of the first 12 rounds: by then the others released the initial model,
+  // so its copies come as snapshots (or replays), never from a model no longer held.
+  const size_t d = 1000;
+  Cluster c(4, d, "int8", 0.5, 4);
+  c.drop = [&](const ChocoOutgoing& out) {
+    return out.to == 13 && c.now < TimePoint{} + milliseconds(120);
+  };
+  for (uint64_t r = 0; r < 12; ++r) c.SyncRound(r);
+  c.drop = nullptr;
+  for (uint64_t r = 12; r < 16; ++r) c.SyncRound(r);
+  EXPECT_GE(c.verdicts[ChocoVerdict::kSnapshotServed], 1);
+  c.ExpectCopiesConsistent("after the late streams");
+}
+
+TEST(ChocoMemoryTest, CloseKeepsThePublicCopyAndLogAndDropsLaterUpdates) {
+  const size_t d = 500;
+  Cluster c(3, d, "int8", 0.5, 5);
+  for (uint64_t r = 0; r < 3; ++r) c.SyncRound(r);
+  ChocoGossip& closed = *c.nodes[0];
+  const std::vector<float> public_before(closed.public_copy().begin(), closed.public_copy().end());
+  closed.Close();
+  EXPECT_TRUE(closed.closed());
+  EXPECT_EQ(Held(closed, "choco_copies"), 0u);
+  EXPECT_EQ(Held(closed, "update"), 0u);
+  EXPECT_EQ(Held(closed, "compressor"), 0u);
+  EXPECT_EQ(Held(closed, "choco_public"), d * sizeof(float));
+  EXPECT_GT(Held(closed, "replay_log"), 0u);
+  // The others go on: their updates to the closed node are dropped as closed, and their
+  // requests still answered.
+  for (size_t i = 1; i < 3; ++i) ASSERT_TRUE(c.nodes[i]->Publish(c.x[i], c.view, 3).ok());
+  c.Deliver();
+  EXPECT_GE(c.verdicts[ChocoVerdict::kClosed], 2);
+  const ChocoStepResult served =
+      closed.Step({11, 1, SnapshotRequest{0, false, false}, {}}, c.now + std::chrono::seconds(5));
+  EXPECT_EQ(served.verdict, ChocoVerdict::kSnapshotServed);
+  EXPECT_EQ(std::vector<float>(closed.public_copy().begin(), closed.public_copy().end()),
+            public_before);
+  EXPECT_DEATH((void)closed.Publish(c.x[0], c.view, 4), "after Close");
+}
+
+}  // namespace
+}  // namespace murmur::gossip

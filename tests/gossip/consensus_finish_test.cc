@@ -109,6 +109,29 @@ TEST(ConsensusFinishTest, EveryMemberAdoptsTheAverageOfAll) {
   }
 }
 
+TEST(ConsensusFinishTest, OnlyTheCollectorHoldsASumAndNoneHoldsMoreThanItsFrames) {
+  // A member holds its model (fp16 values) and its frame: 1.5 models of fp32 bytes; the
+  // collector its own, the sum it averages in place and the result's frame, once it published.
+  Members m({1, 2, 3});
+  TimePoint now{};
+  const uint64_t model = kDim * sizeof(float);
+  for (NodeId id : {1, 2, 3}) EXPECT_EQ(m.finish.at(id).HeldBytes(), 0u) << "before Start";
+  for (NodeId id : {3, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  for (NodeId id : {2, 3}) {
+    EXPECT_GE(m.finish.at(id).HeldBytes(), model);
+    EXPECT_LE(m.finish.at(id).HeldBytes(), model * 3 / 2 + 256) << "member " << id;
+  }
+  m.finish.at(1).Start(m.model.at(1), m.live, now);
+  m.Deliver(now);
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+  // Collector: own model, the average (the sum's bytes, moved into the outcome), two frames.
+  EXPECT_LE(m.finish.at(1).HeldBytes(), 3 * model + 512);
+  for (NodeId id : {2, 3}) {
+    // The member's model, its frame and the adopted average.
+    EXPECT_LE(m.finish.at(id).HeldBytes(), 5 * model / 2 + 256) << "member " << id;
+  }
+}
+
 TEST(ConsensusFinishTest, MemberThatDiesBeforeContributingIsNotWaitedForPastItsDeath) {
   Members m({1, 2, 3, 4});
   TimePoint now{};

@@ -128,12 +128,16 @@ TEST(GossipSessionTest, TwoSessionsSpendTheClusterBudgetAndEndOnOneModel) {
   EXPECT_GT(rb.progress_calls, 0);
   // No schedule given: the caller keeps its own rate.
   for (const auto& rate : ra.rates) EXPECT_FALSE(rate.has_value());
-  // The consensus finish: one model, between the two targets.
+  // The consensus finish: one model, the midpoint of the two final models, so it moved each by
+  // the same distance. (Not "between the two targets": a member starved of CPU on a loaded
+  // machine ends near the zero start, and CHOCO's lagging public copies can carry a model past
+  // its target for a while, so neither final model need lie between them.)
   EXPECT_EQ(ra.end->finish, "averaged");
   EXPECT_EQ(rb.end->finish, "averaged");
   EXPECT_EQ(wa.x(), wb.x());
-  EXPECT_GT(wa.x()[0], 1.0f);
-  EXPECT_LT(wa.x()[0], 3.0f);
+  EXPECT_GT(wa.x()[0], 0.0f) << "the models moved from their zero start";
+  EXPECT_NEAR(ra.end->finish_moved, rb.end->finish_moved, 2e-3 * (1 + ra.end->finish_moved))
+      << "the average is the midpoint (to fp16 rounding)";
   // Periodic evaluations on the subset, the final one on the whole set.
   EXPECT_GT(wa.subset_evaluations_, 0);
   EXPECT_GT(wa.full_evaluations_, 0);

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "node/driver/memory_table.h"
 
 namespace murmur::node {
 namespace {
@@ -78,6 +81,9 @@ TEST(NodeReportTest, AParsedGossipLineWritesTheSameLine) {
   p.phases.mix = std::chrono::nanoseconds(u(1 << 30));
   p.phases.evaluate = std::chrono::milliseconds(u(900));
   p.phase_samples = 4096, p.phase_thread_cpu_s = x(), p.phase_process_cpu_s = x();
+  p.memory.Add("model", u(1 << 30)), p.memory.Add("choco_copies", u(1 << 30));
+  p.memory.Add("inbox", u(1 << 20)), p.memory_resident_bytes = u(1ULL << 33);
+  p.peak_resident_bytes = u(1ULL << 33);
   for (bool final : {false, true}) {
     const std::string line = GossipProgressJson(p, final);
     auto parsed = ParseGossipReport(Line(line));
@@ -112,6 +118,37 @@ TEST(NodeReportTest, AMalformedGossipLineIsRefusedWithTheKey) {
   line = Line(GossipProgressJson(p, true));
   line.erase("phases");
   EXPECT_FALSE(ParseGossipReport(line).ok());
+  line = Line(GossipProgressJson(p, true));
+  line.erase("memory");
+  EXPECT_FALSE(ParseGossipReport(line).ok());
+}
+
+TEST(NodeReportTest, TheMemoryTableAddsTheBuffersByOwner) {
+  GossipProgress a;
+  a.memory.Add("model", 4'000'000), a.memory.Add("gradient", 4'000'000);
+  a.memory.Add("choco_public", 4'000'000), a.memory.Add("choco_copies", 8'000'000);
+  a.memory.Add("activations", 1'000'000);
+  a.memory_resident_bytes = 30'000'000, a.peak_resident_bytes = 40'000'000;
+  const std::vector<const GossipProgress*> finals{&a, nullptr};
+  const nlohmann::json j = MemoryJson(finals);
+  ASSERT_EQ(j.size(), 1u) << "a node without a report is left out";
+  EXPECT_EQ(j[0]["node"], 1);
+  EXPECT_EQ(j[0]["buffers_bytes"], 21'000'000u);
+  EXPECT_EQ(j[0]["buffers"]["choco_copies"], 8'000'000u);
+  EXPECT_DOUBLE_EQ(j[0]["peak_model_multiple"].get<double>(), 10.0);
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  PrintMemoryTable(finals, out);
+  std::fclose(out);
+  const std::string table(text, size);
+  std::free(text);
+  // model 4.0, grad+opt 4.0, choco 12.0, outer 0, finish 0, queues 0, other 1.0, buffers 21.0,
+  // resident 30.0, peak 40.0, 10x the model.
+  EXPECT_NE(table.find("    1      4.0      4.0     12.0      0.0      0.0      0.0      1.0     "
+                       "21.0     30.0     40.0    10.0"),
+            std::string::npos)
+      << table;
 }
 
 TEST(NodeReportTest, CodedLinesRoundTrip) {

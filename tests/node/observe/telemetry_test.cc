@@ -47,6 +47,14 @@ TEST(TelemetryTest, ExpositionFollowsTheNamingRulesAndCountsWhatIsPushed) {
   // Where the node trains: on the CPU no GPU memory and no host<->device traffic.
   EXPECT_EQ(Sample(text, "murmur_device_memory_bytes"), 0);
   EXPECT_EQ(Sample(text, "murmur_host_device_bytes_total"), 0);
+  // The memory table, live, by buffer: a series per buffer once it is reported, set (not added).
+  MemoryUse memory;
+  memory.Add("model", 4000), memory.Add("choco_copies", 8000);
+  t.SetMemory(memory);
+  t.SetMemory(memory);
+  text = t.Exposition();
+  EXPECT_EQ(Sample(text, R"(murmur_memory_bytes{buffer="model"})"), 4000);
+  EXPECT_EQ(Sample(text, R"(murmur_memory_bytes{buffer="choco_copies"})"), 8000);
   EXPECT_NE(t.StatusJson().find(R"("device":"cpu")"), std::string::npos);
   t.SetDevice("cuda:1");
   EXPECT_NE(t.StatusJson().find(R"("device":"cuda:1")"), std::string::npos);
