@@ -73,11 +73,10 @@ void GossipSession::SampleMemory(const PeerSnapshot& snap) {
   m.Add("inbox", snap.transport.inbox_bytes);
   m.Add("training_queue", snap.training_queue_bytes);
   if (telemetry_ != nullptr) telemetry_->SetMemory(m);
-  const ProcessFigures process = ReadProcess();
-  p_.peak_resident_bytes = static_cast<uint64_t>(process.peak_resident_bytes);
+  p_.peak_resident_bytes = PeakResidentBytes();
   if (m.Total() < p_.memory.Total()) return;
-  p_.memory = std::move(m);
-  p_.memory_resident_bytes = static_cast<uint64_t>(process.resident_bytes);
+  p_.memory = std::move(m);  // /proc is read only for a new largest table
+  p_.memory_resident_bytes = static_cast<uint64_t>(ReadProcess().resident_bytes);
 }
 
 // The injection's pause rule is the machine's to apply (it still ends with the cluster).

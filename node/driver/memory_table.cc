@@ -36,6 +36,12 @@ bool Grouped(std::string_view buffer) {
 
 double Mb(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 
+// The peak resident set over the model's bytes; 0 without a model.
+double PeakMultiple(const GossipProgress& p) {
+  const uint64_t model = p.memory.Of("model");
+  return model > 0 ? static_cast<double>(p.peak_resident_bytes) / static_cast<double>(model) : 0.0;
+}
+
 }  // namespace
 
 nlohmann::json MemoryJson(const std::vector<const GossipProgress*>& finals) {
@@ -46,16 +52,13 @@ nlohmann::json MemoryJson(const std::vector<const GossipProgress*>& finals) {
     nlohmann::json buffers = nlohmann::json::object();
     for (const MemoryUse::Entry& e : p->memory.entries()) buffers[e.buffer] = e.bytes;
     const uint64_t model = p->memory.Of("model");
-    nodes.push_back(
-        {{"node", i + 1},
-         {"buffers", buffers},
-         {"buffers_bytes", p->memory.Total()},
-         {"resident_bytes", p->memory_resident_bytes},
-         {"peak_resident_bytes", p->peak_resident_bytes},
-         {"model_bytes", model},
-         {"peak_model_multiple",
-          model > 0 ? static_cast<double>(p->peak_resident_bytes) / static_cast<double>(model)
-                    : 0.0}});
+    nodes.push_back({{"node", i + 1},
+                     {"buffers", buffers},
+                     {"buffers_bytes", p->memory.Total()},
+                     {"resident_bytes", p->memory_resident_bytes},
+                     {"peak_resident_bytes", p->peak_resident_bytes},
+                     {"model_bytes", model},
+                     {"peak_model_multiple", PeakMultiple(*p)}});
   }
   return nodes;
 }
@@ -86,11 +89,9 @@ void PrintMemoryTable(const std::vector<const GossipProgress*>& finals, std::FIL
     for (const MemoryUse::Entry& e : p->memory.entries()) {
       if (!Grouped(e.buffer)) other += e.bytes;
     }
-    const uint64_t model = p->memory.Of("model");
-    row += fmt::format(
-        " {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>7.1f}", Mb(other), Mb(p->memory.Total()),
-        Mb(p->memory_resident_bytes), Mb(p->peak_resident_bytes),
-        model > 0 ? static_cast<double>(p->peak_resident_bytes) / static_cast<double>(model) : 0.0);
+    row += fmt::format(" {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>7.1f}", Mb(other),
+                       Mb(p->memory.Total()), Mb(p->memory_resident_bytes),
+                       Mb(p->peak_resident_bytes), PeakMultiple(*p));
     std::fprintf(out, "%s\n", row.c_str());
   }
 }

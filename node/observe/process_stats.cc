@@ -11,6 +11,12 @@
 
 namespace murmur::node {
 
+uint64_t PeakResidentBytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
 ProcessFigures ReadProcess() {
   ProcessFigures f;
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -48,10 +54,7 @@ ProcessFigures ReadProcess() {
     closedir(dir);
     f.open_fds = n - 1;  // the directory stream itself
   }
-  rusage usage{};
-  if (getrusage(RUSAGE_SELF, &usage) == 0) {
-    f.peak_resident_bytes = static_cast<double>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
-  }
+  f.peak_resident_bytes = static_cast<double>(PeakResidentBytes());
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) f.max_fds = static_cast<double>(limit.rlim_cur);
   return f;

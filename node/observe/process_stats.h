@@ -2,6 +2,8 @@
 // What the process uses, read from /proc and getrlimit (Linux): the process_* metrics that the
 // Prometheus client libraries export by convention.
 
+#include <cstdint>
+
 namespace murmur::node {
 
 struct ProcessFigures {
@@ -16,5 +18,7 @@ struct ProcessFigures {
 };
 // Zeros for what cannot be read.
 ProcessFigures ReadProcess();
+// The resident set's high-water mark alone (one getrusage call); 0 when it cannot be read.
+uint64_t PeakResidentBytes();
 
 }  // namespace murmur::node

@@ -532,9 +532,9 @@ TEST(ChocoMemoryTest, BuffersAreCountedAndTheInitialModelGoesOnceNoStreamCanStar
   c.ExpectCopiesConsistent("after the initial model went");
 }
 
-TEST(ChocoMemoryTest, AStreamThatStartsAfterTheInitialModelWentCostsASnapshotAndStaysExact) {
-  // Node 13 hears nothing of the first 12 rounds: by then the others released the initial model,
-  // so its copies come as snapshots (or replays), never from a model no longer held.
+TEST(ChocoMemoryTest, AStreamJoinedOnceTheLogsLeftVersionZeroCostsASnapshotAndStaysExact) {
+  // Node 13 hears nothing of the first 12 rounds: by then every log has dropped version 1, so its
+  // copies come as snapshots, and they stay bit-exact.
   const size_t d = 1000;
   Cluster c(4, d, "int8", 0.5, 4);
   c.drop = [&](const ChocoOutgoing& out) {
