@@ -80,7 +80,9 @@ struct Peer::Impl {
   std::unique_ptr<node::AdminServer> admin;
   std::unique_ptr<node::GossipSession> session;
   std::atomic<bool> stop{false};
+  std::atomic<bool> ended{false};  // EndTraining was called
   bool asked = false;  // Next returned a step; Done is due
+  int64_t budget_samples = 0;  // the budget in samples (epochs); 0: none
   bool over = false;
   std::chrono::steady_clock::time_point asked_at{};
   std::string endpoint;
@@ -137,7 +139,8 @@ struct Peer::Impl {
     progress.finish = p.finish;
     progress.finish_contributors = p.finish_contributors;
     progress.elapsed_s = p.elapsed_s;
-    progress.loss = p.loss;
+    progress.loss = p.have_loss ? p.loss : std::nan("");
+    progress.perplexity = p.perplexity;
     progress.max_lag = p.max_lag;
     progress.straggle =
         telemetry != nullptr ? node::StraggleSpec(telemetry->straggler().Current().options) : "";
@@ -211,6 +214,9 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
   MURMUR_RETURN_IF_ERROR(
       kernels::CheckMemoryOf(options.device, params.data(), params.size_bytes()));
   MURMUR_RETURN_IF_ERROR(SetLogLevel(options.log_level));
+  for (const std::string& overridden : options.launcher_overrides) {
+    MURMUR_LOG_WARN("{}", overridden);
+  }
   MURMUR_ASSIGN_OR_RETURN(const int report_fd, ReportFd(hooks));
   std::unique_ptr<Peer> peer(new Peer(
       std::make_unique<Impl>(params, options.device, std::move(evaluate), std::move(hooks))));
@@ -244,6 +250,8 @@ StatusOr<std::unique_ptr<Peer>> Peer::Start(const PeerOptions& options, std::spa
   m.progress.id = m.session->id();
   m.progress.endpoint = m.endpoint;
   m.progress.phase = "joining";
+  m.budget_samples = options.gossip.BudgetSamples();
+  m.progress.budget_samples = m.budget_samples;
   return peer;
 }
 
@@ -277,18 +285,25 @@ StatusOr<Turn> Peer::Next() {
   return turn;
 }
 
-Status Peer::Done(double loss, int64_t samples, double compute_s) {
+Status Peer::Done(std::optional<double> loss, int64_t samples, double compute_s) {
   Impl& m = *impl_;
   if (!m.asked) return FailedPreconditionError("Done without a step: call Next first");
   if (samples < 0) return InvalidArgumentError("samples must be at least 0");
+  // A step of no rows would never spend a budget counted in samples; a stopped or ended run's
+  // last turn (the caller drains it) may have none.
+  if (samples == 0 && m.budget_samples > 0 && !m.stop.load() && !m.ended.load()) {
+    return InvalidArgumentError(
+        "samples: 0, but the budget (epochs) counts samples: give each step's rows");
+  }
   m.asked = false;
   const Duration compute =
       compute_s >= 0
           ? std::chrono::duration_cast<Duration>(std::chrono::duration<double>(compute_s))
           : std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - m.asked_at);
-  StatusOr<float> l = std::isfinite(loss)
-                          ? StatusOr<float>(static_cast<float>(loss))
-                          : StatusOr<float>(FailedPreconditionError("the loss was not finite"));
+  using Loss = StatusOr<std::optional<float>>;
+  const Loss l = !loss.has_value()      ? Loss(std::optional<float>())
+                 : std::isfinite(*loss) ? Loss(std::optional<float>(static_cast<float>(*loss)))
+                                        : Loss(FailedPreconditionError("the loss was not finite"));
   m.session->Computed(l, samples, compute);
   const int64_t done = m.session->machine().state().local_steps;
   if (!m.checkpoint.dir.empty() && m.checkpoint.every > 0 && done > 0 &&
@@ -299,6 +314,11 @@ Status Peer::Done(double loss, int64_t samples, double compute_s) {
 }
 
 void Peer::Stop() { impl_->stop.store(true); }
+
+void Peer::EndTraining() {
+  impl_->ended.store(true);
+  impl_->session->EndTraining();
+}
 
 StatusOr<Progress> Peer::Finish() {
   Impl& m = *impl_;

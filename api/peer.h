@@ -74,7 +74,8 @@ struct Progress {
   std::string finish;                // the consensus finish's verdict for this peer
   uint32_t finish_contributors = 0;  // models in the average it adopted (0: none adopted)
   double elapsed_s = 0;
-  double loss = 0;       // the latest step's loss (0 before any)
+  double loss = 0;         // a running mean of the steps' losses (NaN: none given yet)
+  double perplexity = -1;  // exp(loss) with language_model (-1: not a language model's)
   uint64_t max_lag = 0;  // the step clock's largest lead over a neighbour's copy
   std::string straggle;  // the straggler injection in force (its spec; "" none)
   // Hooks::progress only: this state as one line of `murmur node --report json`
@@ -152,6 +153,8 @@ class Peer {
   //   shard_samples   this process's samples per local epoch (default epoch_samples / members);
   //   same_init       true: every process starts from exactly the same values (no dense
   //                   snapshot to each neighbour at the start); default false;
+  //   language_model  true: the loss given to Done is a language model's mean cross-entropy per
+  //                   token in nats; reports and murmur local's summary give its perplexity;
   //   join_timeout_s  when no other member has answered this long after the start, Next fails
   //                   with kUnavailable (unreachable seeds, another cluster id or key); 0:
   //                   train on alone, logging it; default 30.
@@ -182,13 +185,21 @@ class Peer {
   // another size (the processes train different models).
   StatusOr<Turn> Next();
   // The step Next asked for is done, in place on the buffer: its mean `loss` (not finite: the
-  // step is counted as skipped) over `samples` rows; `compute_s` its time (the straggler
-  // injection sleeps after it; negative: measured from Next's return).
-  Status Done(double loss, int64_t samples, double compute_s = -1);
+  // step is counted as skipped; nullopt: none given, the step counts and the progress's loss
+  // is left as it was) over `samples` rows; `compute_s` its time (the straggler injection
+  // sleeps after it; negative: measured from Next's return). kInvalidArgument for samples < 0,
+  // and for 0 with a budget in epochs (no step would spend it) unless Stop was called.
+  Status Done(std::optional<double> loss, int64_t samples, double compute_s = -1);
   // Asks the run to end as a stop ends `murmur node`'s: no consensus finish (the buffer keeps
   // this peer's own model), and the next Next returns step = false.
   // Callable from any thread (a signal handler's flag, another thread).
   void Stop();
+  // The caller's own training is over before the budget is (its loop ran out of data or
+  // epochs): the next Next returns step = false after the consensus finish, as when the budget
+  // is spent (end reason "program"); the others train on, and end with this peer's model in
+  // their finish if they reach theirs within finish_wait_s. A pending step may be given back to
+  // Done with 0 samples. Callable from any thread.
+  void EndTraining();
   // After Next returned step = false, or failed: the final state, or why the run failed
   // (kFailedPrecondition before that); writes the last checkpoint and leaves the cluster. With
   // save_model, the buffer is written there first; if that fails, the error (named

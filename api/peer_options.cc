@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/check.h"
+#include "base/suggest.h"
 #include "node/config/config_schema.h"
 #include "node/config/peer_keys.h"
 
@@ -14,13 +15,16 @@ namespace {
 
 using KeyMap = std::map<std::string, std::string>;
 
-constexpr const char* kLibraryKeys[] = {"epoch_samples", "shard_samples", "same_init",
-                                        "join_timeout_s", "device"};
+constexpr const char* kLibraryKeys[] = {"epoch_samples",  "shard_samples", "same_init",
+                                        "join_timeout_s", "device",        "language_model"};
 
 // What `murmur local --exec` placed: its node's resolved keys (the document MURMUR_PEER_CONFIG
 // names, as `murmur node --config` reads it) and the process's device (MURMUR_DEVICE).
 struct Launcher {
   KeyMap keys;
+  // Keys of `keys` that are the launcher's own defaults, not flags its user gave
+  // (MURMUR_LAUNCHER_DEFAULTS): a program's value for one of them is used.
+  std::set<std::string> defaults;
   // Checked against the buffer's own, not merged; auto: the program's own choice, not checked.
   kernels::DeviceSpec device;
 };
@@ -46,6 +50,14 @@ StatusOr<Launcher> LauncherFromEnvironment() {
   // What only `murmur node` does with these: the script gets its rank and shard in the
   // environment (MURMUR_RANK, MURMUR_WORLD_SIZE), reports go to MURMUR_REPORT_FD.
   for (const char* key : {"mode", "device", "shard_index", "shard_count", "report"}) k.erase(key);
+  if (const char* defaults = std::getenv("MURMUR_LAUNCHER_DEFAULTS"); defaults != nullptr) {
+    std::string_view rest = defaults;
+    while (!rest.empty()) {
+      const size_t comma = std::min(rest.find(','), rest.size());
+      if (comma > 0) launcher.defaults.insert(std::string(rest.substr(0, comma)));
+      rest.remove_prefix(std::min(comma + 1, rest.size()));
+    }
+  }
   return launcher;
 }
 
@@ -83,6 +95,31 @@ StatusOr<kernels::Device> BufferDevice(const KeyMap& library, const kernels::Dev
   return device;
 }
 
+// The same value in two spellings ("1" and "1.0"): numbers compare as numbers.
+bool SameValue(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  StatusOr<double> x = node::ParseReal(a, -1e300, 1e300), y = node::ParseReal(b, -1e300, 1e300);
+  return x.ok() && y.ok() && *x == *y;
+}
+
+// The launcher's keys, then the caller's where the launcher's user gave no flag for that key:
+// a flag given to `murmur local --exec` (or `python -m murmur.run`) sets the run, and a caller's
+// other value for it is noted in `overridden` (said at Start) and not used.
+KeyMap MergeOverLauncher(Launcher launcher, const KeyMap& keys,
+                         std::vector<std::string>& overridden) {
+  KeyMap merged = std::move(launcher.keys);
+  for (const auto& [name, value] : keys) {
+    const auto it = merged.find(name);
+    if (it == merged.end() || launcher.defaults.count(name) > 0) {
+      merged[name] = value;
+    } else if (!SameValue(it->second, value)) {
+      overridden.push_back(name + ": the launcher's " + it->second + " sets the run; the " +
+                           "program's " + value + " is not used");
+    }
+  }
+  return merged;
+}
+
 // A library key's value through the schema's own parsers, named in the error.
 template <typename T>
 StatusOr<T> KeyValue(const std::string& key, const std::string& text, StatusOr<T> parsed) {
@@ -106,6 +143,10 @@ Status ApplyLibraryKeys(const KeyMap& library, const kernels::DeviceSpec& placed
     MURMUR_ASSIGN_OR_RETURN(o.gossip.same_init,
                             KeyValue("same_init", it->second, node::ParseBool(it->second)));
   }
+  if (auto it = library.find("language_model"); it != library.end()) {
+    MURMUR_ASSIGN_OR_RETURN(o.gossip.language_model,
+                            KeyValue("language_model", it->second, node::ParseBool(it->second)));
+  }
   if (auto it = library.find("join_timeout_s"); it != library.end()) {
     MURMUR_ASSIGN_OR_RETURN(const double v, KeyValue("join_timeout_s", it->second,
                                                      node::ParseReal(it->second, 0, 86400)));
@@ -122,9 +163,13 @@ Status ApplyNodeKey(const std::string& name, const std::string& value, const Key
   const auto key = std::find_if(schema.keys().begin(), schema.keys().end(),
                                 [&](const auto& k) { return k.name == name; });
   if (key == schema.keys().end()) {
+    const std::vector<std::string> keys = PeerKnownKeys();
     std::string known;
-    for (const std::string& k : PeerKnownKeys()) known += (known.empty() ? "" : ", ") + k;
-    return InvalidArgumentError("unknown key '" + name + "' (known: " + known + ")");
+    for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+    const std::string closest = Closest(name, keys);
+    return InvalidArgumentError("unknown key '" + name + "'" +
+                                (closest.empty() ? "" : ": did you mean '" + closest + "'?") +
+                                " (known: " + known + ")");
   }
   const bool evaluation_key = name == "eval_every" || name == "target_accuracy";
   const bool checkpoint_key = name == "checkpoint_dir" || name == "checkpoint_every";
@@ -190,8 +235,8 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
   if (context.launcher_environment) {
     MURMUR_ASSIGN_OR_RETURN(launcher, LauncherFromEnvironment());
   }
-  KeyMap merged = std::move(launcher.keys);
-  for (const auto& [name, value] : keys) merged[name] = value;
+  std::vector<std::string> overridden;
+  KeyMap merged = MergeOverLauncher(launcher, keys, overridden);
   KeyMap library;
   for (const auto& [name, value] : merged) {
     if (std::find(std::begin(kLibraryKeys), std::end(kLibraryKeys), name) !=
@@ -221,6 +266,7 @@ StatusOr<PeerOptions> PeerOptionsFromKeys(const KeyMap& keys, const KeyContext& 
   MURMUR_ASSIGN_OR_RETURN(PeerOptions o, PeerOptionsFrom(c));
   MURMUR_RETURN_IF_ERROR(ApplyLibraryKeys(library, launcher.device, o));
   o.gossip.schedule_rate = scheduled;
+  o.launcher_overrides = std::move(overridden);
   return o;
 }
 

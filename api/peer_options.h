@@ -34,6 +34,8 @@ struct PeerOptions {
   std::string cluster;  // the cluster id: the checkpoints' run identity unless Hooks give one
   // Where the buffer is: host memory, or memory of that GPU (murmur's round runs there).
   kernels::Device device = kernels::Device::Cpu();
+  // The caller's keys that the launcher's flags overrode, in words (logged at Start).
+  std::vector<std::string> launcher_overrides;
 };
 
 // `murmur node`'s keys as a library peer has them before any key: the node's defaults, except
@@ -57,9 +59,12 @@ struct KeyContext {
 
 // The edge adapter: key → text pairs (PeerKnownKeys) over DefaultPeerConfig, after the launcher's
 // keys (the document MURMUR_PEER_CONFIG names, which `murmur local --exec` writes for each node)
-// when the context reads the environment. Every value goes through the schema's parser; kInvalidArgument names the key
-// for an unknown key, a bad value, a key that does not apply to a caller's model, or a buffer
-// device other than where the launcher placed the process (MURMUR_DEVICE).
+// when the context reads the environment. The launcher's keys win over the caller's (a flag
+// given to the launcher sets the run; PeerOptions::launcher_overrides says what it overrode),
+// except those MURMUR_LAUNCHER_DEFAULTS lists (comma-separated): the launcher's own defaults,
+// which a caller's value replaces. Every value goes through the schema's parser; kInvalidArgument
+// names the key for an unknown key, a bad value, a key that does not apply to a caller's model, or
+// a buffer device other than where the launcher placed the process (MURMUR_DEVICE).
 StatusOr<PeerOptions> PeerOptionsFromKeys(const std::map<std::string, std::string>& keys,
                                           const KeyContext& context);
 

@@ -168,11 +168,13 @@ StatusOr<Secrets> SecretsFor(const LocalClusterOptions& config, const std::files
 // An --exec program runs in place of `murmur node`: its node's document, rank, report pipe and
 // placement go into its environment, and bash runs it.
 void AsProgram(Child& c, const std::string& document, const NodeKeys& keys, int i, int n,
-               const std::string& exe, const std::string& program) {
+               const std::string& exe, const std::string& program,
+               const std::vector<std::string>& extra_env) {
   c.exec = true;
   c.env = {"MURMUR_PEER_CONFIG=" + document, "MURMUR_RANK=" + std::to_string(i),
            "MURMUR_WORLD_SIZE=" + std::to_string(n), "MURMUR_NODE_ID=" + std::to_string(i + 1),
            "MURMUR_REPORT_FD=3"};
+  c.env.insert(c.env.end(), extra_env.begin(), extra_env.end());
   // Where the launcher placed it: the program puts its model there (api/peer.h checks).
   if (auto d = keys.find("device"); d != keys.end() && d->second != "auto") {
     c.env.push_back("MURMUR_DEVICE=" + d->second);
@@ -264,7 +266,7 @@ Status LocalCluster::Spawn() {
     MURMUR_RETURN_IF_ERROR(WriteSecretFile(document, NodeSchema().Document(keys), false));
     Child c;
     if (!config_.exec.empty()) {
-      AsProgram(c, document, keys, i, n, exe, program);
+      AsProgram(c, document, keys, i, n, exe, program, config_.exec_env);
     } else {
       c.argv = {exe, "node", "--config", document};
       c.unset_env = unset;
@@ -566,7 +568,7 @@ void LocalCluster::Terminate(size_t i) {
   if (!children_[i].exited) Signal(children_[i], SIGTERM);
 }
 
-int LocalCluster::Stop(std::chrono::milliseconds grace) {
+int LocalCluster::Stop(std::chrono::milliseconds grace, const std::function<bool()>& waiting) {
   for (auto& c : children_) {
     if (!c.exited) Signal(c, SIGTERM);
   }
@@ -576,6 +578,7 @@ int LocalCluster::Stop(std::chrono::milliseconds grace) {
   };
   while (!all_exited() && std::chrono::steady_clock::now() < end) {
     Poll(std::chrono::milliseconds(20));
+    if (waiting && !waiting()) break;
   }
   int killed = 0;
   for (auto& c : children_) {

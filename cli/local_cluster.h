@@ -44,6 +44,9 @@ struct LocalClusterOptions {
   // node's keys in the document MURMUR_PEER_CONFIG names, its rank in MURMUR_RANK and
   // MURMUR_WORLD_SIZE, and its report lines on file descriptor 3 (MURMUR_REPORT_FD).
   std::string exec;
+  // NAME=VALUE added to every exec program's environment (the thread count, the launcher's
+  // defaults: local_run.cc).
+  std::vector<std::string> exec_env;
   // Not null: each node runs in its namespace of this network (its address, fixed ports) instead
   // of on loopback; it outlives the cluster.
   const net::NetnsNetwork* network = nullptr;
@@ -104,9 +107,10 @@ class LocalCluster {
   // Starts a crashed node again with its arguments (its log is appended to).
   Status Restart(size_t i);
 
-  // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`. Returns nodes that had
-  // to be killed.
-  int Stop(std::chrono::milliseconds grace);
+  // SIGTERM (each node leaves gracefully), then SIGKILL after `grace`, or as soon as `waiting`
+  // (called between polls: relay output there) returns false. Returns nodes that had to be
+  // killed.
+  int Stop(std::chrono::milliseconds grace, const std::function<bool()>& waiting = {});
   // SIGTERM to node index `i` alone: it ends its run, reports and leaves.
   void Terminate(size_t i);
 

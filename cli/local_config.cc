@@ -20,6 +20,10 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
         .Real("duration", &C::duration, "0", 0, 1e9,
               "seconds to run before stopping every node; 0: until the budget is spent "
               "(gossip) or Ctrl-C (membership)")
+        .Real("stop_grace_s", &C::stop_grace_s, "30", 0, 86400,
+              "seconds a stop (Ctrl-C, --duration) gives every process to end its run and its own "
+              "work after the training loop (an --exec program's evaluation and save) before "
+              "SIGKILL; a second Ctrl-C ends them at once")
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
         .Enum("transport", &C::transport, "tcp",
               {{"tcp", LocalTransport::kTcp}, {"ipc", LocalTransport::kIpc}},
@@ -65,17 +69,18 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "/tmp/murmur-targets/local.json, where ops/prometheus/prometheus-file-sd.yml "
               "looks; empty: none")
         .StraggleList(&C::straggle, "")
-        .Text("exec", &C::exec, "",
-              "gossip: run this shell command as each node instead of `murmur node` (your own "
-              "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
-              "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
-              "(one document, MURMUR_PEER_CONFIG, which the library reads); with --device cuda also "
-              "MURMUR_DEVICE, the GPU it is placed on, where the library checks its model is "
-              "(without it the program's model is where the program puts it); the live table, "
-              "the report, --straggle and --crash apply as for murmur's own nodes. It runs under "
-              "bash -c in "
-              "a process group of its own (stopped with SIGTERM: the Python module then ends "
-              "the run cleanly); its output goes to the node's log")
+        .Text(
+            "exec", &C::exec, "",
+            "gossip: run this shell command as each node instead of `murmur node` (your own "
+            "model on murmur's Python or C++ library, e.g. 'python3 train.py'). Each process "
+            "gets MURMUR_RANK (0-based), MURMUR_WORLD_SIZE, MURMUR_NODE_ID and its node's keys "
+            "(one document, MURMUR_PEER_CONFIG, which the library reads); with --device cuda also "
+            "MURMUR_DEVICE, the GPU it is placed on, where the library checks its model is "
+            "(without it the program's model is where the program puts it); the live table, "
+            "the report, --straggle and --crash apply as for murmur's own nodes. It runs under "
+            "bash -c in "
+            "a process group of its own (stopped with SIGTERM: the Python module then ends "
+            "the run cleanly); its output goes to the node's log")
         .CrashList(&C::crash, " (SIGKILL). A node crashed for good does not fail the run")
         .Text("gpus", &C::gpus, "",
               "GPU ordinals to spread the nodes over round-robin with --device auto or cuda, "

@@ -18,6 +18,7 @@ struct LocalConfig {
   gossip::Mode mode = gossip::Mode::kGossip;
   int nodes = 0;
   double duration = 0;
+  double stop_grace_s = 0;  // a stop's wait for every process before SIGKILL
   std::string cluster;
   LocalTransport transport = LocalTransport::kTcp;
   net::NetworkSpec network;  // loopback, or namespaces with shaped links

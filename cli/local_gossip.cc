@@ -44,8 +44,20 @@ std::array<std::string, 7> ProgressCells(const std::optional<GossipProgress>& p)
 }
 
 // How often the nodes run a round, as the report names it (GossipNodeOptions::local_steps).
-std::string GossipSchedule(const LocalConfig& c) {
+// `reported`: the outer period the nodes resolved (a run too short for the outer optimizer's
+// rounds= at every= steps takes fewer; 0: none reported yet).
+std::string GossipSchedule(const LocalConfig& c, int reported) {
   if (c.gossip.outer.has_value()) {
+    if (reported > 0 && reported != c.gossip.outer->every) {
+      return fmt::format(
+          "an outer round every {} steps (every={}; fewer: the run holds at "
+          "least rounds={})",
+          reported, c.gossip.outer->every, c.gossip.outer->rounds);
+    }
+    if (reported == 0) {
+      return fmt::format("an outer round every {} steps or fewer (rounds={})",
+                         c.gossip.outer->every, c.gossip.outer->rounds);
+    }
     return fmt::format("an outer round every {} steps", c.gossip.outer->every);
   }
   const int h = c.gossip.local_steps;
@@ -60,16 +72,28 @@ std::string GossipSchedule(const LocalConfig& c) {
 
 class GossipLocal : public LocalMode {
  public:
-  GossipLocal(const LocalConfig& config, NodeKeys forwarded,
-              std::filesystem::path dir, std::vector<std::string> devices)
+  GossipLocal(const LocalConfig& config, NodeKeys forwarded, std::filesystem::path dir,
+              std::vector<std::string> devices)
       : config_(config),
         forwarded_(std::move(forwarded)),
         dir_(std::move(dir)),
-        devices_(std::move(devices)),
-        what_(fmt::format(
-            "{} on a {}, {}, on {}", GossipAveraging(config.gossip),
-            gossip::TopologyName(config.gossip.topology), GossipSchedule(config),
-            devices_.front() == "auto" ? "the program's device" : PlacementSummary(devices_))) {}
+        devices_(std::move(devices)) {}
+  // The averaging, topology, schedule (with the outer period the nodes report) and devices.
+  std::string What(const LocalCluster& cluster) const {
+    int reported = 0;
+    for (const Child& c : cluster.children()) {
+      // Once the outer optimizer runs (after its start_epoch), the period is its H.
+      if (c.gossip.has_value() && c.gossip->local_steps > 0 &&
+          c.gossip->local_epoch >=
+              config_.gossip.outer.value_or(gossip::OuterOptions{}).start_epoch) {
+        reported = std::max(reported, c.gossip->gossip_period);
+      }
+    }
+    return fmt::format(
+        "{} on a {}, {}, on {}", GossipAveraging(config_.gossip),
+        gossip::TopologyName(config_.gossip.topology), GossipSchedule(config_, reported),
+        devices_.front() == "auto" ? "the program's device" : PlacementSummary(devices_));
+  }
   int processes() const override { return config_.nodes; }
   std::string ModelPath(int i) const {
     return (dir_ / ("node-" + std::to_string(i + 1) + ".model")).string();
@@ -86,6 +110,24 @@ class GossipLocal : public LocalMode {
     // (and so not among the keys given, which are forwarded).
     if (!config_.exec.empty()) a.try_emplace("epochs", fmt::format("{}", config_.gossip.epochs));
     return a;
+  }
+  std::vector<std::string> DefaultedKeys() const override {
+    if (config_.exec.empty() || forwarded_.count("epochs") > 0) return {};
+    return {"epochs"};
+  }
+  std::string Announcement() const override {
+    if (config_.exec.empty()) return "";
+    const auto& g = config_.gossip;
+    std::string budget = fmt::format("{:g} epochs", g.epochs);
+    budget += forwarded_.count("epochs") > 0
+                  ? " (--epochs)"
+                  : " (murmur's default: a program's epochs= replaces it)";
+    if (g.time_limit_s > 0) budget += fmt::format(" or {:g} s", g.time_limit_s);
+    if (g.target_accuracy > 0) budget += fmt::format(" or accuracy {:g}", g.target_accuracy);
+    return fmt::format(
+        "murmur local: the budget is {}; a flag given here sets the run over a program's own "
+        "keyword (the program's log says which it overrode)\n",
+        budget);
   }
   void Observe(LocalCluster& cluster, double t, bool) override {
     bool fresh = false, all_have = true;
@@ -142,8 +184,8 @@ class GossipLocal : public LocalMode {
       budget = std::max<int64_t>(budget, c.gossip->budget_samples);
     }
     if (all_ended) samples = reported;
-    std::string out =
-        fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(), what_, t);
+    std::string out = fmt::format("murmur local: {} nodes, {}, {:.1f} s", cluster.children().size(),
+                                  What(cluster), t);
     if (budget > 0) {
       out += fmt::format(", {:.0f}% of the budget ({} of {} samples)",
                          100.0 * static_cast<double>(samples) / static_cast<double>(budget),
@@ -182,8 +224,7 @@ class GossipLocal : public LocalMode {
   const LocalConfig& config_;
   const NodeKeys forwarded_;
   const std::filesystem::path dir_;
-  const std::vector<std::string> devices_;  // where each node trains
-  const std::string what_;
+  const std::vector<std::string> devices_;             // where each node trains
   std::set<uint64_t> flagged_;                         // ids some other node marked a straggler
   std::set<size_t> stopped_late_;                      // nodes StopLateJoiners stopped
   nlohmann::json timeline_ = nlohmann::json::array();  // [t, mean accuracy] at each new evaluation
@@ -194,7 +235,8 @@ void GossipLocal::Print(const LocalCluster& cluster, double wall, int killed, bo
                         const ReportOut& out) const {
   const GossipRunSummary summary =
       SummarizeGossipRun(cluster, [this](size_t i) { return ModelPath(static_cast<int>(i)); });
-  const GossipRunContext context{devices_, what_, flagged_, timeline_};
+  const std::string what = What(cluster);
+  const GossipRunContext context{devices_, what, flagged_, timeline_};
   if (PrintJson(GossipRunJson(summary, context, cluster, ok, out), wall, killed, out)) return;
   PrintGossipRun(summary, context, wall, ok, out);
 }

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "cli/local_summary.h"
@@ -16,9 +17,11 @@ namespace {
 // One finished node's final report into the summary.
 void AddFinished(GossipRunSummary& s, size_t i, const GossipProgress& f) {
   s.finals[i] = &f;
-  s.accuracy.push_back(f.accuracy < 0 ? 0.0 : f.accuracy);
+  s.accuracy.push_back(f.accuracy >= 0 ? f.accuracy : -1.0);
   s.finishes.push_back(f.finish.empty() ? "off" : f.finish);
   s.own.push_back(f.own_accuracy >= 0 ? f.own_accuracy : s.accuracy.back());
+  s.loss.push_back(f.have_loss ? f.loss : std::nan(""));
+  s.perplexity.push_back(f.perplexity);
   if (s.finishes.back() == "averaged") {
     GossipRunSummary::FinishGroup& g = s.finish_groups[f.finish_collector];
     g.contributors = std::max(g.contributors, f.finish_contributors);
@@ -99,6 +102,31 @@ void PrintEvents(const GossipRunSummary& s, const GossipRunContext& context, con
   }
 }
 
+// "(lo-hi)" of the values of `v` that `keep` keeps, "" when none.
+template <typename Keep>
+std::string Range(const std::vector<double>& v, const char* format, Keep keep) {
+  std::vector<double> kept;
+  for (double x : v) {
+    if (keep(x)) kept.push_back(x);
+  }
+  if (kept.empty()) return "";
+  const auto [lo, hi] = std::minmax_element(kept.begin(), kept.end());
+  return *lo == *hi ? fmt::format(fmt::runtime(format), *lo)
+                    : fmt::format(fmt::runtime(format), *lo) + "-" +
+                          fmt::format(fmt::runtime(format), *hi);
+}
+
+// The figure a run without an evaluation has: the steps' loss (a running mean of each node's
+// recent batches at its end), and the perplexity a language model's loss gives.
+std::string LossAccount(const GossipRunSummary& s) {
+  const std::string loss = Range(s.loss, "{:.4f}", [](double x) { return std::isfinite(x); });
+  if (loss.empty()) return "no loss either (the program's steps gave none)";
+  std::string out = "the nodes' training loss at their end " + loss;
+  const std::string ppl = Range(s.perplexity, "{:.2f}", [](double x) { return x >= 0; });
+  if (!ppl.empty()) out += ", perplexity " + ppl;
+  return out + " (of their own recent batches, before the finish)";
+}
+
 // The consensus finish: the cluster model, or the several models the run ended on.
 void PrintFinish(const GossipRunSummary& s, size_t averaged) {
   std::vector<double> own_trained;  // the own models of the nodes that trained
@@ -109,7 +137,12 @@ void PrintFinish(const GossipRunSummary& s, size_t averaged) {
     }
     ++k;
   }
-  if (averaged > 0 && !own_trained.empty()) {
+  if (averaged > 0 && s.cluster_accuracy < 0) {
+    std::printf(
+        "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): not "
+        "evaluated (no evaluate given); %s\n",
+        s.contributors, averaged, s.nodes, LossAccount(s).c_str());
+  } else if (averaged > 0 && !own_trained.empty()) {
     const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
     std::printf(
         "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
@@ -139,8 +172,12 @@ void PrintFinish(const GossipRunSummary& s, size_t averaged) {
 void PrintModelsAndTraffic(const GossipRunSummary& s, size_t averaged) {
   if (averaged < s.accuracy.size()) {
     std::printf("  test accuracy per node%s:", averaged > 0 ? " (some missed the finish)" : "");
-    for (double a : s.accuracy) std::printf(" %.4f", a);
-    std::printf("\n  mean test accuracy %.4f\n", s.mean_accuracy);
+    for (double a : s.accuracy) std::printf(a >= 0 ? " %.4f" : " -", a);
+    if (s.mean_accuracy >= 0) {
+      std::printf("\n  mean test accuracy %.4f\n", s.mean_accuracy);
+    } else {
+      std::printf("\n  not evaluated (no evaluate given); %s\n", LossAccount(s).c_str());
+    }
   }
   if (s.consensus >= 0) {
     std::printf(
@@ -182,9 +219,15 @@ GossipRunSummary SummarizeGossipRun(const LocalCluster& cluster,
       models.push_back(std::move(m->tensors["params"]));
     }
   }
+  // Over the nodes that were evaluated; -1 when none was (no evaluate given).
+  int evaluated = 0;
+  double sum = 0;
   for (double a : s.accuracy) {
-    s.mean_accuracy += a / static_cast<double>(std::max<size_t>(1, s.accuracy.size()));
+    if (a < 0) continue;
+    sum += a;
+    ++evaluated;
   }
+  s.mean_accuracy = evaluated > 0 ? sum / evaluated : -1.0;
   SetConsensus(s, models);
   s.breakdown = CollectBreakdown(s.finals);
   // Ring all-reduce moves 2 (N - 1) / N of the dense fp32 model per node per step.
@@ -215,8 +258,17 @@ nlohmann::json GossipRunJson(const GossipRunSummary& s, const GossipRunContext& 
          {"restarted_at_s", crash.back < 0 ? nlohmann::json() : nlohmann::json(crash.back)}});
   }
   j["injected_crashes"] = injected;
-  j["accuracy"] = s.accuracy;
-  j["mean_accuracy"] = s.mean_accuracy;
+  // null where a node was not evaluated (a program without an evaluate), never 0.
+  auto or_null = [](const std::vector<double>& v, auto valid) {
+    nlohmann::json out = nlohmann::json::array();
+    for (double x : v) out.push_back(valid(x) ? nlohmann::json(x) : nlohmann::json());
+    return out;
+  };
+  auto evaluated = [](double x) { return x >= 0; };
+  j["accuracy"] = or_null(s.accuracy, evaluated);
+  j["mean_accuracy"] = s.mean_accuracy >= 0 ? nlohmann::json(s.mean_accuracy) : nlohmann::json();
+  j["loss"] = or_null(s.loss, [](double x) { return std::isfinite(x); });
+  j["perplexity"] = or_null(s.perplexity, evaluated);
   j["steps"] = s.steps;
   j["rounds"] = s.rounds;
   j["outer_rounds"] = s.outer_rounds;
@@ -234,7 +286,7 @@ nlohmann::json GossipRunJson(const GossipRunSummary& s, const GossipRunContext& 
   j["relative_consensus_distance"] = s.relative_consensus;
   j["stragglers_flagged"] = context.flagged;
   j["accuracy_timeline"] = context.timeline;
-  j["own_accuracy"] = s.own;
+  j["own_accuracy"] = or_null(s.own, evaluated);
   j["finish"] = s.finishes;
   j["cluster_accuracy"] =
       s.cluster_accuracy >= 0 ? nlohmann::json(s.cluster_accuracy) : nlohmann::json();
@@ -245,8 +297,26 @@ nlohmann::json GossipRunJson(const GossipRunSummary& s, const GossipRunContext& 
   nlohmann::json crashes = nlohmann::json::array();
   for (const Child& c : cluster.children()) crashes.push_back(c.crashes);
   j["crashes"] = crashes;
+  j["interrupted_at_s"] =
+      out.interrupted_at >= 0 ? nlohmann::json(out.interrupted_at) : nlohmann::json();
   return j;
 }
+
+namespace {
+
+// A stopped run's account: when, and what each process completed by its final report.
+std::string Interrupted(const GossipRunSummary& s, const ReportOut& out) {
+  std::string each;
+  for (size_t i = 0; i < s.finals.size(); ++i) {
+    const GossipProgress* f = s.finals[i];
+    each += fmt::format("{}node {} ", each.empty() ? "" : "; ", i + 1);
+    each += f == nullptr ? std::string("no final report (killed, or it never reported)")
+                         : fmt::format("{} steps, {} samples", f->local_steps, f->samples);
+  }
+  return fmt::format("interrupted at {:.1f} s (Ctrl-C or a stop): {}", out.interrupted_at, each);
+}
+
+}  // namespace
 
 void PrintGossipRun(const GossipRunSummary& s, const GossipRunContext& context, double wall,
                     bool ok, const ReportOut& out) {
@@ -254,6 +324,7 @@ void PrintGossipRun(const GossipRunSummary& s, const GossipRunContext& context, 
               EndAccount(s.end_reason, s.ends, out.failure, s.trained, s.budget, wall,
                          ok ? s.nodes : s.accuracy.size(), s.nodes, !out.crashes.empty())
                   .c_str());
+  if (out.interrupted_at >= 0) std::printf("  %s\n", Interrupted(s, out).c_str());
   PrintEvents(s, context, out);
   const auto averaged =
       static_cast<size_t>(std::count(s.finishes.begin(), s.finishes.end(), "averaged"));

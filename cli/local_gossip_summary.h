@@ -19,12 +19,14 @@ namespace murmur::node {
 struct GossipRunSummary {
   size_t nodes = 0;
   std::vector<const GossipProgress*> finals;  // each node's final report (nullptr: none)
-  std::vector<double> accuracy;               // of the finished nodes, in node order
+  std::vector<double> accuracy;  // of the finished nodes, in node order (-1: not evaluated)
   std::vector<int64_t> steps;
   std::vector<int64_t> rounds;        // gossip rounds each ran (consensus control skips some)
   std::vector<int64_t> outer_rounds;  // outer optimizer steps each took
   std::vector<double> train_s;        // each one's time from its start of training to its end
   std::vector<double> own;            // each one's own model before the consensus finish
+  std::vector<double> loss;           // each one's training loss at its end (NaN: none given)
+  std::vector<double> perplexity;     // exp(loss) of a language model's (-1: not one)
   std::vector<std::string> finishes;  // each one's finish outcome
   uint64_t bytes = 0;
   int64_t local_steps = 0;
@@ -42,7 +44,7 @@ struct GossipRunSummary {
   std::vector<size_t> missed;
   double cluster_accuracy = -1;  // of the model the most members averaged (-1: none)
   uint32_t contributors = 0;
-  double mean_accuracy = 0;
+  double mean_accuracy = 0;                        // over the evaluated nodes (-1: none was)
   double consensus = -1, relative_consensus = -1;  // of the saved models (-1: none saved)
   double allreduce_bytes = 0;                      // dense ring all-reduce for the same steps
   StepBreakdown breakdown;

@@ -43,6 +43,7 @@ struct ReportOut {
   };
   std::vector<Crash> crashes;
   std::string network;  // where the nodes talked (net::NetworkSpec::Describe)
+  double interrupted_at = -1;  // when Ctrl-C (a stop signal) ended the run; < 0: it did not
 };
 
 // What every mode's JSON report ends with; written to the run directory's result.json when
@@ -73,6 +74,12 @@ class LocalMode {
   // The mode's keys of node i (after the common ones: id, endpoints, cluster, report), by the
   // node schema's names, with their text.
   virtual NodeKeys KeysOf(int i) const = 0;
+  // Keys of KeysOf that are the launcher's own defaults rather than flags given: an --exec
+  // program's value for one of them is used (MURMUR_LAUNCHER_DEFAULTS, api/peer_options.h).
+  virtual std::vector<std::string> DefaultedKeys() const { return {}; }
+  // Said once before the nodes start ("" nothing): for --exec programs, the budget and where
+  // it comes from.
+  virtual std::string Announcement() const { return ""; }
   virtual std::string Table(const LocalCluster& cluster, double t) const = 0;
   // Plain progress (not a terminal: a log, a pipe), every plain_period seconds. By default the
   // table, of which only the rows that changed since the last print go out (PlainChanges).

@@ -1,11 +1,14 @@
 #include "cli/local_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <system_error>
 
 #include "cli/node_command.h"
@@ -42,6 +45,7 @@ class LocalRun {
       Announce(t);
       Crash(t);
       mode_.Observe(cluster_, t, plain_);
+      if (StopRequested() && interrupted_at_ < 0) interrupted_at_ = t;
       if (redraw_) {
         redraw_ = false;
         next_draw = 0;
@@ -66,7 +70,21 @@ class LocalRun {
       mode_.BeforeStop(cluster_, wall);
       if (show) Draw(mode_.Table(cluster_, wall));
     }
-    const int killed = cluster_.Stop(std::chrono::milliseconds(5000));
+    if (StopRequested() && interrupted_at_ < 0) interrupted_at_ = wall;
+    const bool running = !AllExited();
+    if (running && interrupted_at_ >= 0 && !config_.exec.empty()) {
+      Say(
+          fmt::format("murmur local: {:.1f} s: interrupted: every program stops at its next "
+                      "step; up to {:g} s for their own finish (--stop-grace-s; Ctrl-C again "
+                      "ends them now)\n",
+                      interrupted_at_, config_.stop_grace_s));
+    }
+    const int signals = StopSignals();
+    const int killed = cluster_.Stop(
+        std::chrono::milliseconds(static_cast<int64_t>(config_.stop_grace_s * 1000)), [&] {
+          Relay();
+          return StopSignals() == signals;  // another Ctrl-C: no more waiting
+        });
     Relay();
     if (show && !mode_.final_table_before_stop()) Draw(mode_.Table(cluster_, wall));
     const bool ok = mode_.Succeeded(cluster_, killed);
@@ -164,6 +182,7 @@ class LocalRun {
     // With a run directory the logs are there and stay; the temporary directory keeps the rest.
     out.keep = keep || !config_.run_dir.empty();
     out.network = config_.network.Describe();
+    out.interrupted_at = interrupted_at_;
     out.logs = config_.run_dir.empty() ? dir.string()
                                        : (std::filesystem::path(config_.run_dir) / "logs").string();
     if (!failures_.empty()) {
@@ -185,11 +204,41 @@ class LocalRun {
   const bool tty_;
   const bool plain_;
   const std::chrono::steady_clock::time_point start_;
+  double interrupted_at_ = -1;              // when a stop signal ended the run (< 0: it did not)
   bool redraw_ = false;                     // Say wrote over the table: draw it again at once
   size_t drawn_lines_ = 0;                  // the table's lines on the terminal now
   std::vector<std::string> plain_printed_;  // the table rows plain progress printed last
   std::vector<NodeFailure> failures_;
 };
+
+// What every --exec program gets besides its node's keys: the launcher's defaulted keys
+// (MURMUR_LAUNCHER_DEFAULTS) and, as torchrun does, a thread count for its math libraries
+// (OMP_NUM_THREADS: PyTorch's intra-op pool and OpenBLAS read it) of this machine's cores over
+// the processes, unless the environment sets one. Said once.
+std::vector<std::string> ExecEnvironment(const LocalMode& mode) {
+  std::vector<std::string> env;
+  const std::vector<std::string> defaulted = mode.DefaultedKeys();
+  if (!defaulted.empty())
+    env.push_back(fmt::format("MURMUR_LAUNCHER_DEFAULTS={}", fmt::join(defaulted, ",")));
+  const int processes = mode.processes();
+  if (const char* given = std::getenv("OMP_NUM_THREADS"); given != nullptr) {
+    std::fprintf(stderr,
+                 "murmur local: each program runs OMP_NUM_THREADS=%s threads (from the "
+                 "environment)\n",
+                 given);
+    return env;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  const int threads = std::max(1, cores / std::max(1, processes));
+  env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
+  std::fprintf(stderr,
+               "murmur local: each program runs %d thread%s (OMP_NUM_THREADS: %d cores over %d "
+               "processes; set OMP_NUM_THREADS to choose)\n",
+               threads, threads == 1 ? "" : "s", cores, processes);
+  return env;
+}
 
 }  // namespace
 
@@ -211,6 +260,11 @@ int RunLocal(const LocalConfig& config, LocalMode& mode, const std::filesystem::
   co.run_dir = config.run_dir;
   co.exec = config.exec;
   co.network = network;
+  if (!config.exec.empty()) {
+    co.exec_env = ExecEnvironment(mode);
+    const std::string said = mode.Announcement();
+    if (!said.empty()) std::fputs(said.c_str(), stderr);
+  }
   LocalCluster cluster(co, dir, [&](int i) {
     NodeKeys keys = mode.KeysOf(i);
     if (auto it = straggle.find(i); it != straggle.end()) keys["straggle"] = it->second;

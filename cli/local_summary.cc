@@ -19,6 +19,7 @@ std::string Meaning(const std::string& reason) {
   if (reason == "accuracy") return " (the target accuracy)";
   if (reason == "time") return " (the time limit)";
   if (reason == "stopped") return " (stopped by the operator)";
+  if (reason == "program") return " (a program's own training loop ended before the budget)";
   return "";
 }
 

@@ -29,9 +29,9 @@
 namespace murmur::node {
 namespace {
 
-std::atomic<bool> g_stop{false};
+std::atomic<int> g_stops{0};
 
-void OnStopSignal(int) { g_stop.store(true); }
+void OnStopSignal(int) { g_stops.fetch_add(1); }
 
 }  // namespace
 
@@ -44,7 +44,8 @@ void InstallStopSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool StopRequested() { return g_stop.load(); }
+bool StopRequested() { return g_stops.load() > 0; }
+int StopSignals() { return g_stops.load(); }
 
 int RefuseNode(const Status& status) {
   std::fprintf(stderr, "murmur node: %s\n", status.ToString().c_str());

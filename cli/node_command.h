@@ -15,6 +15,7 @@ namespace murmur::node {
 // SIGINT/SIGTERM set a flag that long-running commands poll; installed once.
 void InstallStopSignals();
 bool StopRequested();
+int StopSignals();  // SIGINT and SIGTERM received so far
 
 // A bad flag or configuration of `murmur node`: what and why on stderr; returns exit status 2.
 int RefuseNode(const Status& status);

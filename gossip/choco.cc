@@ -517,8 +517,10 @@ void ChocoGossip::AddMemory(MemoryUse& memory) const {
   memory.Add("round_scratch",
              floats(diff_) + floats(terms_) + floats(incoming_) + staging_.bytes());
   memory.Add("update", update_.HeldBytes());
-  memory.Add("compressor",
-             host_compressor_ ? host_compressor_->HeldBytes() : device_compressor_->HeldBytes());
+  // Close() frees both compressors.
+  memory.Add("compressor", host_compressor_     ? host_compressor_->HeldBytes()
+                           : device_compressor_ ? device_compressor_->HeldBytes()
+                                                : 0);
 }
 
 void ChocoGossip::Forget(NodeId id) { copies_.erase(id); }

@@ -226,8 +226,8 @@ void GossipNode::Step(const StepComputed& done, TimePoint now) {
   Advance(now);
 }
 
-void GossipNode::Step(const StopRequested&, TimePoint now) {
-  stop_requested_ = true;
+void GossipNode::Step(const StopRequested& stop, TimePoint now) {
+  (stop.finish ? program_ended_ : stop_requested_) = true;
   Advance(now);
 }
 
@@ -362,7 +362,7 @@ PeriodContext GossipNode::Period() const {
 
 void GossipNode::AdvanceJoin(Joiner& joiner, TimePoint now) {
   const JoinReading reading{s_.live_members, claims_.best_clock(), s_.step, resume_.has_value(),
-                            stop_requested_ || claims_.quorum_finished()};
+                            stop_requested_ || program_ended_ || claims_.quorum_finished()};
   const Joiner::Decision d = joiner.Advance(reading, fetch_, admission_.members(),
                                             [this](NodeId id) { return sync_.ClockOf(id); }, now);
   switch (d.what) {
@@ -520,9 +520,9 @@ void GossipNode::Step(const Evaluated& result, TimePoint now) {
 }
 
 bool GossipNode::BudgetSpent(TimePoint now) {
-  const std::string_view why =
-      budget_.Spent({claims_.ReportedSamples(s_.samples), claims_.ScheduleSamples(s_.samples),
-                     s_.accuracy, now - start_, claims_.quorum_finished(), stop_requested_});
+  const std::string_view why = budget_.Spent(
+      {claims_.ReportedSamples(s_.samples), claims_.ScheduleSamples(s_.samples), s_.accuracy,
+       now - start_, claims_.quorum_finished(), stop_requested_, program_ended_});
   if (why.empty()) return false;
   s_.end_reason = why;
   return true;

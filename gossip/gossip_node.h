@@ -263,6 +263,7 @@ class GossipNode {
   TimePoint start_{};
   std::optional<ResumePoint> resume_;
   bool stop_requested_ = false;
+  bool program_ended_ = false;  // StopRequested::finish: the caller's training ended
   InjectedPause pause_;
   bool paused_ = false;
   bool computing_ = false;

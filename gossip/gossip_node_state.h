@@ -36,7 +36,7 @@ struct GossipNodeState {
   void Account(const StepComputed& done, int64_t shard_rows) {
     if (!done.ok) {
       ++skipped_steps;
-    } else {
+    } else if (done.has_loss) {
       loss = have_loss ? 0.98 * loss + 0.02 * done.loss : done.loss;
       have_loss = true;
     }

@@ -79,9 +79,10 @@ struct MemberView {
 // The step asked for by ComputeStep is done: the model was updated in place (unless !ok: the
 // loss was not finite and nothing was applied).
 struct StepComputed {
-  bool ok = true;
+  bool ok = true;  // false: the loss was not finite, the step is counted as skipped
   double loss = 0;
-  int64_t samples = 0;  // rows of the mini-batch
+  int64_t samples = 0;   // rows of the mini-batch
+  bool has_loss = true;  // false: the caller gave no loss (counted, not in the mean)
 };
 // This rank's weighted partial gradient for ComputeGradient, in the memory of the node's device
 // (SyncNodeOptions::device); read during the Step only.
@@ -94,8 +95,13 @@ struct Evaluated {
   double accuracy = -1;
   double loss = 0;
 };
-// The operator asked the node to stop (Ctrl-C, SIGTERM): the run ends at the next boundary.
-struct StopRequested {};
+// The operator asked the node to stop (Ctrl-C, SIGTERM): the run ends at the next boundary,
+// without the consensus finish. `finish`: the caller's own training ended instead (a library
+// program's loop ran out before the budget): the run ends as a spent budget ends it, with the
+// consensus finish.
+struct StopRequested {
+  bool finish = false;
+};
 // An injected pause (straggler injection `pause=A..B`), replacing the previous one: from step
 // `from` the node computes nothing until the most advanced live member reaches step `until`; it
 // keeps answering peers and still ends with the cluster. from < 0: no pause.

@@ -19,7 +19,7 @@ void RoundPeriod::ResolveOuterH(int64_t batch, size_t view_members) {
   if (outer_every_ != o_.outer->every) {
     MURMUR_LOG_INFO(
         "node {}: an outer round every {} steps, not {}: about {} steps of {} members "
-        "at a batch of {} hold at least {} rounds (outer rounds=)",
+        "at a batch of {} hold at least {} rounds (the outer optimizer's rounds=)",
         o_.self, outer_every_, o_.outer->every, steps, members, batch, o_.outer->rounds);
   }
 }

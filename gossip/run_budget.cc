@@ -19,6 +19,7 @@ std::string_view RunBudget::Spent(const BudgetReading& r) const {
   if (time_limit_.count() > 0 && r.elapsed >= time_limit_) return "time";
   if (r.quorum_finished) return "peer";
   if (r.stop_requested) return "stopped";
+  if (r.program_ended) return "program";
   return {};
 }
 

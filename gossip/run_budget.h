@@ -24,6 +24,7 @@ struct BudgetReading {
   Duration elapsed{0};           // since the node started
   bool quorum_finished = false;
   bool stop_requested = false;
+  bool program_ended = false;  // the caller's own training loop ended (StopRequested::finish)
 };
 
 class RunBudget {
@@ -32,7 +33,7 @@ class RunBudget {
   RunBudget(int64_t budget_samples, double target_accuracy, Duration time_limit,
             const std::optional<LrSchedule>& schedule);
 
-  // Why the run ends now ("epochs", "accuracy", "time", "peer", "stopped"), or empty.
+  // Why the run ends now ("epochs", "accuracy", "time", "peer", "stopped", "program"), or empty.
   std::string_view Spent(const BudgetReading& r) const;
 
  private:

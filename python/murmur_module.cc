@@ -222,7 +222,7 @@ class PyPeer {
     RaisePending();
     return Value(std::move(turn));
   }
-  void Done(double loss, int64_t samples, double compute_s) {
+  void Done(std::optional<double> loss, int64_t samples, double compute_s) {
     murmur::Status s;
     {
       py::gil_scoped_release release;
@@ -232,6 +232,7 @@ class PyPeer {
     if (!s.ok()) Raise(s);
   }
   void Stop() { peer_->Stop(); }
+  void EndTraining() { peer_->EndTraining(); }
   Progress Finish() {
     murmur::StatusOr<Progress> p = murmur::InternalError("not run");
     {
@@ -312,6 +313,7 @@ PYBIND11_MODULE(_murmur, m) {
       .def_readonly("finish_contributors", &Progress::finish_contributors)
       .def_readonly("elapsed_s", &Progress::elapsed_s)
       .def_readonly("loss", &Progress::loss)
+      .def_readonly("perplexity", &Progress::perplexity)
       .def_readonly("max_lag", &Progress::max_lag)
       .def_readonly("straggle", &Progress::straggle)
       .def("__repr__", [](const Progress& p) {
@@ -339,7 +341,11 @@ PYBIND11_MODULE(_murmur, m) {
            "snapshot, a catch-up, the consensus finish), before anything else reads your state")
       .def("next", &PyPeer::Next, "block until the next step may run, or the run is over")
       .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
-           "the step is done (in place on params): run the gossip round")
+           "the step is done (in place on params): run the gossip round; loss None: none given "
+           "(the step counts, the loss is not averaged), not finite: the step was skipped")
+      .def("end_training", &PyPeer::EndTraining,
+           "the program's own training is over before the budget: the run ends at the next "
+           "turn with the consensus finish, as a spent budget ends it")
       .def("stop", &PyPeer::Stop,
            "end the run early, as a stop ends murmur node's: no consensus finish")
       .def("finish", &PyPeer::Finish, "after next() said the run is over: the final state; leaves")

@@ -42,6 +42,9 @@ struct GossipPeerOptions {
   bool per_node_init = false;   // every node draws its own initial model (murmur's Trainer)
   bool same_init = false;       // every member starts from exactly the same values: no snapshot
   int64_t eval_samples = 1000;  // test rows used by the periodic evaluations
+  // The steps' loss is a language model's mean cross-entropy per token in nats: the reports
+  // give its perplexity, exp(loss), beside it.
+  bool language_model = false;
   StragglerOptions straggler;   // injected slowness (resilience experiments)
 
   // The session's own limits.

@@ -279,6 +279,11 @@ bool GossipSession::Next() {
       node_->Step(gossip::StopRequested{}, now);
       continue;
     }
+    if (!end_sent_ && end_training_.load()) {
+      end_sent_ = true;
+      node_->Step(gossip::StopRequested{.finish = true}, now);
+      continue;
+    }
     if (compute_asked_) {
       if (!stepped_) {
         // The training phase begins: joining and the wait for a model are not a step's time.
@@ -304,21 +309,23 @@ bool GossipSession::Next() {
   return false;
 }
 
-void GossipSession::Computed(const StatusOr<float>& loss, int64_t rows, Duration compute) {
+void GossipSession::Computed(const StatusOr<std::optional<float>>& loss, int64_t rows,
+                             Duration compute) {
   MURMUR_CHECK(compute_asked_) << "Computed without a step asked for by Next()";
   const Duration pause = injector_.AfterStep(compute);
   if (pause.count() > 0) std::this_thread::sleep_for(pause);
   compute_asked_ = false;
   Drain(Duration(0));  // what arrived meanwhile is applied before the round
-  const bool ok = loss.ok() && std::isfinite(*loss);
+  const bool has_loss = loss.ok() && loss->has_value();
+  const bool ok = loss.ok() && (!has_loss || std::isfinite(**loss));
   if (!ok) {
     if (telemetry_ != nullptr) telemetry_->CountNonFiniteStep();
     MURMUR_LOG_WARN("node {}: step skipped: {}", peer_->id(),
-                    loss.ok() ? fmt::format("the loss was {}", *loss) : loss.status().ToString());
+                    loss.ok() ? fmt::format("the loss was {}", **loss) : loss.status().ToString());
   }
   const TimePoint round_start = clock_.Now();
   published_at_ = TimePoint{};
-  node_->Step(gossip::StepComputed{ok, ok ? *loss : 0.0, rows}, round_start);
+  node_->Step(gossip::StepComputed{ok, ok && has_loss ? **loss : 0.0, rows, has_loss}, round_start);
   const TimePoint end = clock_.Now();
   if (published_at_ != TimePoint{} && mixed_at_ >= published_at_) {
     // This step's round ran: compress, then mix; the rest of the machine's work (the gate for
@@ -363,6 +370,7 @@ void GossipSession::Fill(TimePoint now) {
   p_.wait_s = ToSeconds(node_->soft_sync().total_wait());
   p_.stragglers = node_->Stragglers(now);
   p_.stragglers_detected = node_->soft_sync().stragglers_detected();
+  p_.perplexity = o_.language_model && p_.have_loss ? std::exp(p_.loss) : -1;
   p_.elapsed_s = ToSeconds(now - start_);
   p_.phase = node_->phase();
   p_.activity = node_->Activity();

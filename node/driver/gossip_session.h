@@ -17,6 +17,7 @@
 // --mode gossip` with murmur's Trainer).
 // Thread safety: one thread calls every method; `stop` and `on_progress` run on it.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,6 +76,7 @@ struct GossipProgress : gossip::GossipNodeState {
   double wait_s = 0;                       // time spent waiting in the soft-sync gate
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
   uint64_t stragglers_detected = 0;        // times a peer was marked
+  double perplexity = -1;                  // exp(loss) for a language model's loss (-1: none)
   bool finished = false;
   // Where the node is (what the parent tells a joining node by); `activity` says it in words.
   gossip::GossipNode::Phase phase = gossip::GossipNode::Phase::kJoining;
@@ -128,12 +130,17 @@ class GossipSession : public gossip::GossipNodeObserver {
   // The cluster schedule's rate for the step Next() asked for; nullopt without a schedule.
   std::optional<double> lr() const { return lr_; }
   // The step is done: `loss` (not ok, or not finite: the step was skipped and the model left as
-  // it was), `rows` samples, `compute` its time (the straggler injection sleeps after it).
-  void Computed(const StatusOr<float>& loss, int64_t rows, Duration compute);
+  // it was; nullopt: the caller gave none, the step counts and the loss mean is left as it
+  // is), `rows` samples, `compute` its time (the straggler injection sleeps after it).
+  void Computed(const StatusOr<std::optional<float>>& loss, int64_t rows, Duration compute);
   // After Next() returned false: the final state, or why the run failed.
   StatusOr<GossipProgress> End();
   // Leaves the cluster (a graceful leave the others see at once).
   void Leave();
+  // The caller's own training ended before the budget (a library program's loop ran out): the
+  // run ends at the next Next() as a spent budget ends it, with the consensus finish (end
+  // reason "program"). Callable from any thread.
+  void EndTraining() { end_training_.store(true); }
 
   gossip::NodeId id() const;
   const std::string& endpoint() const { return peer_->endpoint(); }  // REQUIRES Start() ok
@@ -186,6 +193,8 @@ class GossipSession : public gossip::GossipNodeObserver {
   bool over_reported_ = false;
   std::optional<double> lr_;  // the cluster schedule's rate for the asked step
   bool stop_sent_ = false;
+  std::atomic<bool> end_training_{false};  // EndTraining was called
+  bool end_sent_ = false;
   bool joined_reported_ = false;
   bool alone_reported_ = false;
   bool saw_peer_ = false;  // another member was live at some point (then left: not "alone")

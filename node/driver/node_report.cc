@@ -69,7 +69,9 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["epoch"] = p.local_epoch;
   j["cluster_samples"] = p.cluster_samples;
   j["budget_samples"] = p.budget_samples;
-  j["loss"] = std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["loss"] =
+      p.have_loss && std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
+  j["perplexity"] = p.perplexity >= 0 ? nlohmann::json(p.perplexity) : nlohmann::json(nullptr);
   j["accuracy"] = p.accuracy >= 0 ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
   j["accuracy_step"] = p.accuracy_step;
   j["elapsed_s"] = p.elapsed_s;
@@ -278,6 +280,7 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
   r.Get("budget_samples", p.budget_samples);
   r.Number("loss", p.loss, std::numeric_limits<double>::quiet_NaN());
   p.have_loss = std::isfinite(p.loss);
+  r.Number("perplexity", p.perplexity, -1);
   r.Number("accuracy", p.accuracy, -1);
   r.Get("accuracy_step", p.accuracy_step);
   r.Get("elapsed_s", p.elapsed_s);

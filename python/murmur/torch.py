@@ -20,15 +20,19 @@ is waited for before the round). Mixed precision: autocast keeps the parameters 
 `with torch.autocast(...)` around the forward pass works as it does without murmur.
 """
 
+import collections as _collections
+import itertools as _itertools
 import os
 import time
+import warnings as _warnings
 
 import numpy as _numpy
 import torch as _torch
+import torch.utils.hooks as _hooks
 
 from murmur._peer import Peer as _Peer
 
-__all__ = ["GossipOptimizer", "shard"]
+__all__ = ["GossipOptimizer", "rank", "shard", "world_size"]
 
 
 def _world():
@@ -40,25 +44,73 @@ def _world():
     return 0, 1
 
 
-def shard(dataset, rank=None, world=None):
-    """This process's part of `dataset` (a torch Dataset): every world-th item from `rank`, so the
-    processes of a run see disjoint parts of the same size (±1) and together all of it. `rank`
-    and `world` default to the launcher's (`python -m murmur.run`, `murmur local --exec`), or
-    torchrun's RANK / WORLD_SIZE, or (0, 1)."""
+def rank():
+    """This process's rank in the run: the launcher's (`python -m murmur.run`, `murmur local
+    --exec`), or torchrun's RANK, or 0 alone (e.g. to save from one process only)."""
+    return _world()[0]
+
+
+def world_size():
+    """The run's processes: the launcher's MURMUR_WORLD_SIZE, or torchrun's, or 1 alone."""
+    return _world()[1]
+
+
+def shard(dataset, rank=None, world=None, contiguous=None):
+    """This process's part of `dataset`, so the processes of a run see disjoint parts of the
+    same size (±1) and together all of it. `rank` and `world` default to the launcher's
+    (`python -m murmur.run`, `murmur local --exec`), or torchrun's RANK / WORLD_SIZE, or (0, 1).
+
+      - a map-style torch Dataset: every world-th item from `rank` (a Subset), or with
+        contiguous=True the rank-th of `world` consecutive ranges;
+      - an IterableDataset (a stream): every world-th item it yields, from the rank-th;
+      - a tensor, NumPy array or list (a token stream): its rank-th contiguous part, so each
+        process reads whole runs of text (contiguous is the default here; contiguous=False
+        strides it as a Dataset)."""
     default_rank, default_world = _world()
     rank = default_rank if rank is None else int(rank)
     world = default_world if world is None else int(world)
     if world < 1 or not 0 <= rank < world:
         raise ValueError(f"shard: rank={rank}, world={world}: need 0 <= rank < world")
-    return _torch.utils.data.Subset(dataset, range(rank, len(dataset), world))
+    if isinstance(dataset, _torch.utils.data.IterableDataset):
+        if contiguous:
+            raise ValueError("shard: a stream has no length to cut in contiguous parts; it is "
+                             "split item by item")
+        return _StridedStream(dataset, rank, world)
+    sequence = isinstance(dataset, (_torch.Tensor, _numpy.ndarray, list, tuple))
+    n = len(dataset)
+    if (sequence and contiguous is None) or contiguous:
+        lo, hi = rank * n // world, (rank + 1) * n // world
+        return dataset[lo:hi] if sequence else _torch.utils.data.Subset(dataset, range(lo, hi))
+    if sequence:
+        return dataset[rank::world]
+    return _torch.utils.data.Subset(dataset, range(rank, n, world))
 
 
-class GossipOptimizer:
+class _StridedStream(_torch.utils.data.IterableDataset):
+    """Every world-th item of a stream, from the rank-th (shard() of an IterableDataset)."""
+
+    def __init__(self, stream, rank, world):
+        super().__init__()
+        self.stream, self.rank, self.world = stream, rank, world
+
+    def __iter__(self):
+        return _itertools.islice(iter(self.stream), self.rank, None, self.world)
+
+
+class GossipOptimizer(_torch.optim.Optimizer):
     """Trains the parameters of `optimizer` (any torch.optim optimizer) over murmur gossip.
 
     Each `step()` runs the wrapped optimizer's local step, then murmur's round (gossip, the outer
     optimizer every 80 steps by default, soft sync); `running` turns False once the cluster's
     budget is spent and the consensus finish made every process's model the same average.
+
+    It is a torch.optim.Optimizer: `param_groups`, `state`, `defaults`, `zero_grad()`,
+    `state_dict()` / `load_state_dict()` (the wrapped optimizer's, with murmur's clocks beside
+    them) and `register_step_pre_hook` / `register_step_post_hook` are the wrapped optimizer's,
+    so LR schedulers (StepLR, CosineAnnealingLR, ...), gradient scalers and checkpoint code
+    written for PyTorch take it as they take the optimizer it wraps. `step(closure=None, *,
+    loss=None, samples=None)`: `loss` (a float) feeds murmur's progress and its figures when the
+    program has no evaluate; `samples` (the batch's rows) the budget, or `samples_per_step`.
 
     Keyword arguments (None: murmur's default; `murmur.known_keys()` lists every key, and
     `**keys` passes any other, e.g. `gossip_fanout=2`):
@@ -90,6 +142,8 @@ class GossipOptimizer:
           full=True (the whole test set) only for the model the run ends on, once: the periodic
           evaluations and the own model's before the consensus finish are full=False.
       params: the parameters to train (default: every parameter of the optimizer's groups).
+      samples_per_step (int): the samples a step() counts when it is not told (`samples=`);
+          without either, a budget in epochs is refused at the first step.
 
     A bad value raises ValueError and anything else murmur.Error, each with murmur's reason.
     """
@@ -98,7 +152,7 @@ class GossipOptimizer:
                  seeds=None, listen=None, expect_members=None, plaintext=None,
                  cluster_key_file=None, lr=None, lr_schedule=None, outer=None, compress=None,
                  eval_every=None, target_accuracy=None, time_limit_s=None, checkpoint_dir=None,
-                 checkpoint_every=None, device=None, **keys):
+                 checkpoint_every=None, device=None, samples_per_step=None, **keys):
         config = dict(epochs=epochs, epoch_samples=epoch_samples, seeds=seeds, listen=listen,
                       expect_members=expect_members, plaintext=plaintext,
                       cluster_key_file=cluster_key_file, lr=lr, lr_schedule=lr_schedule,
@@ -133,7 +187,15 @@ class GossipOptimizer:
                 raise ValueError(f"device={config['device']}, but the parameters are on cuda:{index}")
         self.device = device
         self.optimizer = optimizer
+        self.defaults = optimizer.defaults
         self.params = params
+        self._hook_for_profile()  # what torch.optim.Optimizer.__init__ sets up, minus the groups
+        self._step_pre_hooks = _collections.OrderedDict()
+        self._step_post_hooks = _collections.OrderedDict()
+        if samples_per_step is not None and int(samples_per_step) < 1:
+            raise ValueError(f"samples_per_step={samples_per_step}: need at least 1")
+        self._samples_per_step = None if samples_per_step is None else int(samples_per_step)
+        self._stop_asked = False
         with _torch.no_grad():
             flat = _torch.cat([p.detach().reshape(-1) for p in params]).contiguous()
             offset = 0
@@ -192,26 +254,76 @@ class GossipOptimizer:
             self.optimizer.state[p][key] = (
                 _torch.from_numpy(value).reshape(shape).to(self.device, dtype))
 
+    # ---- torch.optim.Optimizer's surface, the wrapped optimizer's own ----
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @param_groups.setter
+    def param_groups(self, groups):
+        self.optimizer.param_groups = groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    @state.setter
+    def state(self, state):
+        self.optimizer.state = state
+
+    def __getstate__(self):
+        raise TypeError("a GossipOptimizer holds a live murmur peer: pickle its state_dict()")
+
+    def __repr__(self):
+        return f"GossipOptimizer({self.optimizer!r})"
+
+    def add_param_group(self, param_group):
+        raise ValueError("GossipOptimizer trains the parameters it was made with (one buffer "
+                         "murmur mixes): add the group to the wrapped optimizer before wrapping")
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) before each step (PyTorch 2's API); returns a handle
+        whose remove() takes it away."""
+        handle = _hooks.RemovableHandle(self._step_pre_hooks)
+        self._step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after each step and its gossip round."""
+        handle = _hooks.RemovableHandle(self._step_post_hooks)
+        self._step_post_hooks[handle.id] = hook
+        return handle
+
     def state_dict(self):
-        """The model (the flat buffer, on the CPU) and the wrapped optimizer's state_dict, for
-        torch.save: a snapshot a program may keep and load_state_dict() into a later run. The
-        peer's own checkpoints (checkpoint_dir) also carry murmur's clocks for a restart."""
+        """The wrapped optimizer's state_dict (its `state` and `param_groups`, as torch.save
+        keeps an optimizer's) with murmur's clocks under "murmur"; the model is the model's own
+        state_dict(), as in any PyTorch checkpoint. The peer's own checkpoints (checkpoint_dir)
+        also carry murmur's clocks for a restart."""
         progress = self.peer.progress()
-        return {"model": self.flat.detach().to("cpu").clone(),
-                "optimizer": self.optimizer.state_dict(),
-                "murmur": {"step": int(progress.step), "samples": int(progress.samples)}}
+        out = self.optimizer.state_dict()
+        out["murmur"] = {"step": int(progress.step), "samples": int(progress.samples)}
+        return out
 
     def load_state_dict(self, state):
-        """Puts a state_dict() back: the model into the buffer murmur mixes (in place, so every
-        parameter view sees it) and the wrapped optimizer's state. ValueError for a model of
-        another size."""
-        model = state["model"]
-        if model.numel() != self.flat.numel():
-            raise ValueError(f"load_state_dict: a model of {model.numel()} values, this one has "
-                             f"{self.flat.numel()}")
-        with _torch.no_grad():
-            self.flat.copy_(model.reshape(-1).to(self.flat.device, self.flat.dtype))
-        self.optimizer.load_state_dict(state["optimizer"])
+        """Puts a state_dict() back into the wrapped optimizer. A dict with "model" (the flat
+        buffer) and "optimizer", as earlier versions wrote, also puts the model back into the
+        buffer murmur mixes (in place, so every parameter view sees it); ValueError for a model
+        of another size."""
+        if "model" in state:
+            model = state["model"]
+            if model.numel() != self.flat.numel():
+                raise ValueError(f"load_state_dict: a model of {model.numel()} values, this one "
+                                 f"has {self.flat.numel()}")
+            with _torch.no_grad():
+                self.flat.copy_(model.reshape(-1).to(self.flat.device, self.flat.dtype))
+            state = state["optimizer"]
+        self.optimizer.load_state_dict({k: v for k, v in state.items() if k != "murmur"})
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    # ---- murmur's turn ----
 
     def _wait_turn(self):
         if self._turn is None:
@@ -225,38 +337,70 @@ class GossipOptimizer:
         The first call waits for the peer to join."""
         return self._wait_turn().step
 
-    def zero_grad(self, set_to_none=True):
-        self.optimizer.zero_grad(set_to_none=set_to_none)
-
-    def step(self, loss=float("nan"), samples=0, closure=None):
+    def step(self, closure=None, *, loss=None, samples=None):
         """The local step of the wrapped optimizer, then murmur's gossip round, then waits until
-        the next step may run. `loss` and `samples` feed murmur's progress and budget."""
+        the next step may run. `loss` (default: the closure's result) and `samples` (default:
+        samples_per_step) feed murmur's progress and budget."""
         if not self._wait_turn().step:
             raise RuntimeError("the run is over: check GossipOptimizer.running")
+        if samples is None:
+            samples = self._samples_per_step
+        if samples is None:
+            if self.peer.progress().budget_samples > 0:
+                raise ValueError("step(): a budget in epochs counts samples: pass samples=len(batch) "
+                                 "or GossipOptimizer(..., samples_per_step=BATCH)")
+            samples = 0
+        for hook in list(self._step_pre_hooks.values()):
+            hook(self, (closure,), {"loss": loss, "samples": samples})
         if self._turn.lr is not None:
             for group in self.optimizer.param_groups:
                 group["lr"] = self._turn.lr
         result = self.optimizer.step(closure)
-        if closure is not None and result is not None and loss != loss:
+        if loss is None and closure is not None and result is not None:
             loss = float(result)
         if self.device.type == "cuda":
             stream = _torch.cuda.current_stream(self.device)
             if stream != _torch.cuda.default_stream(self.device):
                 stream.synchronize()  # murmur's round reads the buffer on the default stream
-        self.peer.done(float(loss), int(samples), time.perf_counter() - self._turn_at)
+        self.peer.done(None if loss is None else float(loss), int(samples),
+                       time.perf_counter() - self._turn_at)
         self._turn = self.peer.next()
         self._turn_at = time.perf_counter()
+        for hook in list(self._step_post_hooks.values()):
+            hook(self, (closure,), {"loss": loss, "samples": samples})
         return result
 
     def stop(self):
+        """Ends this peer's run at its next turn (no consensus finish: the model stays its
+        own); callable from another thread or a signal handler."""
+        self._stop_asked = True
         self.peer.stop()
 
     def progress(self):
         return self.peer.progress()
 
     def finish(self):
-        """Drains the run (if stop() was called) and returns the final murmur.Progress."""
-        while self._wait_turn().step:  # stop() was called: the run ends at the next turn
-            self.peer.done(float("nan"), 0, 0.0)
+        """Ends the run and returns the final murmur.Progress. After `running` turned False the
+        model is the cluster's. Called earlier (the program's own loop ended first), this
+        peer's training ends there, said once as a warning, and the run ends as a spent budget
+        ends it: the consensus finish, which averages this model in when the others reach
+        theirs within finish_wait_s (with 2 members, one that ended brings the other to its
+        end). Never more steps. After stop() it is the stop: no finish, the model its own."""
+        if self._turn is None or self._turn.step:
+            p = self.peer.progress()
+            share = p.budget_samples / max(1, p.live_members, world_size())
+            if not self._stop_asked and p.samples < 0.9 * share:
+                _warnings.warn(
+                    f"murmur: finish() after {p.local_steps} steps, before the run's end "
+                    f"({p.samples} samples here of the cluster's {p.budget_samples}): this "
+                    "peer's training ends here; loop while opt.running to train to the budget",
+                    RuntimeWarning, stacklevel=2)
+            if not self._stop_asked:
+                self.peer.end_training()
+            if self._turn is not None and self._turn.step:
+                self.peer.done(None, 0, 0.0)  # the step asked for, not taken: no loss, no rows
             self._turn = self.peer.next()
+            while self._turn.step:  # the run ends at its next turn; bounded by that
+                self.peer.done(None, 0, 0.0)
+                self._turn = self.peer.next()
         return self.peer.finish()

@@ -106,7 +106,10 @@ TEST(PeerOptionsTest, DefaultsAreALibraryPeersAndKeysArriveAsTypes) {
 }
 
 TEST(PeerOptionsTest, EveryRefusalNamesTheKey) {
-  ExpectRefused(PeerOptionsFromKeys(With({{"bogus", "1"}}), kPlain), "unknown key 'bogus'");
+  ExpectRefused(PeerOptionsFromKeys(With({{"bogus", "1"}}), kPlain), "unknown key 'bogus' (known:");
+  // A near miss names the key meant.
+  ExpectRefused(PeerOptionsFromKeys(With({{"epoch", "1"}}), kPlain),
+                "unknown key 'epoch': did you mean 'epochs'?");
   ExpectRefused(PeerOptionsFromKeys(With({{"compress", "topk:2"}}), kPlain), "compress: 'topk:2'");
   ExpectRefused(PeerOptionsFromKeys(With({{"lr_schedule", "linear"}, {"lr", "0.1"}}), kPlain),
                 "lr_schedule: 'linear'");
@@ -128,7 +131,7 @@ TEST(PeerOptionsTest, EveryRefusalNamesTheKey) {
   ExpectRefused(PeerOptionsFromKeys(With({{"lr", "0.1"}}), kPlain), "keeps its own rate");
 }
 
-TEST(PeerOptionsTest, TheLaunchersDocumentGoesThroughTheNodesParsersAndTheCallerWins) {
+TEST(PeerOptionsTest, TheLaunchersDocumentGoesThroughTheNodesParsersAndItsFlagsWin) {
   {
     LauncherEnvironment env(Keys{{"mode", "gossip"},
                                  {"max_lead", "4"},
@@ -144,7 +147,23 @@ TEST(PeerOptionsTest, TheLaunchersDocumentGoesThroughTheNodesParsersAndTheCaller
     EXPECT_FALSE(
         o->gossip.peer.transport.curve.enabled());  // plaintext = true, a bare TOML boolean
     EXPECT_EQ(o->gossip.peer.seeds, std::vector<std::string>{"tcp://127.0.0.1:7070"});
-    EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kInt8);  // the caller's
+    // A flag given to the launcher sets the run over the caller's own value, which is named.
+    EXPECT_EQ(o->gossip.node.choco.compressor.op, coding::Operator::kTopK);
+    ASSERT_EQ(o->launcher_overrides.size(), 1u);
+    EXPECT_EQ(o->launcher_overrides[0],
+              "compress: the launcher's topk:0.05 sets the run; the program's int8 is not used");
+    // One the launcher only defaulted (MURMUR_LAUNCHER_DEFAULTS) is the caller's to set.
+    ::setenv("MURMUR_LAUNCHER_DEFAULTS", "epochs,compress", 1);
+    auto defaulted =
+        PeerOptionsFromKeys({{"compress", "int8"}, {"time_limit_s", "5"}}, KeyContext{});
+    ::unsetenv("MURMUR_LAUNCHER_DEFAULTS");
+    ASSERT_TRUE(defaulted.ok()) << defaulted.status();
+    EXPECT_EQ(defaulted->gossip.node.choco.compressor.op, coding::Operator::kInt8);
+    EXPECT_TRUE(defaulted->launcher_overrides.empty());
+    // The same value in another spelling is no override.
+    auto same = PeerOptionsFromKeys({{"max_lead", "4.0"}, {"time_limit_s", "5"}}, KeyContext{});
+    ASSERT_TRUE(same.ok()) << same.status();
+    EXPECT_TRUE(same->launcher_overrides.empty());
     // Read only where the context says so.
     auto own = PeerOptionsFromKeys(With({}), kPlain);
     ASSERT_TRUE(own.ok()) << own.status();

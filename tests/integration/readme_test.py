@@ -12,7 +12,7 @@ command writes, such as cluster.key, land there), with bash, each bounded in tim
 The README's first two commands (install + build + the main job; install + build + the tests)
 are this test's own setup; of the first, the main job itself (`build/murmur local ...`) runs.
 The Python section runs too: a ```python block whose first line is `# NAME.py: ...` is written
-to NAME.py in the scratch directory; `python3 -m venv ... && .venv/bin/pip install ...` runs to
+to NAME.py in the scratch directory; `ops/python-venv.sh .venv` (the venv and the package) runs to
 its end (the package's build reuses this build directory: MURMUR_CMAKE_BUILD_DIR) and must exit
 0; a `.venv/bin/python ...` line is held to PYTHON_BOUND_S instead of BOUND_S.
 The guides run after the README, in GUIDES' order (a later one may use a file an earlier one
@@ -58,7 +58,7 @@ def python_files(readme):
 
 def bound_of(line):
     """(seconds, whether it must end within them) for one command."""
-    if line.startswith("python3 -m venv"):
+    if line.startswith("ops/python-venv.sh"):
         return INSTALL_BOUND_S, True
     if line.startswith(".venv/bin/python"):
         return PYTHON_BOUND_S, False
@@ -86,7 +86,7 @@ def commands(readme):
             if m:
                 out.append((block, m.group(1).strip()))
             continue
-        if text.lstrip().startswith(("build/murmur", ".venv/bin/", "python3 -m venv")):
+        if text.lstrip().startswith(("build/murmur", ".venv/bin/", "ops/python-venv.sh")):
             out.append((block, text.strip()))
     return out
 

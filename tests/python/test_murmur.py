@@ -29,7 +29,7 @@ def run(peer, step):
 
 def test_bad_arguments_raise_value_error_naming_the_problem():
     x = np.zeros(16, dtype=np.float32)
-    with pytest.raises(ValueError, match="unknown key 'sedes'"):
+    with pytest.raises(ValueError, match="unknown key 'sedes': did you mean 'seeds'"):
         murmur.Peer(x, sedes="127.0.0.1:1", time_limit_s=1, **FAST)
     with pytest.raises(ValueError, match="'hidden' does not apply"):
         murmur.Peer(x, hidden=[32], time_limit_s=1, **FAST)

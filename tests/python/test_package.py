@@ -1,5 +1,6 @@
-"""The package installs as a PyTorch user installs it: `pip install --no-build-isolation
-./python` into a fresh venv (no package index), then `import murmur, murmur.torch` from outside
+"""The package installs as a PyTorch user installs it: `ops/python-venv.sh` (a venv on Debian's
+interpreter, checked to see PyTorch, and `pip install --no-build-isolation ./python` into it,
+with no package index, leaving the source tree as it was), then `import murmur, murmur.torch` from outside
 the tree, the `murmur` command of the same install, and `python -m murmur.run` with it. The
 build reuses this checkout's build directory (MURMUR_CMAKE_BUILD_DIR), as CI has it built."""
 
@@ -12,16 +13,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+def git_status():
+    """The checkout's untracked and changed files, ignored ones included (None: not a git
+    checkout, e.g. an unpacked tarball)."""
+    r = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--ignored", "--", "python"],
+                       capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
 def test_a_clean_venv_installs_the_package_and_imports_it_from_outside_the_tree(tmp_path):
     build = os.path.dirname(os.path.abspath(os.environ["MURMUR_BINARY"]))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MURMUR_PYTHON")}
     env["MURMUR_CMAKE_BUILD_DIR"] = build
-    r = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index",
-                        os.path.join(ROOT, "python")], capture_output=True, text=True, env=env,
-                       timeout=900)
+    tree_before = git_status()
+    # The README's step: the venv on Debian's interpreter, checked, and the package in it.
+    r = subprocess.run([os.path.join(ROOT, "ops", "python-venv.sh"), str(venv)],
+                       capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert f"{venv} has murmur" in r.stdout and "with torch" in r.stdout, r.stdout
+    # pip built out of the source tree: nothing new in it (setuptools' build/ and egg-info
+    # went into the CMake build directory).
+    assert git_status() == tree_before, (tree_before, git_status())
     python = str(venv / "bin" / "python")
     away = tmp_path / "elsewhere"
     away.mkdir()

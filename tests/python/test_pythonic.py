@@ -2,6 +2,7 @@
 names, a lone peer that starts at once, GossipOptimizer's rate taken from the wrapped
 optimizer, murmur.torch.shard, state_dict, and `python -m murmur.run`."""
 
+import io
 import json
 import os
 import subprocess
@@ -116,20 +117,29 @@ def test_state_dict_round_trips_the_model_and_the_optimizer():
         opt.step(loss=0.0, samples=8)
         if saved is None and opt.progress().step >= 3:  # mid-run: the momentum is there
             saved = opt.state_dict()
+            model_state = {k: v.clone() for k, v in model.state_dict().items()}
             at = [p.detach().clone() for p in model.parameters()]
     opt.finish()
     assert saved["murmur"]["step"] >= 3
+    # As PyTorch checkpoints are written: the model's state_dict beside the optimizer's.
+    buffer = io.BytesIO()
+    torch.save({"model": model_state, "optimizer": saved}, buffer)
+    buffer.seek(0)
+    checkpoint = torch.load(buffer)
     other = torch.nn.Linear(4, 2)
     inner = torch.optim.SGD(other.parameters(), lr=0.1, momentum=0.9)
     again = mt.GossipOptimizer(inner, epochs=1, epoch_samples=64, **FAST)
-    again.load_state_dict(saved)
+    other.load_state_dict(checkpoint["model"])  # into the buffer murmur mixes, in place
+    again.load_state_dict(checkpoint["optimizer"])
     for p, q in zip(at, other.parameters()):
         assert torch.equal(p, q)
-    assert torch.equal(again.flat, saved["model"])
+    assert torch.equal(again.flat, torch.cat([p.reshape(-1) for p in at]))
     momenta = [s["momentum_buffer"] for s in inner.state.values()]
     assert len(momenta) == 2 and all(m is not None for m in momenta)
+    # The flat-buffer form of earlier versions still loads, and a wrong size is refused.
+    again.load_state_dict({"model": again.flat.clone(), "optimizer": saved})
     with pytest.raises(ValueError, match="model of"):
-        again.load_state_dict(dict(saved, model=torch.zeros(3)))
+        again.load_state_dict({"model": torch.zeros(3), "optimizer": saved})
     again.stop()
     again.finish()
 
