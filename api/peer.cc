@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -92,10 +93,24 @@ struct Peer::Impl {
   int report_fd = -1;  // `murmur node --report json` lines go here (murmur local --exec)
   mutable std::mutex mu;
   Progress progress;  // guarded by mu
+  std::map<std::string, double> scalars;  // Log's, guarded by mu
 
   void Publish(const node::GossipProgress& p, bool final = false) {
     std::string line;
-    if (report_fd >= 0 || hooks.progress) line = node::GossipProgressJson(p, final);
+    if (report_fd >= 0 || hooks.progress) {
+      std::map<std::string, double> own;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        own = scalars;
+      }
+      if (own.empty()) {
+        line = node::GossipProgressJson(p, final);
+      } else {
+        node::GossipProgress with = p;
+        with.scalars = std::move(own);
+        line = node::GossipProgressJson(with, final);
+      }
+    }
     if (report_fd >= 0) {
       line += '\n';
       // One write per line (a pipe keeps writes up to PIPE_BUF whole); a reader that went
@@ -314,6 +329,33 @@ Status Peer::Done(std::optional<double> loss, int64_t samples, double compute_s)
 }
 
 void Peer::Stop() { impl_->stop.store(true); }
+
+// The report's reader keeps the same bounds (a report line comes from another process).
+static_assert(Peer::kMaxScalarName == node::GossipProgress::kMaxScalarName);
+static_assert(Peer::kMaxScalars == node::GossipProgress::kMaxScalars);
+
+Status Peer::Log(const std::string& name, double value) {
+  const bool well_named = !name.empty() && name.size() <= kMaxScalarName &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                   c == '.' || c == '/' || c == '-';
+                          });
+  if (!well_named) {
+    return InvalidArgumentError("log: name '" + name + "': 1 to " + std::to_string(kMaxScalarName) +
+                                " characters of letters, digits, _ . / -");
+  }
+  if (!std::isfinite(value)) {
+    return InvalidArgumentError("log: " + name + " is not finite");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto& scalars = impl_->scalars;
+  if (scalars.count(name) == 0 && scalars.size() >= kMaxScalars) {
+    return InvalidArgumentError("log: " + name + ": at most " + std::to_string(kMaxScalars) +
+                                " names are kept");
+  }
+  scalars[name] = value;
+  return OkStatus();
+}
 
 void Peer::EndTraining() {
   impl_->ended.store(true);

@@ -200,6 +200,14 @@ class Peer {
   // their finish if they reach theirs within finish_wait_s. A pending step may be given back to
   // Done with 0 samples. Callable from any thread.
   void EndTraining();
+  // A figure of the caller's own (a validation loss, a learning rate): its latest value goes
+  // into every later report line (`"scalars"`), so `murmur local --run-dir`'s series and
+  // `murmur report` show it beside murmur's. kInvalidArgument for a name other than 1 to
+  // kMaxScalarName letters, digits and _ . / -, a value that is not finite, or a name beyond
+  // the first kMaxScalars. Callable from any thread.
+  static constexpr size_t kMaxScalarName = 64;
+  static constexpr size_t kMaxScalars = 64;
+  Status Log(const std::string& name, double value);
   // After Next returned step = false, or failed: the final state, or why the run failed
   // (kFailedPrecondition before that); writes the last checkpoint and leaves the cluster. With
   // save_model, the buffer is written there first; if that fails, the error (named

@@ -206,7 +206,8 @@ NodeKeys CommonKeys(const LocalClusterOptions& config, int i, const std::string&
                {"report_interval_ms", "100"},
                {"log_level", config.node_log_level}});
   if (config.admin) keys["admin"] = admins[static_cast<size_t>(i)];
-  if (!config.run_dir.empty()) keys["run_dir"] = config.run_dir;
+  // A node writes its own series; an exec program's are the launcher's to write (above).
+  if (!config.run_dir.empty() && config.exec.empty()) keys["run_dir"] = config.run_dir;
   if (!secrets.node_keys.empty()) keys["node_key_file"] = secrets.node_keys[static_cast<size_t>(i)];
   return keys;
 }
@@ -515,6 +516,12 @@ void LocalCluster::Poll(std::chrono::milliseconds wait) {
     while ((nl = c.buffer.find('\n')) != std::string::npos) {
       auto parsed = nlohmann::json::parse(c.buffer.substr(0, nl), nullptr, false);
       if (!parsed.is_discarded()) Absorb(c, parsed);
+      if (c.exec && !config_.run_dir.empty() && parsed.is_object() && parsed.contains("id") &&
+          parsed["id"].is_number_unsigned()) {
+        if (!c.series) c.series = std::make_shared<SeriesWriter>(config_.run_dir);
+        c.series->Write(parsed["id"].get<uint64_t>(), std::string_view(c.buffer).substr(0, nl),
+                        c.straggle);
+      }
       c.buffer.erase(0, nl + 1);
     }
   }

@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "cli/local_transport.h"
+#include "cli/run_dir.h"
 #include "gossip/mode.h"
 #include "node/driver/node_report.h"
 #include "node/net/netns_network.h"
@@ -74,6 +76,9 @@ struct Child : ChildReport {
   std::string program_buffer;
   std::vector<std::string> program_lines;
   std::string log;
+  // exec with a run directory: its report lines into series/node-K.jsonl (run_dir.h), as
+  // `murmur node --run-dir` writes its own (a program on the library has no run_dir key).
+  std::shared_ptr<SeriesWriter> series;
   bool exited = false;
   int status = 0;
   int crashes = 0;    // injected crashes (--crash)

@@ -128,11 +128,6 @@ Status CheckExec(const LocalResolved& r, const ConfigParser<LocalConfig>& parser
                     "--mode {}",
                     gossip::ModeName(config.mode)));
   }
-  if (!config.run_dir.empty()) {
-    return InvalidArgumentError(
-        "run_dir: a library program's nodes write no time series yet; "
-        "leave --run-dir out with --exec");
-  }
   for (const auto& [key, text] : Forwarded(parser, r, false)) {
     if (key == "device" || PeerLibraryKeys().count(key) > 0) continue;
     if (key == "eval_every" || key == "target_accuracy") continue;  // with the program's evaluate

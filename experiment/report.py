@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runs as R  # noqa: E402
+import scalars  # noqa: E402
 
 import matplotlib  # noqa: E402
 matplotlib.use("Agg")
@@ -538,6 +539,7 @@ def write_report(directory, target=None):
     curves(figs, loaded, color, panel, "bytes")
     step_rates(figs, loaded, panel)
     iteration_times(figs, loaded, color, panel)
+    scalars.program_scalars(figs, loaded, grid_axes, NODE_COLORS, readable_axes)
     parts = []
     for stem, title, caption in figs.made:
         with open(os.path.join(out, f"{stem}.png"), "rb") as f:

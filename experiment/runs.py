@@ -211,6 +211,8 @@ def series_rows(run):
             marked = line.get("stragglers") or []
             row["stragglers_marked"] = ";".join(str(x) for x in marked)
             row["injection"] = line.get("injection", "")
+            for name, value in (line.get("scalars") or {}).items():
+                row[f"scalar:{name}"] = value
             out.append(row)
     return out
 

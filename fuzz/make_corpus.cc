@@ -38,13 +38,21 @@ std::vector<std::string> Envelopes() {
   std::vector<gossip::MemberEntry> members = {Entry(2, MemberState::kAlive), Entry(3, MemberState::kSuspect),
                                               Entry(4, MemberState::kDead), Entry(5, MemberState::kLeft)};
   const std::vector<gossip::Payload> payloads = {
-      gossip::NoPayload{}, gossip::Heartbeat{41}, gossip::Ping{17, members},
-      gossip::Ack{18, {members[0]}}, gossip::PingReq{19, 42, "tcp://10.0.0.9:7070", members},
-      gossip::Join{Entry(9, MemberState::kAlive)}, gossip::Digest{members, true}, gossip::Leave{},
-      gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f}, gossip::SnapshotRequest{77, true},
-      gossip::SnapshotRequest{12, false, true}, gossip::SnapshotReply{8, 1000, true},
+      gossip::NoPayload{},
+      gossip::Heartbeat{41},
+      gossip::Ping{17, members},
+      gossip::Ack{18, {members[0]}},
+      gossip::PingReq{19, 42, "tcp://10.0.0.9:7070", members},
+      gossip::Join{Entry(9, MemberState::kAlive)},
+      gossip::Digest{members, true},
+      gossip::Leave{},
+      gossip::UpdateHeader{5, 6, 7850, true, true, 0.0375f},
+      gossip::SnapshotRequest{77, true},
+      gossip::SnapshotRequest{12, false, true},
+      gossip::SnapshotReply{8, 1000, true},
       gossip::CodedMessage{gossip::CodedMessage::Kind::kPartialGradient, 11, 4, 3000},
-      gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7, 5}};
+      gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7, 5},
+      gossip::FinishMessage{gossip::FinishMessage::Kind::kReceipt, 3000, 7, 5}};
   std::vector<std::string> out;
   for (const auto& payload : payloads) {
     gossip::Envelope e;

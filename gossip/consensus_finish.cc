@@ -41,6 +41,8 @@ std::string_view FinishVerdictName(FinishVerdict verdict) {
     case FinishVerdict::kRejected: return "rejected";
     case FinishVerdict::kDeferred: return "deferred";
     case FinishVerdict::kRelayed: return "relayed";
+    case FinishVerdict::kReceipt:
+      return "receipt";
   }
   return "unknown";
 }
@@ -65,6 +67,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
     if (r.verdict == FinishVerdict::kAccepted) {
       outcome_ = std::move(early_result_);
       early_result_.reset();
+      SendReceipt();
       return;
     }
     refusals_.emplace_back(early_result_->collector, std::move(r));
@@ -161,9 +164,44 @@ FinishStepResult ConsensusFinish::Step(NodeId from, const FinishMessage& header,
     return {FinishVerdict::kRejected, coding::DecodeFailure::kWrongDimension,
             InvalidArgumentError("finish message of dimension " + std::to_string(header.dimension))};
   }
-  return header.kind == FinishMessage::Kind::kContribution
-             ? StepContribution(from, header, frame, own, now)
-             : StepResult(from, header, frame, own, now);
+  switch (header.kind) {
+    case FinishMessage::Kind::kContribution:
+      return StepContribution(from, header, frame, own, now);
+    case FinishMessage::Kind::kResult:
+      return StepResult(from, header, frame, own, now);
+    case FinishMessage::Kind::kReceipt:
+      return StepReceipt(from, header);
+  }
+  return {FinishVerdict::kRejected, coding::DecodeFailure::kNone,
+          InvalidArgumentError("a finish message of an unknown kind")};
+}
+
+FinishStepResult ConsensusFinish::StepReceipt(NodeId from, const FinishMessage& header) {
+  if (result_frame_ == nullptr || result_collector_ != o_.self) {
+    return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
+            FailedPreconditionError("a receipt for a result this node did not publish")};
+  }
+  if (header.collector != o_.self || header.contributors != result_contributors_) {
+    return {FinishVerdict::kNotExpected, coding::DecodeFailure::kNone,
+            InvalidArgumentError("a receipt for another result (" +
+                                 std::to_string(header.contributors) + " contributors of node " +
+                                 std::to_string(header.collector) + ")")};
+  }
+  // The caller checked that `from` is live: at most one entry per member of the view.
+  return Verdict(receipts_.insert(from).second ? FinishVerdict::kReceipt
+                                               : FinishVerdict::kDuplicate);
+}
+
+void ConsensusFinish::SendReceipt() {
+  if (receipt_sent_ || !outcome_.has_value() || !outcome_->averaged ||
+      outcome_->collector == o_.self) {
+    return;
+  }
+  receipt_sent_ = true;
+  out_.push_back(SendTo{outcome_->collector,
+                        FinishMessage{FinishMessage::Kind::kReceipt, o_.dimension,
+                                      outcome_->contributors, outcome_->collector},
+                        nullptr});
 }
 
 FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMessage& header,
@@ -232,6 +270,7 @@ FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& h
   r = JudgeResult(o.model, own);
   if (r.verdict == FinishVerdict::kAccepted) {
     outcome_ = std::move(o);
+    SendReceipt();
     RelayToLowest();
   }
   return r;
@@ -274,6 +313,7 @@ void ConsensusFinish::MaybeAdoptRelayed(TimePoint now) {
     // Judged against this node's final model, as a result from its collector is.
     if (JudgeResult(relay.model, own_half_).verdict != FinishVerdict::kAccepted) continue;
     outcome_ = FinishOutcome{true, relay.contributors, relay.collector, relay.model, {}};
+    SendReceipt();
     if (collector_ == o_.self && result_frame_ == nullptr) {
       // Members that contributed here get the adopted result, as they would a published one.
       result_frame_ = EncodeHalf(relay.model);
@@ -344,7 +384,8 @@ void ConsensusFinish::Tick(TimePoint now) {
 bool ConsensusFinish::Settled() const {
   if (!outcome_.has_value() || !outcome_->averaged) return false;
   if (outcome_->collector != o_.self) return outcome_->contributors >= live_.size();
-  return live_.size() == 1;
+  return std::all_of(live_.begin(), live_.end(),
+                     [this](NodeId id) { return id == o_.self || receipts_.contains(id); });
 }
 
 void ConsensusFinish::MaybePublish(TimePoint now) {

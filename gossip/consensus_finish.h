@@ -42,6 +42,11 @@
 //               model it did not collect (a member speaks only for itself), and the late lowest
 //               ends on the run's model instead of an average of its own. A collector that adopts
 //               one answers its contributors with it.
+//   receipt     A member that adopted an average says so to that average's collector (a header,
+//               no model). The collector is done once every other live member of its view sent
+//               one or left it: a member's program may keep its process (its own evaluation and
+//               save) long after it adopted the result, and a collector that waited for it to
+//               leave held its own program as long. A lost receipt costs only that wait.
 // Cost: one dense fp16 model up and one down per member (2 bytes × d each way); the collector
 // sends N − 1 results, once.
 // Members of a finished run agree on their views (membership converges in (log2 N + 4) periods);
@@ -101,6 +106,7 @@ enum class FinishVerdict : uint8_t {
   kDeferred,     // before Start: held, judged against the final model at Start (TakeRefusals)
   kRelayed,      // a result relayed by a member that is not the collector: held until a majority
                  // of the live members relayed the same one
+  kReceipt,      // a member's receipt of this collector's result
 };
 std::string_view FinishVerdictName(FinishVerdict verdict);
 
@@ -146,10 +152,10 @@ class ConsensusFinish {
   const std::optional<FinishOutcome>& outcome() const { return outcome_; }
   // Nothing more can be asked of this node, so a finished node in this state need not linger.
   // A member: it adopted the average and the result's count covers every live member of its
-  // view (none can still contribute late). The collector: it published and every other member
-  // has left its view (each leaves once it holds the result, so the collector is never gone
-  // before a member read its result: the member would take the view change for a dead
-  // collector and contribute again elsewhere).
+  // view (none can still contribute late). The collector: it published and every other live
+  // member of its view sent its receipt or left (each leaves once it holds the result), so the
+  // collector is never gone before a member read its result: the member would take the view
+  // change for a dead collector and contribute again elsewhere.
   bool Settled() const;
   // When a member without a result gives up (valid once started).
   TimePoint deadline() const { return deadline_; }
@@ -160,6 +166,9 @@ class ConsensusFinish {
   void Contribute(TimePoint now);
   void MaybePublish(TimePoint now);
   void SendResult(NodeId to);
+  // Once the outcome is another collector's average: the receipt to that collector.
+  void SendReceipt();
+  FinishStepResult StepReceipt(NodeId from, const FinishMessage& header);
   void SetLive(const std::vector<NodeId>& live, TimePoint now);
   // Adds this node's model to the collector's sum, when it trained.
   void AddOwn();
@@ -222,6 +231,8 @@ class ConsensusFinish {
   bool Answer(NodeId to, TimePoint now);
   uint32_t result_contributors_ = 0;
   NodeId result_collector_ = 0;
+  std::set<NodeId> receipts_;  // live members that adopted this collector's result
+  bool receipt_sent_ = false;
   // A result that came before Start, from the then lowest live member.
   std::optional<FinishOutcome> early_result_;
   std::optional<FinishOutcome> outcome_;

@@ -131,7 +131,8 @@ struct CodedMessage {
 // The consensus finish (gossip/consensus_finish.h): a member's final model sent to the collector,
 // or the collector's average sent back; frame 0 is a dense coding::EncodeUpdate (fp16 values).
 struct FinishMessage {
-  enum class Kind : uint8_t { kContribution = 0, kResult = 1 };
+  // kReceipt: the sender adopted the result of `collector` with `contributors` (no frame).
+  enum class Kind : uint8_t { kContribution = 0, kResult = 1, kReceipt = 2 };
   Kind kind = Kind::kContribution;
   uint32_t dimension = 0;
   // kResult: how many members' models the average holds; kContribution: 1, or 0 when the member
@@ -151,6 +152,8 @@ inline uint32_t RequiredPayloadFrames(const Payload& payload) {
   // nothing follows it.
   if (const auto* r = std::get_if<SnapshotReply>(&payload))
     return r->model && r->dimension == 0 ? 0 : 1;
+  if (const auto* f = std::get_if<FinishMessage>(&payload))
+    return f->kind == FinishMessage::Kind::kReceipt ? 0 : 1;
   return std::holds_alternative<UpdateHeader>(payload) ||
                  std::holds_alternative<CodedMessage>(payload) ||
                  std::holds_alternative<FinishMessage>(payload)

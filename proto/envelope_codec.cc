@@ -179,7 +179,7 @@ gossip::CodedMessage ReadCoded(wire::CodedMessage::Reader r) {
 
 gossip::FinishMessage ReadFinish(wire::FinishMessage::Reader r) {
   const auto kind = static_cast<uint16_t>(r.getKind());
-  if (kind > static_cast<uint16_t>(gossip::FinishMessage::Kind::kResult)) {
+  if (kind > static_cast<uint16_t>(gossip::FinishMessage::Kind::kReceipt)) {
     throw Refusal{Rejection::kInvalidField,
                   InvalidArgumentError("finish message has unknown kind " + std::to_string(kind))};
   }

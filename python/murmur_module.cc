@@ -233,6 +233,9 @@ class PyPeer {
   }
   void Stop() { peer_->Stop(); }
   void EndTraining() { peer_->EndTraining(); }
+  void Log(const std::string& name, double value) {
+    if (murmur::Status s = peer_->Log(name, value); !s.ok()) Raise(s);
+  }
   Progress Finish() {
     murmur::StatusOr<Progress> p = murmur::InternalError("not run");
     {
@@ -343,6 +346,9 @@ PYBIND11_MODULE(_murmur, m) {
       .def("done", &PyPeer::Done, py::arg("loss"), py::arg("samples"), py::arg("compute_s") = -1.0,
            "the step is done (in place on params): run the gossip round; loss None: none given "
            "(the step counts, the loss is not averaged), not finite: the step was skipped")
+      .def("log", &PyPeer::Log, py::arg("name"), py::arg("value"),
+           "a figure of the program's own: its latest value goes into the report lines "
+           "(murmur local --run-dir's series, murmur report)")
       .def("end_training", &PyPeer::EndTraining,
            "the program's own training is over before the budget: the run ends at the next "
            "turn with the consensus finish, as a spent budget ends it")

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,6 +78,11 @@ struct GossipProgress : gossip::GossipNodeState {
   std::vector<gossip::NodeId> stragglers;  // peers this node currently does not wait for
   uint64_t stragglers_detected = 0;        // times a peer was marked
   double perplexity = -1;                  // exp(loss) for a language model's loss (-1: none)
+  // A library program's own figures (api::Peer::Log): the latest value of each name, at most
+  // kMaxScalars names of at most kMaxScalarName bytes.
+  static constexpr size_t kMaxScalars = 64;
+  static constexpr size_t kMaxScalarName = 64;
+  std::map<std::string, double> scalars;
   bool finished = false;
   // Where the node is (what the parent tells a joining node by); `activity` says it in words.
   gossip::GossipNode::Phase phase = gossip::GossipNode::Phase::kJoining;

@@ -72,6 +72,7 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["loss"] =
       p.have_loss && std::isfinite(p.loss) ? nlohmann::json(p.loss) : nlohmann::json(nullptr);
   j["perplexity"] = p.perplexity >= 0 ? nlohmann::json(p.perplexity) : nlohmann::json(nullptr);
+  if (!p.scalars.empty()) j["scalars"] = p.scalars;
   j["accuracy"] = p.accuracy >= 0 ? nlohmann::json(p.accuracy) : nlohmann::json(nullptr);
   j["accuracy_step"] = p.accuracy_step;
   j["elapsed_s"] = p.elapsed_s;
@@ -281,6 +282,16 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
   r.Number("loss", p.loss, std::numeric_limits<double>::quiet_NaN());
   p.have_loss = std::isfinite(p.loss);
   r.Number("perplexity", p.perplexity, -1);
+  if (line.contains("scalars") && line["scalars"].is_object()) {
+    // A report line comes from another process: its names are kept within the same bounds
+    // Peer::Log holds its caller to.
+    for (const auto& [name, value] : line["scalars"].items()) {
+      if (p.scalars.size() >= GossipProgress::kMaxScalars) break;
+      if (value.is_number() && !name.empty() && name.size() <= GossipProgress::kMaxScalarName) {
+        p.scalars[name] = value.get<double>();
+      }
+    }
+  }
   r.Number("accuracy", p.accuracy, -1);
   r.Get("accuracy_step", p.accuracy_step);
   r.Get("elapsed_s", p.elapsed_s);

@@ -91,11 +91,13 @@ struct CodedMessage {
   dimension @3 :UInt32;
 }
 
-# The consensus finish (gossip/consensus_finish.h); the model follows as a frame.
+# The consensus finish (gossip/consensus_finish.h); the model follows as a frame (a receipt
+# has none).
 struct FinishMessage {
   enum Kind {
     contribution @0;
     result @1;
+    receipt @2;
   }
   kind @0 :Kind;
   dimension @1 :UInt32;

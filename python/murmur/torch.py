@@ -379,6 +379,13 @@ class GossipOptimizer(_torch.optim.Optimizer):
     def progress(self):
         return self.peer.progress()
 
+    def log(self, name, value):
+        """A figure of the program's own (a validation loss, the rate its scheduler set): its
+        latest value goes into murmur's report lines, so `--run-dir`'s series.csv and `murmur
+        report`'s figures show it beside murmur's. Names: letters, digits, _ . / - (up to 64
+        of them)."""
+        self.peer.log(str(name), float(value))
+
     def finish(self):
         """Ends the run and returns the final murmur.Progress. After `running` turned False the
         model is the cluster's. Called earlier (the program's own loop ended first), this

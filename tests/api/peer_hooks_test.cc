@@ -298,6 +298,35 @@ TEST(PeerHooksTest, HooksSeeTheIdTheProgressTheReplacementsAndTheStop) {
   EXPECT_NE(final_report.find("\"stopped\""), std::string::npos) << final_report;
 }
 
+TEST(PeerHooksTest, LoggedFiguresRideInTheReportLinesWithinBounds) {
+  std::vector<float> x(32, 0.0f);
+  std::string final_report;
+  Hooks hooks;
+  hooks.progress = [&](const Progress& p, bool final) {
+    if (final) final_report = p.report;
+  };
+  auto p = Peer::Start(Lone(1), x, {}, hooks);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Peer& peer = **p;
+  EXPECT_TRUE(peer.Log("val/loss", 0.25).ok());
+  EXPECT_TRUE(peer.Log("val/loss", 0.125).ok()) << "a name's latest value replaces its last";
+  EXPECT_EQ(peer.Log("", 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(peer.Log("has space", 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(peer.Log(std::string(Peer::kMaxScalarName + 1, 'a'), 1).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(peer.Log("nan", std::nan("")).code(), StatusCode::kInvalidArgument);
+  for (size_t i = 1; i < Peer::kMaxScalars; ++i) {
+    ASSERT_TRUE(peer.Log("n" + std::to_string(i), static_cast<double>(i)).ok());
+  }
+  EXPECT_EQ(peer.Log("one_too_many", 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(peer.Log("val/loss", 0.0625).ok()) << "a kept name takes new values";
+  Train(peer, x);
+  ASSERT_TRUE(peer.Finish().ok());
+  EXPECT_NE(final_report.find("\"scalars\""), std::string::npos) << final_report;
+  EXPECT_NE(final_report.find("\"val/loss\":0.0625"), std::string::npos) << final_report;
+  EXPECT_EQ(final_report.find("one_too_many"), std::string::npos) << final_report;
+}
+
 TEST(PeerHooksTest, TheConsensusFinishsAdoptionIsAReplacement) {
   std::vector<float> x(32, 0.0f);
   int replaced = 0;

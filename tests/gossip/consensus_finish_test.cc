@@ -50,8 +50,12 @@ struct Members {
         for (SendTo& s : f.TakeOutput()) {
           more = true;
           if (dead.contains(s.to) || !finish.contains(s.to)) continue;
-          const auto r = finish.at(s.to).Step(id, std::get<FinishMessage>(s.payload), *s.frame,
-                                              model.at(s.to), now);
+          const auto& header = std::get<FinishMessage>(s.payload);
+          if (drop_receipts && header.kind == FinishMessage::Kind::kReceipt) continue;
+          EXPECT_EQ(s.frame == nullptr, header.kind == FinishMessage::Kind::kReceipt);
+          const std::vector<std::byte> none;
+          const auto r =
+              finish.at(s.to).Step(id, header, s.frame ? *s.frame : none, model.at(s.to), now);
           verdicts[FinishVerdictName(r.verdict)]++;
         }
       }
@@ -59,6 +63,7 @@ struct Members {
   }
   std::vector<NodeId> live;
   std::set<NodeId> dead;
+  bool drop_receipts = false;  // every receipt lost on the way
   std::map<NodeId, ConsensusFinish> finish;
   std::map<NodeId, std::vector<float>> model;
   std::map<std::string_view, int> verdicts;
@@ -161,7 +166,10 @@ TEST(ConsensusFinishTest, CollectorAveragesWhatItHasAfterCollectWait) {
   m.finish.at(3).Start(m.model.at(3), m.live, now);
   ASSERT_TRUE(m.finish.at(3).outcome().has_value());
   EXPECT_EQ(m.finish.at(3).outcome()->model, m.finish.at(1).outcome()->model);
-  EXPECT_TRUE(m.finish.at(3).TakeOutput().empty()) << "nothing to contribute any more";
+  const std::vector<SendTo> out = m.finish.at(3).TakeOutput();
+  ASSERT_EQ(out.size(), 1u) << "nothing to contribute any more, only its receipt";
+  EXPECT_EQ(std::get<FinishMessage>(out[0].payload).kind, FinishMessage::Kind::kReceipt);
+  EXPECT_EQ(out[0].to, 1u);
 }
 
 // When a finished node may leave without lingering: a member once it holds the average of
@@ -174,12 +182,13 @@ TEST(ConsensusFinishTest, SettledOnlyWhenNothingMoreCanBeAsked) {
   for (NodeId id : {3, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
   m.Deliver(now);
   for (NodeId id : {1, 2, 3}) EXPECT_FALSE(m.finish.at(id).Settled()) << "no result yet";
+  m.drop_receipts = true;
   m.finish.at(1).Start(m.model.at(1), m.live, now);
   m.Deliver(now);
   ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
   EXPECT_TRUE(m.finish.at(2).Settled());
   EXPECT_TRUE(m.finish.at(3).Settled());
-  EXPECT_FALSE(m.finish.at(1).Settled()) << "the collector waits for its members to leave";
+  EXPECT_FALSE(m.finish.at(1).Settled()) << "no receipt: the collector waits for them to leave";
   m.finish.at(1).View({1, 3}, now);
   EXPECT_FALSE(m.finish.at(1).Settled());
   m.finish.at(1).View({1}, now);
@@ -205,6 +214,55 @@ TEST(ConsensusFinishTest, SettledOnlyWhenNothingMoreCanBeAsked) {
   ASSERT_TRUE(alone.finish.at(2).outcome().has_value());
   EXPECT_FALSE(alone.finish.at(2).outcome()->averaged);
   EXPECT_FALSE(alone.finish.at(2).Settled());
+}
+
+// A member's program may keep its process long after it adopted the result (its own
+// evaluation and save): the collector is done once each live member said it holds the result.
+TEST(ConsensusFinishTest, TheCollectorIsDoneOnceEveryLiveMemberHoldsItsResult) {
+  Members m({1, 2, 3});
+  TimePoint now{};
+  const FinishMessage receipt{FinishMessage::Kind::kReceipt, kDim, 3, 1};
+  const std::vector<std::byte> none;
+  for (NodeId id : {3, 2}) m.finish.at(id).Start(m.model.at(id), m.live, now);
+  m.Deliver(now);
+  EXPECT_EQ(m.finish.at(1).Step(2, receipt, none, m.model.at(1), now).verdict,
+            FinishVerdict::kNotExpected)
+      << "a receipt before the result was published";
+  m.finish.at(1).Start(m.model.at(1), m.live, now);
+  // Member 3's receipt is lost; member 2's arrives.
+  for (SendTo& s : m.finish.at(1).TakeOutput()) {
+    m.finish.at(s.to).Step(1, std::get<FinishMessage>(s.payload), *s.frame, m.model.at(s.to), now);
+  }
+  for (SendTo& s : m.finish.at(2).TakeOutput()) {
+    ASSERT_EQ(s.to, 1u);
+    EXPECT_EQ(std::get<FinishMessage>(s.payload), receipt) << "names the result it adopted";
+    EXPECT_EQ(m.finish.at(1)
+                  .Step(2, std::get<FinishMessage>(s.payload), none, m.model.at(1), now)
+                  .verdict,
+              FinishVerdict::kReceipt);
+  }
+  ASSERT_EQ(m.finish.at(3).TakeOutput().size(), 1u) << "one receipt per member";
+  ExpectAdopted(m, {1, 2, 3}, 3, Average(m, {1, 2, 3}));
+  EXPECT_FALSE(m.finish.at(1).Settled()) << "member 3 has said nothing and is still live";
+  EXPECT_EQ(m.finish.at(1).Step(2, receipt, none, m.model.at(1), now).verdict,
+            FinishVerdict::kDuplicate);
+  // A receipt speaks for its sender only, and for the result this collector published.
+  FinishMessage other = receipt;
+  other.contributors = 2;
+  EXPECT_EQ(m.finish.at(1).Step(3, other, none, m.model.at(1), now).verdict,
+            FinishVerdict::kNotExpected);
+  other = receipt;
+  other.collector = 2;
+  EXPECT_EQ(m.finish.at(1).Step(3, other, none, m.model.at(1), now).verdict,
+            FinishVerdict::kNotExpected);
+  EXPECT_EQ(m.finish.at(2).Step(3, receipt, none, m.model.at(2), now).verdict,
+            FinishVerdict::kNotExpected)
+      << "a member that published nothing takes no receipt";
+  EXPECT_FALSE(m.finish.at(1).Settled());
+  EXPECT_EQ(m.finish.at(1).Step(3, receipt, none, m.model.at(1), now).verdict,
+            FinishVerdict::kReceipt);
+  EXPECT_TRUE(m.finish.at(1).Settled()) << "every live member holds the result";
+  EXPECT_TRUE(m.finish.at(1).TakeOutput().empty()) << "a receipt is not answered";
 }
 
 TEST(ConsensusFinishTest, LateContributionIsAnsweredOnceWithTheSameResult) {

@@ -76,8 +76,13 @@ def check_finite(nodes):
     for n in nodes:
         with n.lock:
             reports = [r for _, r in n.reports]
-        assert all(r["loss"] is not None or not r.get("step") for r in reports), \
+        # A restarted node reports its checkpoint's step before its first step has a loss; once a
+        # loss was reported, a null one means a non-finite loss.
+        first = next((i for i, r in enumerate(reports) if r["loss"] is not None), len(reports))
+        assert all(r["loss"] is not None for r in reports[first:]), \
             f"node {n.index} reported a non-finite loss"
+        assert all(r.get("skipped_steps", 0) == 0 for r in reports), \
+            f"node {n.index} skipped a non-finite step"
         assert n.final["skipped_steps"] == 0, f"node {n.index} skipped non-finite steps"
         params = read_checkpoint(n.model_path)["params"]
         assert all(math.isfinite(v) for v in params), f"node {n.index}: non-finite parameters"

@@ -71,6 +71,24 @@ TEST(EnvelopeCodecTest, RoundTripsEveryPayload) {
   }
 }
 
+// A finish receipt is a header alone: a frame after it is refused, as one missing after a result.
+TEST(EnvelopeCodecTest, AFinishReceiptCarriesNoFrame) {
+  gossip::Envelope e = Sample();
+  e.payload = gossip::FinishMessage{gossip::FinishMessage::Kind::kReceipt, 3000, 7, 5};
+  e.payload_frames = gossip::RequiredPayloadFrames(e.payload);
+  EXPECT_EQ(e.payload_frames, 0u);
+  Rejection why = Rejection::kCount;
+  auto decoded = DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", DecodeLimits(), &why);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, e);
+  EXPECT_FALSE(CheckPayloadFrames(*decoded, 1).ok());
+  e.payload_frames = 1;
+  EXPECT_FALSE(DecodeEnvelope(Bytes(EncodeEnvelope(e)), "lab-7", DecodeLimits(), &why).ok());
+  EXPECT_EQ(why, Rejection::kInvalidField);
+  e.payload = gossip::FinishMessage{gossip::FinishMessage::Kind::kResult, 3000, 7, 5};
+  EXPECT_EQ(gossip::RequiredPayloadFrames(e.payload), 1u);
+}
+
 TEST(EnvelopeCodecTest, EachRejectionHasItsReason) {
   Rejection why = Rejection::kNone;
   gossip::Envelope e = Sample();

@@ -10,9 +10,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = f"{sys.executable} {os.path.join(HERE, 'tiny_program.py')}"
 
 
-def local(*args, timeout=240):
+def local(*args, timeout=240, env=None):
     return subprocess.run([os.environ["MURMUR_BINARY"], "local", "--progress", "none", *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else dict(os.environ, **env))
 
 
 def test_exec_runs_the_program_on_every_node_with_the_report():
@@ -83,3 +84,42 @@ def test_exec_on_gpus_places_each_rank_or_is_refused_with_the_reason():
         assert "--device cuda" in r.stderr and "CUDA" in r.stderr, r.stderr[-2000:]
     else:  # a GPU: every program raised ValueError (its model is not on cuda:N)
         assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+
+
+def test_a_run_dir_with_exec_gives_the_report_of_a_native_run_and_the_programs_scalars(tmp_path):
+    # The launcher writes the programs' series (their report lines), result.json and logs, so
+    # `murmur report` draws what it draws for murmur's own nodes, and the program's own
+    # figures (tiny_program logs its test MSE) beside them.
+    ran = {}
+    for name, args in (("exec", ["--epochs", "20", "--exec", PROGRAM]),
+                       ("native", ["--epochs", "0.2"])):
+        run_dir = tmp_path / name
+        r = local("--nodes", "2", "--run-dir", str(run_dir), *args)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert sorted(os.listdir(run_dir / "series")) == ["node-1.jsonl", "node-2.jsonl"]
+        r = subprocess.run([os.environ["MURMUR_BINARY"], "report", str(run_dir)],
+                           capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0, r.stderr[-3000:]
+        ran[name] = {f for f in os.listdir(run_dir / "report") if f.endswith(".png")}
+        ran[name + "_columns"] = open(run_dir / "report" / "series.csv").readline().strip()
+    assert ran["exec"] == ran["native"] | {"program_scalars.png"}, ran
+    assert "scalar:test_mse" in ran["exec_columns"].split(",")
+    native = set(ran["native_columns"].split(","))
+    assert native <= set(ran["exec_columns"].split(",")), native - set(ran["exec_columns"].split(","))
+
+
+def test_the_collector_ends_while_a_member_still_runs_its_own_post_loop_work(tmp_path):
+    # Rank 1 adopts the average, then spends 6 s on work of its own before its finish (an
+    # evaluation, a save). Rank 0, the collector, ends once rank 1 says it holds the result; it
+    # used to wait for rank 1 to leave, and its own post-loop work waited as long.
+    times = str(tmp_path / "times")
+    r = local("--nodes", "2", "--epochs", "20", "--exec", PROGRAM, "--json",
+              env={"TINY_HOLD_S": "6", "TINY_TIMES": times})
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["finish"] == ["averaged"] * 2, report["finish"]
+    tail = [json.load(open(f"{times}-{rank}.json"))["tail_s"] for rank in (0, 1)]
+    print(f"from the last step to the end of finish: collector {tail[0]:.2f} s, member "
+          f"{tail[1]:.2f} s")
+    assert tail[1] >= 6, tail
+    assert tail[0] < 3, tail

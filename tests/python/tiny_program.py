@@ -1,10 +1,13 @@
 """A program on the library for `murmur local --exec` tests: least squares on synthetic data
 (NumPy only), rank r of N from the launcher's environment, evaluate() = the fraction of test
-points predicted within 0.5. Prints one JSON line at the end."""
+points predicted within 0.5. Prints one JSON line at the end. With TINY_HOLD_S, every rank but 0
+does post-loop work of its own that long before its finish; with TINY_TIMES, each rank writes
+how long its run took from its last step to the end of its finish to TINY_TIMES-<rank>.json."""
 
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -35,7 +38,15 @@ while peer.next().step:
     err = xs[b] @ w - ys[b]
     w -= 0.05 * (xs[b].T @ err) / len(b)
     peer.done(float(np.mean(err ** 2)), len(b))
+    last_done = time.monotonic()
+    if steps % 10 == 0:
+        peer.log("test_mse", float(np.mean((xt @ w - yt) ** 2)))  # a figure of its own
     steps += 1
+if rank != 0:
+    time.sleep(float(os.environ.get("TINY_HOLD_S", "0")))  # its own evaluation, its save
 result = peer.finish()
+if "TINY_TIMES" in os.environ:
+    with open(f"{os.environ['TINY_TIMES']}-{rank}.json", "w") as f:
+        json.dump({"tail_s": time.monotonic() - last_done}, f)
 print(json.dumps({"rank": rank, "steps": steps, "accuracy": result.accuracy,
                   "finish": result.finish, "python": sys.executable}), flush=True)

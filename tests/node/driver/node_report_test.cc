@@ -84,6 +84,7 @@ TEST(NodeReportTest, AParsedGossipLineWritesTheSameLine) {
   p.memory.Add("model", u(1 << 30)), p.memory.Add("choco_copies", u(1 << 30));
   p.memory.Add("inbox", u(1 << 20)), p.memory_resident_bytes = u(1ULL << 33);
   p.peak_resident_bytes = u(1ULL << 33);
+  p.scalars = {{"val/loss", x()}, {"lr", x()}};
   for (bool final : {false, true}) {
     const std::string line = GossipProgressJson(p, final);
     auto parsed = ParseGossipReport(Line(line));
@@ -121,6 +122,25 @@ TEST(NodeReportTest, AMalformedGossipLineIsRefusedWithTheKey) {
   line = Line(GossipProgressJson(p, true));
   line.erase("memory");
   EXPECT_FALSE(ParseGossipReport(line).ok());
+}
+
+// A program's figures come from another process: the reader keeps what Peer::Log would keep.
+TEST(NodeReportTest, AProgramsFiguresAreReadWithinTheirBounds) {
+  GossipProgress p;
+  nlohmann::json line = Line(GossipProgressJson(p, false));
+  EXPECT_FALSE(line.contains("scalars")) << "no figures, no key";
+  nlohmann::json many = nlohmann::json::object();
+  for (size_t i = 0; i < 3 * GossipProgress::kMaxScalars; ++i) many["s" + std::to_string(i)] = i;
+  many[std::string(GossipProgress::kMaxScalarName + 1, 'a')] = 1;
+  many["text"] = "not a number";
+  line["scalars"] = many;
+  auto parsed = ParseGossipReport(line);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->progress.scalars.size(), GossipProgress::kMaxScalars);
+  for (const auto& [name, value] : parsed->progress.scalars) {
+    EXPECT_LE(name.size(), GossipProgress::kMaxScalarName);
+  }
+  EXPECT_EQ(parsed->progress.scalars.count("text"), 0u);
 }
 
 TEST(NodeReportTest, TheMemoryTableAddsTheBuffersByOwner) {
