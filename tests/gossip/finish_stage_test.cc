@@ -38,9 +38,13 @@ TEST(FinishStageTest, TwoMembersAdoptTheirAverageAndSayHowFarItMoved) {
     for (auto& [id, s] : stage) {
       for (SendTo& send : s.TakeOutput()) {
         more = true;
-        stage.at(send.to).Step(id, std::get<FinishMessage>(send.payload), *send.frame,
-                               [&] { return std::span<const float>(model.at(send.to)); },
-                               TimePoint{} + milliseconds(1));
+        // A receipt carries no frame.
+        const std::span<const std::byte> frame =
+            send.frame ? std::span<const std::byte>(*send.frame) : std::span<const std::byte>();
+        stage.at(send.to).Step(
+            id, std::get<FinishMessage>(send.payload), frame,
+            [&] { return std::span<const float>(model.at(send.to)); },
+            TimePoint{} + milliseconds(1));
       }
     }
   }
@@ -70,8 +74,9 @@ TEST(FinishStageTest, AFinishMessageOfTheWrongSizeIsRefusedByReasonAndCounted) {
   std::vector<SendTo> out = b.TakeOutput();
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].to, 1u);
-  a.Step(2, std::get<FinishMessage>(out[0].payload), *out[0].frame,
-         [&] { return std::span<const float>(four); }, TimePoint{});
+  a.Step(
+      2, std::get<FinishMessage>(out[0].payload), *out[0].frame,
+      [&] { return std::span<const float>(four); }, TimePoint{});
   const std::vector<Refusal> refused = a.TakeRefusals();
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].from, 2u);
