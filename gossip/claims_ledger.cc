@@ -76,11 +76,33 @@ void ClaimsLedger::Believe(const std::vector<MemberEntry>& members,
     b.incarnation = m.incarnation;
     if (claim != b.claim) b.samples = std::max(b.samples, std::min(claim, bound));
     b.claim = claim;
+    b.clock = m.step_clock;
+    b.counting = Live(m) && !m.finished;
     MURMUR_CHECK_GE(b.samples, before) << "a believed claim decreased within one life";
     cluster_samples_ += static_cast<int64_t>(b.samples);
     believed[m.id] = b;
   }
   believed_ = std::move(believed);  // members forgotten by the view are dropped
+}
+
+int64_t ClaimsLedger::BudgetSamples(int64_t own_samples, uint64_t own_steps,
+                                    const std::function<uint64_t(NodeId)>& clock_of) const {
+  const int64_t own_since = std::max<int64_t>(0, own_samples - own_samples_at_view_);
+  const double own_per_step =
+      own_steps == 0 ? 0.0 : static_cast<double>(own_samples) / static_cast<double>(own_steps);
+  int64_t extra = 0;
+  for (const auto& [id, b] : believed_) {
+    if (!b.counting) continue;
+    const uint64_t clock = clock_of(id);
+    if (clock <= b.clock) continue;
+    // A view from before the member's first step shows no rate: this node's own stands in.
+    const double per_step = b.clock == 0 || b.samples == 0
+                                ? own_per_step
+                                : static_cast<double>(b.samples) / static_cast<double>(b.clock);
+    const double unseen = per_step * static_cast<double>(clock - b.clock);
+    extra += std::min<int64_t>(own_since, static_cast<int64_t>(unseen));
+  }
+  return ReportedSamples(own_samples) + extra;
 }
 
 // Each member whose word the bounds set aside is refused once per life.

@@ -49,6 +49,17 @@ class ClaimsLedger {
     return cluster_samples_ + (own_samples - own_samples_at_view_);
   }
   int64_t cluster_samples() const { return cluster_samples_; }
+  // The budget's count between views: ReportedSamples, plus for each live member that has not
+  // finished the steps its clock (`clock_of`, fresher than the view: every envelope carries it)
+  // advanced since the view times the samples per step its believed claim shows (this node's
+  // own, `own_samples / own_steps` computed, while the view shows none), at most this
+  // node's own samples since the view each. The view's counts lag by up to a protocol period;
+  // a fast program took thousands of steps in that time, and every member overshot the budget
+  // by the others' unseen work. No member counts for more progress than this node itself made
+  // meanwhile, so a clock that runs ahead of its work ends the run no sooner than an honest
+  // member as fast as this one would.
+  int64_t BudgetSamples(int64_t own_samples, uint64_t own_steps,
+                        const std::function<uint64_t(NodeId)>& clock_of) const;
   // The cluster's samples for the learning-rate schedule. The members' counts in the view are up
   // to a digest period old (tens of steps); soft sync keeps every live member within S steps of
   // this one, so this node's own count times the live members is the fresher estimate whenever
@@ -77,6 +88,8 @@ class ClaimsLedger {
     Incarnation incarnation = 0;
     uint64_t claim = 0;    // the latest claim
     uint64_t samples = 0;  // what is believed of it
+    uint64_t clock = 0;    // its step clock in the view
+    bool counting = false;  // live and not finished: its work since the view counts
   };
   static constexpr size_t kMaxRefusedClaims = 4096;
 

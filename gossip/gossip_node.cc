@@ -520,9 +520,11 @@ void GossipNode::Step(const Evaluated& result, TimePoint now) {
 }
 
 bool GossipNode::BudgetSpent(TimePoint now) {
-  const std::string_view why = budget_.Spent(
-      {claims_.ReportedSamples(s_.samples), claims_.ScheduleSamples(s_.samples), s_.accuracy,
-       now - start_, claims_.quorum_finished(), stop_requested_, program_ended_});
+  const std::string_view why =
+      budget_.Spent({claims_.BudgetSamples(s_.samples, static_cast<uint64_t>(s_.local_steps),
+                                           [this](NodeId id) { return sync_.ClockOf(id); }),
+                     claims_.ScheduleSamples(s_.samples), s_.accuracy, now - start_,
+                     claims_.quorum_finished(), stop_requested_, program_ended_});
   if (why.empty()) return false;
   s_.end_reason = why;
   return true;

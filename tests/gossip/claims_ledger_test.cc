@@ -130,6 +130,35 @@ TEST(ClaimsLedgerTest, TheScheduleCountsTheOwnSamplesTimesTheMembersWhenThatIsFr
   EXPECT_EQ(joiner.ledger.ScheduleSamples(0), 3200);
 }
 
+TEST(ClaimsLedgerTest, TheBudgetCountsTheWorkAMembersClockShowsSinceTheView) {
+  Ledger l;
+  l.View({Member(1, 10, 320), Member(2, 10, 320),
+          Member(3, 10, 320, 0, MemberState::kAlive,
+                 /*finished=*/true)},
+         10, 320);
+  // Without fresher clocks the budget reads the view's counts and this node's own.
+  EXPECT_EQ(l.ledger.BudgetSamples(640, 20, [&](NodeId id) { return l.clocks.at(id); }),
+            l.ledger.ReportedSamples(640));
+  // Member 2's envelopes say it took five more steps: 5 × 32 counted. Member 3 has finished and
+  // its clock counts for nothing.
+  l.clocks[2] = 15;
+  l.clocks[3] = 40;
+  EXPECT_EQ(l.ledger.BudgetSamples(640, 20, [&](NodeId id) { return l.clocks.at(id); }),
+            l.ledger.ReportedSamples(640) + 160);
+  // A clock far ahead counts for no more than this node's own progress since the view (320).
+  l.clocks[2] = 10'000;
+  EXPECT_EQ(l.ledger.BudgetSamples(640, 20, [&](NodeId id) { return l.clocks.at(id); }),
+            l.ledger.ReportedSamples(640) + 320);
+}
+
+TEST(ClaimsLedgerTest, AViewFromBeforeAMembersFirstStepCountsItAtThisNodesRate) {
+  Ledger l;
+  l.View({Member(1, 0, 0), Member(2, 0, 0)}, 0, 0);
+  // 20 steps of 16 here since the view; member 2's clock says 10 steps: 10 × 16.
+  l.clocks[2] = 10;
+  EXPECT_EQ(l.ledger.BudgetSamples(320, 20, [&](NodeId id) { return l.clocks.at(id); }), 320 + 160);
+}
+
 TEST(ClaimsLedgerTest, AStepWaitsOnlyForMembersThatHaveNotFinished) {
   Ledger l;
   l.View({Member(1, 10, 320), Member(2, 10, 320, 0, MemberState::kAlive, /*finished=*/true),
