@@ -99,8 +99,9 @@ int64_t ClaimsLedger::BudgetSamples(int64_t own_samples, uint64_t own_steps,
     const double per_step = b.clock == 0 || b.samples == 0
                                 ? own_per_step
                                 : static_cast<double>(b.samples) / static_cast<double>(b.clock);
+    // Capped before the conversion: a clock near 2^64 makes a product no int64_t holds.
     const double unseen = per_step * static_cast<double>(clock - b.clock);
-    extra += std::min<int64_t>(own_since, static_cast<int64_t>(unseen));
+    extra += static_cast<int64_t>(std::min(static_cast<double>(own_since), unseen));
   }
   return ReportedSamples(own_samples) + extra;
 }

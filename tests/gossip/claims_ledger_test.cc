@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -147,6 +148,10 @@ TEST(ClaimsLedgerTest, TheBudgetCountsTheWorkAMembersClockShowsSinceTheView) {
             l.ledger.ReportedSamples(640) + 160);
   // A clock far ahead counts for no more than this node's own progress since the view (320).
   l.clocks[2] = 10'000;
+  EXPECT_EQ(l.ledger.BudgetSamples(640, 20, [&](NodeId id) { return l.clocks.at(id); }),
+            l.ledger.ReportedSamples(640) + 320);
+  // So does a clock no product of samples fits in.
+  l.clocks[2] = std::numeric_limits<uint64_t>::max();
   EXPECT_EQ(l.ledger.BudgetSamples(640, 20, [&](NodeId id) { return l.clocks.at(id); }),
             l.ledger.ReportedSamples(640) + 320);
 }
