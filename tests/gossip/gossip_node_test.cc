@@ -321,6 +321,45 @@ TEST(GossipNodeTest, BudgetCountsThisNodesOwnSamplesBetweenViews) {
   EXPECT_EQ(node.state().end_reason, "epochs");
 }
 
+// Between views the budget also counts the steps another member's clock announces: with one
+// view from before anyone stepped and a neighbour announcing it keeps pace, a node ends when the
+// two of them have spent the budget, not when it alone has.
+TEST(GossipNodeTest, BudgetCountsTheStepsAMembersClockAnnouncesBetweenViews) {
+  GossipNodeOptions o = BaseOptions();
+  o.self = 1;
+  o.expect_members = 2;
+  o.budget_samples = 160;  // 20 steps of 8 over the two
+  std::vector<float> x(16, 0.0f), initial(16, 0.0f);
+  auto machine = GossipNode::Create(o, x, initial, /*from_initial=*/true, TimePoint{});
+  ASSERT_TRUE(machine.ok()) << machine.status().ToString();
+  GossipNode& node = **machine;
+  TimePoint now{};
+  MemberEntry self, other;
+  self.id = 1;
+  other.id = 2;
+  node.Step(MemberView{{self, other}}, now);
+  int steps = 0;
+  bool finished = false;
+  for (int i = 0; i < 1000 && !finished; ++i) {
+    now += std::chrono::microseconds(10);
+    node.Tick(now);
+    for (const NodeAction& action : node.TakeOutput()) {
+      if (std::holds_alternative<ComputeStep>(action)) {
+        ++steps;  // the neighbour announces the same step first
+        node.Step(Incoming{2, 0, static_cast<uint64_t>(steps), NoPayload{}, {}, 0}, now);
+        node.Step(StepComputed{true, 0.5, 8}, now);
+      } else if (std::holds_alternative<Evaluate>(action)) {
+        node.Step(Evaluated{}, now);
+      } else if (std::holds_alternative<Finished>(action)) {
+        finished = true;
+      }
+    }
+  }
+  ASSERT_TRUE(finished) << "still training after " << steps << " steps";
+  EXPECT_EQ(steps, 10) << "its own 10 steps and the neighbour's 10 announced spend the budget";
+  EXPECT_EQ(node.state().end_reason, "epochs");
+}
+
 TEST(GossipNodeTest, BudgetEndsTheRunOnEveryNodeWithinADigestPeriod) {
   const Duration period = FastMembership().probe_interval;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
