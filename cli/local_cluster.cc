@@ -362,6 +362,9 @@ Status LocalCluster::Start(Child& c) {
 #endif
   c.exited = false;
   c.status = 0;
+  c.heard = std::chrono::steady_clock::now();
+  c.longest_silence = {};
+  c.heard_once = false;
   return OkStatus();
 }
 
@@ -514,6 +517,10 @@ void LocalCluster::Poll(std::chrono::milliseconds wait) {
     }
     size_t nl;
     while ((nl = c.buffer.find('\n')) != std::string::npos) {
+      const auto now = std::chrono::steady_clock::now();
+      if (c.heard_once) c.longest_silence = std::max(c.longest_silence, now - c.heard);
+      c.heard = now;
+      c.heard_once = true;
       auto parsed = nlohmann::json::parse(c.buffer.substr(0, nl), nullptr, false);
       if (!parsed.is_discarded()) Absorb(c, parsed);
       if (c.exec && !config_.run_dir.empty() && parsed.is_object() && parsed.contains("id") &&
@@ -573,6 +580,10 @@ std::string LocalCluster::Table(double t) const {
 
 void LocalCluster::Terminate(size_t i) {
   if (!children_[i].exited) Signal(children_[i], SIGTERM);
+}
+
+void LocalCluster::Kill(size_t i) {
+  if (!children_[i].exited) Signal(children_[i], SIGKILL);
 }
 
 int LocalCluster::Stop(std::chrono::milliseconds grace, const std::function<bool()>& waiting) {

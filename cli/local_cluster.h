@@ -81,6 +81,10 @@ struct Child : ChildReport {
   std::shared_ptr<SeriesWriter> series;
   bool exited = false;
   int status = 0;
+  // When it last wrote a report line (or started), and its longest silence between two so far.
+  std::chrono::steady_clock::time_point heard{};
+  std::chrono::steady_clock::duration longest_silence{};
+  bool heard_once = false;  // a report line since it (re)started
   int crashes = 0;    // injected crashes (--crash)
   bool down = false;  // crashed on purpose and not (yet) restarted
 };
@@ -118,6 +122,8 @@ class LocalCluster {
   int Stop(std::chrono::milliseconds grace, const std::function<bool()>& waiting = {});
   // SIGTERM to node index `i` alone: it ends its run, reports and leaves.
   void Terminate(size_t i);
+  // SIGKILL to node index `i` (a stopped process holds SIGTERM until it runs again); Poll reaps it.
+  void Kill(size_t i);
 
   // The complete stdout lines of the --exec programs since the last call: (node index, line).
   std::vector<std::pair<size_t, std::string>> TakeProgramLines();

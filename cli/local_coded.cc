@@ -101,9 +101,10 @@ class CodedLocal : public LocalMode {
   void Print(const LocalCluster& cluster, double wall, int killed, bool ok,
              const ReportOut& out) const override {
     const RunFacts facts = Gather(cluster);
-    if (PrintJson(Json(facts, ok), wall, killed, out)) return;
+    if (PrintJson(Json(facts, ok, out.failure), wall, killed, out)) return;
     std::printf("%s, %zu processes, %.1f s%s\n", what_.c_str(), cluster.children().size(), wall,
                 ok ? "" : " (not every node finished cleanly)");
+    if (!out.failure.empty()) std::printf("  failure: %s\n", out.failure.c_str());
     if (facts.head.has_value()) {
       const CodedProgress& h = *facts.head;
       // The digits a reader compares (the JSON keeps every digit).
@@ -174,7 +175,7 @@ class CodedLocal : public LocalMode {
     return f;
   }
 
-  nlohmann::json Json(const RunFacts& f, bool ok) const {
+  nlohmann::json Json(const RunFacts& f, bool ok, const std::string& failure) const {
     const std::optional<CodedProgress>& h = f.head;
     const nlohmann::json none;
     nlohmann::json j;
@@ -186,6 +187,7 @@ class CodedLocal : public LocalMode {
     j["processes"] = plan_.processes;
     j["code"] = plan_.code ? nlohmann::json(plan_.code->ToString()) : nlohmann::json(nullptr);
     j["ok"] = ok;
+    j["failure"] = failure.empty() ? none : nlohmann::json(failure);
     j["iterations"] = h ? nlohmann::json(h->iteration) : none;
     j["loss"] = h ? NumberJson(h->loss) : none;
     j["accuracy"] = h ? NumberJson(h->accuracy) : none;

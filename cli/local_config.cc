@@ -24,6 +24,13 @@ const ConfigSchema<LocalConfig>& LocalSchema() {
               "seconds a stop (Ctrl-C, --duration) gives every process to end its run and its own "
               "work after the training loop (an --exec program's evaluation and save) before "
               "SIGKILL; a second Ctrl-C ends them at once")
+        .Real("unresponsive_s", &C::unresponsive_s, "10", 1, 86400,
+              "seconds a node may write no report line before its final one (or 4 times its "
+              "longest silence so far, when longer: slow steps; 6 times it before its first line: "
+              "start-up) before it is called "
+              "unresponsive (stopped, hung, swapped out); its peers go on without it once their "
+              "membership declares it dead, and once every other node has ended it is killed "
+              "(SIGKILL) and named as the run's failure, so it cannot hold the run")
         .Text("cluster", &C::cluster, "local", "cluster id given to every node")
         .Enum("transport", &C::transport, "tcp",
               {{"tcp", LocalTransport::kTcp}, {"ipc", LocalTransport::kIpc}},

@@ -19,6 +19,7 @@ struct LocalConfig {
   int nodes = 0;
   double duration = 0;
   double stop_grace_s = 0;  // a stop's wait for every process before SIGKILL
+  double unresponsive_s = 0;  // silence before a node is called unresponsive
   std::string cluster;
   LocalTransport transport = LocalTransport::kTcp;
   net::NetworkSpec network;  // loopback, or namespaces with shaped links

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <system_error>
 
 #include "cli/node_command.h"
@@ -44,6 +46,7 @@ class LocalRun {
       Relay();
       Announce(t);
       Crash(t);
+      WatchSilence(t);
       mode_.Observe(cluster_, t, plain_);
       if (StopRequested() && interrupted_at_ < 0) interrupted_at_ = t;
       if (redraw_) {
@@ -133,6 +136,54 @@ class LocalRun {
     }
   }
 
+  // A node that writes no report line for the bound (LocalConfig::unresponsive_s, or 4 times its
+  // longest silence so far; kStartupFactor times it before its first line) before its final one
+  // is said to be unresponsive, once; its peers'
+  // membership takes it out of the run. Once every other node has ended (exited, crashed on
+  // purpose, reported its end, or is silent too) nothing is left to wait for: it is killed and
+  // named as the run's failure. A node that speaks again is said to, and waited for as before.
+  static constexpr double kStartupFactor = 6;
+  void WatchSilence(double t) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto& children = cluster_.children();
+    auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+    for (size_t i = 0; i < children.size(); ++i) {
+      const Child& c = children[i];
+      if (c.exited || c.down || c.has_final() || unresponsive_.count(i) > 0) continue;
+      const double silent = seconds(now - c.heard);
+      // Before its first line a node is starting (loading data, importing a framework).
+      const double bound = c.heard_once
+                               ? std::max(config_.unresponsive_s, 4 * seconds(c.longest_silence))
+                               : kStartupFactor * config_.unresponsive_s;
+      if (silent < bound) {
+        if (silent_.erase(i) > 0) {
+          Say(fmt::format("murmur local: {:.1f} s: node {} speaks again\n", t, i + 1));
+        }
+        continue;
+      }
+      if (silent_.insert(i).second) {
+        Say(
+            fmt::format("murmur local: {:.1f} s: node {} has written nothing for {:.1f} s "
+                        "(stopped or hung?): its peers go on without it once they declare it "
+                        "dead\n",
+                        t, i + 1, silent));
+      }
+      bool others_ended = true;
+      for (size_t j = 0; j < children.size(); ++j) {
+        const Child& o = children[j];
+        others_ended &= j == i || o.exited || o.down || o.has_final() || silent_.count(j) > 0;
+      }
+      if (!others_ended) continue;
+      const std::string why = fmt::format(
+          "node {} unresponsive: wrote nothing for {:.1f} s, killed (SIGKILL) once "
+          "every other node had ended",
+          i + 1, silent);
+      unresponsive_[i] = why;
+      Say(fmt::format("murmur local: {:.1f} s: {}\n", t, why));
+      cluster_.Kill(i);
+    }
+  }
+
   void Draw(const std::string& table) {
     if (drawn_lines_ > 0) std::fprintf(stderr, "\033[%zuA\033[J", drawn_lines_);
     std::fputs(table.c_str(), stderr);
@@ -185,7 +236,11 @@ class LocalRun {
     out.interrupted_at = interrupted_at_;
     out.logs = config_.run_dir.empty() ? dir.string()
                                        : (std::filesystem::path(config_.run_dir) / "logs").string();
-    if (!failures_.empty()) {
+    // A node killed for its silence is the cause of the others' failures (a ring's ranks end
+    // because it stopped answering), so it is named first.
+    if (!unresponsive_.empty()) {
+      out.failure = unresponsive_.begin()->second;
+    } else if (!failures_.empty()) {
       out.failure =
           fmt::format("node {} {}", failures_[0].index + 1, ExitText(failures_[0].status));
     }
@@ -209,6 +264,8 @@ class LocalRun {
   size_t drawn_lines_ = 0;                  // the table's lines on the terminal now
   std::vector<std::string> plain_printed_;  // the table rows plain progress printed last
   std::vector<NodeFailure> failures_;
+  std::set<size_t> silent_;                     // nodes said to be unresponsive, not yet killed
+  std::map<size_t, std::string> unresponsive_;  // nodes killed for it, and why
 };
 
 // What every --exec program gets besides its node's keys: the launcher's defaulted keys

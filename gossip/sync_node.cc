@@ -174,6 +174,7 @@ void SyncNode::Step(const MemberView& view, TimePoint now) {
       others_unfinished_ += !m.finished;
     }
     if (plan_.mode == Mode::kPs && phase_ == Phase::kRunning) CheckPsMembers(view, live, now);
+    if (phase_ == Phase::kRunning) CheckRunMembers(view, live);
     if (phase_ == Phase::kOver) return;
   }
   Tick(now);

@@ -32,7 +32,12 @@
 //               (async: per gradient, budget and evaluations counted N per iteration) and sends
 //               the replies; a worker computes on the model its PsWorker assembles from every
 //               server's slice. A server gone from the view (not finished) fails the run; a
-//               worker gone is dropped by the servers.
+//               worker gone is dropped by the servers. The other modes: a member gone from
+//               the live view without finishing (declared dead: it stopped answering, e.g.
+//               SIGSTOPped; or left) fails the run where it cannot go on without it
+//               (Unavailable, naming it): any rank of a ring; the root of a tree; a parent whose
+//               remaining children its code cannot decode. So no rank waits on a gone member
+//               longer than the membership takes to declare it dead.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's
@@ -183,6 +188,11 @@ class SyncNode {
   void Applied(const Aggregated& done, TimePoint now);
   // ps: a server gone from the view fails the run; a worker gone is dropped by the servers.
   void CheckPsMembers(const MemberView& view, const std::vector<NodeId>& live, TimePoint now);
+  // The other modes: a gone member ends the run where it cannot go on without it
+  // (sync_node_members.cc); fails with the reason, naming the member.
+  void CheckRunMembers(const MemberView& view, const std::vector<NodeId>& live);
+  // Ranks of the run's members (not this one) neither live in `view` nor finished, ascending.
+  std::vector<int64_t> GoneRanks(const MemberView& view, const std::vector<NodeId>& live) const;
   void StartPs();
   // ps: a server's end (k > 0 sends its final slice to server 0; server 0 evaluates once it has
   // every slice) and server 0's receipt of one.

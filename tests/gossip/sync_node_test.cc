@@ -136,6 +136,74 @@ TEST(SyncNodeTest, ARunThatEndedWhileThisNodeSettledIsOverForItToo) {
   EXPECT_EQ(node->state().rejected_messages, 0u);
 }
 
+// A member that stops answering (SIGSTOP, a lost host) is declared dead by the membership; the
+// run then fails with the reason where it cannot go on without it, and only there.
+std::unique_ptr<SyncNode> Assembled(Mode mode, NodeId self, std::vector<NodeId> ids, TimePoint& t) {
+  auto node = MakeNode(mode, self, t);
+  node->Step(ViewOf(ids), t);
+  node->Step(ViewOf(ids), t += milliseconds(250));
+  EXPECT_TRUE(node->assembled());
+  node->TakeOutput();
+  return node;
+}
+
+MemberView WithDead(std::vector<NodeId> ids, std::vector<NodeId> dead, bool finished = false) {
+  MemberView v = ViewOf(ids);
+  for (MemberEntry& m : v.members) {
+    if (std::find(dead.begin(), dead.end(), m.id) == dead.end()) continue;
+    m.state = MemberState::kDead;
+    m.finished = finished;
+  }
+  return v;
+}
+
+TEST(SyncNodeTest, ARingRankDeclaredDeadEndsTheRingWithTheReason) {
+  TimePoint t{};
+  auto node = Assembled(Mode::kRing, 1, {1, 2, 3}, t);
+  node->Step(WithDead({1, 2, 3}, {3}), t += milliseconds(20));
+  auto over = RunOverOf(node->TakeOutput());
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->code(), StatusCode::kUnavailable);
+  EXPECT_NE(over->message().find("ring rank 2 (node 3) is gone (declared dead"), std::string::npos)
+      << over->ToString();
+}
+
+TEST(SyncNodeTest, AMemberThatFinishedIsNotGone) {
+  TimePoint t{};
+  auto node = Assembled(Mode::kRing, 1, {1, 2, 3}, t);
+  node->Step(WithDead({1, 2, 3}, {3}, /*finished=*/true), t += milliseconds(20));
+  auto over = RunOverOf(node->TakeOutput());
+  EXPECT_TRUE(!over.has_value() || over->ok()) << over->ToString();
+}
+
+TEST(SyncNodeTest, AParentGoesOnWhileItsCodeDecodesWithoutTheGoneChildren) {
+  TimePoint t{};
+  auto root = Assembled(Mode::kGc, 1, {1, 2, 3, 4}, t);  // gc: n = 3, s = 1
+  root->Step(WithDead({1, 2, 3, 4}, {3}), t += milliseconds(20));
+  EXPECT_FALSE(RunOverOf(root->TakeOutput()).has_value()) << "s = 1 tolerates one gone child";
+  EXPECT_EQ(root->phase(), SyncNode::Phase::kRunning);
+  root->Step(WithDead({1, 2, 3, 4}, {3, 4}), t += milliseconds(20));
+  auto over = RunOverOf(root->TakeOutput());
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->code(), StatusCode::kUnavailable);
+  EXPECT_NE(over->message().find("2 of this parent's 3 children are gone (nodes 3, 4)"),
+            std::string::npos)
+      << over->ToString();
+}
+
+TEST(SyncNodeTest, TheRootGoneEndsEveryRank) {
+  TimePoint t{};
+  auto leaf = Assembled(Mode::kGc, 2, {1, 2, 3, 4}, t);
+  leaf->Step(WithDead({1, 2, 3, 4}, {4}), t += milliseconds(20));
+  EXPECT_FALSE(RunOverOf(leaf->TakeOutput()).has_value()) << "a leaf needs no sibling";
+  leaf->Step(WithDead({1, 2, 3, 4}, {1, 4}), t += milliseconds(20));
+  auto over = RunOverOf(leaf->TakeOutput());
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->code(), StatusCode::kUnavailable);
+  EXPECT_NE(over->message().find("the root (node 1) is gone"), std::string::npos)
+      << over->ToString();
+}
+
 TEST(SyncNodeTest, MessagesBeforeAssemblyWaitForTheRanks) {
   TimePoint t{};
   auto node = MakeNode(Mode::kGc, 2, t);
