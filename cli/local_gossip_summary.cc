@@ -139,15 +139,13 @@ void PrintFinish(const GossipRunSummary& s, size_t averaged) {
   }
   if (averaged > 0 && s.cluster_accuracy < 0) {
     std::printf(
-        "  cluster model (the average of %u nodes' models by the samples each trained, adopted by "
-        "%zu of %zu): not "
+        "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): not "
         "evaluated (no evaluate given); %s\n",
         s.contributors, averaged, s.nodes, LossAccount(s).c_str());
   } else if (averaged > 0 && !own_trained.empty()) {
     const auto [lo, hi] = std::minmax_element(own_trained.begin(), own_trained.end());
     std::printf(
-        "  cluster model (the average of %u nodes' models by the samples each trained, adopted by "
-        "%zu of %zu): test "
+        "  cluster model (the average of %u nodes' models, adopted by %zu of %zu): test "
         "accuracy %.4f\n  before the consensus finish the nodes' own models (on the periodic "
         "evaluations' rows): %.4f-%.4f\n",
         s.contributors, averaged, s.nodes, s.cluster_accuracy, *lo, *hi);

@@ -87,34 +87,23 @@ void ClaimsLedger::Believe(const std::vector<MemberEntry>& members,
 
 int64_t ClaimsLedger::BudgetSamples(int64_t own_samples, uint64_t own_steps,
                                     const std::function<uint64_t(NodeId)>& clock_of) const {
-  int64_t extra = 0;
-  for (const auto& [id, b] : believed_) {
-    if (b.counting) extra += Unseen(b, clock_of(id), own_samples, own_steps);
-  }
-  return ReportedSamples(own_samples) + extra;
-}
-
-uint64_t ClaimsLedger::SamplesNow(NodeId id, int64_t own_samples, uint64_t own_steps,
-                                  uint64_t clock) const {
-  const auto it = believed_.find(id);
-  if (it == believed_.end()) return 0;
-  return it->second.samples +
-         static_cast<uint64_t>(Unseen(it->second, clock, own_samples, own_steps));
-}
-
-int64_t ClaimsLedger::Unseen(const Believed& b, uint64_t clock, int64_t own_samples,
-                             uint64_t own_steps) const {
-  if (clock <= b.clock) return 0;
   const int64_t own_since = std::max<int64_t>(0, own_samples - own_samples_at_view_);
-  // A view from before the member's first step shows no rate: this node's own stands in.
   const double own_per_step =
       own_steps == 0 ? 0.0 : static_cast<double>(own_samples) / static_cast<double>(own_steps);
-  const double per_step = b.clock == 0 || b.samples == 0
-                              ? own_per_step
-                              : static_cast<double>(b.samples) / static_cast<double>(b.clock);
-  // Capped before the conversion: a clock near 2^64 makes a product no int64_t holds.
-  const double unseen = per_step * static_cast<double>(clock - b.clock);
-  return static_cast<int64_t>(std::min(static_cast<double>(own_since), unseen));
+  int64_t extra = 0;
+  for (const auto& [id, b] : believed_) {
+    if (!b.counting) continue;
+    const uint64_t clock = clock_of(id);
+    if (clock <= b.clock) continue;
+    // A view from before the member's first step shows no rate: this node's own stands in.
+    const double per_step = b.clock == 0 || b.samples == 0
+                                ? own_per_step
+                                : static_cast<double>(b.samples) / static_cast<double>(b.clock);
+    // Capped before the conversion: a clock near 2^64 makes a product no int64_t holds.
+    const double unseen = per_step * static_cast<double>(clock - b.clock);
+    extra += static_cast<int64_t>(std::min(static_cast<double>(own_since), unseen));
+  }
+  return ReportedSamples(own_samples) + extra;
 }
 
 // Each member whose word the bounds set aside is refused once per life.

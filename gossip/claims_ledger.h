@@ -79,11 +79,6 @@ class ClaimsLedger {
   // The members that said they finished (they compute no more steps).
   const std::vector<NodeId>& finished_ids() const { return finished_ids_; }
   bool HasFinished(NodeId id) const;
-  // What member `id` trained by now, as far as the evidence goes: its believed samples in the
-  // latest view plus the steps its `clock` (fresher: every envelope carries it) advanced since,
-  // at its believed samples per step, at most this node's own samples since the view
-  // (BudgetSamples' rule for one member, finished or not). 0 for a member not in the view.
-  uint64_t SamplesNow(NodeId id, int64_t own_samples, uint64_t own_steps, uint64_t clock) const;
   // Those of `ids` that have not said they finished (the ones a step may wait for).
   std::vector<NodeId> Unfinished(const std::vector<NodeId>& ids) const;
   std::vector<Refusal> TakeRefusals() { return std::exchange(refusals_, {}); }
@@ -97,8 +92,6 @@ class ClaimsLedger {
     bool counting = false;  // live and not finished: its work since the view counts
   };
   static constexpr size_t kMaxRefusedClaims = 4096;
-  // A member's work its clock shows since the view (BudgetSamples).
-  int64_t Unseen(const Believed& b, uint64_t clock, int64_t own_samples, uint64_t own_steps) const;
 
   void Believe(const std::vector<MemberEntry>& members, const std::vector<uint64_t>& claims,
                uint64_t bound);

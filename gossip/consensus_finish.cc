@@ -97,7 +97,7 @@ void ConsensusFinish::Start(std::span<const float> model, const std::vector<Node
       refusals_.emplace_back(from, std::move(r));
       continue;
     }
-    AddToSum(values, from);
+    AddToSum(values);
     contributors_.insert(from);
   }
   MaybeAdoptRelayed(now);
@@ -238,7 +238,7 @@ FinishStepResult ConsensusFinish::StepContribution(NodeId from, const FinishMess
   }
   r = Within(values, own);
   if (r.verdict != FinishVerdict::kAccepted) return r;
-  AddToSum(values, from);
+  AddToSum(values);
   contributors_.insert(from);
   MaybePublish(now);
   return r;
@@ -262,7 +262,6 @@ FinishStepResult ConsensusFinish::StepResult(NodeId from, const FinishMessage& h
                   header.contributors,
                   header.collector != 0 ? header.collector : from,
                   std::move(values),
-                  {},
                   {}};
   if (!started_) {  // judged against the final model at Start
     early_result_ = std::move(o);
@@ -313,7 +312,7 @@ void ConsensusFinish::MaybeAdoptRelayed(TimePoint now) {
     if (2 * live <= others) continue;
     // Judged against this node's final model, as a result from its collector is.
     if (JudgeResult(relay.model, own_half_).verdict != FinishVerdict::kAccepted) continue;
-    outcome_ = FinishOutcome{true, relay.contributors, relay.collector, relay.model, {}, {}};
+    outcome_ = FinishOutcome{true, relay.contributors, relay.collector, relay.model, {}};
     SendReceipt();
     if (collector_ == o_.self && result_frame_ == nullptr) {
       // Members that contributed here get the adopted result, as they would a published one.
@@ -327,8 +326,6 @@ void ConsensusFinish::MaybeAdoptRelayed(TimePoint now) {
       }
       for (NodeId id : relay.by) answered_.emplace(id, Answered{now, o_.resend});
       sum_ = {};
-      weight_sum_ = 0;
-      weights_.clear();
     }
     relayed_.clear();
     return;
@@ -376,15 +373,11 @@ void ConsensusFinish::Tick(TimePoint now) {
   }
   MaybePublish(now);
   if (!outcome_.has_value() && now >= deadline_) {
-    outcome_ = FinishOutcome{
-        false,
-        0,
-        collector_,
-        {},
-        collector_ == o_.self ? std::string("nothing to average")
-                              : "no result from collector " + std::to_string(collector_) +
-                                    " within " + std::to_string(ToSeconds(o_.result_wait)) + " s",
-        {}};
+    outcome_ = FinishOutcome{false, 0, collector_, {},
+                             collector_ == o_.self
+                                 ? std::string("nothing to average")
+                                 : "no result from collector " + std::to_string(collector_) +
+                                       " within " + std::to_string(ToSeconds(o_.result_wait)) + " s"};
   }
 }
 
@@ -416,9 +409,8 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   // The average in the sum's place: one model's bytes on the collector, not three.
   if (sum_.empty()) sum_.assign(o_.dimension, 0.0f);
   std::vector<float> average = std::exchange(sum_, {});
-  MURMUR_CHECK_GT(weight_sum_, 0) << "published with " << count << " models";
-  const auto total = static_cast<float>(weight_sum_);
-  for (float& v : average) v /= total;
+  const float n = static_cast<float>(count);
+  for (float& v : average) v /= n;
   result_frame_ = EncodeHalf(average);  // rounds `average` to what every member adopts
   result_contributors_ = count;
   result_collector_ = o_.self;
@@ -428,11 +420,8 @@ void ConsensusFinish::MaybePublish(TimePoint now) {
   to.erase(o_.self);
   answered_.clear();
   for (NodeId id : to) Answer(id, now);
-  outcome_ = FinishOutcome{true, count, o_.self, std::move(average), {}, {}};
-  for (const auto& [id, w] : weights_) outcome_->weights[id] = w / weight_sum_;
+  outcome_ = FinishOutcome{true, count, o_.self, std::move(average), {}};
   sum_ = {};
-  weight_sum_ = 0;
-  weights_.clear();
 }
 
 FinishStepResult ConsensusFinish::JudgeResult(std::span<const float> values,
@@ -469,7 +458,7 @@ void ConsensusFinish::JudgeHeld() {
       refusals_.emplace_back(from, std::move(r));
       continue;
     }
-    AddToSum(values, from);
+    AddToSum(values);
   }
 }
 
@@ -481,20 +470,14 @@ void ConsensusFinish::SetLive(const std::vector<NodeId>& live, TimePoint now) {
 
 void ConsensusFinish::AddOwn() {
   if (!own_counts_) return;
-  AddToSum(own_half_, o_.self);
+  AddToSum(own_half_);
 }
 
-void ConsensusFinish::AddToSum(std::span<const float> values, NodeId from) {
-  // Only a collector sums: a member never holds the sum. In float: the terms are fp16 values
-  // (times a weight) and the average is rounded to fp16, whose 11 bits float's 24 keep.
+void ConsensusFinish::AddToSum(std::span<const float> values) {
+  // Only a collector sums: a member never holds the sum. In float: the terms are fp16 values and
+  // the average is rounded to fp16, so float's 24 bits lose nothing the result keeps.
   if (sum_.empty()) sum_.assign(o_.dimension, 0.0f);
-  // A member without evidence of its work counts as one sample, never as nothing: a sum of
-  // zero weights would have no average.
-  const double w = weight_ ? std::max(1.0, weight_(from)) : 1.0;
-  weight_sum_ += w;
-  weights_[from] += w;
-  const auto wf = static_cast<float>(w);
-  for (size_t k = 0; k < values.size(); ++k) sum_[k] += wf * values[k];
+  for (size_t k = 0; k < values.size(); ++k) sum_[k] += values[k];
 }
 
 uint64_t ConsensusFinish::HeldBytes() const {

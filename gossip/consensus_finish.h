@@ -1,8 +1,7 @@
 #pragma once
 // The consensus finish as a sans-IO machine: when the budget is spent, the members'
-// N different models become one — their average, weighed by the samples each member trained
-// (set_weight) — so the run ends on the cluster's model. With equal work the plain average is
-// what exact all-reduce would hold after a final averaging step (local SGD
+// N different models become one — their average — so the run ends on the cluster's model. The
+// plain average is what exact all-reduce would hold after a final averaging step (local SGD
 // with a last synchronization, Lin et al. 2020 §3; SGP's exact average, Assran et al. 2019 §3).
 //
 // Protocol:
@@ -62,7 +61,6 @@
 // driver thread.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -124,8 +122,6 @@ struct FinishOutcome {
   NodeId collector = 0;
   std::vector<float> model;    // the average (empty when not averaged)
   std::string why;             // when not averaged
-  // The collector's own average: each model's weight in it (summing to 1; set_weight).
-  std::map<NodeId, double> weights;
 };
 
 class ConsensusFinish {
@@ -147,12 +143,6 @@ class ConsensusFinish {
   std::vector<std::pair<NodeId, FinishStepResult>> TakeRefusals() {
     return std::exchange(refusals_, {});
   }
-  // The weight of a member's model in a collector's average: the collector's own evidence of
-  // the samples it trained (at least 1), so the average is FedAvg's sum of n_k / n x_k
-  // (McMahan et al. 2017, Algorithm 1) and a member left behind (a straggler that trained a
-  // quarter of the others' samples) moves it as little as its work did. Unset: 1 each, the plain
-  // average. Read as each model is summed.
-  void set_weight(std::function<double(NodeId)> weight) { weight_ = std::move(weight); }
   // The live ids changed (sorted, with this node).
   void View(const std::vector<NodeId>& live, TimePoint now);
   void Tick(TimePoint now);
@@ -182,8 +172,8 @@ class ConsensusFinish {
   void SetLive(const std::vector<NodeId>& live, TimePoint now);
   // Adds this node's model to the collector's sum, when it trained.
   void AddOwn();
-  // sum_ += weight(from) × values, sized on first use; weight_sum_ counts the weights.
-  void AddToSum(std::span<const float> values, NodeId from);
+  // sum_ += values, sized on first use.
+  void AddToSum(std::span<const float> values);
   // Within() of a result, for a member that trained (one that did not has nothing to judge by).
   FinishStepResult JudgeResult(std::span<const float> values, std::span<const float> own) const;
   // A collector that trained nothing: the held contributions judged against their medoid, and
@@ -221,9 +211,6 @@ class ConsensusFinish {
   std::shared_ptr<const std::vector<std::byte>> own_frame_;
   // Collector state, from its Start (what comes before waits in pending_).
   std::vector<float> sum_;         // empty until this node collects
-  double weight_sum_ = 0;          // of the models in sum_
-  std::map<NodeId, double> weights_;  // each summed model's weight
-  std::function<double(NodeId)> weight_;
   std::set<NodeId> contributors_;  // other members; this node's own model is added at Start
   std::set<NodeId> abstained_;     // members that trained nothing: waited for, not averaged
   bool own_counts_ = true;

@@ -9,9 +9,8 @@
 
 namespace murmur::gossip {
 
-FinishStage::FinishStage(NodeId self, uint32_t dimension, Duration finish_wait,
-                         std::function<double(NodeId)> weight)
-    : self_(self), dimension_(dimension), wait_(finish_wait), weight_(std::move(weight)) {}
+FinishStage::FinishStage(NodeId self, uint32_t dimension, Duration finish_wait)
+    : self_(self), dimension_(dimension), wait_(finish_wait) {}
 
 void FinishStage::Ensure(const std::vector<NodeId>& live, TimePoint now) {
   if (finish_ != nullptr || wait_.count() <= 0) return;
@@ -21,7 +20,6 @@ void FinishStage::Ensure(const std::vector<NodeId>& live, TimePoint now) {
   f.result_wait = wait_;
   f.collect_wait = wait_ / 2;
   finish_ = std::make_unique<ConsensusFinish>(f);
-  if (weight_) finish_->set_weight(weight_);
   finish_->View(live, now);
 }
 

@@ -26,10 +26,8 @@ namespace murmur::gossip {
 class FinishStage {
  public:
   // `finish_wait`: how long a member waits for the average (the collector averages what it has
-  // after half of it); 0: no finish. `weight`: a member's weight in the average when this node
-  // collects (ConsensusFinish::set_weight; none: equal weights).
-  FinishStage(NodeId self, uint32_t dimension, Duration finish_wait,
-              std::function<double(NodeId)> weight = {});
+  // after half of it); 0: no finish.
+  FinishStage(NodeId self, uint32_t dimension, Duration finish_wait);
 
   // Creates the machine (unless the finish is off or it exists) with the view `live`.
   void Ensure(const std::vector<NodeId>& live, TimePoint now);
@@ -71,7 +69,6 @@ class FinishStage {
   const NodeId self_;
   const uint32_t dimension_;
   const Duration wait_;
-  const std::function<double(NodeId)> weight_;
   std::unique_ptr<ConsensusFinish> finish_;
   std::span<const float> final_model_;  // on the host, from Start
   std::map<std::string, uint64_t> verdicts_;

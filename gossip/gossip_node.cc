@@ -39,16 +39,7 @@ GossipNode::GossipNode(const GossipNodeOptions& options, std::span<float> model,
       server_(options.model_snapshots_per_s, options.model_snapshot_burst),
       deferred_(64, 2 * model.size_bytes()),
       evaluations_(options.eval_every, options.budget_samples),
-      // The finish weighs each member's model by the samples this node knows it trained: its own
-      // count, and the claims ledger's belief of the others'.
-      finish_(options.self, static_cast<uint32_t>(model.size()), options.finish_wait,
-              [this](NodeId id) {
-                return static_cast<double>(
-                    id == o_.self
-                        ? static_cast<uint64_t>(s_.samples)
-                        : claims_.SamplesNow(id, s_.samples, static_cast<uint64_t>(s_.local_steps),
-                                             sync_.ClockOf(id)));
-              }),
+      finish_(options.self, static_cast<uint32_t>(model.size()), options.finish_wait),
       phase_(Joining{Joiner(o_, now)}),
       start_(now) {}
 

@@ -47,7 +47,6 @@ void GossipNode::AdvanceFinishing(TimePoint now) {
   if (observer_ != nullptr) observer_->Finish(r.averaged, r.contributors, r.moved);
   if (r.averaged) {
     SetModel(finish_.outcome()->model);
-    s_.finish_weights = finish_.outcome()->weights;
     Emit(ResetOptimizer{});
     // The collector stays until every member left (Settled) or would have given up waiting: its
     // results may still be on their way over a thin link.

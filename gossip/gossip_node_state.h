@@ -107,8 +107,6 @@ struct GossipNodeState {
   // The consensus finish: "" (not reached), "averaged", "missed" or "off".
   std::string finish;
   uint32_t finish_contributors = 0;
-  // When this node collected: each member's weight in the average (ConsensusFinish::set_weight).
-  std::map<NodeId, double> finish_weights;
   NodeId finish_collector = 0;  // whose average it adopted (0: none adopted)
   double finish_moved = 0;      // ‖x̄ − x_i‖ / ‖x̄‖: how far the average was from this model
   double own_accuracy = -1;     // this node's own model before the finish (eval_samples rows)

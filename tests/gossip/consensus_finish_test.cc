@@ -114,36 +114,6 @@ TEST(ConsensusFinishTest, EveryMemberAdoptsTheAverageOfAll) {
   }
 }
 
-// A member left behind (a straggler that trained a fraction of the others' samples) weighs in
-// by the samples the collector knows it trained, FedAvg's n_k / n: before and after Start, and a
-// member without evidence counts as one sample, never as nothing.
-TEST(ConsensusFinishTest, TheAverageWeighsEachModelByTheSamplesTheCollectorKnowsItTrained) {
-  const std::vector<NodeId> ids = {1, 2, 3, 4};
-  Members m(ids);
-  const std::map<NodeId, double> samples = {{1, 30000}, {2, 30000}, {3, 7500}, {4, 0}};
-  m.finish.at(1).set_weight([&](NodeId id) { return samples.at(id); });
-  TimePoint now{};
-  m.finish.at(3).Start(m.model.at(3), ids, now);  // before the collector's Start: held
-  m.Deliver(now);
-  m.finish.at(1).Start(m.model.at(1), ids, now);
-  for (NodeId id : {2, 4}) m.finish.at(id).Start(m.model.at(id), ids, now);
-  m.Deliver(now);
-  std::vector<float> expected(kDim, 0.0f);
-  const double total = 30000 + 30000 + 7500 + 1;
-  for (NodeId id : ids) {
-    const double w = std::max(1.0, samples.at(id)) / total;
-    for (uint32_t k = 0; k < kDim; ++k) expected[k] += static_cast<float>(w) * m.model.at(id)[k];
-  }
-  ExpectAdopted(m, ids, 4, expected);
-  // Not the plain average: the straggler's and the evidence-free member's models count less.
-  const std::vector<float> plain = Average(m, ids);
-  double apart = 0;
-  for (uint32_t k = 0; k < kDim; ++k) {
-    apart = std::max<double>(apart, std::abs(m.finish.at(2).outcome()->model[k] - plain[k]));
-  }
-  EXPECT_GT(apart, 5e-3) << "the weights changed nothing";
-}
-
 TEST(ConsensusFinishTest, OnlyTheCollectorHoldsASumAndNoneHoldsMoreThanItsFrames) {
   // A member holds its model (fp16 values) and its frame: 1.5 models of fp32 bytes; the
   // collector its own, the sum it averages in place and the result's frame, once it published.

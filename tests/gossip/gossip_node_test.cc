@@ -743,27 +743,11 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
     ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(20), [&] {
       return std::all_of(live.begin(), live.end(), [&](size_t i) { return cluster.node(i).over.has_value(); });
     }));
-    // The collector weighs each model by the samples it knows the member trained (its ledger's
-    // belief, up to a digest period behind the member's final count).
-    const std::map<NodeId, double>& weights = cluster.machine(live[0]).state().finish_weights;
-    ASSERT_EQ(weights.size(), live.size());
     std::vector<float> average(cluster.node(0).x.size(), 0.0f);
     for (size_t i : live) {
       ASSERT_TRUE(own.contains(i)) << "node " << i << " never finished";
-      const double w = weights.at(Cluster::Id(i));
-      for (size_t k = 0; k < average.size(); ++k) average[k] += static_cast<float>(w) * own[i][k];
+      for (size_t k = 0; k < average.size(); ++k) average[k] += own[i][k] / static_cast<float>(live.size());
     }
-    double total = 0, weight_sum = 0;
-    for (size_t i : live) total += static_cast<double>(cluster.machine(i).state().samples);
-    for (size_t i : live) {
-      const double share = static_cast<double>(cluster.machine(i).state().samples) / total;
-      // The collector's evidence lags by up to a digest period (here tens of the 10-sample
-      // steps of a run of a few hundred) and counts a member's unseen work at most as its own.
-      EXPECT_GT(weights.at(Cluster::Id(i)), 0.5 * share) << "node " << i << "'s samples";
-      EXPECT_LT(weights.at(Cluster::Id(i)), 2.0 * share) << "node " << i << "'s samples";
-      weight_sum += weights.at(Cluster::Id(i));
-    }
-    EXPECT_NEAR(weight_sum, 1.0, 1e-9);
     for (size_t i : live) {
       SCOPED_TRACE("node " + std::to_string(i));
       const GossipNodeState& st = cluster.machine(i).state();
