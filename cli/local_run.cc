@@ -139,8 +139,8 @@ class LocalRun {
   // A node that writes no report line for the bound (LocalConfig::unresponsive_s, or 4 times its
   // longest silence so far; kStartupFactor times it before its first line) before its final one
   // is said to be unresponsive, once; its peers'
-  // membership takes it out of the run. Once every other node has ended (exited, crashed on
-  // purpose, reported its end, or is silent too) nothing is left to wait for: it is killed and
+  // membership takes it out of the run. Once every other node has ended (exited, or crashed on
+  // purpose) nothing is left to wait for: it is killed and
   // named as the run's failure. A node that speaks again is said to, and waited for as before.
   static constexpr double kStartupFactor = 6;
   void WatchSilence(double t) {
@@ -171,7 +171,9 @@ class LocalRun {
       bool others_ended = true;
       for (size_t j = 0; j < children.size(); ++j) {
         const Child& o = children[j];
-        others_ended &= j == i || o.exited || o.down || o.has_final() || silent_.count(j) > 0;
+        // Only exited ones count: nodes waiting together (a consensus finish over a thin link
+        // writes no line while it waits) are not each other's reason to be killed.
+        others_ended &= j == i || o.exited || o.down;
       }
       if (!others_ended) continue;
       const std::string why = fmt::format(
