@@ -138,9 +138,8 @@ class LocalRun {
 
   // A node that writes no report line for the bound (LocalConfig::unresponsive_s, or 4 times its
   // longest silence so far; kStartupFactor times it before its first line) before its final one
-  // is said to be unresponsive, once; its peers'
-  // membership takes it out of the run. Once every other node has ended (exited, or crashed on
-  // purpose) nothing is left to wait for: it is killed and
+  // is said to be unresponsive, once; its peers' membership takes it out of the run. Once every
+  // other node has exited (or crashed on purpose) nothing is left to wait for: it is killed and
   // named as the run's failure. A node that speaks again is said to, and waited for as before.
   static constexpr double kStartupFactor = 6;
   void WatchSilence(double t) {
@@ -178,7 +177,7 @@ class LocalRun {
       if (!others_ended) continue;
       const std::string why = fmt::format(
           "node {} unresponsive: wrote nothing for {:.1f} s, killed (SIGKILL) once "
-          "every other node had ended",
+          "every other node had exited",
           i + 1, silent);
       unresponsive_[i] = why;
       Say(fmt::format("murmur local: {:.1f} s: {}\n", t, why));
