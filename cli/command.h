@@ -46,5 +46,6 @@ std::unique_ptr<Command> MakeKeygenCommand(CLI::App& app);
 std::unique_ptr<Command> MakeExperimentCommand(CLI::App& app);
 std::unique_ptr<Command> MakeReportCommand(CLI::App& app);
 std::unique_ptr<Command> MakeSimCommand(CLI::App& app);
+std::unique_ptr<Command> MakeSwarmCommand(CLI::App& app);
 
 }  // namespace murmur::node

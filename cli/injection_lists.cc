@@ -121,4 +121,44 @@ StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes
   return out;
 }
 
+StatusOr<std::vector<PartitionPlan>> ParsePartitionList(const std::string& text, int nodes) {
+  constexpr std::string_view kForm = "nodes=K1/K2/...,at=S[,for=D]";
+  std::vector<PartitionPlan> out;
+  for (const std::string& item : SplitNonEmpty(text, ';')) {
+    PartitionPlan plan;
+    bool have_at = false;
+    for (const std::string& field : SplitNonEmpty(item, ',')) {
+      const size_t eq = field.find('=');
+      const std::string key = field.substr(0, eq),
+                        value = eq == std::string::npos ? "" : field.substr(eq + 1);
+      if (key == "nodes") {
+        for (const std::string& number : SplitNonEmpty(value, '/')) {
+          auto k = ParseInteger(number, 1, nodes);
+          if (!k.ok()) {
+            return InvalidArgumentError(
+                fmt::format("partition: node '{}' is not in [1, {}]", number, nodes));
+          }
+          plan.side.push_back(static_cast<int>(*k) - 1);
+        }
+      } else if (key == "at" || key == "for") {
+        auto v = ParseDuration(value);
+        if (!v.ok()) {
+          return InvalidArgumentError(fmt::format("partition: {}: {}", key, v.status().message()));
+        }
+        (key == "at" ? plan.at : plan.length) = std::chrono::duration<double>(*v).count();
+        have_at |= key == "at";
+      } else {
+        return InvalidArgumentError(
+            fmt::format("partition: unknown setting '{}' in '{}' ({})", key, item, kForm));
+      }
+    }
+    if (plan.side.empty() || !have_at) {
+      return InvalidArgumentError(
+          fmt::format("partition: '{}' needs nodes=... and at=S ({})", item, kForm));
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
 }  // namespace murmur::node

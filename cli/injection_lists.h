@@ -37,4 +37,14 @@ struct JoinPlan {
 // `node=K,at=S;...` (K 1..N); kInvalidArgument says why.
 StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes);
 
+// A partition (`murmur sim --partition`): from `at` seconds on, the processes of `side` (0-based)
+// and the others cannot reach each other, for `length` seconds (0: for good).
+struct PartitionPlan {
+  std::vector<int> side;
+  double at = 0;
+  double length = 0;
+};
+// `nodes=K1/K2/...,at=S[,for=D];...` (K 1..N); kInvalidArgument says why.
+StatusOr<std::vector<PartitionPlan>> ParsePartitionList(const std::string& text, int nodes);
+
 }  // namespace murmur::node

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   commands.push_back(murmur::node::MakeExperimentCommand(app));
   commands.push_back(murmur::node::MakeReportCommand(app));
   commands.push_back(murmur::node::MakeSimCommand(app));
+  commands.push_back(murmur::node::MakeSwarmCommand(app));
   // `--nesterov false` as `--nesterov=false` (config_schema.h JoinBoolValues).
   std::vector<std::string> joined =
       murmur::node::JoinBoolValues(std::vector<std::string>(argv, argv + argc));

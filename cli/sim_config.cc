@@ -41,7 +41,9 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("network", &C::network, "1GbE",
               "every node's link: ideal, loopback, 100GbE, 25GbE, 10GbE, 1GbE or wan:LATENCY, "
               "then optional latency=D, bandwidth=B (bit, Kbit, Mbit, Gbit), loss=P, e.g. "
-              "'wan:50ms,100Mbit' or '1GbE,loss=0.01'")
+              "'wan:50ms,100Mbit' or '1GbE,loss=0.01'; faults per message: duplicate=P (a second "
+              "copy up to the jitter later), jitter=D (a delay up to D, so messages overtake "
+              "each other), corrupt=P (one byte flipped)")
         .Enum("fidelity", &C::fidelity, "protocol",
               {{"protocol", SimFidelity::kProtocol}, {"training", SimFidelity::kTraining}},
               "protocol: every node computes a hashed least-squares task of `dimension` values "
@@ -87,6 +89,14 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("join", &C::join, "",
               "late joins: node=K,at=S starts node K S into the run instead of at 0; several "
               "separated by ';'")
+        .Text("partition", &C::partition, "",
+              "partitions: nodes=K1/K2/...,at=S[,for=D] cuts those nodes off from the others S "
+              "into the run, for D (none: for good); several separated by ';'")
+        .Bool("invariants", &C::invariants, false,
+              "check the invariants every run must keep (a refused message changes no model, "
+              "step clocks never go back, models stay finite, the run ends, members that "
+              "adopted one average hold one model, the budget's bound); any broken: listed, "
+              "exit 1")
         .Probes(&C::probe_interval_ms, 500,
                 "SWIM protocol period of every node (murmur node's default; murmur local uses "
                 "200)",
@@ -121,6 +131,8 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
                                                    "network",
                                                    "crash",
                                                    "join",
+                                                   "partition",
+                                                   "invariants",
                                                    "probe_interval_ms",
                                                    "probe_timeout_ms",
                                                    "tick_ms",
@@ -146,6 +158,8 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
   if (c.mode.consensus) {
     out.push_back({{"sample_cost", "step_cost", "eval_cost", "start_cost", "cores"},
                    "--mode consensus runs synchronous rounds with no time in them"});
+    out.push_back({{"partition", "invariants"},
+                   "--mode consensus runs CHOCO's rounds alone, with no faults and no node runs"});
   } else {
     out.push_back(
         {{"consensus_rounds", "consensus_tolerance"},

@@ -45,6 +45,8 @@ struct SimConfig {
   std::string straggle;
   std::string crash;
   std::string join;
+  std::string partition;
+  bool invariants = false;
   int probe_interval_ms = 0;
   int probe_timeout_ms = 0;
   int tick_ms = 0;

@@ -291,7 +291,8 @@ void GossipNode::AdvanceTraining(TimePoint now) {
     Emit(Evaluate{false, x_});
     return;
   }
-  paused_ = pause_.Holds(s_.step, claims_.best_clock());
+  // The pause waits for a peer to advance: with no live peer left none would, so it ends.
+  paused_ = pause_.Holds(s_.step, claims_.best_clock()) && LiveOrSelf().size() > 1;
   if (paused_) {
     Emit(Wait{now + std::chrono::milliseconds(10)});
     return;

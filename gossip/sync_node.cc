@@ -243,6 +243,7 @@ void SyncNode::StartRunning(TimePoint now) {
                   TreeAggregator::Options{rank_, dim, o_.report_after, o_.device});
   }
   EnterPhase(Phase::kRunning);
+  last_progress_ = now;
   detail_ = "assembled";
   start_ = now;  // iteration times and the time limit count from the assembled cluster
   MURMUR_LOG_INFO("node {}: {} rank {} of {} ({}), {} weighted samples per iteration of {}", o_.self,
@@ -340,6 +341,7 @@ void SyncNode::Step(const GradientComputed& result, TimePoint now) {
   if (!computing_) return;
   computing_ = false;
   if (phase_ != Phase::kRunning) return;
+  last_progress_ = now;
   if (result.partial.size() != params_.size()) {
     return Fail(InvalidArgumentError(fmt::format("a partial gradient of {} values for a model of {}",
                                                  result.partial.size(), params_.size())));
@@ -456,6 +458,13 @@ void SyncNode::Tick(TimePoint now) {
       if (stop_requested_) return Finish(now, "stopped");
       if (peer_finished_ && (!root || server_)) return Finish(now, "peer");
       if (root && o_.time_limit.count() > 0 && BudgetSpent(now)) return Finish(now, "time");
+      if (!computing_ && now - last_progress_ > o_.stall_timeout) {
+        return Fail(DeadlineExceededError(fmt::format(
+            "{} rank {}: no message taken and nothing computed for {:.1f} s at iteration {} "
+            "(stall_timeout_s): a message this rank waits for was lost, or a member went quiet "
+            "while alive",
+            ModeName(plan_.mode), rank_, ToSeconds(now - last_progress_), s_.iteration)));
+      }
       MaybeCompute(now);
       Emit(Wait{now + std::chrono::milliseconds(20)});
       return;

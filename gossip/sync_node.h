@@ -37,7 +37,9 @@
 //               SIGSTOPped; or left) fails the run where it cannot go on without it
 //               (Unavailable, naming it): any rank of a ring; the root of a tree; a parent whose
 //               remaining children its code cannot decode. So no rank waits on a gone member
-//               longer than the membership takes to declare it dead.
+//               longer than the membership takes to declare it dead. A rank that takes no
+//               message and computes nothing for the stall bound (stall_timeout) fails its run
+//               with the reason: a message it needed was lost, or a live member went quiet.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's
@@ -106,6 +108,12 @@ struct SyncNodeOptions {
   int64_t eval_every = 10;     // root / ring rank 0: every this many iterations (0: at the end)
   Duration report_after = std::chrono::seconds(5);
   Duration join_timeout = std::chrono::seconds(30);
+  // Running, a rank that has taken no message and computed nothing for this long fails its run
+  // (DeadlineExceeded): a message it waits for was lost (a connection broke with it in flight)
+  // or a member went quiet while it still answers the membership's probes. Every synchronous
+  // wait is so bounded; a rank computing is not waiting. It must exceed the longest step of
+  // the slowest member (a tree's parent waits for it).
+  Duration stall_timeout = std::chrono::seconds(30);
   Duration settle = std::chrono::milliseconds(200);
   Duration linger = std::chrono::milliseconds(500);
   kernels::Device device = kernels::Device::Cpu();  // where the model and the arithmetic live
@@ -257,6 +265,8 @@ class SyncNode {
   bool computing_ = false;
   uint64_t ring_started_ = 0;
   TimePoint iteration_start_{};
+  // The stall bound (SyncNodeOptions::stall_timeout): the last message taken or step computed.
+  TimePoint last_progress_{};
   bool peer_finished_ = false;
   // The run's other members live in the latest view, and those of them not finished (~0: no
   // view since assembly).

@@ -151,6 +151,8 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
   if (stats().rejected != before) {
     Reject(kRejectProtocol, m.from,
            "the protocol refused it (wrong sender, kind, length or iteration)");
+  } else {
+    last_progress_ = now;
   }
   MaybeCompute(now);
 }

@@ -49,7 +49,11 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
               "a parent still short of decodable children after this long says so (and keeps "
               "waiting)")
         .Real("join_timeout_s", &C::join_timeout_s, "30", 0.1, 86400,
-              "give up when the tree or ring has not assembled (all its nodes alive) by then");
+              "give up when the tree or ring has not assembled (all its nodes alive) by then")
+        .Real("stall_timeout_s", &C::stall_timeout_s, "30", 0.1, 86400,
+              "a running rank that neither took a message nor computed for this long ends "
+              "its run with the reason (a message it needed was lost, or a member went quiet "
+              "while alive); keep it above the slowest member's step");
     return s;
   }();
   return *schema;
@@ -180,6 +184,8 @@ StatusOr<CodedTrainerOptions> CodedOptionsFrom(gossip::Mode mode, const CodedCon
   o.global_batch = coded.global_batch;
   o.node.report_after = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.report_after_s));
   o.node.join_timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.join_timeout_s));
+  o.node.stall_timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(coded.stall_timeout_s));
   MURMUR_RETURN_IF_ERROR(ValidateMomentum(gossip.train));
   o.node.lr = gossip.train.lr;
   o.schedule = TrainOptionsFrom(gossip.train);

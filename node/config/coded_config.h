@@ -29,6 +29,7 @@ struct CodedConfig {
   int64_t global_batch = 0;
   double report_after_s = 0;
   double join_timeout_s = 0;
+  double stall_timeout_s = 0;
 };
 
 const ConfigSchema<CodedConfig>& CodedSchema();

@@ -11,7 +11,7 @@
 //   exp=M          sleep an exponential draw with mean M after every step (seeded)
 //   exp_slowdown=F after a step that computed for t, sleep an exponential draw with mean F t
 //   pause=A..B     at step A, stop until the most advanced live peer reaches step B (applied by
-//                  gossip::GossipNode: an InjectedPause input)
+//                  gossip::GossipNode: an InjectedPause input; it ends when no live peer is left)
 //   send_delay=D   hold every outgoing message D before it goes to the socket
 //   drop=P         lose each outgoing message with probability P (0 <= P < 1)
 //   seed=N         seed of the draws

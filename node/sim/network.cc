@@ -21,7 +21,8 @@ namespace {
 
 constexpr std::string_view kAllowed =
     "a link name (ideal, loopback, 100GbE, 25GbE, 10GbE, 1GbE, wan:LATENCY) then optional "
-    "latency=D, bandwidth=B, loss=P (e.g. 'wan:50ms,100Mbit', '1GbE,loss=0.01')";
+    "latency=D, bandwidth=B, loss=P, and the faults duplicate=P, jitter=D, corrupt=P (e.g. "
+    "'wan:50ms,100Mbit', '1GbE,loss=0.01')";
 
 StatusOr<double> Number(std::string_view text) {
   const StatusOr<double> v = ParseNumber<double>(text, "");
@@ -73,6 +74,12 @@ std::string LinkSpec::ToString() const {
       "latency={}us", std::chrono::duration_cast<std::chrono::microseconds>(latency).count());
   if (bits_per_s > 0) out += ",bandwidth=" + BandwidthText(bits_per_s);
   if (loss > 0) out += fmt::format(",loss={}", loss);
+  if (duplicate > 0) out += fmt::format(",duplicate={}", duplicate);
+  if (jitter.count() > 0) {
+    out += fmt::format(",jitter={}us",
+                       std::chrono::duration_cast<std::chrono::microseconds>(jitter).count());
+  }
+  if (corrupt > 0) out += fmt::format(",corrupt={}", corrupt);
   return out;
 }
 
@@ -115,6 +122,14 @@ StatusOr<LinkSpec> ParseLink(std::string_view text) {
       auto p = Number(value);
       if (!p.ok() || *p < 0 || *p >= 1) return fail("loss must be a number in [0, 1)");
       link.loss = *p;
+    } else if (key == "duplicate" || key == "corrupt") {
+      auto p = Number(value);
+      if (!p.ok() || *p < 0 || *p >= 1) return fail("the probability must be a number in [0, 1)");
+      (key == "duplicate" ? link.duplicate : link.corrupt) = *p;
+    } else if (key == "jitter") {
+      auto d = ParseDuration(value);
+      if (!d.ok()) return fail(d.status().message());
+      link.jitter = *d;
     } else {
       return fail("not a link name or a known key");
     }
@@ -138,7 +153,7 @@ std::optional<TimePoint> NetworkModel::Send(size_t from, size_t to, uint64_t byt
   if (!own_lane) uplink_free_[from] = start + tx;
   if (link_.loss > 0 && Uniform() < link_.loss) return std::nullopt;
   (void)to;
-  return start + link_.latency;
+  return start + link_.latency + Jitter();
 }
 
 TimePoint NetworkModel::Receive(size_t to, uint64_t bytes, TimePoint at, bool own_lane) {
@@ -146,6 +161,11 @@ TimePoint NetworkModel::Receive(size_t to, uint64_t bytes, TimePoint at, bool ow
   const TimePoint start = std::max(at, downlink_free_[to]);
   downlink_free_[to] = start + link_.Transmission(bytes);
   return downlink_free_[to];
+}
+
+Duration NetworkModel::Jitter() {
+  if (link_.jitter.count() <= 0) return Duration(0);
+  return Duration(static_cast<int64_t>(Uniform() * static_cast<double>(link_.jitter.count())));
 }
 
 bool NetworkModel::Reachable(size_t from, size_t to) const {

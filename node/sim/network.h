@@ -29,6 +29,13 @@ struct LinkSpec {
   Duration latency{0};    // one way
   double bits_per_s = 0;  // 0: unlimited (a message takes no time on a link)
   double loss = 0;        // probability a message is lost, in [0, 1)
+  // Faults for the fault swarm (cli/swarm_command.cc), each drawn per message from the seeded
+  // stream: a message delivered twice (the copy up to `jitter` later), a message held up to
+  // `jitter` beyond its latency (so later ones may overtake it), one byte of a message flipped
+  // (of its header or its tensor frame) before the receiver decodes it.
+  double duplicate = 0;  // in [0, 1)
+  Duration jitter{0};
+  double corrupt = 0;  // in [0, 1)
 
   // Time `bytes` occupy a link.
   Duration Transmission(uint64_t bytes) const;
@@ -43,6 +50,7 @@ struct LinkSpec {
 //   1GbE                      50 us, 1 Gbit/s
 //   wan:D                     latency D, 100 Mbit/s unless given ("wan:50ms,100Mbit")
 //   latency=D  bandwidth=B  loss=P   overrides; a bare bandwidth (100Mbit) also works
+//   duplicate=P  jitter=D  corrupt=P  faults (LinkSpec)
 // Bandwidths take bit, Kbit, Mbit, Gbit (per second); durations us, ms, s.
 // kInvalidArgument naming the part that is wrong and what is allowed.
 StatusOr<LinkSpec> ParseLink(std::string_view text);
@@ -78,6 +86,8 @@ class NetworkModel {
   // A seeded draw in [0, 1), shared with the callers that inject loss (one stream: one seed
   // gives one run).
   double Uniform() { return std::uniform_real_distribution<double>(0, 1)(rng_); }
+  // A delay drawn in [0, link().jitter).
+  Duration Jitter();
 
  private:
   LinkSpec link_;

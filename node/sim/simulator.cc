@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -16,6 +18,23 @@
 #include "node/sim/wire.h"
 
 namespace murmur::sim {
+namespace {
+
+uint64_t Digest(std::span<const float> model) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (float v : model) h = TraceMix(h, std::bit_cast<uint32_t>(v));
+  return h;
+}
+
+// The first index holding a value that is not finite, or -1.
+int64_t FirstNonFinite(std::span<const float> model) {
+  for (size_t k = 0; k < model.size(); ++k) {
+    if (!std::isfinite(model[k])) return static_cast<int64_t>(k);
+  }
+  return -1;
+}
+
+}  // namespace
 
 struct Simulator::Impl {
   struct Queued {
@@ -183,14 +202,43 @@ struct Simulator::Impl {
       ++n.r.lost;
       return;
     }
+    if (o.link.corrupt > 0 && net.Uniform() < o.link.corrupt) wire = Corrupted(*wire);
+    if (o.link.duplicate > 0 && net.Uniform() < o.link.duplicate) {
+      Push(Event{*arrival + net.Jitter(), 0, EventKind::kArrive, to, 0, wire});
+    }
     Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
+  }
+
+  // `wire` with one byte flipped: of its tensor frame or its header, drawn (LinkSpec::corrupt).
+  std::shared_ptr<Wire> Corrupted(const Wire& wire) {
+    auto copy = std::make_shared<Wire>(wire);
+    auto index = [&](size_t size) {
+      return std::min(size - 1, static_cast<size_t>(net.Uniform() * static_cast<double>(size)));
+    };
+    const auto flip = static_cast<uint8_t>(1 + std::min(254.0, net.Uniform() * 255));
+    if (copy->frame && !copy->frame->empty() && net.Uniform() < 0.5) {
+      auto frame = std::make_shared<std::vector<std::byte>>(*copy->frame);
+      (*frame)[index(frame->size())] ^= std::byte{flip};
+      copy->frame = std::move(frame);
+    } else if (!copy->header.empty()) {
+      copy->header[index(copy->header.size())] ^= static_cast<char>(flip);
+    }
+    return copy;
   }
 
   void CollectMembership(size_t i) {
     Node& n = nodes[i];
     for (gossip::Outgoing& out : n.membership->TakeOutput()) {
+      // An address no simulated node has (a corrupted or forged one) reaches no one, as a real
+      // node's connection to it would fail.
       if (!out.address.starts_with("sim://")) continue;
-      Send(i, std::stoul(out.address.substr(6)), std::move(out.payload), nullptr);
+      size_t to = 0;
+      const char* first = out.address.data() + 6;
+      const char* last = out.address.data() + out.address.size();
+      if (auto [end, ec] = std::from_chars(first, last, to); ec != std::errc() || end != last) {
+        continue;
+      }
+      Send(i, to, std::move(out.payload), nullptr);
     }
     for (gossip::MemberEvent& e : n.membership->TakeEvents()) {
       result.member_events.push_back({Seconds(now.time_since_epoch()), i, std::move(e)});
@@ -241,8 +289,45 @@ struct Simulator::Impl {
     gossip::Incoming in{
         e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
     if (wire.frame) in.frame = *wire.frame;
+    const uint64_t rejected_before = Rejected(n);
+    const uint64_t digest_before = o.check_invariants ? Digest(ModelOf(i)) : 0;
     if (n.gossip) n.gossip->Step(in, now);
     if (n.sync) n.sync->Step(in, now);
+    if (!o.check_invariants || !n.running) return;
+    const std::string_view kind = node::MessageKindName(node::KindOf(e.payload));
+    if (Rejected(n) > rejected_before && Digest(ModelOf(i)) != digest_before) {
+      Violation(fmt::format("node {}: a {} message from node {} that it refused changed its model",
+                            Id(i), kind, e.sender_id));
+    }
+    CheckFinite(i, fmt::format("a {} message from node {}", kind, e.sender_id));
+  }
+
+  // The machine's refusals so far.
+  static uint64_t Rejected(const Node& n) {
+    if (n.gossip) return n.gossip->state().rejected_messages;
+    if (n.sync) return n.sync->state().rejected_messages;
+    return 0;
+  }
+  // The model node `i` trains (gossip) or holds (sync: the root's and the ring's).
+  std::span<const float> ModelOf(size_t i) {
+    Node& n = nodes[i];
+    if (n.gossip) return workload->Params(i);
+    if (n.sync) return n.sync->model();
+    return {};
+  }
+  void Violation(std::string what) {
+    ++result.violation_count;
+    if (result.violations.size() < SimResult::kMaxViolations) {
+      result.violations.push_back(
+          fmt::format("t={:.6f}s {}", Seconds(now.time_since_epoch()), std::move(what)));
+    }
+  }
+  void CheckFinite(size_t i, std::string_view after) {
+    if (!o.check_invariants || !nodes[i].running) return;
+    if (const int64_t k = FirstNonFinite(ModelOf(i)); k >= 0) {
+      Violation(
+          fmt::format("node {}: value {} of its model is not finite after {}", Id(i), k, after));
+    }
   }
 
   void Tick(size_t i) {
@@ -327,6 +412,7 @@ struct Simulator::Impl {
     RefreshView(i);
     if (n.gossip) n.gossip->Step(n.step_done, now);
     if (n.sync) n.sync->Step(gossip::GradientComputed{n.gradient_iteration, n.partial}, now);
+    CheckFinite(i, "its step");
     Process(i);
   }
 
@@ -341,6 +427,10 @@ struct Simulator::Impl {
                  std::move(send->frame));
           }
         } else if (auto* a = std::get_if<gossip::Announce>(&action)) {
+          if (o.check_invariants && a->step_clock < n.step_clock) {
+            Violation(fmt::format("node {}: its step clock went back from {} to {}", Id(i),
+                                  n.step_clock, a->step_clock));
+          }
           n.step_clock = a->step_clock;
           n.membership->SetProgress(a->step_clock, a->samples, a->finished);
         } else if (auto* c = std::get_if<gossip::ComputeStep>(&action)) {
@@ -370,6 +460,11 @@ struct Simulator::Impl {
           n.r.finished = f->reason;
           n.r.finished_s = Seconds(now.time_since_epoch());
         } else if (auto* over = std::get_if<gossip::RunOver>(&action)) {
+          if (n.gossip) {
+            const gossip::NodeId c = n.gossip->state().finish_collector;
+            if (c >= 1 && c <= nodes.size())
+              n.r.finish_collector_restarts = nodes[c - 1].r.restarts;
+          }
           n.r.ok = over->status.ok();
           n.r.status = over->status.ToString();
           n.r.over_s = Seconds(now.time_since_epoch());
@@ -528,6 +623,9 @@ struct Simulator::Impl {
         r.accuracy = n.gossip->state().accuracy;
         r.loss = n.gossip->state().loss;
         r.finish = n.gossip->state().finish;
+        r.finish_collector = n.gossip->state().finish_collector;
+        r.finish_contributors = n.gossip->state().finish_contributors;
+        r.model_digest = Digest(workload->Params(i));
         r.catchups = n.gossip->state().catchups;
         r.rounds = n.gossip->state().rounds;
         r.overlapped_steps = n.gossip->state().overlapped_steps;
@@ -538,6 +636,7 @@ struct Simulator::Impl {
         r.loss = n.sync->state().loss;
         if (n.sync->rank() == 0) {
           r.optimum_distance = workload->OptimumDistance(n.sync->model());
+          r.model_digest = Digest(n.sync->model());
           result.iteration_ms = n.sync->state().iteration_ms;
         }
       }

@@ -107,6 +107,10 @@ struct SimOptions {
   std::optional<gossip::SyncPlan> plan;
   gossip::SyncNodeOptions sync;  // self is filled per node
   uint64_t seed = 1;
+  // Check the invariants every message, step and announcement must keep (SimResult::violations):
+  // a message a machine refused changed nothing of its model; a step clock or an iteration
+  // never goes back within one process; every model stays finite. O(model) per event.
+  bool check_invariants = false;
   Duration sample_every = std::chrono::milliseconds(100);  // the time series
 
   Status Validate() const;
@@ -132,6 +136,12 @@ struct SimNodeResult {
   double accuracy = -1, loss = 0;
   std::optional<double> optimum_distance;
   std::string finish;  // gossip: the consensus finish's outcome
+  gossip::NodeId finish_collector = 0;  // gossip: whose average it adopted (0: none)
+  uint32_t finish_contributors = 0;
+  // The collector's restarts when this node's run ended: which of its processes' averages it
+  // adopted (a restarted collector runs a finish of its own).
+  uint64_t finish_collector_restarts = 0;
+  uint64_t model_digest = 0;  // gossip: a hash of its model's bits at the end (sync: rank 0's)
   uint64_t catchups = 0;  // gossip: models adopted from a neighbour after falling behind
   uint64_t rounds = 0;    // gossip: CHOCO rounds
   uint64_t overlapped_steps = 0;  // gossip: steps taken while an outer round was in flight
@@ -180,6 +190,11 @@ struct SimResult {
   double first_step_s = -1;
   // Gossip: max over nodes of ‖x_i − x̄‖ / ‖x̄‖ at the end (0 when one node).
   double consensus_distance = 0;
+  // SimOptions::check_invariants: what broke, in order (at most kMaxViolations; `violation_count`
+  // counts them all).
+  static constexpr size_t kMaxViolations = 20;
+  std::vector<std::string> violations;
+  uint64_t violation_count = 0;
 };
 
 struct SimProgress {
