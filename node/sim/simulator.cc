@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -13,29 +12,12 @@
 
 #include "base/check.h"
 #include "coding/update_codec.h"
+#include "coding/vector_ops.h"
 #include "node/peer/peer_node.h"
 #include "node/sim/event.h"
 #include "node/sim/wire.h"
 
 namespace murmur::sim {
-namespace {
-
-uint64_t Digest(std::span<const float> model) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (float v : model) h = TraceMix(h, std::bit_cast<uint32_t>(v));
-  return h;
-}
-
-// The first index holding a value that is not finite, or -1.
-int64_t FirstNonFinite(std::span<const float> model) {
-  for (size_t k = 0; k < model.size(); ++k) {
-    if (!std::isfinite(model[k])) return static_cast<int64_t>(k);
-  }
-  return -1;
-}
-
-}  // namespace
-
 struct Simulator::Impl {
   struct Queued {
     gossip::Envelope envelope;
@@ -202,28 +184,12 @@ struct Simulator::Impl {
       ++n.r.lost;
       return;
     }
-    if (o.link.corrupt > 0 && net.Uniform() < o.link.corrupt) wire = Corrupted(*wire);
+    if (o.link.corrupt > 0 && net.Uniform() < o.link.corrupt)
+      wire = CorruptOneByte(*wire, [this] { return net.Uniform(); });
     if (o.link.duplicate > 0 && net.Uniform() < o.link.duplicate) {
       Push(Event{*arrival + net.Jitter(), 0, EventKind::kArrive, to, 0, wire});
     }
     Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
-  }
-
-  // `wire` with one byte flipped: of its tensor frame or its header, drawn (LinkSpec::corrupt).
-  std::shared_ptr<Wire> Corrupted(const Wire& wire) {
-    auto copy = std::make_shared<Wire>(wire);
-    auto index = [&](size_t size) {
-      return std::min(size - 1, static_cast<size_t>(net.Uniform() * static_cast<double>(size)));
-    };
-    const auto flip = static_cast<uint8_t>(1 + std::min(254.0, net.Uniform() * 255));
-    if (copy->frame && !copy->frame->empty() && net.Uniform() < 0.5) {
-      auto frame = std::make_shared<std::vector<std::byte>>(*copy->frame);
-      (*frame)[index(frame->size())] ^= std::byte{flip};
-      copy->frame = std::move(frame);
-    } else if (!copy->header.empty()) {
-      copy->header[index(copy->header.size())] ^= static_cast<char>(flip);
-    }
-    return copy;
   }
 
   void CollectMembership(size_t i) {
@@ -290,12 +256,12 @@ struct Simulator::Impl {
         e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
     if (wire.frame) in.frame = *wire.frame;
     const uint64_t rejected_before = Rejected(n);
-    const uint64_t digest_before = o.check_invariants ? Digest(ModelOf(i)) : 0;
+    const uint64_t digest_before = o.check_invariants ? ModelDigest(ModelOf(i)) : 0;
     if (n.gossip) n.gossip->Step(in, now);
     if (n.sync) n.sync->Step(in, now);
     if (!o.check_invariants || !n.running) return;
     const std::string_view kind = node::MessageKindName(node::KindOf(e.payload));
-    if (Rejected(n) > rejected_before && Digest(ModelOf(i)) != digest_before) {
+    if (Rejected(n) > rejected_before && ModelDigest(ModelOf(i)) != digest_before) {
       Violation(fmt::format("node {}: a {} message from node {} that it refused changed its model",
                             Id(i), kind, e.sender_id));
     }
@@ -324,9 +290,9 @@ struct Simulator::Impl {
   }
   void CheckFinite(size_t i, std::string_view after) {
     if (!o.check_invariants || !nodes[i].running) return;
-    if (const int64_t k = FirstNonFinite(ModelOf(i)); k >= 0) {
+    if (const auto k = coding::FirstNonFinite(ModelOf(i))) {
       Violation(
-          fmt::format("node {}: value {} of its model is not finite after {}", Id(i), k, after));
+          fmt::format("node {}: value {} of its model is not finite after {}", Id(i), *k, after));
     }
   }
 
@@ -625,7 +591,7 @@ struct Simulator::Impl {
         r.finish = n.gossip->state().finish;
         r.finish_collector = n.gossip->state().finish_collector;
         r.finish_contributors = n.gossip->state().finish_contributors;
-        r.model_digest = Digest(workload->Params(i));
+        r.model_digest = ModelDigest(workload->Params(i));
         r.catchups = n.gossip->state().catchups;
         r.rounds = n.gossip->state().rounds;
         r.overlapped_steps = n.gossip->state().overlapped_steps;
@@ -636,7 +602,7 @@ struct Simulator::Impl {
         r.loss = n.sync->state().loss;
         if (n.sync->rank() == 0) {
           r.optimum_distance = workload->OptimumDistance(n.sync->model());
-          r.model_digest = Digest(n.sync->model());
+          r.model_digest = ModelDigest(n.sync->model());
           result.iteration_ms = n.sync->state().iteration_ms;
         }
       }

@@ -5,7 +5,9 @@
 // the event-driven simulator (simulator.h) and the consensus rounds (consensus.h).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,13 @@ StatusOr<gossip::Envelope> OpenWire(const Wire& wire);
 
 // One step of the trace hash (FNV-1a style) over a message's time, ends and size.
 inline uint64_t TraceMix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ULL; }
+
+// A hash of a model's bits (equal models, bit for bit, hash alike).
+uint64_t ModelDigest(std::span<const float> model);
+
+// A copy of `wire` with one byte flipped, of its tensor frame or its header, by draws of
+// `uniform` in [0, 1) (LinkSpec::corrupt).
+std::shared_ptr<Wire> CorruptOneByte(const Wire& wire, const std::function<double()>& uniform);
 
 inline double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
