@@ -2,8 +2,9 @@
 """Every command the README and the guides under docs/ show pastes and runs as written.
 
 Runs each `build/murmur ...` line of the README's code blocks (continuation lines joined), in
-order, from a scratch directory holding `build` and `ops` links to the checkout (so files a
-command writes, such as cluster.key, land there), with bash, each bounded in time:
+order, from a scratch directory holding `build`, `ops`, `examples`, `python` and `tests` links
+to the checkout (so files a command writes, such as cluster.key, land there), with bash, each
+bounded in time:
   - it passes when it exits 0, or is still running at its bound (a long training run or a node:
     it got past its flags and started; it is then stopped with SIGINT, as Ctrl-C would);
   - a line ending in `&` is started in the background and stopped once its block is done; a
@@ -109,6 +110,8 @@ def main():
     os.symlink(os.path.join(ROOT, "ops"), os.path.join(work, "ops"))
     os.symlink(os.path.join(ROOT, "examples"), os.path.join(work, "examples"))
     os.symlink(os.path.join(ROOT, "python"), os.path.join(work, "python"))
+    # The swarm's regression scenarios, which the simulator guide replays by their path.
+    os.symlink(os.path.join(ROOT, "tests"), os.path.join(work, "tests"))
     for name, text in (kv for g in GUIDES for kv in python_files(os.path.join(ROOT, g)).items()):
         with open(os.path.join(work, name), "w", encoding="utf-8") as f:
             f.write(text)
