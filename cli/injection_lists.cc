@@ -69,10 +69,15 @@ StatusOr<std::map<int, std::string>> ParseStraggleList(const std::string& text, 
 
 namespace {
 
-// `node=K,at=S[,down=D];...` for `what` (crash, join); down only `with_down`.
+// `node=K,at=S[,<third>=D];...` for `what` (crash: down, join: none, clock-jump: by, required),
+// the third's value in CrashPlan::down.
 StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nodes,
-                                                std::string_view what, bool with_down) {
-  const std::string form = with_down ? "node=K,at=S[,down=D]" : "node=K,at=S";
+                                                std::string_view what, std::string_view third,
+                                                bool third_required) {
+  const bool with_down = !third.empty();
+  const std::string form = !with_down       ? "node=K,at=S"
+                           : third_required ? fmt::format("node=K,at=S,{}=D", third)
+                                            : fmt::format("node=K,at=S[,{}=D]", third);
   std::vector<CrashPlan> out;
   for (const std::string& item : SplitNonEmpty(text, ';')) {
     CrashPlan plan;
@@ -88,7 +93,7 @@ StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nod
               fmt::format("{}: node '{}' is not in [1, {}]", what, value, nodes));
         plan.index = static_cast<int>(*k) - 1;
         have_node = true;
-      } else if (key == "at" || (with_down && key == "down")) {
+      } else if (key == "at" || (with_down && key == third)) {
         auto v = ParseDuration(value);
         if (!v.ok())
           return InvalidArgumentError(fmt::format("{}: {}: {}", what, key, v.status().message()));
@@ -103,6 +108,10 @@ StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nod
       return InvalidArgumentError(
           fmt::format("{}: '{}' needs node=K and at=S ({})", what, item, form));
     }
+    if (third_required && plan.down <= 0) {
+      return InvalidArgumentError(
+          fmt::format("{}: '{}' needs a positive {}=D ({})", what, item, third, form));
+    }
     out.push_back(plan);
   }
   return out;
@@ -111,11 +120,18 @@ StatusOr<std::vector<CrashPlan>> ParseNodeTimes(const std::string& text, int nod
 }  // namespace
 
 StatusOr<std::vector<CrashPlan>> ParseCrashList(const std::string& text, int nodes) {
-  return ParseNodeTimes(text, nodes, "crash", true);
+  return ParseNodeTimes(text, nodes, "crash", "down", false);
+}
+
+StatusOr<std::vector<ClockJumpPlan>> ParseClockJumpList(const std::string& text, int nodes) {
+  MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(text, nodes, "clock-jump", "by", true));
+  std::vector<ClockJumpPlan> out;
+  for (const CrashPlan& p : plans) out.push_back({p.index, p.at, p.down});
+  return out;
 }
 
 StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes) {
-  MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(text, nodes, "join", false));
+  MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(text, nodes, "join", "", false));
   std::vector<JoinPlan> out;
   for (const CrashPlan& p : plans) out.push_back({p.index, p.at});
   return out;

@@ -37,6 +37,16 @@ struct JoinPlan {
 // `node=K,at=S;...` (K 1..N); kInvalidArgument says why.
 StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes);
 
+// A forward jump of a node's clock (`murmur sim --clock-jump`): from `at` seconds on, process
+// `index`'s clock reads `by` seconds ahead.
+struct ClockJumpPlan {
+  int index = 0;
+  double at = 0;
+  double by = 0;
+};
+// `node=K,at=S,by=D;...` (K 1..N, D > 0); kInvalidArgument says why.
+StatusOr<std::vector<ClockJumpPlan>> ParseClockJumpList(const std::string& text, int nodes);
+
 // A partition (`murmur sim --partition`): from `at` seconds on, the processes of `side` (0-based)
 // and the others cannot reach each other, for `length` seconds (0: for good).
 struct PartitionPlan {

@@ -92,6 +92,9 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("partition", &C::partition, "",
               "partitions: nodes=K1/K2/...,at=S[,for=D] cuts those nodes off from the others S "
               "into the run, for D (none: for good); several separated by ';'")
+        .Text("clock_jump", &C::clock_jump, "",
+              "clock jumps: node=K,at=S,by=D moves node K's clock D forward S into the run (a "
+              "VM resumed: every timer it passes is due at once); several separated by ';'")
         .Bool("invariants", &C::invariants, false,
               "check the invariants every run must keep (a refused message changes no model, "
               "step clocks never go back, models stay finite, the run ends, members that "
@@ -132,6 +135,7 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
                                                    "crash",
                                                    "join",
                                                    "partition",
+                                                   "clock_jump",
                                                    "invariants",
                                                    "probe_interval_ms",
                                                    "probe_timeout_ms",
@@ -158,7 +162,7 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
   if (c.mode.consensus) {
     out.push_back({{"sample_cost", "step_cost", "eval_cost", "start_cost", "cores"},
                    "--mode consensus runs synchronous rounds with no time in them"});
-    out.push_back({{"partition", "invariants"},
+    out.push_back({{"partition", "clock_jump", "invariants"},
                    "--mode consensus runs CHOCO's rounds alone, with no faults and no node runs"});
   } else {
     out.push_back(

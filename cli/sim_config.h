@@ -46,6 +46,7 @@ struct SimConfig {
   std::string crash;
   std::string join;
   std::string partition;
+  std::string clock_jump;
   bool invariants = false;
   int probe_interval_ms = 0;
   int probe_timeout_ms = 0;

@@ -107,6 +107,19 @@ class Builder {
     Arg("partition", spec);
   }
 
+  // Forward jumps of one or two of `n` processes' clocks (a VM resumed), up to a few probe
+  // periods and beyond the stall bounds' shortest.
+  void ClockJumps(int n) {
+    if (!d_.Chance(0.2)) return;
+    std::vector<std::string> list;
+    for (int k : d_.Nodes(n, d_.Int(1, 2))) {
+      list.push_back(
+          fmt::format("node={},at={},by={}", k, Ms(d_.Real(0.05, 1.0)), Ms(d_.Real(0.05, 3.0))));
+    }
+    Arg("clock-jump", fmt::format("{}", fmt::join(list, ";")));
+    Fault("clock-jump");
+  }
+
   // Crashes (with and without restarts) and late joins of gossip and membership nodes.
   void CrashesAndJoins(int n) {
     std::vector<int> order = d_.Nodes(n, n);
@@ -171,6 +184,7 @@ void Gossip(Builder& b, bool outer) {
   b.CrashesAndJoins(n);
   b.Partition(n, 1.0, 1.0);
   b.Stragglers(n, "node", true);
+  b.ClockJumps(n);
 }
 
 void Membership(Builder& b) {
@@ -180,6 +194,7 @@ void Membership(Builder& b) {
   b.Network();
   b.CrashesAndJoins(n);
   b.Partition(n, 2.0, 1.0);
+  b.ClockJumps(n);
 }
 
 void Synchronous(Builder& b, const std::string& mode) {
@@ -206,14 +221,15 @@ void Synchronous(Builder& b, const std::string& mode) {
   // Processes: a ring's N; ps's servers (one) and N workers; a tree's root and its workers.
   b.Partition(mode == "ring" ? workers : workers + 1, 1.0, 0.5);
   b.Stragglers(workers, "worker", false);
+  b.ClockJumps(mode == "ring" ? workers : workers + 1);
 }
 
 }  // namespace
 
 const std::vector<std::string>& SwarmFaultKinds() {
   static const std::vector<std::string> kKinds = {
-      "crash", "restart",   "join",    "partition", "partition-for-good",
-      "loss",  "duplicate", "reorder", "corrupt",   "straggler"};
+      "crash",     "restart", "join",    "partition", "partition-for-good", "loss",
+      "duplicate", "reorder", "corrupt", "straggler", "clock-jump"};
   return kKinds;
 }
 

@@ -438,6 +438,14 @@ void SyncNode::Finish(TimePoint now, std::string reason) {
   Emit(Announce{s_.iteration, 0, true});
 }
 
+void SyncNode::ExcludeOwnAbsence(TimePoint now) {
+  if (last_turn_.has_value()) {
+    const TimePoint since = std::max(*last_turn_, last_progress_);
+    if (now - since > o_.stall_timeout / 10) last_progress_ += now - since;
+  }
+  last_turn_ = now;
+}
+
 void SyncNode::Tick(TimePoint now) {
   switch (phase_) {
     case Phase::kAssembling:
@@ -458,6 +466,7 @@ void SyncNode::Tick(TimePoint now) {
       if (stop_requested_) return Finish(now, "stopped");
       if (peer_finished_ && (!root || server_)) return Finish(now, "peer");
       if (root && o_.time_limit.count() > 0 && BudgetSpent(now)) return Finish(now, "time");
+      ExcludeOwnAbsence(now);
       if (!computing_ && now - last_progress_ > o_.stall_timeout) {
         return Fail(DeadlineExceededError(fmt::format(
             "{} rank {}: no message taken and nothing computed for {:.1f} s at iteration {} "

@@ -40,6 +40,10 @@
 //               longer than the membership takes to declare it dead. A rank that takes no
 //               message and computes nothing for the stall bound (stall_timeout) fails its run
 //               with the reason: a message it needed was lost, or a live member went quiet.
+//               Its own absence does not count: a gap between its turns (Tick) longer than a
+//               tenth of the bound, with nothing taken in between, is this process not running
+//               (stopped, its machine suspended: its clock jumped), not its peers' silence, and
+//               the bound counts from the turn after it.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's
@@ -220,6 +224,9 @@ class SyncNode {
   bool Settled() const;
   void Finish(TimePoint now, std::string reason);
   void Fail(Status status);
+  // A gap since the last turn (and the last progress) over a tenth of the stall bound is this
+  // process's own absence: the stall bound does not count it.
+  void ExcludeOwnAbsence(TimePoint now);
   void Reject(std::string_view reason, NodeId from, const std::string& why);
   void Emit(NodeAction action);
 
@@ -267,6 +274,8 @@ class SyncNode {
   TimePoint iteration_start_{};
   // The stall bound (SyncNodeOptions::stall_timeout): the last message taken or step computed.
   TimePoint last_progress_{};
+  // The last Tick while running (the stall bound skips this process's own gaps).
+  std::optional<TimePoint> last_turn_;
   bool peer_finished_ = false;
   // The run's other members live in the latest view, and those of them not finished (~0: no
   // view since assembly).

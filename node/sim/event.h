@@ -24,6 +24,7 @@ enum class EventKind : uint8_t {
   kRestart,
   kPartition,
   kHeal,
+  kClockJump,  // node: the index of the SimOptions::clock_jumps entry
   kSample
 };
 

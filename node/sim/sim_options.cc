@@ -43,6 +43,17 @@ Status SimOptions::Validate() const {
           fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
     }
   }
+  for (const SimClockJump& j : clock_jumps) {
+    if (j.node >= nodes) {
+      return InvalidArgumentError(
+          fmt::format("sim: a clock jump names node {} of {}", j.node, nodes));
+    }
+    if (j.by.count() <= 0) {
+      return InvalidArgumentError(
+          "sim: a clock jump goes forward (a monotonic clock never goes "
+          "back): its size must be positive");
+    }
+  }
   // The machines' own options, as node 1 would get them (ids, addresses and seeds are per node).
   gossip::MembershipOptions first = membership;
   first.id = Simulator::Id(0);

@@ -69,6 +69,16 @@ struct SimPartition {
   Duration length{0};
 };
 
+// From `at` into the run on, node `node`'s clock reads `by` later than the run's: a forward jump
+// of its monotonic clock, as when a paused VM or a suspended machine resumes. Every timer of its
+// machines that the jump passes is due at once (its peers look silent to it for `by`); the
+// offset stays with the node across restarts (it is the machine's clock, not the process's).
+struct SimClockJump {
+  size_t node = 0;
+  Duration at{0};
+  Duration by{0};
+};
+
 enum class SimKind : uint8_t { kMembership, kGossip, kSync };
 
 struct SimOptions {
@@ -101,6 +111,7 @@ struct SimOptions {
   std::vector<SimCrash> crashes;
   std::vector<SimJoin> joins;
   std::vector<SimPartition> partitions;
+  std::vector<SimClockJump> clock_jumps;
   double wire_scale = 1;  // tensor frame bytes on the links × this (virtual dimension / real)
   gossip::GossipNodeOptions gossip;  // self, incarnation, shard_rows are filled per node
   bool per_node_init = false;        // gossip: every node starts from its own model (init)

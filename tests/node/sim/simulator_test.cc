@@ -414,5 +414,91 @@ TEST(SimulatorTest, SharedCoresAndAStepCostLengthenIterations) {
   EXPECT_NEAR(*shared.nodes[0].optimum_distance, *own.nodes[0].optimum_distance, 1e-6);
 }
 
+// A forward clock jump (SimClockJump) of 30 probe periods passes every membership timer of the
+// jumped node at once: its pending probe times out, and the indirect probes it then sends are
+// answered, so it declares no live member dead and every view stays whole.
+TEST(SimulatorTest, AClockJumpDeclaresNoLiveMemberDead) {
+  for (uint64_t seed : {1, 2, 3}) {
+    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    SimOptions o;
+    o.kind = SimKind::kMembership;
+    o.nodes = 6;
+    o.duration = seconds(6);
+    o.membership.probe_interval = milliseconds(100);
+    o.membership.probe_timeout = milliseconds(40);
+    o.seed = seed;
+    o.check_invariants = true;
+    o.clock_jumps = {{1, milliseconds(1500), seconds(3)}};
+    auto sim = Simulator::Create(o, nullptr);
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    const SimResult r = (*sim)->Run();
+    EXPECT_EQ(r.violation_count, 0u);
+    for (const SimNodeResult& n : r.nodes) EXPECT_EQ(n.live_view, o.nodes) << "node " << n.id;
+    size_t dead = 0;
+    for (const SimMemberEvent& e : r.member_events) {
+      dead += e.event.kind == gossip::MemberEvent::Kind::kDead;
+    }
+    EXPECT_EQ(dead, 0u);
+  }
+}
+
+// A ring rank whose clock jumps 3x past the stall bound (1 s), three times while it waits for a
+// slower rank, does not take its own absence for its peers' silence: the stall bound skips the
+// gap, and every rank ends its run well.
+TEST(SimulatorTest, AClockJumpPastTheStallBoundIsNotAStall) {
+  constexpr int64_t kRows = 400;
+  auto plan = gossip::MakeSyncPlan(gossip::Mode::kRing, 4, 1, 0, 7);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  SyntheticWorkload w(static_cast<size_t>(plan->processes), 64, kRows, kRows, 0.5, 3);
+  SimOptions o;
+  o.kind = SimKind::kSync;
+  o.nodes = static_cast<size_t>(plan->processes);
+  o.plan = *plan;
+  o.link = *ParseLink("1GbE");
+  o.membership.probe_interval = milliseconds(100);
+  o.membership.probe_timeout = milliseconds(40);
+  o.sync.batch = kRows;
+  o.sync.iterations = 30;
+  o.sync.eval_every = 0;
+  o.sync.linger = milliseconds(100);
+  o.sync.stall_timeout = seconds(1);
+  o.cost_per_sample = std::chrono::microseconds(500);
+  o.duration = seconds(60);
+  o.check_invariants = true;
+  for (bool jump : {false, true}) {
+    SCOPED_TRACE(jump ? "with the jump" : "without");
+    // Rank 3 computes 4x slower, so rank 1 spends most of its time waiting (not computing)
+    // when its clock jumps.
+    o.straggle[3].slowdown = 4;
+    if (jump) {
+      o.clock_jumps = {{1, milliseconds(300), seconds(3)},
+                       {1, milliseconds(700), seconds(3)},
+                       {1, milliseconds(1100), seconds(3)}};
+    }
+    auto sim = Simulator::Create(o, &w);
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    const SimResult r = (*sim)->Run();
+    std::printf("%s: %zu iterations over %.2f virtual s\n", jump ? "jumped" : "calm",
+                r.iteration_ms.size(), r.virtual_s);
+    ASSERT_TRUE(r.all_over);
+    EXPECT_EQ(r.violation_count, 0u);
+    for (const SimNodeResult& n : r.nodes) EXPECT_TRUE(n.ok) << "node " << n.id << ": " << n.status;
+    EXPECT_EQ(r.iteration_ms.size(), 30u);
+    ASSERT_GT(r.virtual_s, 1.0) << "the run must outlast the jump's instant";
+  }
+}
+
+TEST(SimulatorTest, AClockJumpMustGoForwardAndNameANode) {
+  SimOptions o;
+  o.kind = SimKind::kMembership;
+  o.clock_jumps = {{0, seconds(1), Duration(0)}};
+  EXPECT_FALSE(o.Validate().ok());
+  o.clock_jumps = {{o.nodes, seconds(1), seconds(1)}};
+  EXPECT_FALSE(o.Validate().ok());
+  o.clock_jumps = {{0, seconds(1), seconds(1)}};
+  EXPECT_TRUE(o.Validate().ok());
+}
+
 }  // namespace
 }  // namespace murmur::sim
