@@ -169,7 +169,7 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
   }
   if (closed_) return {ChocoVerdict::kClosed, OkStatus(), coding::DecodeFailure::kNone};
   auto it = copies_.find(m.from);
-  if (it == copies_.end() && !AdmitCopy(m.from)) {
+  if (it == copies_.end() && !CanAdmit(m.from)) {
     return {ChocoVerdict::kNotTracked,
             ResourceExhaustedError(std::to_string(copies_.size()) + " copies held (max_copies) and " +
                                    "the sender is not a mixing peer"),
@@ -178,20 +178,32 @@ ChocoStepResult ChocoGossip::Step(const ChocoIncoming& m, TimePoint now) {
   if (it != copies_.end() && m.incarnation < it->second.incarnation) {
     return {ChocoVerdict::kStaleIncarnation, OkStatus(), coding::DecodeFailure::kNone};
   }
-  if (it == copies_.end() || m.incarnation > it->second.incarnation) {
-    Copy fresh;
-    fresh.incarnation = m.incarnation;
-    it = copies_.insert_or_assign(m.from, std::move(fresh)).first;
+  // A new sender, or a sender's new incarnation (a restart), starts its copy afresh: staged, and
+  // committed (with an eviction to make room) only when the message is not refused, so that a
+  // refused message changes no copy this node tracks.
+  const bool fresh = it == copies_.end() || m.incarnation > it->second.incarnation;
+  Copy staged;
+  staged.incarnation = m.incarnation;
+  Copy& copy = fresh ? staged : it->second;
+  ChocoStepResult result = OnCopyMessage(m, copy, now);
+  if (!ChocoRefusal(result).empty()) return result;
+  copy.last_update = ++update_counter_;
+  if (fresh) {
+    if (it == copies_.end()) MURMUR_CHECK(MakeRoom(m.from)) << "CanAdmit held a place";
+    copies_.insert_or_assign(m.from, std::move(staged));
   }
-  it->second.last_update = ++update_counter_;
-  if (const auto* h = std::get_if<UpdateHeader>(&m.payload)) return OnUpdate(m, *h, it->second, now);
+  return result;
+}
+
+ChocoStepResult ChocoGossip::OnCopyMessage(const ChocoIncoming& m, Copy& copy, TimePoint now) {
+  if (const auto* h = std::get_if<UpdateHeader>(&m.payload)) return OnUpdate(m, *h, copy, now);
   if (const auto* h = std::get_if<SnapshotReply>(&m.payload)) {
     if (h->model) {
       return {ChocoVerdict::kRejected,
               InvalidArgumentError("model snapshots are taken by the node, not by CHOCO"),
               coding::DecodeFailure::kNone};
     }
-    return OnSnapshot(m, *h, it->second);
+    return OnSnapshot(m, *h, copy);
   }
   return {ChocoVerdict::kRejected, InvalidArgumentError("not a CHOCO message"),
           coding::DecodeFailure::kNone};
@@ -385,16 +397,24 @@ void ChocoGossip::MaybeReleaseInitial() {
   initial_ = {};
 }
 
-bool ChocoGossip::AdmitCopy(NodeId from) {
-  if (copies_.size() < std::max<size_t>(1, options_.max_copies)) return true;
-  if (!std::binary_search(mixing_.begin(), mixing_.end(), from)) return false;
+std::map<NodeId, ChocoGossip::Copy>::const_iterator ChocoGossip::Victim() const {
   auto victim = copies_.end();
   for (auto it = copies_.begin(); it != copies_.end(); ++it) {
     if (std::binary_search(mixing_.begin(), mixing_.end(), it->first)) continue;
     if (victim == copies_.end() || it->second.last_update < victim->second.last_update) victim = it;
   }
-  if (victim == copies_.end()) return false;
-  copies_.erase(victim);
+  return victim;
+}
+
+bool ChocoGossip::CanAdmit(NodeId from) const {
+  if (copies_.size() < std::max<size_t>(1, options_.max_copies)) return true;
+  return std::binary_search(mixing_.begin(), mixing_.end(), from) && Victim() != copies_.end();
+}
+
+bool ChocoGossip::MakeRoom(NodeId from) {
+  if (!CanAdmit(from)) return false;
+  if (copies_.size() < std::max<size_t>(1, options_.max_copies)) return true;
+  copies_.erase(Victim());
   return true;
 }
 

@@ -294,7 +294,13 @@ class ChocoGossip {
   void Add(const coding::Update& update, std::span<float> x);
   StatusOr<kernels::Buffer<float>> Upload(std::span<const float> host) const;
   // Room for a new copy of `from` (evicting one of a peer not mixed when full); false: none.
-  bool AdmitCopy(NodeId from);
+  // Whether a copy of `from` can be held: room, or one of a peer not mixed to evict for a mixing
+  // peer; MakeRoom evicts it (the least recently updated) and says the same.
+  bool CanAdmit(NodeId from) const;
+  bool MakeRoom(NodeId from);
+  std::map<NodeId, Copy>::const_iterator Victim() const;
+  // An update or snapshot for `copy` (the tracked one, or a fresh one staged by Step).
+  ChocoStepResult OnCopyMessage(const ChocoIncoming& m, Copy& copy, TimePoint now);
   ChocoStepResult OnUpdate(const ChocoIncoming& m, const UpdateHeader& h, Copy& copy, TimePoint now);
   ChocoStepResult OnSnapshot(const ChocoIncoming& m, const SnapshotReply& h, Copy& copy);
   ChocoStepResult ServeRequest(const ChocoIncoming& m, const SnapshotRequest& request, TimePoint now);

@@ -147,6 +147,8 @@ class GossipNode {
   std::vector<float> PublicCopyOnHost() const {
     return choco_ ? choco_->PublicCopyOnHost() : std::vector<float>();
   }
+  // CHOCO's state (its public copy, the copies it tracks); null before training starts.
+  const ChocoGossip* choco() const { return choco_.get(); }
   bool resumed() const { return resume_.has_value(); }
   bool joined() const { return phase() >= Phase::kTraining; }
   // Held by an injected pause at the latest decision.

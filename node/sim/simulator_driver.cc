@@ -119,14 +119,16 @@ void Simulator::Impl::HandOver(size_t i, const gossip::Envelope& e, const Wire& 
       e.sender_id, e.incarnation, e.step_clock, e.payload, {}, wire.frame ? size_t{1} : 0};
   if (wire.frame) in.frame = *wire.frame;
   const uint64_t rejected_before = Rejected(n);
-  const uint64_t digest_before = o.check_invariants ? ModelDigest(ModelOf(i)) : 0;
+  const uint64_t digest_before = o.check_invariants ? StateDigest(i) : 0;
   if (n.gossip) n.gossip->Step(in, Now(i));
   if (n.sync) n.sync->Step(in, Now(i));
   if (!o.check_invariants || !n.running) return;
   const std::string_view kind = node::MessageKindName(node::KindOf(e.payload));
-  if (Rejected(n) > rejected_before && ModelDigest(ModelOf(i)) != digest_before) {
-    Violation(fmt::format("node {}: a {} message from node {} that it refused changed its model",
-                          Id(i), kind, e.sender_id));
+  if (Rejected(n) > rejected_before && StateDigest(i) != digest_before) {
+    Violation(
+        fmt::format("node {}: a {} message from node {} that it refused changed its model "
+                    "or a copy it tracks",
+                    Id(i), kind, e.sender_id));
   }
   CheckFinite(i, fmt::format("a {} message from node {}", kind, e.sender_id));
 }
@@ -144,6 +146,18 @@ std::span<const float> Simulator::Impl::ModelOf(size_t i) {
   if (n.gossip) return workload->Params(i);
   if (n.sync) return n.sync->model();
   return {};
+}
+
+uint64_t Simulator::Impl::StateDigest(size_t i) {
+  uint64_t h = ModelDigest(ModelOf(i));
+  const gossip::ChocoGossip* choco = nodes[i].gossip ? nodes[i].gossip->choco() : nullptr;
+  if (choco == nullptr) return h;
+  h = TraceMix(h, ModelDigest(choco->public_copy()));
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    h = TraceMix(h, choco->CopyVersion(Id(j)));
+    h = TraceMix(h, ModelDigest(choco->CopyOf(Id(j))));
+  }
+  return h;
 }
 
 void Simulator::Impl::Violation(std::string what) {

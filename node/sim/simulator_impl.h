@@ -97,6 +97,9 @@ struct Simulator::Impl {
   static uint64_t Rejected(const Node& n);
   // The model node `i` trains (gossip) or holds (sync: the root's and the ring's).
   std::span<const float> ModelOf(size_t i);
+  // Node `i`'s model and, in gossip, CHOCO's public copy and every copy it tracks with its
+  // version: what a refused message must leave as it was.
+  uint64_t StateDigest(size_t i);
   void Violation(std::string what);
   void CheckFinite(size_t i, std::string_view after);
 

@@ -303,6 +303,34 @@ TEST(ChocoTest, ANewLifeOfAPeerRestartsItsStreamAndOldMessagesAreStale) {
   EXPECT_EQ(c.nodes[0]->Step(old, c.now).verdict, ChocoVerdict::kStaleIncarnation);
 }
 
+// A refused message changes no copy: one under a sender's new incarnation (a snapshot nobody
+// asked for, an update for another model's size) leaves the copy of its old life as it was, version
+// and values; the new life's first message that passes starts the copy afresh.
+TEST(ChocoTest, ARefusedMessageOfANewIncarnationLeavesTheTrackedCopy) {
+  Cluster c(3, 16, "topk:0.25", 0.2, 3);
+  for (uint64_t r = 0; r < 3; ++r) c.SyncRound(r);
+  ChocoGossip& node = *c.nodes[0];
+  const uint64_t version = node.CopyVersion(11);
+  const std::vector<float> before(node.CopyOf(11).begin(), node.CopyOf(11).end());
+  ASSERT_GT(version, 0u);
+  ASSERT_FALSE(before.empty());
+  std::vector<std::byte> dense;
+  coding::EncodeDense(std::vector<float>(16, 0.5f), dense);
+  ChocoIncoming unasked{11, 2, SnapshotReply{7, 16, false}, dense};
+  EXPECT_EQ(node.Step(unasked, c.now).verdict, ChocoVerdict::kRejected);
+  ChocoIncoming broken{11, 2, UpdateHeader{1, 0, 17, false, true}, dense};
+  EXPECT_EQ(node.Step(broken, c.now).verdict, ChocoVerdict::kRejected);
+  EXPECT_EQ(node.CopyVersion(11), version);
+  const auto after = node.CopyOf(11);
+  ASSERT_EQ(after.size(), before.size());
+  EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size_bytes()), 0);
+  // The new life's update that passes its checks (one it cannot place: a gap) starts afresh.
+  ChocoIncoming next{11, 2, UpdateHeader{5, 4, 16, false, true}, dense};
+  EXPECT_EQ(node.Step(next, c.now).verdict, ChocoVerdict::kGap);
+  EXPECT_EQ(node.CopyVersion(11), 0u);
+  EXPECT_TRUE(node.CopyOf(11).empty());
+}
+
 // Before this node's first round (an outer optimizer's H steps, or local SGD's) no update norm
 // is known: a stream's first update is bounded by half of ‖x̂_i‖ alone. A forged +10 on every
 // parameter is refused; an honest-sized one is applied.
