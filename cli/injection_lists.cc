@@ -130,6 +130,30 @@ StatusOr<std::vector<ClockJumpPlan>> ParseClockJumpList(const std::string& text,
   return out;
 }
 
+StatusOr<std::vector<AttackPlan>> ParseAttackList(const std::string& text, int nodes) {
+  std::vector<AttackPlan> out;
+  for (const std::string& item : SplitNonEmpty(text, ';')) {
+    std::string kind, rest;
+    for (const std::string& field : SplitNonEmpty(item, ',')) {
+      if (field.starts_with("kind=")) {
+        kind = field.substr(5);
+      } else {
+        rest += (rest.empty() ? "" : ",") + field;
+      }
+    }
+    if (kind != "clock" && kind != "nonfinite") {
+      return InvalidArgumentError(fmt::format(
+          "attack: '{}' needs kind=clock or kind=nonfinite (node=K,at=S,kind=...)", item));
+    }
+    MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(rest, nodes, "attack", "", false));
+    if (plans.size() != 1) {
+      return InvalidArgumentError(fmt::format("attack: '{}' needs node=K and at=S", item));
+    }
+    out.push_back({plans[0].index, plans[0].at, kind});
+  }
+  return out;
+}
+
 StatusOr<std::vector<JoinPlan>> ParseJoinList(const std::string& text, int nodes) {
   MURMUR_ASSIGN_OR_RETURN(auto plans, ParseNodeTimes(text, nodes, "join", "", false));
   std::vector<JoinPlan> out;

@@ -47,6 +47,16 @@ struct ClockJumpPlan {
 // `node=K,at=S,by=D;...` (K 1..N, D > 0); kInvalidArgument says why.
 StatusOr<std::vector<ClockJumpPlan>> ParseClockJumpList(const std::string& text, int nodes);
 
+// An insider gone hostile (`murmur sim --attack`): from `at` seconds on, process `index` sends a
+// hostile copy of each training message first; `kind` is "clock" or "nonfinite".
+struct AttackPlan {
+  int index = 0;
+  double at = 0;
+  std::string kind;
+};
+// `node=K,at=S,kind=clock|nonfinite;...` (K 1..N); kInvalidArgument says why.
+StatusOr<std::vector<AttackPlan>> ParseAttackList(const std::string& text, int nodes);
+
 // A partition (`murmur sim --partition`): from `at` seconds on, the processes of `side` (0-based)
 // and the others cannot reach each other, for `length` seconds (0: for good).
 struct PartitionPlan {

@@ -95,8 +95,14 @@ const ConfigSchema<SimConfig>& SimSchema() {
         .Text("clock_jump", &C::clock_jump, "",
               "clock jumps: node=K,at=S,by=D moves node K's clock D forward S into the run (a "
               "VM resumed: every timer it passes is due at once); several separated by ';'")
+        .Text("attack", &C::attack, "",
+              "insiders gone hostile: node=K,at=S,kind=clock|nonfinite makes node K, from S on, "
+              "send a hostile copy of each training message first (its envelope claiming a step "
+              "clock of 1e9 or 2^64-1, or its tensor holding a NaN under a valid checksum), which "
+              "its receivers must refuse; several separated by ';'")
         .Bool("invariants", &C::invariants, false,
-              "check the invariants every run must keep (a refused message changes no model, "
+              "check the invariants every run must keep (a refused message changes no model or "
+              "tracked copy, every refusal is counted by reason, "
               "step clocks never go back, models stay finite, the run ends, members that "
               "adopted one average hold one model, the budget's bound); any broken: listed, "
               "exit 1")
@@ -162,7 +168,7 @@ std::vector<UnreadKeys> SimUnreadKeys(const SimConfig& c) {
   if (c.mode.consensus) {
     out.push_back({{"sample_cost", "step_cost", "eval_cost", "start_cost", "cores"},
                    "--mode consensus runs synchronous rounds with no time in them"});
-    out.push_back({{"partition", "clock_jump", "invariants"},
+    out.push_back({{"partition", "clock_jump", "attack", "invariants"},
                    "--mode consensus runs CHOCO's rounds alone, with no faults and no node runs"});
   } else {
     out.push_back(

@@ -47,6 +47,7 @@ struct SimConfig {
   std::string join;
   std::string partition;
   std::string clock_jump;
+  std::string attack;
   bool invariants = false;
   int probe_interval_ms = 0;
   int probe_timeout_ms = 0;

@@ -81,6 +81,12 @@ Status AddInjections(const SimConfig& c, int roots, sim::SimOptions& o) {
     for (int k : p.side) cut.groups[static_cast<size_t>(k)] = 1;
     o.partitions.push_back(std::move(cut));
   }
+  MURMUR_ASSIGN_OR_RETURN(auto attacks, ParseAttackList(c.attack, static_cast<int>(o.nodes)));
+  for (const AttackPlan& a : attacks) {
+    o.attacks.push_back(
+        {static_cast<size_t>(a.index), duration(a.at),
+         a.kind == "clock" ? sim::SimAttackKind::kClock : sim::SimAttackKind::kNonFinite});
+  }
   MURMUR_ASSIGN_OR_RETURN(auto jumps, ParseClockJumpList(c.clock_jump, static_cast<int>(o.nodes)));
   for (const ClockJumpPlan& j : jumps) {
     o.clock_jumps.push_back({static_cast<size_t>(j.index), duration(j.at), duration(j.by)});

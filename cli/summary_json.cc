@@ -45,6 +45,7 @@ void to_json(nlohmann::json& j, const SimNodeResult& n) {
        {"bytes_received", n.bytes_received},
        {"lost", n.lost},
        {"rejected", n.rejected},
+       {"refused_by_reason", n.refused_by_reason},
        {"finished", n.finished},
        {"finished_s", n.finished_s},
        {"over_s", n.over_s},

@@ -120,6 +120,15 @@ class Builder {
     Fault("clock-jump");
   }
 
+  // One of `n` processes turns hostile (an insider with valid keys): a hostile copy of each of
+  // its training messages, a step clock out of bounds or a NaN under a valid checksum.
+  void Attack(int n) {
+    if (!d_.Chance(0.25)) return;
+    const std::string kind = d_.Pick<std::string>({"clock", "nonfinite"});
+    Arg("attack", fmt::format("node={},at={},kind={}", d_.Int(1, n), Ms(d_.Real(0.0, 0.8)), kind));
+    Fault("attack-" + kind);
+  }
+
   // Crashes (with and without restarts) and late joins of gossip and membership nodes.
   void CrashesAndJoins(int n) {
     std::vector<int> order = d_.Nodes(n, n);
@@ -185,6 +194,7 @@ void Gossip(Builder& b, bool outer) {
   b.Partition(n, 1.0, 1.0);
   b.Stragglers(n, "node", true);
   b.ClockJumps(n);
+  b.Attack(n);
 }
 
 void Membership(Builder& b) {
@@ -222,14 +232,16 @@ void Synchronous(Builder& b, const std::string& mode) {
   b.Partition(mode == "ring" ? workers : workers + 1, 1.0, 0.5);
   b.Stragglers(workers, "worker", false);
   b.ClockJumps(mode == "ring" ? workers : workers + 1);
+  b.Attack(mode == "ring" ? workers : workers + 1);
 }
 
 }  // namespace
 
 const std::vector<std::string>& SwarmFaultKinds() {
   static const std::vector<std::string> kKinds = {
-      "crash",     "restart", "join",    "partition", "partition-for-good", "loss",
-      "duplicate", "reorder", "corrupt", "straggler", "clock-jump"};
+      "crash",           "restart", "join",    "partition", "partition-for-good", "loss",
+      "duplicate",       "reorder", "corrupt", "straggler", "clock-jump",         "attack-clock",
+      "attack-nonfinite"};
   return kKinds;
 }
 

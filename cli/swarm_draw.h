@@ -5,7 +5,8 @@
 // ring, ps, coded-tree, tree, gc), the cluster's size and shape, topology, compressor, soft-sync
 // lead and finish wait, and faults: crashes with and without a restart, late joins, partitions
 // and their heals, message loss, duplication, reordering (jitter), corrupted bytes, stragglers
-// (slowed, delayed, paused, dropping their sends), forward clock jumps. Pure: a function of the
+// (slowed, delayed, paused, dropping their sends), forward clock jumps, an insider sending
+// hostile copies of its messages (a step clock out of bounds, a NaN). Pure: a function of the
 // seed.
 
 #include <cstdint>

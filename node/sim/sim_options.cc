@@ -43,6 +43,11 @@ Status SimOptions::Validate() const {
           fmt::format("sim: a partition needs a group for each of the {} nodes", nodes));
     }
   }
+  for (const SimAttack& a : attacks) {
+    if (a.node >= nodes) {
+      return InvalidArgumentError(fmt::format("sim: an attack names node {} of {}", a.node, nodes));
+    }
+  }
   for (const SimClockJump& j : clock_jumps) {
     if (j.node >= nodes) {
       return InvalidArgumentError(

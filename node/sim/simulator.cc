@@ -33,6 +33,7 @@ void Simulator::Impl::Start(size_t i) {
   n.queued.clear();
   n.step_clock = 0;
   n.sequence = 0;  // a new process numbers its envelopes from the start
+  n.refusals.total = 0;
   net.SetDown(i, false);
   gossip::MembershipOptions m = o.membership;
   m.id = Id(i);
@@ -58,6 +59,7 @@ void Simulator::Impl::Start(size_t i) {
     auto machine = gossip::GossipNode::Create(g, workload->Params(i), x0, !o.per_node_init, Now(i));
     MURMUR_CHECK(machine.ok()) << machine.status().ToString();
     n.gossip = *std::move(machine);
+    n.gossip->set_observer(&n.refusals);
     if (n.straggle.pause_from >= 0) {
       n.gossip->Step(gossip::InjectedPause{n.straggle.pause_from, n.straggle.pause_to}, Now(i));
     }
@@ -67,6 +69,7 @@ void Simulator::Impl::Start(size_t i) {
     auto machine = gossip::SyncNode::Create(*o.plan, s, x0, Now(i));
     MURMUR_CHECK(machine.ok()) << machine.status().ToString();
     n.sync = *std::move(machine);
+    n.sync->set_observer(&n.refusals);
   }
   // Independent processes do not tick in lock-step: each at its own phase of the tick.
   const Duration phase =
@@ -82,6 +85,7 @@ void Simulator::Impl::Stop(size_t i, bool crashed) {
   n.running = false;
   ++n.generation;
   if (crashed) {
+    n.r.rejected += Rejected(n);
     n.r.up = false;
     n.membership.reset();
     n.gossip.reset();
@@ -250,6 +254,8 @@ void Simulator::Impl::Finalize() {
     r.id = Id(i);
     if (n.membership) r.live_view = n.membership->LiveView().size();
     r.step_clock = n.step_clock;
+    if (n.gossip || n.sync) r.rejected += Rejected(n);
+    r.refused_by_reason.insert(n.refusals.by_reason.begin(), n.refusals.by_reason.end());
     if (n.gossip) {
       r.accuracy = n.gossip->state().accuracy;
       r.loss = n.gossip->state().loss;

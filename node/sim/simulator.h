@@ -79,6 +79,19 @@ struct SimClockJump {
   Duration by{0};
 };
 
+// From `at` into the run on, node `node` is an insider gone hostile (it holds valid keys, so its
+// messages pass the transport): before each training message it sends, it sends a hostile copy
+// to the same receiver, which the receiver must refuse without a change to its state.
+//   kClock      the copy's envelope claims a step clock of 10^9, or 2^64 − 1 (alternately)
+//   kNonFinite  the copy's tensor frame holds a NaN (the first value of a dense fp32 frame, or
+//               the scale of a sign or levels frame; its checksum rewritten so that it passes)
+enum class SimAttackKind : uint8_t { kClock, kNonFinite };
+struct SimAttack {
+  size_t node = 0;
+  Duration at{0};
+  SimAttackKind kind = SimAttackKind::kClock;
+};
+
 enum class SimKind : uint8_t { kMembership, kGossip, kSync };
 
 struct SimOptions {
@@ -112,6 +125,7 @@ struct SimOptions {
   std::vector<SimJoin> joins;
   std::vector<SimPartition> partitions;
   std::vector<SimClockJump> clock_jumps;
+  std::vector<SimAttack> attacks;
   double wire_scale = 1;  // tensor frame bytes on the links × this (virtual dimension / real)
   gossip::GossipNodeOptions gossip;  // self, incarnation, shard_rows are filled per node
   bool per_node_init = false;        // gossip: every node starts from its own model (init)
@@ -119,8 +133,9 @@ struct SimOptions {
   gossip::SyncNodeOptions sync;  // self is filled per node
   uint64_t seed = 1;
   // Check the invariants every message, step and announcement must keep (SimResult::violations):
-  // a message a machine refused changed nothing of its model; a step clock or an iteration
-  // never goes back within one process; every model stays finite. O(model) per event.
+  // a message a machine refused changed nothing of its model nor (gossip) of CHOCO's public and
+  // tracked copies; every refusal is counted under a non-empty reason; a step clock never goes
+  // back within one process; every model stays finite. O(model × nodes) per event.
   bool check_invariants = false;
   Duration sample_every = std::chrono::milliseconds(100);  // the time series
 
@@ -140,6 +155,8 @@ struct SimNodeResult {
   uint64_t messages_received = 0, bytes_received = 0;
   uint64_t lost = 0;      // its messages lost on the way (loss, partition, a down receiver)
   uint64_t rejected = 0;  // messages it refused (decode, membership or machine checks)
+  // Its machines' refusals by reason, over all its processes (the reasons its metrics count).
+  std::map<std::string, uint64_t> refused_by_reason;
   std::string finished;   // the end reason ("" when it never finished)
   double finished_s = -1, over_s = -1;
   bool ok = true;  // RunOver's status
@@ -185,6 +202,7 @@ struct SimResult {
   double wall_s = 0;
   uint64_t events = 0;
   uint64_t messages = 0, bytes = 0;
+  uint64_t hostile_messages = 0;  // sent by attackers (SimAttack), beyond `messages`
   std::map<std::string, uint64_t> bytes_by_kind;  // membership, update, snapshot, coded, finish
   std::map<std::string, uint64_t> messages_by_kind;
   uint64_t trace_hash = 0;  // over every message sent: time, ends, bytes (determinism)

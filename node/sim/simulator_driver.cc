@@ -26,6 +26,7 @@ void Simulator::Impl::Send(size_t i, size_t to, gossip::Payload payload,
   e.sequence = ++n.sequence;
   const node::MessageKind kind = node::KindOf(payload);
   e.payload = std::move(payload);
+  if (kind != node::MessageKind::kMembership) SendHostile(i, to, e, frame);
   auto wire = MakeWire(i, to, std::move(e), std::move(frame), o.wire_scale);
   wire->own_lane = kind == node::MessageKind::kMembership;
   ++n.r.messages_sent;
@@ -53,6 +54,26 @@ void Simulator::Impl::Send(size_t i, size_t to, gossip::Payload payload,
     Push(Event{*arrival + net.Jitter(), 0, EventKind::kArrive, to, 0, wire});
   }
   Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
+}
+
+void Simulator::Impl::SendHostile(size_t i, size_t to, const gossip::Envelope& e,
+                                  const std::shared_ptr<const std::vector<std::byte>>& frame) {
+  for (const SimAttack& a : o.attacks) {
+    if (a.node != i || now < TimePoint{} + a.at) continue;
+    gossip::Envelope hostile = e;
+    std::shared_ptr<const std::vector<std::byte>> bytes = frame;
+    if (a.kind == SimAttackKind::kClock) {
+      hostile.step_clock = e.sequence % 2 == 0 ? 1'000'000'000 : ~uint64_t{0};
+    } else if (!frame || !(bytes = WithNonFinite(*frame))) {
+      continue;  // nothing to put a NaN in
+    }
+    auto wire = MakeWire(i, to, std::move(hostile), std::move(bytes), o.wire_scale);
+    ++result.hostile_messages;
+    // Sent first: on its link it arrives before the honest message it copies.
+    if (const auto arrival = net.Send(i, to, wire->bytes, now, Duration(0), false)) {
+      Push(Event{*arrival, 0, EventKind::kArrive, to, 0, std::move(wire)});
+    }
+  }
 }
 
 void Simulator::Impl::CollectMembership(size_t i) {
@@ -129,6 +150,13 @@ void Simulator::Impl::HandOver(size_t i, const gossip::Envelope& e, const Wire& 
         fmt::format("node {}: a {} message from node {} that it refused changed its model "
                     "or a copy it tracks",
                     Id(i), kind, e.sender_id));
+  }
+  if (Rejected(n) != n.refusals.total) {
+    Violation(fmt::format("node {}: {} messages refused, {} of them counted by reason", Id(i),
+                          Rejected(n), n.refusals.total));
+  }
+  if (n.refusals.by_reason.contains("")) {
+    Violation(fmt::format("node {}: a refusal without a reason", Id(i)));
   }
   CheckFinite(i, fmt::format("a {} message from node {}", kind, e.sender_id));
 }

@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -25,6 +26,18 @@ struct Simulator::Impl {
   struct Queued {
     gossip::Envelope envelope;
     std::shared_ptr<Wire> wire;
+  };
+  // A machine's refusals by reason, as its metrics count them (the observer of both machines).
+  struct Refusals : gossip::GossipNodeObserver, gossip::SyncNodeObserver {
+    std::map<std::string, uint64_t, std::less<>> by_reason;
+    uint64_t total = 0;  // of the current process's machine
+    void Rejected(std::string_view reason) override {
+      auto it = by_reason.find(reason);
+      if (it == by_reason.end()) it = by_reason.emplace(std::string(reason), 0).first;
+      ++it->second;
+      ++total;
+    }
+    using gossip::GossipNodeObserver::Staleness;
   };
   struct Node {
     bool running = false;  // the process exists (started, not crashed, its run not over)
@@ -48,6 +61,7 @@ struct Simulator::Impl {
     double sample_share = 1;   // ... and the part of it that computes the batch
     Duration clock_offset{0};  // what its clock reads beyond the run's (SimClockJump)
     SimNodeResult r;
+    Refusals refusals;
   };
 
   Impl(SimOptions options, Workload* w)
@@ -101,6 +115,9 @@ struct Simulator::Impl {
   // version: what a refused message must leave as it was.
   uint64_t StateDigest(size_t i);
   void Violation(std::string what);
+  // Node `i`'s hostile copy of the message it is about to send (SimAttack), if it attacks now.
+  void SendHostile(size_t i, size_t to, const gossip::Envelope& e,
+                   const std::shared_ptr<const std::vector<std::byte>>& frame);
   void CheckFinite(size_t i, std::string_view after);
 
   void Tick(size_t i);

@@ -2,11 +2,43 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <limits>
 
+#include "coding/update_codec.h"
 #include "node/sim/network.h"
 #include "proto/envelope_codec.h"
 
 namespace murmur::sim {
+
+std::shared_ptr<const std::vector<std::byte>> WithNonFinite(const std::vector<std::byte>& frame) {
+  // The format (coding/update_codec.h): value coding at 5, mantissa and exponent bits at 6 and
+  // 7, the values' count at 16, the scale at 20, the index section's bytes at 28, values at 40
+  // after the index section.
+  constexpr size_t kHeader = 40;
+  if (frame.size() < kHeader) return nullptr;
+  auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, frame.data() + at, sizeof v);
+    return v;
+  };
+  const auto coding = static_cast<uint8_t>(frame[5]);
+  size_t at = 0;
+  if (coding == 1 || coding == 2) {  // kSign, kLevels: the scale
+    at = 20;
+  } else if (coding == 0 && static_cast<uint8_t>(frame[6]) == 23 &&
+             static_cast<uint8_t>(frame[7]) == 8 && u32(16) > 0) {  // fp32 values: the first
+    at = kHeader + u32(28);
+  } else {
+    return nullptr;
+  }
+  if (at + sizeof(float) > frame.size()) return nullptr;
+  auto out = std::make_shared<std::vector<std::byte>>(frame);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(out->data() + at, &nan, sizeof nan);
+  coding::RewriteChecksum(*out);
+  return out;
+}
 
 std::shared_ptr<Wire> MakeWire(size_t from, size_t to, gossip::Envelope envelope,
                                std::shared_ptr<const std::vector<std::byte>> frame,

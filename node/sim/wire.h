@@ -25,6 +25,12 @@ struct Wire {
   std::shared_ptr<const std::vector<std::byte>> frame;
 };
 
+// A copy of tensor frame `frame` with a NaN where its decoder reads a value: the first value of
+// a dense fp32 frame, or the scale of a sign or levels frame; its checksum rewritten, so only
+// the check of finite values can refuse it. nullptr when the frame has neither (a narrowed
+// float coding cannot hold a NaN).
+std::shared_ptr<const std::vector<std::byte>> WithNonFinite(const std::vector<std::byte>& frame);
+
 // Encodes `envelope` (cluster "sim"; its payload_frames set from `frame`) from node `from` to
 // node `to`.
 std::shared_ptr<Wire> MakeWire(size_t from, size_t to, gossip::Envelope envelope,

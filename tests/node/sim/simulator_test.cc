@@ -489,6 +489,64 @@ TEST(SimulatorTest, AClockJumpPastTheStallBoundIsNotAStall) {
   }
 }
 
+// An insider gone hostile (SimAttack) sends a hostile copy ahead of each of its training
+// messages: a step clock out of bounds, or a NaN under a valid checksum. Its receivers refuse
+// every one by its reason, and every model ends as without the attack, bit for bit.
+TEST(SimulatorTest, AnInsidersHostileCopiesAreRefusedByReasonAndChangeNoModel) {
+  constexpr uint64_t kSeed = 5;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  auto run = [&](std::vector<SimAttack> attacks) {
+    SyntheticWorkload w(4, 1000, 6000, 64, 0.5, kSeed);
+    SimOptions o = GossipOptions(4, 20 * 6000);
+    o.seed = kSeed;
+    o.link = LinkSpec{};  // no bandwidth: the hostile copies cost no time
+    // QSGD levels: a NaN fits in their scale (a narrowed float coding holds none).
+    o.gossip.choco.compressor = *coding::ParseCompressorSpec("qsgd:16");
+    o.check_invariants = true;
+    o.attacks = std::move(attacks);
+    auto sim = Simulator::Create(o, &w);
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    return (*sim)->Run();
+  };
+  const SimResult calm = run({});
+  ASSERT_TRUE(calm.all_over);
+  for (const auto& [kind, reason] : {std::pair{SimAttackKind::kClock, "implausible_clock"},
+                                     std::pair{SimAttackKind::kNonFinite, "non_finite"}}) {
+    SCOPED_TRACE(reason);
+    const SimResult r = run({{1, Duration(0), kind}});
+    ASSERT_TRUE(r.all_over);
+    EXPECT_EQ(r.violation_count, 0u) << (r.violations.empty() ? "" : r.violations[0]);
+    EXPECT_GT(r.hostile_messages, 0u);
+    // Refusals beyond the calm run's: all of the attack's reason.
+    int64_t refused = 0;
+    for (size_t i = 0; i < r.nodes.size(); ++i) {
+      const SimNodeResult& n = r.nodes[i];
+      EXPECT_TRUE(n.ok) << n.status;
+      EXPECT_EQ(n.model_digest, calm.nodes[i].model_digest) << "node " << n.id;
+      std::map<std::string, int64_t> extra;
+      for (const auto& [why, count] : n.refused_by_reason) extra[why] += count;
+      for (const auto& [why, count] : calm.nodes[i].refused_by_reason) extra[why] -= count;
+      for (const auto& [why, count] : extra) {
+        if (why == reason) {
+          refused += count;
+        } else {
+          // A hostile copy's delivery is a turn of the receiver's loop, as in the real driver:
+          // the order of its decisions may move by an event (one more or less outlier).
+          EXPECT_LE(std::abs(count), 2) << "node " << n.id << ": " << why;
+        }
+      }
+    }
+    std::printf("%s: %llu hostile copies sent, %lld more refused than without them\n", reason,
+                static_cast<unsigned long long>(r.hostile_messages),
+                static_cast<long long>(refused));
+    // Every hostile copy that reached a running node was refused (a few reach none: sent to a
+    // node whose run was over).
+    EXPECT_GT(refused, 0);
+    EXPECT_LE(refused, static_cast<int64_t>(r.hostile_messages));
+    EXPECT_GE(refused, static_cast<int64_t>(r.hostile_messages * 9 / 10));
+  }
+}
+
 TEST(SimulatorTest, AClockJumpMustGoForwardAndNameANode) {
   SimOptions o;
   o.kind = SimKind::kMembership;
