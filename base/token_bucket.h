@@ -25,6 +25,8 @@ class TokenBucket {
     tokens_ -= 1;
     return true;
   }
+  // Gives back the token of an event Take allowed that did not happen.
+  void Return() { tokens_ = std::min(burst_, tokens_ + 1); }
 
  private:
   double per_second_;

@@ -152,7 +152,12 @@ void GossipNode::OnModelRequest(const Incoming& m, TimePoint now) {
   sync_.Observe(m.from, m.step_clock);
   ModelServer::Answer a = server_.Serve(m.from, s_.step, [this] { return HostModel(); }, now);
   Emit(std::move(a.send));
-  if (a.refused) Reject(kRejectSnapshotRate, m.from, "model snapshots beyond the rate");
+  if (a.refused) {
+    Reject(a.reason, m.from,
+           a.reason == kRejectSnapshotRate
+               ? "model snapshots beyond the rate"
+               : "this node's own model holds a non-finite value: not served");
+  }
 }
 
 void GossipNode::OnSnapshotReply(const Incoming& m, const SnapshotReply& r) {

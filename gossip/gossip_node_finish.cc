@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "coding/vector_ops.h"
 #include "gossip/gossip_node.h"
 
 namespace murmur::gossip {
@@ -17,9 +18,17 @@ void GossipNode::Finish(TimePoint now) {
   // on (counted as finished, it would make half of a 2-node cluster end with it).
   Emit(Announce{s_.step, static_cast<uint64_t>(s_.samples), !stop_requested_});
   evaluating_ = true;
-  if (!finish_.on() || stop_requested_) {
-    // Stopped by the operator: the others train on, there is nothing to average with.
-    s_.finish = "off";
+  const bool own_finite = coding::AllFinite(HostModel());
+  if (!finish_.on() || stop_requested_ || !own_finite) {
+    // Stopped by the operator: the others train on, there is nothing to average with. A model
+    // holding a non-finite value (a library user's own buffer, say) is never sent: the others
+    // finish without it.
+    s_.finish = own_finite ? "off" : "own model not finite";
+    if (!own_finite)
+      MURMUR_LOG_WARN(
+          "node {}: its model holds a non-finite value: it takes no "
+          "part in the consensus finish",
+          o_.self);
     EnterPhase(Lingering{now + o_.linger});
     Emit(Evaluate{true, x_});
     return;

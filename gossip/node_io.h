@@ -35,6 +35,9 @@ inline constexpr std::string_view kRejectOutlier = "outlier_update";  // robust 
 // Per-sender state is bounded (choco.h max_copies) and snapshots are rate-limited.
 inline constexpr std::string_view kRejectUntracked = "untracked_sender";
 inline constexpr std::string_view kRejectSnapshotRate = "snapshot_rate_limited";
+// A request for this node's model while the model holds a NaN or an infinity (a library user's
+// own buffer, say): never served, as a peer would adopt it; the requester asks another member.
+inline constexpr std::string_view kRejectOwnModelNonFinite = "own_model_non_finite";
 // A training message from a life of its sender the membership has not confirmed (a newer
 // incarnation than the view's): incarnations advance through the membership protocol only
 // (its refutation, or a restarted member's join), never from a data message, which could

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 
 #include "coding/update_codec.h"
+#include "coding/vector_ops.h"
 #include "tests/testing/gossip_node_cluster.h"
 
 namespace murmur::gossip {
@@ -767,6 +769,41 @@ TEST(GossipNodeTest, ConsensusFinishLeavesEveryLiveNodeOnTheAverageModel) {
           << "node " << i << " lingered after a settled finish";
       EXPECT_GE(cluster.node(collector).over_at, cluster.node(i).over_at)
           << "the collector left before member " << i;
+    }
+  }
+}
+
+// A member whose own model comes to hold a NaN (a library user's buffer) neither crashes nor
+// spreads it: its run ends with the reason, no finish takes its model, and every other member
+// ends on a finite model (a request for its model meanwhile is refused: model_server_test.cc).
+TEST(GossipNodeTest, AMemberWithANonFiniteModelEndsWithTheReasonAndSpreadsNothing) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    GossipNodeOptions base = BaseOptions();
+    base.budget_samples = 8000;
+    base.finish_wait = std::chrono::seconds(2);
+    Cluster cluster = MakeCluster(3, seed, base);
+    for (size_t i = 0; i < 3; ++i) cluster.Start(i);
+    cluster.RunFor(milliseconds(300));
+    cluster.node(1).x[0] = std::numeric_limits<float>::quiet_NaN();
+    ASSERT_TRUE(cluster.RunFor(std::chrono::seconds(30), [&] {
+      for (size_t i = 0; i < 3; ++i) {
+        if (!cluster.node(i).over.has_value()) return false;
+      }
+      return true;
+    }));
+    // Its next round finds the model unfit to publish and ends its run with the reason (a
+    // finish, had it come first, would have left it out: "own model not finite").
+    const Status& over = *cluster.node(1).over;
+    std::printf("node 2: %s; finish '%s'\n", over.ToString().c_str(),
+                cluster.machine(1).state().finish.c_str());
+    EXPECT_FALSE(over.ok());
+    EXPECT_NE(over.message().find("not finite"), std::string_view::npos) << over;
+    EXPECT_NE(cluster.machine(1).state().finish, "averaged");
+    for (size_t i : {0, 2}) {
+      SCOPED_TRACE("node " + std::to_string(i));
+      EXPECT_TRUE(cluster.node(i).over->ok());
+      EXPECT_TRUE(coding::AllFinite(cluster.node(i).x));
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "coding/update_codec.h"
@@ -39,6 +40,26 @@ TEST(ModelServerTest, ServesABurstThenTheRateAndAnswersTheRestWithARefusal) {
   EXPECT_EQ(reads, 2) << "a refused request does not read the model";
   EXPECT_FALSE(server.Serve(8, 41, read, t0 + std::chrono::milliseconds(1600)).refused);
   EXPECT_EQ(server.served(), 3u);
+  EXPECT_EQ(server.refused(), 1u);
+}
+
+// A model holding a NaN (a library user's own buffer) is never encoded nor served: the request is
+// refused by that reason, as one over the rate is, and the token goes back to the bucket.
+TEST(ModelServerTest, ANonFiniteModelIsRefusedNotServed) {
+  ModelServer server(/*per_second=*/1, /*burst=*/1);
+  std::vector<float> model = {0.5f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
+  auto read = [&]() -> std::span<const float> { return model; };
+  const TimePoint t0{};
+  const auto a = server.Serve(7, 40, read, t0);
+  EXPECT_TRUE(a.refused);
+  EXPECT_EQ(a.reason, kRejectOwnModelNonFinite);
+  EXPECT_EQ(a.send.frame, nullptr);
+  EXPECT_EQ(std::get<SnapshotReply>(a.send.payload).dimension, 0u);
+  model[1] = 1.0f;  // repaired: the token given back serves it at once
+  const auto b = server.Serve(7, 41, read, t0);
+  EXPECT_FALSE(b.refused);
+  EXPECT_TRUE(b.reason.empty());
+  EXPECT_EQ(server.served(), 1u);
   EXPECT_EQ(server.refused(), 1u);
 }
 
