@@ -276,7 +276,9 @@ void SyncNode::Dispatch(std::vector<CodedAction> actions, TimePoint now) {
     if (auto* send = std::get_if<CodedSend>(&action)) {
       auto bytes = std::make_shared<std::vector<std::byte>>(std::move(send->encoded));
       if (bytes->empty()) coding::EncodeDense(send->vector, *bytes);
-      Emit(SendTo{ids_[static_cast<size_t>(send->to)], send->header, std::move(bytes)});
+      SendTo out{ids_[static_cast<size_t>(send->to)], send->header, std::move(bytes)};
+      Sent(out);
+      Emit(std::move(out));
     } else if (auto* compute = std::get_if<ComputeRequest>(&action)) {
       pending_ = std::move(*compute);  // only the newest model is worth computing on
     } else if (auto* done = std::get_if<Aggregated>(&action)) {
@@ -446,6 +448,31 @@ void SyncNode::ExcludeOwnAbsence(TimePoint now) {
   last_turn_ = now;
 }
 
+void SyncNode::Sent(const SendTo& send) {
+  // An asynchronous server applies a push it gets twice twice: nothing is sent again there.
+  if (plan_.mode == Mode::kPs && plan_.ps.sync != PsSync::kFull) return;
+  std::deque<SendTo>& kept = sent_[send.to];
+  kept.push_back(send);
+  if (kept.size() > ResendDepth()) kept.pop_front();
+}
+
+size_t SyncNode::ResendDepth() const {
+  return plan_.mode == Mode::kRing ? static_cast<size_t>(2 * (plan_.processes - 1)) : 2;
+}
+
+void SyncNode::MaybeResend(TimePoint now) {
+  const Duration every = o_.stall_timeout / 4;
+  if (computing_ || now - last_progress_ < every) return;
+  if (resent_at_.has_value() && *resent_at_ > last_progress_ && now - *resent_at_ < every) return;
+  resent_at_ = now;
+  for (const auto& [to, kept] : sent_) {
+    for (const SendTo& send : kept) {
+      Emit(SendTo(send));
+      ++s_.resent_messages;
+    }
+  }
+}
+
 void SyncNode::Tick(TimePoint now) {
   switch (phase_) {
     case Phase::kAssembling:
@@ -467,6 +494,7 @@ void SyncNode::Tick(TimePoint now) {
       if (peer_finished_ && (!root || server_)) return Finish(now, "peer");
       if (root && o_.time_limit.count() > 0 && BudgetSpent(now)) return Finish(now, "time");
       ExcludeOwnAbsence(now);
+      MaybeResend(now);
       if (!computing_ && now - last_progress_ > o_.stall_timeout) {
         return Fail(DeadlineExceededError(fmt::format(
             "{} rank {}: no message taken and nothing computed for {:.1f} s at iteration {} "

@@ -40,10 +40,13 @@
 //               longer than the membership takes to declare it dead. A rank that takes no
 //               message and computes nothing for the stall bound (stall_timeout) fails its run
 //               with the reason: a message it needed was lost, or a live member went quiet.
-//               Its own absence does not count: a gap between its turns (Tick) longer than a
-//               tenth of the bound, with nothing taken in between, is this process not running
-//               (stopped, its machine suspended: its clock jumped), not its peers' silence, and
-//               the bound counts from the turn after it.
+//               Before that, from a quarter of the bound on (and every quarter after), it sends
+//               again the last messages it sent each member (ResendDepth) (a lost one is the
+//               usual cause; every protocol but an asynchronous parameter server drops what it
+//               already has, as late or a duplicate). Its own absence does not count: a gap between
+//               its turns (Tick) longer than a tenth of the bound, with nothing taken in between,
+//               is this process not running (stopped, its machine suspended: its clock jumped), not
+//               its peers' silence, and the bound counts from the turn after it.
 //   lingering   the root (rank 0) evaluates, "finished" is announced, `linger` is spent answering
 //               late messages, then RunOver. No linger once settled (Settled()): a tree rank
 //               that ended on another's "finished" leaves at once, the root once the run's
@@ -137,6 +140,7 @@ struct SyncNodeState {
   uint64_t rejected_messages = 0;
   uint64_t refused_views = 0;      // views that changed mid-assembly
   uint64_t early_dropped = 0;      // a sender's oldest waiting message, superseded before assembly
+  uint64_t resent_messages = 0;    // sent again after a quarter of the stall bound (MaybeResend)
   std::string end_reason;
 };
 
@@ -227,6 +231,9 @@ class SyncNode {
   // A gap since the last turn (and the last progress) over a tenth of the stall bound is this
   // process's own absence: the stall bound does not count it.
   void ExcludeOwnAbsence(TimePoint now);
+  // The protocol's sends, kept for MaybeResend; and the resend itself.
+  void Sent(const SendTo& send);
+  void MaybeResend(TimePoint now);
   void Reject(std::string_view reason, NodeId from, const std::string& why);
   void Emit(NodeAction action);
 
@@ -274,6 +281,12 @@ class SyncNode {
   TimePoint iteration_start_{};
   // The stall bound (SyncNodeOptions::stall_timeout): the last message taken or step computed.
   TimePoint last_progress_{};
+  // The last messages sent to each member (two; a ring rank one iteration's 2(n − 1) chunks, as
+  // it may send several steps ahead of its successor: about twice the model's bytes), and when
+  // they were last sent again.
+  size_t ResendDepth() const;
+  std::map<NodeId, std::deque<SendTo>> sent_;
+  std::optional<TimePoint> resent_at_;
   // The last Tick while running (the stall bound skips this process's own gaps).
   std::optional<TimePoint> last_turn_;
   bool peer_finished_ = false;

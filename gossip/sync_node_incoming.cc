@@ -130,7 +130,7 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
     observer_->Staleness(static_cast<double>(s_.iteration) -
                          static_cast<double>(header->iteration));
   }
-  const uint64_t before = stats().rejected;
+  const CodedStats before = stats();
   if (server_ && sender < plan_.ps.servers) {
     TakeFinalSlice(sender, *header, u.values, now);
   } else if (phase_ != Phase::kRunning) {
@@ -148,10 +148,13 @@ void SyncNode::Handle(const Incoming& m, TimePoint now) {
     ring_->Step(sender, *header, u.values);
     Dispatch(ring_->TakeOutput(), now);
   }
-  if (stats().rejected != before) {
+  const CodedStats after = stats();
+  if (after.rejected != before.rejected) {
     Reject(kRejectProtocol, m.from,
            "the protocol refused it (wrong sender, kind, length or iteration)");
-  } else {
+  } else if (after.late_dropped == before.late_dropped && after.duplicates == before.duplicates) {
+    // Progress: a message the protocol took (what it already had, a resend, is none, or two
+    // ranks resending to each other would hold off the stall bound for good).
     last_progress_ = now;
   }
   MaybeCompute(now);

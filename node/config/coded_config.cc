@@ -53,7 +53,8 @@ const ConfigSchema<CodedConfig>& CodedSchema() {
         .Real("stall_timeout_s", &C::stall_timeout_s, "30", 0.1, 86400,
               "a running rank that neither took a message nor computed for this long ends "
               "its run with the reason (a message it needed was lost, or a member went quiet "
-              "while alive); keep it above the slowest member's step");
+              "while alive); from a quarter of it on, it sends its last messages again (not an "
+              "asynchronous parameter server); keep it above the slowest member's step");
     return s;
   }();
   return *schema;
