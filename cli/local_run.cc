@@ -139,8 +139,9 @@ class LocalRun {
   // A node that writes no report line for the bound (LocalConfig::unresponsive_s, or 4 times its
   // longest silence so far; kStartupFactor times it before its first line) before its final one
   // is said to be unresponsive, once; its peers' membership takes it out of the run. Once every
-  // other node has exited (or crashed on purpose) nothing is left to wait for: it is killed and
-  // named as the run's failure. A node that speaks again is said to, and waited for as before.
+  // other node has exited (or crashed on purpose) and it stays silent for the bound after that
+  // too, nothing is left to wait for: it is killed and named as the run's failure. A node that
+  // speaks again is said to, and waited for as before.
   static constexpr double kStartupFactor = 6;
   void WatchSilence(double t) {
     const auto now = std::chrono::steady_clock::now();
@@ -155,6 +156,7 @@ class LocalRun {
                                ? std::max(config_.unresponsive_s, 4 * seconds(c.longest_silence))
                                : kStartupFactor * config_.unresponsive_s;
       if (silent < bound) {
+        alone_since_.erase(i);
         if (silent_.erase(i) > 0) {
           Say(fmt::format("murmur local: {:.1f} s: node {} speaks again\n", t, i + 1));
         }
@@ -175,10 +177,15 @@ class LocalRun {
         others_ended &= j == i || o.exited || o.down;
       }
       if (!others_ended) continue;
+      // The bound counts from the later of its last line and the others' exit: a collector
+      // still sending the finish's result over a thin link was silent while they waited with it,
+      // and must see them gone (its linger) before it exits.
+      const auto alone = alone_since_.try_emplace(i, now).first->second;
+      if (seconds(now - std::max(c.heard, alone)) < bound) continue;
       const std::string why = fmt::format(
-          "node {} unresponsive: wrote nothing for {:.1f} s, killed (SIGKILL) once "
+          "node {} unresponsive: wrote nothing for {:.1f} s, killed (SIGKILL) {:.1f} s after "
           "every other node had exited",
-          i + 1, silent);
+          i + 1, silent, seconds(now - alone));
       unresponsive_[i] = why;
       Say(fmt::format("murmur local: {:.1f} s: {}\n", t, why));
       cluster_.Kill(i);
@@ -266,6 +273,8 @@ class LocalRun {
   std::vector<std::string> plain_printed_;  // the table rows plain progress printed last
   std::vector<NodeFailure> failures_;
   std::set<size_t> silent_;                     // nodes said to be unresponsive, not yet killed
+  // Silent nodes left alone: when WatchSilence first found every other node exited.
+  std::map<size_t, std::chrono::steady_clock::time_point> alone_since_;
   std::map<size_t, std::string> unresponsive_;  // nodes killed for it, and why
 };
 

@@ -6,8 +6,8 @@
 - gossip and the parameter server's workers go on without it; a ring ends at once with the
   reason (every rank carries a chunk of every step); a tree whose parent loses more children
   than its code tolerates ends with the reason; a coded tree that tolerates it goes on;
-- `murmur local` kills it once every other node has ended and it has written nothing for
-  --unresponsive-s, and names it as the run's failure.
+- `murmur local` kills it --unresponsive-s after the later of its last report and the others'
+  exit, and names it as the run's failure.
 
 Usage: stopped_member_test.py MURMUR
 """
@@ -129,7 +129,9 @@ def check_killed(run, summary, k, stopped_at):
         if m and int(m.group(1)) != k:
             ended.setdefault(int(m.group(1)), t)
     others_ended = max(list(ended.values()) + [stopped_at])
-    bound = max(others_ended, stopped_at + UNRESPONSIVE_S)
+    # --unresponsive-s after the later of its last report (about when it stopped) and the others'
+    # exit (docs/operations.md).
+    bound = max(others_ended, stopped_at) + UNRESPONSIVE_S
     print(f"  killed at {said[0]:.1f} s (others ended by {others_ended:.1f} s, bound "
           f"{bound:.1f} s + slack); launcher exited at {run.end:.1f} s", flush=True)
     assert said[0] <= bound + SLACK_S + 1.0, said
