@@ -37,7 +37,6 @@ struct Simulator::Impl {
       ++it->second;
       ++total;
     }
-    using gossip::GossipNodeObserver::Staleness;
   };
   struct Node {
     bool running = false;  // the process exists (started, not crashed, its run not over)

@@ -443,6 +443,27 @@ TEST(SimulatorTest, AClockJumpDeclaresNoLiveMemberDead) {
   }
 }
 
+// A synchronous run of `plan` on `link` for the fault tests: every process computes its share
+// of `rows` per iteration, 100 ms probes, no evaluation, invariants checked.
+SimOptions FaultSyncOptions(const gossip::SyncPlan& plan, const std::string& link, int64_t rows,
+                            uint64_t iterations, Duration stall, Duration duration) {
+  SimOptions o;
+  o.kind = SimKind::kSync;
+  o.nodes = static_cast<size_t>(plan.processes);
+  o.plan = plan;
+  o.link = *ParseLink(link);
+  o.membership.probe_interval = milliseconds(100);
+  o.membership.probe_timeout = milliseconds(40);
+  o.sync.batch = rows;
+  o.sync.iterations = iterations;
+  o.sync.eval_every = 0;
+  o.sync.linger = milliseconds(100);
+  o.sync.stall_timeout = stall;
+  o.duration = duration;
+  o.check_invariants = true;
+  return o;
+}
+
 // A ring rank whose clock jumps 3x past the stall bound (1 s), three times while it waits for a
 // slower rank, does not take its own absence for its peers' silence: the stall bound skips the
 // gap, and every rank ends its run well.
@@ -451,21 +472,8 @@ TEST(SimulatorTest, AClockJumpPastTheStallBoundIsNotAStall) {
   auto plan = gossip::MakeSyncPlan(gossip::Mode::kRing, 4, 1, 0, 7);
   ASSERT_TRUE(plan.ok()) << plan.status();
   SyntheticWorkload w(static_cast<size_t>(plan->processes), 64, kRows, kRows, 0.5, 3);
-  SimOptions o;
-  o.kind = SimKind::kSync;
-  o.nodes = static_cast<size_t>(plan->processes);
-  o.plan = *plan;
-  o.link = *ParseLink("1GbE");
-  o.membership.probe_interval = milliseconds(100);
-  o.membership.probe_timeout = milliseconds(40);
-  o.sync.batch = kRows;
-  o.sync.iterations = 30;
-  o.sync.eval_every = 0;
-  o.sync.linger = milliseconds(100);
-  o.sync.stall_timeout = seconds(1);
+  SimOptions o = FaultSyncOptions(*plan, "1GbE", kRows, 30, seconds(1), seconds(60));
   o.cost_per_sample = std::chrono::microseconds(500);
-  o.duration = seconds(60);
-  o.check_invariants = true;
   for (bool jump : {false, true}) {
     SCOPED_TRACE(jump ? "with the jump" : "without");
     // Rank 3 computes 4x slower, so rank 1 spends most of its time waiting (not computing)
@@ -560,21 +568,8 @@ TEST(SimulatorTest, SynchronousRanksSendAgainWhatALossyLinkLost) {
                                               : gossip::MakeSyncPlan(mode, 3, 1, 1, 7);
       ASSERT_TRUE(plan.ok()) << plan.status();
       SyntheticWorkload w(static_cast<size_t>(plan->processes), 64, kRows, kRows, 0.5, 3);
-      SimOptions o;
-      o.kind = SimKind::kSync;
-      o.nodes = static_cast<size_t>(plan->processes);
-      o.plan = *plan;
-      o.link = *ParseLink("10GbE,loss=0.02");
-      o.membership.probe_interval = milliseconds(100);
-      o.membership.probe_timeout = milliseconds(40);
-      o.sync.batch = kRows;
-      o.sync.iterations = 40;
-      o.sync.eval_every = 0;
-      o.sync.linger = milliseconds(100);
-      o.sync.stall_timeout = seconds(2);
-      o.duration = seconds(120);
+      SimOptions o = FaultSyncOptions(*plan, "10GbE,loss=0.02", kRows, 40, seconds(2), seconds(120));
       o.seed = seed;
-      o.check_invariants = true;
       auto sim = Simulator::Create(o, &w);
       ASSERT_TRUE(sim.ok()) << sim.status();
       const SimResult r = (*sim)->Run();
