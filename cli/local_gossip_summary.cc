@@ -37,6 +37,10 @@ void AddFinished(GossipRunSummary& s, size_t i, const GossipProgress& f) {
   s.steps.push_back(static_cast<int64_t>(f.step));
   s.rounds.push_back(static_cast<int64_t>(f.rounds));
   s.outer_rounds.push_back(static_cast<int64_t>(f.outer_rounds));
+  s.clipped.push_back(static_cast<int64_t>(f.clipped_terms));
+  for (const auto& [peer, n] : f.far_clipped) {
+    if (2 * n > f.rounds) s.pulled_far[peer][i + 1] = n;
+  }
   s.train_s.push_back(f.elapsed_s);
   s.bytes += f.bytes_sent;
   s.local_steps += f.local_steps;
@@ -194,6 +198,16 @@ void PrintModelsAndTraffic(const GossipRunSummary& s, size_t averaged) {
     std::printf("  gossip rounds per node %s in %s steps\n", span(*rlo, *rhi).c_str(),
                 span(*slo, *shi).c_str());
   }
+  for (const auto& [peer, by] : s.pulled_far) {
+    std::string at;
+    for (const auto& [node, n] : by) {
+      at += fmt::format("{}{} rounds at node {}", at.empty() ? "" : ", ", n, node);
+    }
+    std::printf(
+        "  robust mixing: node %s pulled far from the others (its terms clipped to under "
+        "a quarter in %s)\n",
+        peer.c_str(), at.c_str());
+  }
   if (s.local_steps > 0) {
     std::printf(
         "  bytes on the wire %.2f MB; dense ring all-reduce for the same steps %.1f MB (%.0fx "
@@ -272,6 +286,12 @@ nlohmann::json GossipRunJson(const GossipRunSummary& s, const GossipRunContext& 
   j["steps"] = s.steps;
   j["rounds"] = s.rounds;
   j["outer_rounds"] = s.outer_rounds;
+  j["clipped"] = s.clipped;
+  nlohmann::json pulled = nlohmann::json::object();
+  for (const auto& [peer, by] : s.pulled_far) {
+    for (const auto& [node, n] : by) pulled[peer][std::to_string(node)] = n;
+  }
+  j["pulled_far"] = pulled;
   j["local_steps_total"] = s.local_steps;
   j["train_s"] = s.train_s;
   j["phases"] = s.breakdown.nodes;

@@ -23,6 +23,10 @@ struct GossipRunSummary {
   std::vector<int64_t> steps;
   std::vector<int64_t> rounds;        // gossip rounds each ran (consensus control skips some)
   std::vector<int64_t> outer_rounds;  // outer optimizer steps each took
+  std::vector<int64_t> clipped;       // terms of its consensus steps robust mixing clipped
+  // A peer id -> the nodes that clipped its terms to under a quarter in more than half their
+  // rounds, with the count: a member that pulls far from the others.
+  std::map<std::string, std::map<size_t, uint64_t>> pulled_far;
   std::vector<double> train_s;        // each one's time from its start of training to its end
   std::vector<double> own;            // each one's own model before the consensus finish
   std::vector<double> loss;           // each one's training loss at its end (NaN: none given)

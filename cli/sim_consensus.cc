@@ -29,11 +29,11 @@ int Refuse(const std::string& why) {
 
 std::string Describe(const sim::ConsensusOptions& o, double gamma) {
   return fmt::format(
-      "murmur sim: {} nodes, mode consensus, topology {}, compress {} (gamma {:g}), network {}, "
-      "{} values computed ({:.0f} on the wire), seed {}",
+      "murmur sim: {} nodes, mode consensus, topology {}, compress {} (gamma {:g}, clip fraction "
+      "{:g}), network {}, {} values computed ({:.0f} on the wire), seed {}",
       o.nodes, gossip::TopologyName(o.choco.sampling.topology),
-      coding::CompressorSpec(o.choco.compressor), gamma, o.link.ToString(), o.dimension,
-      o.dimension * o.wire_scale, o.seed);
+      coding::CompressorSpec(o.choco.compressor), gamma, o.choco.clip_fraction, o.link.ToString(),
+      o.dimension, o.dimension * o.wire_scale, o.seed);
 }
 
 nlohmann::json Json(const sim::ConsensusOptions& o, const sim::ConsensusResult& r) {

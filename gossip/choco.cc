@@ -429,16 +429,19 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
   std::sort(mixing_.begin(), mixing_.end());
   mix_copies_.clear();
   mix_weights_.clear();
+  mix_ids_.clear();
   for (const Neighbor& n : peers.receive_from) {
     auto it = copies_.find(n.id);
     if (it == copies_.end() || !it->second.ready) {
       ++stats.missing;
       continue;
     }
+    mix_ids_.push_back(n.id);
     mix_copies_.push_back(it->second.values.span());
     mix_weights_.push_back(n.weight * std::clamp(damping ? damping(n.id) : 1.0, 0.0, 1.0));
     ++stats.mixed;
   }
+  Clip(stats);
   // One pass over the vectors on the CPU (kernels::ConsensusStep), with the round's norms.
   kernels::ConsensusSquares squares;
   MURMUR_CHECK_OK(kernels::ConsensusStep(device_, gamma_, mix_copies_, mix_weights_, public_.span(),
@@ -453,6 +456,42 @@ void ChocoGossip::Mix(std::span<float> x, const std::vector<NodeId>& view, uint6
                     "halving the consensus step to {:.4g} (set --gamma lower to avoid this)",
                     options_.self, options_.guard_checks, stats.consensus_distance, gamma_);
   }
+}
+
+void ChocoGossip::Clip(ChocoRoundStats& stats) {
+  const size_t m = mix_copies_.size();
+  if (options_.clip_fraction <= 0 || m < 2) return;  // one peer: no second opinion
+  mix_distances_.clear();
+  double total = 0;
+  for (size_t j = 0; j < m; ++j) {
+    double d2 = 0;
+    MURMUR_CHECK_OK(kernels::SquaredDistance(device_, mix_copies_[j], public_.span(), &d2));
+    mix_distances_.emplace_back(std::sqrt(d2), j);
+    total += mix_weights_[j];
+  }
+  if (!(total > 0)) return;
+  std::sort(mix_distances_.begin(), mix_distances_.end());
+  // τ: the distance at which the nearer peers hold 1 − clip_fraction of the weight.
+  const double keep = (1 - options_.clip_fraction) * total;
+  double held = 0;
+  double radius = mix_distances_.back().first;
+  for (const auto& [distance, j] : mix_distances_) {
+    held += mix_weights_[j];
+    if (held >= keep * (1 - 1e-12)) {
+      radius = distance;
+      break;
+    }
+  }
+  for (const auto& [distance, j] : mix_distances_) {
+    if (!(distance > radius)) continue;
+    mix_weights_[j] *= radius / distance;
+    ++stats.clipped;
+    if (distance > 4 * radius) {
+      ++stats.far_clipped;
+      ++far_clipped_[mix_ids_[j]];
+    }
+  }
+  clipped_terms_ += stats.clipped;
 }
 
 bool ChocoGossip::Guard(double distance, double relative) {
@@ -543,7 +582,10 @@ void ChocoGossip::AddMemory(MemoryUse& memory) const {
                                                 : 0);
 }
 
-void ChocoGossip::Forget(NodeId id) { copies_.erase(id); }
+void ChocoGossip::Forget(NodeId id) {
+  copies_.erase(id);
+  far_clipped_.erase(id);
+}
 
 void ChocoGossip::Close() {
   closed_ = true;

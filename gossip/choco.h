@@ -53,6 +53,30 @@
 // updates and then a full one (onebit near consensus), and one SGD step moves a model by far
 // less than half its norm. An honest update refused by the rule costs one snapshot.
 //
+// Clipped mixing (ClippedGossip: He, Karimireddy, Jaggi 2022, arXiv 2202.01545, §4's adaptive
+// radius): the bounds above stop what is far beyond any honest update, but a member with valid
+// credentials can send, every round, an update just under them that pushes the same way. So in
+// each round's consensus step every mixed term x̂_j − x̂_i is clipped to a radius τ taken from
+// this round's own evidence: the mixing peers sorted by ‖x̂_j − x̂_i‖, τ is the distance at
+// which the nearer peers hold 1 − `clip_fraction` of the round's mixing weight. The farther
+// peers (at most that fraction of the weight) then pull with at most τ each: one neighbour's
+// influence per round is bounded by what the nearer, honest ones differ by, not by the model's
+// norm. Clipping w (x̂_j − x̂_i) to τ is w · min(1, τ / ‖x̂_j − x̂_i‖) (x̂_j − x̂_i), so it scales
+// the term's weight; the weight removed stays with this node. With one mixing peer there is no
+// second opinion and nothing is clipped. An honest but far peer (just caught up, or restarted)
+// is clipped as well, which slows its mixing and keeps the iteration convergent (the paper's
+// Theorem 1 covers clipping of honest neighbours). Each node clips on its own τ, so the weights
+// are no longer symmetric and the iteration no longer keeps the cluster's average exactly (two
+// ends of a link may clip it differently): with an outer optimizer's momentum and models far
+// apart (exact gossip, γ = 1, models 30 % apart with no gradient noise) the mean's drift is
+// amplified and the iteration can diverge; on real training, common or per-node initialization,
+// the accuracy was unchanged (docs/security.md). Cost: one distance pass per mixed copy.
+// A term clipped to under a quarter of its length (‖x̂_j − x̂_i‖ > 4τ) is counted for its peer
+// (far_clipped): an honest ring's distances differ by less, so a peer counted in most rounds is
+// one that pulls far from the others, and the reports name it.
+// What it cannot stop: a majority of the mixing weight hostile; and a hostile peer that sits
+// nearer than the honest ones sets a small τ, which slows consensus without moving the model.
+//
 // Bounded state: at most `max_copies` copies, the mixing peers' first; public-copy
 // snapshots served at a bounded rate, so invented or runaway peers cost bounded memory.
 //
@@ -73,6 +97,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -114,6 +139,9 @@ struct ChocoOptions {
   double min_gamma = 1e-4;
   double outlier_factor = 10;     // 0: no norm check
   double snapshot_distance = 4;   // 0: no distance check
+  // Clipped mixing (see the header comment): the fraction of a round's mixing weight, farthest
+  // peers first, whose terms are clipped to the nearer peers' distance. In [0, 1); 0: off.
+  double clip_fraction = 0.5;
   // Per-sender state is bounded: at most this many copies x̂_j (a dense model each). When full,
   // a stream from one of this node's mixing peers takes the place of the least recently updated
   // copy of a peer it does not mix; any other new stream is refused (kNotTracked). Public-copy
@@ -181,6 +209,8 @@ struct ChocoRoundStats {
   size_t trackers = 0;            // receivers of q_i
   size_t mixed = 0;               // peers whose copies took part in the consensus step
   size_t missing = 0;             // peers to mix whose copies are not ready (weight kept)
+  size_t clipped = 0;             // mixed peers whose term was clipped (clipped mixing)
+  size_t far_clipped = 0;         // ... to under a quarter of its length
   double consensus_distance = 0;  // ‖Σ_j w_ij d_j (x̂_j − x̂_i)‖ / ‖x̂_i‖
   // ‖x_i − x̂_i‖ after the consensus step: what is not yet sent.
   double residual_norm = 0;
@@ -267,6 +297,11 @@ class ChocoGossip {
   std::vector<float> PublicCopyOnHost() const;
   uint64_t CopyVersion(NodeId id) const;
   uint64_t gamma_halvings() const { return gamma_halvings_; }
+  // Mixed terms clipped by clipped mixing, over the run.
+  uint64_t clipped_terms() const { return clipped_terms_; }
+  // Per mixing peer: its terms clipped to under a quarter of their length (see the header
+  // comment). Entries only for peers with a copy (Forget drops one's).
+  const std::map<NodeId, uint64_t>& far_clipped() const { return far_clipped_; }
   // Its buffers (base/memory_use.h): choco_public, choco_copies, initial_model, replay_log,
   // update (q_i, or the update received), compressor (its own vectors) and round_scratch (x − x̂
   // on a device, a snapshot being checked, staging).
@@ -312,6 +347,8 @@ class ChocoGossip {
   // operator, no longer does either, so a stream that starts later costs a snapshot anyway).
   void MaybeReleaseInitial();
   bool Guard(double distance, double relative);
+  // Clipped mixing over mix_copies_ and mix_weights_ (see the header comment).
+  void Clip(ChocoRoundStats& stats);
 
   ChocoOptions options_;
   const kernels::Device device_;
@@ -342,6 +379,10 @@ class ChocoGossip {
   mutable RoundPeers peers_;
   std::vector<std::span<const float>> mix_copies_;  // a round's ready copies and their weights
   std::vector<double> mix_weights_;
+  std::vector<NodeId> mix_ids_;                           // whose copy each of mix_copies_ is
+  std::vector<std::pair<double, size_t>> mix_distances_;  // ‖x̂_j − x̂_i‖ and j, for Clip
+  uint64_t clipped_terms_ = 0;
+  std::map<NodeId, uint64_t> far_clipped_;
   kernels::Buffer<float> incoming_;  // a snapshot being checked
   coding::DeviceUpdateStaging staging_;
   // q_i of a round, or an update or snapshot received: one at a time (Publish uses it no longer

@@ -41,6 +41,10 @@ Status ChocoOptions::Validate() const {
         "outlier_factor must be 0 (off) or at least 1, snapshot_distance "
         "at least 0");
   }
+  if (!(clip_fraction >= 0 && clip_fraction < 1)) {
+    return InvalidArgumentError("clip_fraction must be in [0, 1) (0: no clipped mixing), got " +
+                                std::to_string(clip_fraction));
+  }
   if (guard_window < 1 || guard_checks < 1) {
     return InvalidArgumentError("divergence guard window and checks must be at least 1");
   }

@@ -505,6 +505,12 @@ void GossipNode::MixRound() {
   }
   s_.gamma = choco_->gamma();
   s_.gamma_halvings = choco_->gamma_halvings();
+  s_.clipped_terms = choco_->clipped_terms();
+  if (stats.far_clipped > 0 || s_.far_clipped.size() != choco_->far_clipped().size()) {
+    s_.far_clipped.clear();
+    for (const auto& [id, n] : choco_->far_clipped()) s_.far_clipped[std::to_string(id)] = n;
+  }
+  if (observer_ != nullptr && stats.clipped > 0) observer_->Clipped(stats.clipped);
 }
 
 void GossipNode::Fail(const Status& status) {

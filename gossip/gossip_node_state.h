@@ -24,6 +24,8 @@ class GossipNodeObserver {
   // follows. A driver that reads its clock here splits a round's time between the two.
   virtual void RoundPublished() {}
   virtual void Round(double /*density*/, double /*residual_norm*/, double /*consensus*/) {}
+  // Terms of a round's consensus step clipped by clipped mixing (ChocoOptions::clip_fraction).
+  virtual void Clipped(uint64_t /*terms*/) {}
   // The consensus finish ended: averaged (with `contributors` models, `moved`: ‖x̄ − x_i‖ / ‖x̄‖)
   // or not.
   virtual void Finish(bool /*averaged*/, uint32_t /*contributors*/, double /*moved*/) {}
@@ -81,6 +83,9 @@ struct GossipNodeState {
   uint64_t model_requests = 0;   // dense model snapshots asked for after joining
   uint64_t join_requests = 0;    // ... while joining
   uint64_t gamma_halvings = 0;
+  uint64_t clipped_terms = 0;  // mixed terms clipped by clipped mixing (ChocoGossip::Clip)
+  // Peer id -> its terms clipped to under a quarter (ChocoGossip::far_clipped).
+  std::map<std::string, uint64_t> far_clipped;
   size_t live_members = 1;
   std::map<std::string, uint64_t> verdicts;  // CHOCO message outcomes
   uint64_t rejected_messages = 0;

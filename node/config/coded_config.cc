@@ -71,23 +71,15 @@ namespace {
 // The gossip keys no synchronous mode reads (CodedOptionsFrom and the synchronous drivers read
 // the training ones, time_limit_s, eval_every, eval_samples and straggle; ps also compress).
 const std::vector<std::string>& GossipOnlyKeys() {
-  static const auto* keys = new std::vector<std::string>{"epochs",
-                                                         "consensus_target",
-                                                         "consensus_slack",
-                                                         "gamma",
-                                                         "topology",
-                                                         "random_peers",
-                                                         "local_steps",
-                                                         "post_local_epoch",
-                                                         "post_local_steps",
-                                                         "max_lead",
-                                                         "max_wait_ms",
-                                                         "max_wait_steps",
-                                                         "straggler_hold_s",
-                                                         "staleness_scale",
-                                                         "target_accuracy",
-                                                         "finish_wait_s",
-                                                         "init"};
+  static const auto* keys = new std::vector<std::string>{"epochs",           "consensus_target",
+                                                         "consensus_slack",  "gamma",
+                                                         "clip_fraction",    "topology",
+                                                         "random_peers",     "local_steps",
+                                                         "post_local_epoch", "post_local_steps",
+                                                         "max_lead",         "max_wait_ms",
+                                                         "max_wait_steps",   "straggler_hold_s",
+                                                         "staleness_scale",  "target_accuracy",
+                                                         "finish_wait_s",    "init"};
   return *keys;
 }
 // The keys of the parameter server alone, and of the gradient code alone.

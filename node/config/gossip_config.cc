@@ -90,6 +90,10 @@ const ConfigSchema<GossipConfig>& GossipSchema() {
                 &gossip::ParseOuterSpec)
         .Real("gamma", &C::gamma, Number(node.choco.gamma), 0, 1,
               "CHOCO consensus step; 0 picks the operator's default (0.05 for top-1 %)")
+        .Real("clip_fraction", &C::clip_fraction, Number(node.choco.clip_fraction), 0, 0.99,
+              "robust mixing (ClippedGossip): each round the farthest neighbours, up to this "
+              "fraction of the round's mixing weight, pull no farther than the nearer "
+              "neighbours' distance, so one member cannot drag the others' models; 0: off")
         .Enum("topology", &C::topology, gossip::TopologyName(node.choco.sampling.topology),
               {{"ring", gossip::Topology::kRing},
                {"exponential", gossip::Topology::kExponential},
@@ -190,6 +194,7 @@ StatusOr<GossipPeerOptions> GossipOptionsFrom(const GossipConfig& c) {
   }
   o.node.choco.compressor = GossipCompressor(c);
   o.node.choco.gamma = c.gamma;
+  o.node.choco.clip_fraction = c.clip_fraction;
   o.node.consensus_target = c.consensus_target;
   o.node.consensus_slack = c.consensus_slack;
   o.node.outer = c.outer;

@@ -28,6 +28,7 @@ struct GossipConfig {
   double epochs = 0;  // cluster-wide
   std::optional<coding::CompressorOptions> compress;  // none: auto (GossipCompressor)
   double gamma = 0;
+  double clip_fraction = 0;
   gossip::Topology topology = gossip::Topology::kRing;
   int random_peers = 0;
   int local_steps = 0;

@@ -10,9 +10,10 @@ const std::set<std::string>& PeerLibraryKeys() {
       "cluster_key_file", "node_key_file", "allowed_keys_file", "plaintext", "admin",
       "admin_token_file", "log_level", "report_interval_ms",
       // the gossip
-      "compress", "gamma", "topology", "random_peers", "local_steps", "post_local_epoch",
-      "post_local_steps", "max_lead", "max_wait_ms", "max_wait_steps", "straggler_hold_s", "staleness_scale",
-      "consensus_target", "consensus_slack", "outer", "straggle",
+      "compress", "gamma", "clip_fraction", "topology", "random_peers", "local_steps",
+      "post_local_epoch", "post_local_steps", "max_lead", "max_wait_ms", "max_wait_steps",
+      "straggler_hold_s", "staleness_scale", "consensus_target", "consensus_slack", "outer",
+      "straggle",
       // the budget, the schedule, the end
       "epochs", "time_limit_s", "finish_wait_s", "lr", "lr_schedule", "warmup_epochs",
       "lr_reference_batch", "batch_size", "save_model"};

@@ -53,6 +53,9 @@ void GossipSession::Rejected(std::string_view reason) {
 void GossipSession::Staleness(double steps) {
   if (telemetry_ != nullptr) telemetry_->ObserveStaleness(steps);
 }
+void GossipSession::Clipped(uint64_t terms) {
+  if (telemetry_ != nullptr) telemetry_->AddClipped(terms);
+}
 void GossipSession::LateDropped() {
   if (telemetry_ != nullptr) telemetry_->AddLateDropped(1);
 }

@@ -157,6 +157,7 @@ class GossipSession : public gossip::GossipNodeObserver {
   void Rejected(std::string_view reason) override;
   void Staleness(double steps) override;
   void LateDropped() override;
+  void Clipped(uint64_t terms) override;
   void RoundPublished() override { published_at_ = clock_.Now(); }
   void Round(double density, double residual_norm, double consensus) override;
   void Finish(bool averaged, uint32_t contributors, double moved) override;

@@ -97,6 +97,8 @@ std::string GossipProgressJson(const GossipProgress& p, bool final) {
   j["catchups"] = p.catchups;
   j["model_requests"] = p.model_requests;
   j["gamma_halvings"] = p.gamma_halvings;
+  j["clipped"] = p.clipped_terms;
+  j["far_clipped"] = p.far_clipped;
   j["stragglers"] = p.stragglers;
   j["stragglers_detected"] = p.stragglers_detected;
   j["members"] = p.live_members;
@@ -316,6 +318,8 @@ StatusOr<GossipReport> ParseGossipReport(const nlohmann::json& line) {
   r.Get("catchups", p.catchups);
   r.Get("model_requests", p.model_requests);
   r.Get("gamma_halvings", p.gamma_halvings);
+  r.Get("clipped", p.clipped_terms);
+  r.Get("far_clipped", p.far_clipped);
   r.Get("stragglers", p.stragglers);
   r.Get("stragglers_detected", p.stragglers_detected);
   r.Get("members", p.live_members);

@@ -148,6 +148,9 @@ void NodeTelemetry::SetStragglers(std::vector<gossip::NodeId> current, uint64_t 
   stragglers_ = std::move(current);
 }
 
+void NodeTelemetry::AddClipped(uint64_t terms) {
+  if (terms > 0) m_->clipped.Increment(static_cast<double>(terms));
+}
 void NodeTelemetry::AddLateDropped(uint64_t count) {
   if (count > 0) m_->late_dropped.Increment(static_cast<double>(count));
 }

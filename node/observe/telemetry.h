@@ -114,6 +114,7 @@ class NodeTelemetry {
   void SetCompression(double density, double residual_norm);
   void SetStragglers(std::vector<gossip::NodeId> current, uint64_t detected_total);
   void AddLateDropped(uint64_t count);
+  void AddClipped(uint64_t terms);
   void SetCodedStats(const gossip::CodedStats& stats);
   void CountRejected(std::string_view reason);
   // murmur_memory_bytes{buffer}: what the node holds now, by buffer.

@@ -183,6 +183,12 @@ struct NodeTelemetry::Metrics {
                          .Help("Messages that arrived after their step or iteration was done")
                          .Register(r)
                          .Add({})),
+        clipped(BuildCounter()
+                    .Name("murmur_clipped_terms_total")
+                    .Help("Neighbours' terms of the consensus step clipped to the nearer "
+                          "neighbours' distance (robust mixing)")
+                    .Register(r)
+                    .Add({})),
         coded_iterations(BuildCounter()
                              .Name("murmur_coded_iterations_total")
                              .Help("CodedReduce/baseline iterations this rank completed")
@@ -398,6 +404,7 @@ struct NodeTelemetry::Metrics {
   Gauge& stragglers;
   Counter& stragglers_detected;
   Counter& late_dropped;
+  Counter& clipped;
   Counter& coded_iterations;
   Counter& coded_decodes;
   Counter& coded_waited;

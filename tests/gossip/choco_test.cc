@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <variant>
 
 #include "tests/testing/fake_network.h"
 
@@ -24,8 +26,10 @@ struct Cluster {
   TimePoint now{};
   murmur::testing::FakeNetwork<ChocoOutgoing> net;
 
+  // `clip_fraction` 0: the paper's CHOCO, whose properties (a preserved average, exact gossip,
+  // consensus to rounding) clipped mixing gives up for robustness.
   Cluster(size_t p, size_t d, const std::string& spec, double gamma, uint64_t seed,
-          Topology topology = Topology::kRing)
+          Topology topology = Topology::kRing, double clip_fraction = ChocoOptions{}.clip_fraction)
       : net(p, seed) {
     net.faults().min_delay = net.faults().max_delay = Duration(0);
     net.drop_if = [this](size_t, size_t, const ChocoOutgoing& out) { return drop && drop(out); };
@@ -41,6 +45,7 @@ struct Cluster {
       o.compressor = *coding::ParseCompressorSpec(spec);
       o.gamma = gamma;
       o.sampling.topology = topology;
+      o.clip_fraction = clip_fraction;
       nodes.push_back(*ChocoGossip::Create(o, initial, initial, /*from_initial=*/true));
       std::vector<float> xi(d);
       for (float& v : xi) v = normal(rng);
@@ -112,7 +117,7 @@ struct Cluster {
 TEST(ChocoTest, PreservesTheAverageForAnyCompressor) {
   for (const char* spec : {"topk:0.1", "qsgd:16,rescale=on", "onebit:0.1", "none"}) {
     const uint64_t seed = 7;
-    Cluster c(9, 100, spec, 0.2, seed);
+    Cluster c(9, 100, spec, 0.2, seed, Topology::kRing, /*clip_fraction=*/0);
     const auto before = c.Mean();
     for (uint64_t r = 0; r < 1000; ++r) c.SyncRound(r);
     const auto after = c.Mean();
@@ -125,7 +130,7 @@ TEST(ChocoTest, PreservesTheAverageForAnyCompressor) {
 TEST(ChocoTest, TopKReachesConsensusOnARingOfNine) {
   // docs/algorithms.md §3.6 test 2 (in float32 the error stops at rounding, not at 1e-20).
   const uint64_t seed = 3;
-  Cluster c(9, 100, "topk:0.1", 0.2, seed);
+  Cluster c(9, 100, "topk:0.1", 0.2, seed, Topology::kRing, /*clip_fraction=*/0);
   const double initial = c.ConsensusError();
   for (uint64_t r = 0; r < 3000; ++r) c.SyncRound(r);
   EXPECT_LT(c.ConsensusError(), initial * 1e-9) << "seed " << seed << ", initial " << initial;
@@ -135,7 +140,7 @@ TEST(ChocoTest, TopKReachesConsensusOnARingOfNine) {
 
 TEST(ChocoTest, IdentityCompressionWithGammaOneIsExactGossip) {
   const uint64_t seed = 11;
-  Cluster c(6, 33, "none", 1.0, seed);
+  Cluster c(6, 33, "none", 1.0, seed, Topology::kRing, /*clip_fraction=*/0);
   const auto w = MixingMatrix(PeerSamplingOptions{}, c.view, 0);
   for (uint64_t r = 0; r < 20; ++r) {
     std::vector<std::vector<double>> expected(c.x.size(), std::vector<double>(33, 0.0));
@@ -385,7 +390,7 @@ TEST(ChocoTest, DivergenceGuardHalvesGammaUntilConsensusResumes) {
   // and converges with it.
   const uint64_t seed = 4;
   {
-    Cluster unguarded(9, 100, "topk:0.1", 1.0, seed);
+    Cluster unguarded(9, 100, "topk:0.1", 1.0, seed, Topology::kRing, /*clip_fraction=*/0);
     for (auto& n : unguarded.nodes) {
       ChocoOptions o;
       o.self = unguarded.view[&n - &unguarded.nodes[0]];
@@ -394,6 +399,7 @@ TEST(ChocoTest, DivergenceGuardHalvesGammaUntilConsensusResumes) {
       o.compressor = *coding::ParseCompressorSpec("topk:0.1");
       o.gamma = 1.0;
       o.guard_checks = 1 << 30;
+      o.clip_fraction = 0;
       std::vector<float> zeros(100, 0.0f);
       n = *ChocoGossip::Create(o, zeros, zeros, true);
     }
@@ -401,12 +407,116 @@ TEST(ChocoTest, DivergenceGuardHalvesGammaUntilConsensusResumes) {
     for (uint64_t r = 0; r < 300; ++r) unguarded.SyncRound(r);
     EXPECT_GT(unguarded.ConsensusError(), initial * 1e3) << "gamma 1 should diverge; seed " << seed;
   }
-  Cluster c(9, 100, "topk:0.1", 1.0, seed);
+  Cluster c(9, 100, "topk:0.1", 1.0, seed, Topology::kRing, /*clip_fraction=*/0);
   const double initial = c.ConsensusError();
   for (uint64_t r = 0; r < 3000; ++r) c.SyncRound(r);
   EXPECT_LT(c.nodes[0]->gamma(), 1.0) << "seed " << seed;
   EXPECT_GE(c.nodes[0]->gamma_halvings(), 1u);
   EXPECT_LT(c.ConsensusError(), initial * 1e-6) << "gamma " << c.nodes[0]->gamma();
+}
+
+// A hostile member (id 13 of a ring of 4, neighbour of 10 and 12) sends, every round, an update
+// of 0.4 ‖x̂‖ in one fixed direction: under the outlier bound (half the model's norm), so it is
+// applied. Without clipped mixing it drags its neighbours along; with it each round's pull is
+// at most the honest neighbour's distance, so the honest models stay near where they would be
+// with the hostile member idle, and the clipped terms are counted.
+struct DriftRun {
+  double drift = 0;      // the honest nodes' mean along the hostile direction, over ‖x̄‖
+  uint64_t clipped = 0;  // terms clipped on the honest nodes
+};
+DriftRun RunWithAHostileDrift(double clip_fraction, bool hostile, uint64_t seed) {
+  const size_t d = 64;
+  Cluster c(4, d, "none", 0.5, seed, Topology::kRing, clip_fraction);
+  // Honest models near a common point, as in training: the mean plus 1 % noise.
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> centre(d);
+  for (float& v : centre) v = normal(rng);
+  for (auto& xi : c.x) {
+    for (size_t k = 0; k < d; ++k) xi[k] = centre[k] + 0.01f * normal(rng);
+  }
+  std::vector<float> direction(d, 0.0f);
+  for (size_t k = d - 8; k < d; ++k) direction[k] = 1.0f / std::sqrt(8.0f);  // "the last layer"
+  double centre_norm = 0;
+  for (float v : centre) centre_norm += double(v) * v;
+  centre_norm = std::sqrt(centre_norm);
+  // The hostile member's frames: every update it sends replaced by 0.4 ‖x̄‖ along `direction`.
+  coding::Update push;
+  push.op = coding::Operator::kNone;
+  push.dimension = static_cast<uint32_t>(d);
+  push.dense = true;
+  push.format = coding::ValueFormat::RawFloat32();
+  for (float v : direction) push.values.push_back(static_cast<float>(0.4 * centre_norm) * v);
+  auto frame = std::make_shared<std::vector<std::byte>>();
+  coding::EncodeUpdate(push, *frame);
+  for (uint64_t r = 0; r < 200; ++r) {
+    std::vector<ChocoRoundStats> stats(4);
+    for (size_t i = 0; i < 4; ++i) stats[i] = *c.nodes[i]->Publish(c.x[i], c.view, r);
+    if (hostile) {
+      for (ChocoOutgoing& out : c.nodes[3]->TakeOutput()) {
+        if (std::holds_alternative<UpdateHeader>(out.payload)) out.frame = frame;
+        c.net.Send(3, c.IndexOf(out.to), std::move(out), c.now);
+      }
+    }
+    c.Deliver();
+    for (size_t i = 0; i < 3; ++i) c.nodes[i]->Mix(c.x[i], c.view, r, nullptr, stats[i]);
+    // The hostile member itself does not move toward the others (it only pushes).
+    c.now += milliseconds(10);
+  }
+  DriftRun run;
+  for (size_t i = 0; i < 3; ++i) {
+    double along = 0;
+    for (size_t k = 0; k < d; ++k) along += double(c.x[i][k] - centre[k]) * direction[k];
+    run.drift += along / 3 / centre_norm;
+    run.clipped += c.nodes[i]->clipped_terms();
+  }
+  return run;
+}
+
+TEST(ChocoTest, ClippedMixingBoundsAHostileNeighboursPullByTheHonestOnesDistance) {
+  for (uint64_t seed : {1, 2, 3}) {
+    const DriftRun idle = RunWithAHostileDrift(0.5, /*hostile=*/false, seed);
+    const DriftRun clipped = RunWithAHostileDrift(0.5, /*hostile=*/true, seed);
+    const DriftRun plain = RunWithAHostileDrift(0, /*hostile=*/true, seed);
+    std::printf(
+        "seed %llu: drift along the hostile direction, relative: idle %.2e, clipped %.2e "
+        "(%llu terms clipped), unclipped %.2e\n",
+        static_cast<unsigned long long>(seed), idle.drift, clipped.drift,
+        static_cast<unsigned long long>(clipped.clipped), plain.drift);
+    EXPECT_GT(plain.drift, 1.0) << "seed " << seed << ": the attack moves an unclipped mix";
+    EXPECT_LT(std::abs(clipped.drift - idle.drift), 0.01) << "seed " << seed;
+    EXPECT_GT(clipped.clipped, 200u) << "seed " << seed;
+    EXPECT_EQ(plain.clipped, 0u);
+  }
+}
+
+// One round's consensus step with two copies at different distances r_1 < r_2 (random models):
+// the farther one is clipped to r_1, so the step moves the model by at most γ (w_1 + w_2) r_1.
+TEST(ChocoTest, ClippedMixingClipsOnlyTheFartherPeerToTheNearerOnesDistance) {
+  Cluster c(3, 8, "none", 1.0, 6);
+  c.SyncRound(0);
+  std::vector<float> x = c.x[0];
+  const uint64_t clipped_before = c.nodes[0]->clipped_terms();
+  const auto pub = c.nodes[0]->public_copy();
+  const auto near = c.nodes[0]->CopyOf(11);
+  double r = 0;
+  for (size_t k = 0; k < 8; ++k) r += double(near[k] - pub[k]) * (near[k] - pub[k]);
+  r = std::sqrt(r);
+  std::vector<float> before(x);
+  ChocoRoundStats stats;
+  c.nodes[0]->Mix(x, c.view, 1, nullptr, stats);
+  EXPECT_EQ(stats.clipped, 1u);  // of two different distances, the farther one is clipped
+  double moved = 0;
+  for (size_t k = 0; k < 8; ++k) moved += double(x[k] - before[k]) * (x[k] - before[k]);
+  const double radius = std::min(r, [&] {
+    const auto far = c.nodes[0]->CopyOf(12);
+    double f = 0;
+    for (size_t k = 0; k < 8; ++k) f += double(far[k] - pub[k]) * (far[k] - pub[k]);
+    return std::sqrt(f);
+  }());
+  const double w = 1.0 / 3;  // the ring of 3's weight per neighbour
+  EXPECT_LE(std::sqrt(moved), 1.0 * 2 * w * radius * (1 + 1e-5));
+  EXPECT_EQ(c.nodes[0]->clipped_terms(), clipped_before + 1);
 }
 
 TEST(ChocoTest, StalePeersWeighLessAndMissingCopiesKeepTheirWeight) {

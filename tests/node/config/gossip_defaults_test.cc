@@ -42,6 +42,7 @@ std::map<std::string, std::string> KeyTexts(const GossipPeerOptions& o) {
       {"consensus_slack", std::to_string(n.consensus_slack)},
       {"outer", gossip::OuterSpec(n.outer)},
       {"gamma", Number(n.choco.gamma)},
+      {"clip_fraction", Number(n.choco.clip_fraction)},
       {"topology", gossip::TopologyName(n.choco.sampling.topology)},
       {"random_peers", std::to_string(n.choco.sampling.random_peers)},
       {"local_steps", std::to_string(n.local_steps)},
